@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+type checkOptions struct {
+	g *globalOptions
+}
+
+func newCheckCmd(g *globalOptions) *cobra.Command {
+	o := &checkOptions{g: g}
+	return &cobra.Command{
+		Use:   "check",
+		Short: "Validate every task file, the config and the view",
+		Long: `Check every task on the state branch and every file in the view: frontmatter
+that does not parse, unknown queues or priorities, hand edits that cannot be
+committed, conflicts between the view and the branch, missing or circular
+dependencies, and config.yaml. Each problem names the file and line.
+
+Exits 0 when all is well and 1 when there are problems. With --json the
+report ({"ok": false, "problems": [...]}) is printed on stdout either way.`,
+		Example: `  orch check
+  orch check --json`,
+		Args: exactArgs(0, "check"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runCheck(o) },
+	}
+}
+
+func runCheck(o *checkOptions) error {
+	var problems []workflow.Problem
+	err := o.g.withEngine(func(e *workflow.Engine) error {
+		if err := e.RequireInit(); err != nil {
+			return err
+		}
+		problems = e.Check()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if o.g.JSON {
+		if problems == nil {
+			problems = []workflow.Problem{}
+		}
+		if err := writeJSON(o.g.io.Out, struct {
+			OK       bool               `json:"ok"`
+			Problems []workflow.Problem `json:"problems"`
+		}{len(problems) == 0, problems}); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range problems {
+			fmt.Fprintln(o.g.io.Out, p.String())
+		}
+		if len(problems) == 0 {
+			fmt.Fprintln(o.g.io.Err, "ok: no problems")
+		} else {
+			fmt.Fprintf(o.g.io.Err, "%d problem(s)\n", len(problems))
+		}
+	}
+	if len(problems) > 0 {
+		return &silentExit{code: exitFailure}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/workflow"
+)
+
+// Exit codes (DESIGN §9).
+const (
+	exitOK       = 0
+	exitFailure  = 1
+	exitUsage    = 2
+	exitNotFound = 3
+	exitRefused  = 4
+	exitConflict = 5
+)
+
+// exitCodes documents every code once, for help and docs.
+var exitCodes = []struct {
+	Code    int
+	Meaning string
+}{
+	{exitOK, "success"},
+	{exitFailure, "failure: a broken file, a git error, orch not set up"},
+	{exitUsage, "usage: bad flags or arguments, an ambiguous task prefix"},
+	{exitNotFound, "not found: no such task, or nothing to claim"},
+	{exitRefused, "refused by a rule: illegal transition, lockout, authority, invalid refusal, submit guard"},
+	{exitConflict, "conflict: a hand edit in conflict, a lock or race that could not be resolved"},
+}
+
+// classified is an error with everything the user needs: the exit code, a
+// stable machine code, and a hint saying what to run next.
+type classified struct {
+	exit int
+	code string
+	msg  string
+	hint string
+}
+
+// classify is the one place where errors become exit codes and hints.
+func classify(err error) classified {
+	var (
+		usage     *workflow.UsageError
+		ambiguous *workflow.AmbiguousError
+		notFound  *workflow.NotFoundError
+		nothing   *workflow.NothingToClaimError
+		rule      *workflow.RuleError
+		illegal   *workflow.IllegalTransitionError
+		conflict  *workflow.ConflictError
+		notInit   *workflow.NotInitializedError
+		invalid   *workflow.InvalidFileError
+		parse     *taskfile.ParseError
+		edit      *taskfile.EditError
+		notRepo   *gitstore.ErrNotRepo
+		checked   *gitstore.ErrCheckedOut
+		refLocked *gitstore.ErrRefLocked
+		lockTime  *gitstore.ErrLockTimeout
+		missing   *gitstore.ErrObjectMissing
+	)
+	switch {
+	case errors.As(err, &usage):
+		return classified{exitUsage, "usage", usage.Msg, usage.Hint}
+	case errors.As(err, &ambiguous):
+		return classified{exitUsage, "ambiguous", ambiguous.Error(), "use more characters of the ID"}
+	case errors.As(err, &notFound):
+		return classified{exitNotFound, "not_found", notFound.Error(), notFound.Hint}
+	case errors.As(err, &nothing):
+		return classified{exitNotFound, "nothing_to_claim", nothing.Error(), "orch list --ready shows what is ready; orch list shows every task"}
+	case errors.As(err, &illegal):
+		hint := "orch show " + illegal.Task + " shows the task"
+		if len(illegal.Legal) > 0 {
+			hint = fmt.Sprintf("from %s you can: orch %s %s", illegal.Queue, strings.Join(illegal.Legal, "|"), illegal.Task)
+		}
+		return classified{exitRefused, "illegal_transition", illegal.Error(), hint}
+	case errors.As(err, &rule):
+		return classified{exitRefused, "refused", rule.Msg, rule.Hint}
+	case errors.As(err, &checked):
+		return classified{exitRefused, "state_branch_checked_out", checked.Error(), "switch those worktrees to another branch (git switch -), then run the command again"}
+	case errors.As(err, &conflict):
+		return classified{exitConflict, "conflict", conflict.Msg, conflict.Hint}
+	case errors.As(err, &refLocked):
+		return classified{exitConflict, "ref_locked", refLocked.Error(), "wait for the other git command to finish, then run the command again"}
+	case errors.As(err, &lockTime):
+		return classified{exitConflict, "lock_timeout", lockTime.Error(), "another orch command is running (an open editor does not hold the lock); run again when it ends"}
+	case errors.Is(err, gitstore.ErrTooManyRetries):
+		return classified{exitConflict, "race", err.Error(), "run the command again"}
+	case errors.As(err, &notInit):
+		return classified{exitFailure, "not_initialized", notInit.Error(), "run: orch init (or orch init --example for a sample queue)"}
+	case errors.As(err, &invalid):
+		return classified{exitFailure, "invalid_file", invalid.Error(), "fix the file at the line shown; orch check lists every problem"}
+	case errors.As(err, &parse):
+		return classified{exitFailure, "invalid_file", parse.Error(), "fix the file at the line shown; orch check lists every problem"}
+	case errors.As(err, &edit):
+		return classified{exitFailure, "edit_failed", edit.Error(), "orch edit opens the file in your editor"}
+	case errors.As(err, &notRepo):
+		return classified{exitFailure, "not_a_repository", notRepo.Error(), "run orch inside a git repository, or pass -C DIR"}
+	case errors.As(err, &missing):
+		return classified{exitFailure, "object_missing", missing.Error(), "run git fsck; if the repository is a partial or shallow clone, fetch the state branch again"}
+	case errors.Is(err, os.ErrPermission):
+		return classified{exitFailure, "permission", err.Error(), "check that you may write to the repository (orch writes under .git/ and .orchestrator/)"}
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.Contains(msg, "flag needs an argument") {
+		return classified{exitUsage, "usage", msg, "orch --help lists the verbs"}
+	}
+	return classified{exitFailure, "failure", msg, ""}
+}
+
+// reportError prints the error (as the JSON envelope with --json) and
+// returns the exit code.
+func reportError(g *globalOptions, err error) int {
+	if errors.Is(err, errSilent) {
+		return exitFailure
+	}
+	c := classify(err)
+	var se *silentExit
+	if errors.As(err, &se) {
+		return se.code
+	}
+	if g.JSON {
+		body := map[string]any{"schema_version": 1, "error": map[string]string{"code": c.code, "message": c.msg, "hint": c.hint}}
+		b, _ := json.Marshal(body)
+		fmt.Fprintln(g.io.Err, string(b))
+		return c.exit
+	}
+	fmt.Fprintln(g.io.Err, "orch: "+c.msg)
+	if c.hint != "" {
+		fmt.Fprintln(g.io.Err, "hint: "+c.hint)
+	}
+	return c.exit
+}
+
+// silentExit ends a command with a code after it printed its own output
+// (orch check prints the problems, then exits 1).
+type silentExit struct{ code int }
+
+func (e *silentExit) Error() string { return fmt.Sprintf("exit %d", e.code) }

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+
+	"github.com/spf13/cobra"
+
+	orch "github.com/orch-tool/orch"
+	"github.com/orch-tool/orch/workflow"
+)
+
+type initOptions struct {
+	g       *globalOptions
+	Example bool
+}
+
+func newInitCmd(g *globalOptions) *cobra.Command {
+	o := &initOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "init [--example]",
+		Short: "Set orch up in this repository (idempotent)",
+		Long: `Create the state branch "orch" with a default config.yaml, add /.orchestrator/
+to .git/info/exclude and write the view. Running it again changes nothing.
+With --example, the example tasks (one in every queue) are added as well.`,
+		Example: `  orch init
+  orch init --example`,
+		Args: exactArgs(0, "init [--example]"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runInit(o) },
+	}
+	cmd.Flags().BoolVar(&o.Example, "example", false, "also add the example config, prompts and tasks")
+	return cmd
+}
+
+func runInit(o *initOptions) error {
+	return o.g.withEngine(func(e *workflow.Engine) error {
+		var example fs.FS
+		if o.Example {
+			example = orch.Example()
+		}
+		res, err := e.Init(example)
+		if err != nil {
+			return err
+		}
+		if o.g.JSON {
+			return writeJSON(o.g.io.Out, struct {
+				Created      bool     `json:"created"`
+				Added        []string `json:"added"`
+				Commit       string   `json:"commit,omitempty"`
+				View         string   `json:"view,omitempty"`
+				ExcludeAdded bool     `json:"exclude_added"`
+			}{res.Created, nonNil(res.Added), hashOrEmpty(res.Commit), res.View, res.ExcludeAdded})
+		}
+		out := o.g.io.Out
+		switch {
+		case res.Created:
+			fmt.Fprintf(out, "Created the state branch %s (%d files, commit %s).\n", e.Store.Ref, len(res.Added), short(res.Commit))
+		case len(res.Added) > 0:
+			fmt.Fprintf(out, "Added %d example files to %s (commit %s).\n", len(res.Added), e.Store.Ref, short(res.Commit))
+		default:
+			fmt.Fprintln(out, "orch is already set up here; nothing changed.")
+		}
+		if res.View != "" {
+			fmt.Fprintf(out, "View: %s\n", res.View)
+		} else {
+			fmt.Fprintln(out, "Bare repository: no view; use orch edit ID for hand edits.")
+		}
+		if res.ExcludeAdded {
+			fmt.Fprintln(out, "Added /.orchestrator/ to .git/info/exclude.")
+		}
+		if res.Created {
+			fmt.Fprintln(out, `Next: orch new "My first task", then orch claim from a worktree.`)
+		}
+		return nil
+	})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/workflow"
+)
+
+type listOptions struct {
+	g      *globalOptions
+	Queues []string
+	Ready  bool
+}
+
+func newListCmd(g *globalOptions) *cobra.Command {
+	o := &listOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "list [--queue Q]... [--ready]",
+		Short: "List tasks",
+		Long: `List tasks by queue, and in claim order within a queue (rejected first, then
+needs_continuation, then incoming; then priority, age, id). --ready lists the
+tasks a claim could take now, in the order it would take them.`,
+		Example: `  orch list
+  orch list --queue rejected --queue provisional
+  orch list --ready --json`,
+		Args: exactArgs(0, "list [--queue Q]... [--ready]"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runList(o) },
+	}
+	cmd.Flags().StringArrayVarP(&o.Queues, "queue", "q", nil, "only this queue (repeatable)")
+	cmd.Flags().BoolVar(&o.Ready, "ready", false, "only tasks ready to claim, in claim order")
+	return cmd
+}
+
+func parseQueues(names []string) ([]taskfile.Queue, error) {
+	var qs []taskfile.Queue
+	for _, n := range names {
+		for _, part := range strings.Split(n, ",") {
+			q := taskfile.Queue(strings.TrimSpace(part))
+			if !q.Valid() {
+				return nil, &workflow.UsageError{Msg: fmt.Sprintf("%q is not a queue", part), Hint: "queues: incoming, claimed, provisional, rejected, needs_continuation, blocked, escalated, done, failed, superseded"}
+			}
+			qs = append(qs, q)
+		}
+	}
+	return qs, nil
+}
+
+func runList(o *listOptions) error {
+	qs, err := parseQueues(o.Queues)
+	if err != nil {
+		return err
+	}
+	return o.g.withEngine(func(e *workflow.Engine) error {
+		if err := e.RequireInit(); err != nil {
+			return err
+		}
+		tasks := e.List(workflow.ListFilter{Queues: qs, Ready: o.Ready})
+		if o.g.JSON {
+			out := make([]taskJSON, len(tasks))
+			for i, s := range tasks {
+				out[i] = toTaskJSON(e, s)
+			}
+			return writeJSON(o.g.io.Out, struct {
+				Count int        `json:"count"`
+				Tasks []taskJSON `json:"tasks"`
+			}{len(out), out})
+		}
+		if len(tasks) == 0 {
+			fmt.Fprintln(o.g.io.Err, "no tasks")
+			return nil
+		}
+		tw := tabwriter.NewWriter(o.g.io.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tQUEUE\tPRI\tTITLE\tNOTE")
+		for _, s := range tasks {
+			t := s.Task
+			note := ""
+			switch {
+			case s.Problem != "":
+				note = "invalid: " + s.Problem
+			case t.Queue == taskfile.Claimed || t.Queue == taskfile.Provisional:
+				who := t.ClaimedBy
+				if who == "" {
+					who = t.SubmittedBy
+				}
+				if who != "" {
+					note = "by " + who
+				}
+			}
+			if ok, pending := e.DepsDone(&t); !ok && t.Queue.Open() {
+				note = strings.TrimSpace(note + " waits for " + strings.Join(pending, ", "))
+			}
+			if t.RejectionCount > 0 {
+				note = strings.TrimSpace(fmt.Sprintf("%s rejected %dx", note, t.RejectionCount))
+			}
+			id := t.ID
+			if id == "" {
+				id = "?"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, t.Queue, t.Priority, clip(t.Title, 60), note)
+		}
+		return tw.Flush()
+	})
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

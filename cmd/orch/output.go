@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/workflow"
+)
+
+// writeJSON prints one JSON document with schema_version 1 and the fields
+// of v (a struct or map).
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	// Splice schema_version in front so every document starts with it.
+	if len(b) >= 2 && b[0] == '{' {
+		head := []byte(`{"schema_version":1`)
+		if len(b) > 2 {
+			head = append(head, ',')
+		}
+		b = append(head, b[1:]...)
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+// taskJSON is a task as --json prints it in lists and results: the
+// frontmatter fields orch knows, the file, and whether it can be claimed.
+type taskJSON struct {
+	ID             string    `json:"id"`
+	Title          string    `json:"title"`
+	Queue          string    `json:"queue"`
+	Priority       string    `json:"priority"`
+	Role           string    `json:"role,omitempty"`
+	Branch         string    `json:"branch,omitempty"`
+	BaseBranch     string    `json:"base_branch,omitempty"`
+	PRNumber       int       `json:"pr_number,omitempty"`
+	RejectionCount int       `json:"rejection_count"`
+	NoProgress     int       `json:"no_progress_count,omitempty"`
+	ClaimedBy      string    `json:"claimed_by,omitempty"`
+	ClaimedAt      time.Time `json:"claimed_at,omitzero"`
+	SubmittedBy    string    `json:"submitted_by,omitempty"`
+	AssignedTo     string    `json:"assigned_to,omitempty"`
+	LockedOut      []string  `json:"locked_out,omitempty"`
+	DependsOn      []string  `json:"depends_on,omitempty"`
+	Labels         []string  `json:"labels,omitempty"`
+	Created        time.Time `json:"created,omitzero"`
+	Path           string    `json:"path"`
+	Ready          bool      `json:"ready"`
+	Problem        string    `json:"problem,omitempty"`
+}
+
+func toTaskJSON(e *workflow.Engine, s *gitstore.Summary) taskJSON {
+	t := s.Task
+	j := taskJSON{
+		ID: t.ID, Title: t.Title, Queue: string(t.Queue), Priority: t.Priority, Role: t.Role, Branch: t.Branch,
+		BaseBranch: t.BaseBranch, PRNumber: t.PRNumber, RejectionCount: t.RejectionCount, NoProgress: t.NoProgress,
+		ClaimedBy: t.ClaimedBy, ClaimedAt: t.ClaimedAt, SubmittedBy: t.SubmittedBy, AssignedTo: t.AssignedTo,
+		LockedOut: t.LockedOut, DependsOn: t.DependsOn, Labels: t.Labels, Created: t.Created,
+		Path:    filepath.ToSlash(filepath.Join(gitstore.ViewDirName, s.Path)),
+		Problem: s.Problem,
+	}
+	if s.Problem == "" {
+		j.Ready = e.Ready(&s.Task)
+	}
+	return j
+}

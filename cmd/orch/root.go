@@ -1,0 +1,224 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/prompt"
+	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/workflow"
+)
+
+// streams are the process's standard files, and what we know about them.
+type streams struct {
+	In       io.Reader
+	Out      io.Writer
+	Err      io.Writer
+	InTTY    bool
+	OutTTY   bool
+	NoColor  bool
+	Progress bool
+}
+
+// globalOptions are the flags every verb takes.
+type globalOptions struct {
+	io          *streams
+	Dir         string
+	JSON        bool
+	Agent       string
+	StateBranch string
+}
+
+// Main runs orch with args and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	s := &streams{In: stdin, Out: stdout, Err: stderr}
+	if f, ok := stdin.(*os.File); ok {
+		s.InTTY = isTerminal(f)
+	}
+	if f, ok := stdout.(*os.File); ok {
+		s.OutTTY = isTerminal(f)
+	}
+	_, s.NoColor = os.LookupEnv("NO_COLOR")
+	if os.Getenv("TERM") == "dumb" {
+		s.NoColor = true
+	}
+	workflow.CheckTemplate = prompt.Check
+	g := &globalOptions{io: s}
+	root := newRootCmd(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	return reportError(g, err)
+}
+
+func newRootCmd(g *globalOptions) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "orch",
+		Short: "A git-backed work queue for coding agents and their reviewers",
+		Long: `orch turns a git repository into a work queue for coding agents and their reviewers.
+
+Tasks are markdown files with YAML frontmatter, kept on the branch "orch" and
+mirrored in .orchestrator/ of the main worktree. Agents claim a task, read its
+prompt, work on its branch and submit; reviewers approve or reject with
+feedback, and rejected work goes back out on the same branch. Every change is
+one git commit. Run orch from any worktree of the repository.
+
+Queues and the verbs that move tasks between them:
+
+` + indent(workflow.TransitionTable(), "  ") + `
+Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
+4 refused by a rule, 5 conflict.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       versionString(),
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return g.resolveAgent()
+		},
+	}
+	root.SetVersionTemplate("orch {{.Version}}\n")
+	pf := root.PersistentFlags()
+	pf.StringVarP(&g.Dir, "dir", "C", ".", "run as if orch was started in `DIR`")
+	pf.BoolVar(&g.JSON, "json", false, "print one JSON document (schema_version 1) on stdout")
+	pf.StringVar(&g.Agent, "agent", "", "who is acting (env ORCH_AGENT; default: git user.name)")
+	pf.StringVar(&g.StateBranch, "state-branch", "", "the branch that holds orch's state (env ORCH_STATE_BRANCH; default: orch)")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &workflow.UsageError{Msg: err.Error(), Hint: "orch " + cmd.Name() + " --help shows the flags"}
+	})
+	root.AddCommand(
+		newInitCmd(g),
+		newNewCmd(g),
+		newListCmd(g),
+		newShowCmd(g),
+		newEditCmd(g),
+		newCheckCmd(g),
+		newLogCmd(g),
+		newVersionCmd(g),
+	)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Short = "Print a shell completion script (bash, zsh, fish, powershell)"
+		}
+	}
+	return root
+}
+
+func indent(s, pre string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = pre + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (g *globalOptions) resolveAgent() error {
+	if g.StateBranch == "" {
+		g.StateBranch = os.Getenv("ORCH_STATE_BRANCH")
+	}
+	if g.Agent == "" {
+		g.Agent = os.Getenv("ORCH_AGENT")
+	}
+	if g.Agent == "" {
+		if repo, err := gitstore.Discover(g.Dir); err == nil {
+			g.Agent = repo.GitConfig("user", "name")
+		}
+	}
+	if g.Agent == "" {
+		if u, err := user.Current(); err == nil {
+			g.Agent = u.Username
+		}
+	}
+	if g.Agent == "" {
+		g.Agent = "unknown"
+	}
+	if !taskfile.ValidName(g.Agent) {
+		return &workflow.UsageError{Msg: fmt.Sprintf("%q is not a valid agent name", g.Agent), Hint: "names are letters, digits, spaces and . _ - + @, up to 64 characters (--agent NAME)"}
+	}
+	return nil
+}
+
+// open opens the engine: lock, load, reconcile the view. Notes from the
+// reconcile go to stderr.
+func (g *globalOptions) open() (*workflow.Engine, error) {
+	e, err := workflow.Open(workflow.Options{Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// close releases the engine and prints what the store did on our behalf.
+func (g *globalOptions) close(e *workflow.Engine) error {
+	err := e.Close()
+	g.printNotes(e)
+	return err
+}
+
+func (g *globalOptions) printNotes(e *workflow.Engine) {
+	for _, n := range e.Notes() {
+		fmt.Fprintln(g.io.Err, "orch: "+n)
+	}
+	if e.Reconciled != nil {
+		for p, err := range e.Reconciled.Broken {
+			_ = p
+			fmt.Fprintf(g.io.Err, "orch: warning: %v (not committed; orch check lists every problem)\n", err)
+		}
+		for p := range e.Reconciled.Conflicts {
+			fmt.Fprintf(g.io.Err, "orch: warning: %s/%s is in conflict with the state branch (orch check shows how)\n", gitstore.ViewDirName, p)
+		}
+	}
+}
+
+// withEngine runs fn with an open engine and always closes it.
+func (g *globalOptions) withEngine(fn func(e *workflow.Engine) error) error {
+	e, err := g.open()
+	if err != nil {
+		return err
+	}
+	ferr := fn(e)
+	cerr := g.close(e)
+	if ferr != nil {
+		return ferr
+	}
+	return cerr
+}
+
+// exactArgs and friends turn cobra's argument errors into usage errors.
+func exactArgs(n int, form string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return &workflow.UsageError{Msg: fmt.Sprintf("orch %s takes %d argument(s), got %d", cmd.Name(), n, len(args)), Hint: "usage: orch " + form}
+		}
+		return nil
+	}
+}
+
+func maxArgs(n int, form string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return &workflow.UsageError{Msg: fmt.Sprintf("orch %s takes at most %d argument(s), got %d", cmd.Name(), n, len(args)), Hint: "usage: orch " + form}
+		}
+		return nil
+	}
+}
+
+var errSilent = errors.New("")
+
+// isTerminal reports whether f is a terminal (the termios ioctl succeeds).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,233 @@
+package gitstore
+
+import (
+	"bytes"
+	"compress/zlib"
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// objectStore reads objects through go-git (loose and packed, with deltas
+// and alternates) and writes new loose objects.
+type objectStore struct {
+	dir     string // <common>/objects
+	once    sync.Once
+	storage *filesystem.Storage
+	written []string // loose object files this process created, to fsync
+	syncDir map[string]bool
+}
+
+func newObjectStore(commonDir string) *objectStore {
+	return &objectStore{dir: filepath.Join(commonDir, "objects"), syncDir: map[string]bool{}}
+}
+
+func (o *objectStore) gogit() *filesystem.Storage {
+	o.once.Do(func() {
+		fs := osfs.New(filepath.Dir(o.dir), osfs.WithBoundOS())
+		o.storage = filesystem.NewStorageWithOptions(fs, cache.NewObjectLRU(8<<20), filesystem.Options{})
+	})
+	return o.storage
+}
+
+// ErrObjectMissing is a referenced object that the repository lacks.
+type ErrObjectMissing struct{ Hash plumbing.Hash }
+
+func (e *ErrObjectMissing) Error() string { return "object " + e.Hash.String() + " is missing" }
+
+// read returns the content of an object of the given type.
+func (o *objectStore) read(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	// Loose objects are read directly: it is the common case for orch's
+	// own recent commits and avoids go-git scanning packs.
+	if b, err := o.readLoose(t, h); err == nil {
+		return b, nil
+	}
+	var obj plumbing.EncodedObject
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		obj, err = o.gogit().EncodedObject(t, h)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil, err
+		}
+		// A concurrent `git gc` may have just moved the object into a new
+		// pack: look again with fresh pack lists.
+		o.reset()
+		if b, lerr := o.readLoose(t, h); lerr == nil {
+			return b, nil
+		}
+		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
+	}
+	if err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil, &ErrObjectMissing{Hash: h}
+		}
+		return nil, err
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+func (o *objectStore) reset() {
+	o.once = sync.Once{}
+	o.storage = nil
+}
+
+func (o *objectStore) loosePath(h plumbing.Hash) string {
+	s := h.String()
+	return filepath.Join(o.dir, s[:2], s[2:])
+}
+
+func (o *objectStore) readLoose(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	f, err := os.Open(o.loosePath(h))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := zlib.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	raw, err := io.ReadAll(io.LimitReader(zr, 256<<20))
+	if err != nil {
+		return nil, err
+	}
+	nul := bytes.IndexByte(raw, 0)
+	if nul < 0 {
+		return nil, fmt.Errorf("object %s: bad header", h)
+	}
+	var typ, size string
+	if i := bytes.IndexByte(raw[:nul], ' '); i > 0 {
+		typ, size = string(raw[:i]), string(raw[i+1:nul])
+	}
+	n, err := strconv.Atoi(size)
+	if err != nil || n != len(raw)-nul-1 {
+		return nil, fmt.Errorf("object %s: bad size", h)
+	}
+	if t != plumbing.AnyObject && typ != t.String() {
+		return nil, fmt.Errorf("object %s is a %s, not a %s", h, typ, t)
+	}
+	return raw[nul+1:], nil
+}
+
+// has reports whether the object exists, loose or packed.
+func (o *objectStore) has(h plumbing.Hash) bool {
+	if _, err := os.Stat(o.loosePath(h)); err == nil {
+		return true
+	}
+	return o.gogit().HasEncodedObject(h) == nil
+}
+
+// hashObject computes the object id git would give data.
+func hashObject(t plumbing.ObjectType, data []byte) plumbing.Hash {
+	h := sha1.New()
+	h.Write([]byte(t.String() + " " + strconv.Itoa(len(data)) + "\x00"))
+	h.Write(data)
+	var out plumbing.Hash
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// HashBlob is the blob id git would give data.
+func HashBlob(data []byte) plumbing.Hash { return hashObject(plumbing.BlobObject, data) }
+
+// write stores a loose object: compressed into a temp file in the object's
+// fan-out directory, then linked into place. An object that already exists
+// is only freshened, so that a concurrent `git gc` does not prune it
+// between our write and the ref update that makes it reachable.
+//
+// orch writes loose objects itself rather than through go-git's object
+// writer because that writer neither fsyncs nor freshens existing objects,
+// and both are needed for "a transition that returned success survives
+// power loss and git gc".
+func (o *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	h := hashObject(t, data)
+	path := o.loosePath(h)
+	if _, err := os.Stat(path); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(path, now, now)
+		return h, nil
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return h, err
+	}
+	tmp, err := os.CreateTemp(dir, "tmp_obj_")
+	if err != nil {
+		return h, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	level := zlib.DefaultCompression
+	if len(data) > 64<<10 {
+		// Big trees (tasks/ at 10,000 tasks is ~700 KB) dominate the cost of
+		// a transition at default compression; git gc recompresses them.
+		level = zlib.BestSpeed
+	}
+	zw, err := zlib.NewWriterLevel(tmp, level)
+	if err != nil {
+		return h, err
+	}
+	if _, err := zw.Write([]byte(t.String() + " " + strconv.Itoa(len(data)) + "\x00")); err != nil {
+		return h, err
+	}
+	if _, err := zw.Write(data); err != nil {
+		return h, err
+	}
+	if err := zw.Close(); err != nil {
+		return h, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return h, err
+	}
+	if err := tmp.Close(); err != nil {
+		return h, err
+	}
+	_ = os.Chmod(tmp.Name(), 0o444)
+	// Link, not rename: if another process created the object meanwhile,
+	// keep theirs (same content) and drop ours.
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
+		if rerr := os.Rename(tmp.Name(), path); rerr != nil {
+			return h, rerr
+		}
+		ok = true
+		o.syncDir[dir] = true
+		return h, nil
+	}
+	os.Remove(tmp.Name())
+	ok = true
+	o.syncDir[dir] = true
+	return h, nil
+}
+
+// syncDirs makes the directory entries of new objects durable before the ref
+// that makes them reachable is moved.
+func (o *objectStore) syncDirs() {
+	for d := range o.syncDir {
+		syncDir(d)
+	}
+	o.syncDir = map[string]bool{}
+}

@@ -1,0 +1,307 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// RefLockTimeout is how long a ref update waits for a .lock file held by
+// another writer (git itself waits 100 ms by default).
+var RefLockTimeout = 5 * time.Second
+
+// StaleRefLockAge is the age after which a ref .lock file is taken to be left
+// by a killed process. git holds ref locks for milliseconds; orch holds them
+// only while holding its own flock, so a lock this old has no live owner.
+var StaleRefLockAge = 30 * time.Second
+
+// ErrRefMoved means the ref no longer points where the caller built on.
+var ErrRefMoved = errors.New("ref moved")
+
+// ErrRefLocked means another process held the ref's .lock file too long.
+type ErrRefLocked struct{ Path string }
+
+func (e *ErrRefLocked) Error() string {
+	return fmt.Sprintf("%s exists: another git process is updating the ref; if none is running, remove the file", e.Path)
+}
+
+// ValidRefName refuses names git would refuse, and names that escape refs/.
+func ValidRefName(name string) bool {
+	if !strings.HasPrefix(name, "refs/") || strings.Contains(name, "..") || strings.Contains(name, "//") ||
+		strings.HasSuffix(name, "/") || strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, ".") ||
+		strings.Contains(name, "@{") {
+		return false
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return false
+		}
+	}
+	for _, p := range strings.Split(name, "/") {
+		if p == "" || strings.HasPrefix(p, ".") {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadRef returns the commit a ref points at: the loose file if there is
+// one, else the packed-refs entry, else ZeroHash.
+func (r *Repo) ReadRef(name string) (plumbing.Hash, error) {
+	if !ValidRefName(name) {
+		return plumbing.ZeroHash, fmt.Errorf("invalid ref name %q", name)
+	}
+	for i := 0; i < 8; i++ {
+		b, err := os.ReadFile(filepath.Join(r.CommonDir, filepath.FromSlash(name)))
+		if err == nil {
+			s := strings.TrimSpace(string(b))
+			if strings.HasPrefix(s, "ref: ") {
+				name = strings.TrimSpace(strings.TrimPrefix(s, "ref: "))
+				if !ValidRefName(name) {
+					return plumbing.ZeroHash, fmt.Errorf("invalid symbolic ref target %q", name)
+				}
+				continue
+			}
+			if !plumbing.IsHash(s) {
+				return plumbing.ZeroHash, fmt.Errorf("ref %s holds %q, not a commit id", name, s)
+			}
+			return plumbing.NewHash(s), nil
+		}
+		if !errors.Is(err, os.ErrNotExist) && !isNotDir(err) {
+			return plumbing.ZeroHash, err
+		}
+		return r.packedRef(name)
+	}
+	return plumbing.ZeroHash, fmt.Errorf("ref %s: too many levels of symbolic refs", name)
+}
+
+func isNotDir(err error) bool {
+	var pe *os.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
+}
+
+func (r *Repo) packedRef(name string) (plumbing.Hash, error) {
+	f, err := os.Open(filepath.Join(r.CommonDir, "packed-refs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) < 42 || line[0] == '#' || line[0] == '^' {
+			continue
+		}
+		if string(line[41:]) == name {
+			return plumbing.NewHash(string(line[:40])), nil
+		}
+	}
+	return plumbing.ZeroHash, sc.Err()
+}
+
+// RefUpdate describes one compare-and-swap of a ref.
+type RefUpdate struct {
+	Name    string
+	Old     plumbing.Hash // ZeroHash: the ref must not exist
+	New     plumbing.Hash
+	Who     string // "name <email>" for the reflog
+	Message string // reflog message
+}
+
+// UpdateRef moves a ref with git's lockfile protocol: create <ref>.lock with
+// O_EXCL, check the current value equals Old (loose ref, else packed-refs),
+// write and fsync the new value, rename over the ref. git and orch exclude
+// each other through the .lock file, so neither can lose the other's update.
+func (r *Repo) UpdateRef(u RefUpdate) error {
+	if !ValidRefName(u.Name) {
+		return fmt.Errorf("invalid ref name %q", u.Name)
+	}
+	refPath := filepath.Join(r.CommonDir, filepath.FromSlash(u.Name))
+	lockPath := refPath + ".lock"
+	if err := os.MkdirAll(filepath.Dir(refPath), 0o777); err != nil {
+		return err
+	}
+	r.noteLockOwner()
+	lock, err := r.createLockFile(lockPath)
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			lock.Close()
+			os.Remove(lockPath)
+		}
+	}()
+	cur, err := r.ReadRef(u.Name)
+	if err != nil {
+		return err
+	}
+	if cur != u.Old {
+		return ErrRefMoved
+	}
+	if _, err := lock.WriteString(u.New.String() + "\n"); err != nil {
+		return err
+	}
+	if err := lock.Sync(); err != nil {
+		return err
+	}
+	if err := lock.Close(); err != nil {
+		return err
+	}
+	r.appendReflog(u)
+	if err := os.Rename(lockPath, refPath); err != nil {
+		return err
+	}
+	committed = true
+	syncDir(filepath.Dir(refPath))
+	return nil
+}
+
+// noteLockOwner records, before orch creates a ref .lock file, which
+// process is about to hold it. Only the holder of the orch flock writes this
+// file, so when a .lock file outlives the process named here it was left by a
+// killed orch and can be taken over at once, instead of after
+// StaleRefLockAge.
+func (r *Repo) noteLockOwner() {
+	if r.ownerFile == "" {
+		return
+	}
+	_ = os.WriteFile(r.ownerFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o666)
+}
+
+func (r *Repo) leftByDeadOrch(lockPath string, lockInfo os.FileInfo) bool {
+	if r.ownerFile == "" {
+		return false
+	}
+	b, err := os.ReadFile(r.ownerFile)
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
+		return false // alive (or not ours to judge)
+	}
+	// The lock must be younger than the dead process's note, or it may be
+	// a git process's lock that merely coincides.
+	// Also give a live git process holding a fresh lock time to finish.
+	fi, err := os.Stat(r.ownerFile)
+	return err == nil && !lockInfo.ModTime().Before(fi.ModTime().Add(-time.Second)) &&
+		time.Since(lockInfo.ModTime()) > time.Second
+}
+
+func (r *Repo) createLockFile(lockPath string) (*os.File, error) {
+	deadline := time.Now().Add(RefLockTimeout)
+	delay := time.Millisecond
+	for {
+		f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		if fi, serr := os.Stat(lockPath); serr == nil && (time.Since(fi.ModTime()) > StaleRefLockAge || r.leftByDeadOrch(lockPath, fi)) {
+			// Left by a killed process: take it over. Only the holder of
+			// the orch flock gets here, so two orch processes never race on it.
+			os.Remove(lockPath)
+			continue
+		}
+		if time.Now().After(deadline) {
+			return nil, &ErrRefLocked{Path: lockPath}
+		}
+		time.Sleep(delay)
+		if delay < 50*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// appendReflog records the update the way git does, so `git reflog orch`
+// shows orch's history and a lost update could always be found again.
+func (r *Repo) appendReflog(u RefUpdate) {
+	p := filepath.Join(r.CommonDir, "logs", filepath.FromSlash(u.Name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+		return
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	who := u.Who
+	if who == "" {
+		who = "orch <orch@orch>"
+	}
+	_, off := time.Now().Zone()
+	sign := '+'
+	if off < 0 {
+		sign, off = '-', -off
+	}
+	msg := strings.ReplaceAll(u.Message, "\n", " ")
+	fmt.Fprintf(f, "%s %s %s %d %c%02d%02d\t%s\n", u.Old, u.New, who, time.Now().Unix(), sign, off/3600, (off%3600)/60, msg)
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// CheckedOutIn returns the worktree paths whose HEAD is the ref: orch must
+// not move a branch that someone has checked out, or their index and files
+// would silently disagree with it.
+func (r *Repo) CheckedOutIn(ref string) []string {
+	var out []string
+	check := func(gitDir, wt string) {
+		b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+		if err == nil && strings.TrimSpace(string(b)) == "ref: "+ref {
+			out = append(out, wt)
+		}
+	}
+	if !isBareConfig(r.CommonDir) {
+		check(r.CommonDir, r.MainWorkTree)
+	}
+	ents, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees"))
+	for _, e := range ents {
+		gd := filepath.Join(r.CommonDir, "worktrees", e.Name())
+		wt := gd
+		if b, err := os.ReadFile(filepath.Join(gd, "gitdir")); err == nil {
+			wt = filepath.Dir(strings.TrimSpace(string(b)))
+		}
+		check(gd, wt)
+	}
+	return out
+}
+
+// HeadBranch returns the branch checked out in the current worktree, or "".
+func (r *Repo) HeadBranch() string {
+	b, err := os.ReadFile(filepath.Join(r.GitDir, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(s, "ref: refs/heads/") {
+		return ""
+	}
+	return strings.TrimPrefix(s, "ref: refs/heads/")
+}
+
+var _ = bytes.Equal

@@ -1,0 +1,188 @@
+package gitstore
+
+import (
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// fileStat is the part of stat(2) the sync index compares.
+type fileStat struct {
+	size  int64
+	mtime int64
+	ctime int64
+	ino   uint64
+}
+
+func statOf(st *unix.Stat_t) fileStat {
+	return fileStat{
+		size:  st.Size,
+		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
+		ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+		ino:   st.Ino,
+	}
+}
+
+func (e *indexEntry) matches(s fileStat) bool {
+	return !e.racy && e.size == s.size && e.mtime == s.mtime && e.ctime == s.ctime && e.ino == s.ino
+}
+
+// viewScan is one pass over the view directory: the stat data of every file
+// orch mirrors. It runs in the background from Open so that its system calls
+// overlap with taking the lock and loading the caches; it is only ever used
+// to skip reading files that are unchanged, and every other decision
+// re-checks the file under the lock.
+type viewScan struct {
+	done    chan struct{}
+	exists  bool
+	files   map[string]fileStat
+	skipped []string // names in mirrored dirs that orch does not mirror
+}
+
+// mirroredDirs are the directories of the state branch that the view holds.
+var mirroredDirs = []string{TasksDir, PromptsDir, MessagesDir, EventsDir}
+
+func startScan(view string) *viewScan {
+	s := &viewScan{done: make(chan struct{}), files: map[string]fileStat{}}
+	go func() {
+		defer close(s.done)
+		s.run(view)
+	}()
+	return s
+}
+
+func (s *viewScan) wait() *viewScan {
+	<-s.done
+	return s
+}
+
+func (s *viewScan) run(view string) {
+	root, err := unix.Open(view, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(root)
+	s.exists = true
+	var st unix.Stat_t
+	if unix.Fstatat(root, ConfigFile, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		s.files[ConfigFile] = statOf(&st)
+	}
+	var mu sync.Mutex
+	for _, dir := range mirroredDirs {
+		fd, err := unix.Openat(root, dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		names := readNames(fd)
+		// Two cores are typical; more workers only add contention.
+		const workers = 3
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				var st unix.Stat_t
+				local := make(map[string]fileStat, len(names)/workers+1)
+				var skipped []string
+				for i := w; i < len(names); i += workers {
+					name := names[i]
+					if !MirroredName(dir, name) {
+						if !ignoredName(name) {
+							skipped = append(skipped, dir+"/"+name)
+						}
+						continue
+					}
+					if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+						continue
+					}
+					local[dir+"/"+name] = statOf(&st)
+				}
+				mu.Lock()
+				for k, v := range local {
+					s.files[k] = v
+				}
+				s.skipped = append(s.skipped, skipped...)
+				mu.Unlock()
+			}(w)
+		}
+		wg.Wait()
+		unix.Close(fd)
+	}
+}
+
+func readNames(fd int) []string {
+	buf := make([]byte, 256<<10)
+	var names []string
+	for {
+		n, err := unix.ReadDirent(fd, buf)
+		if err != nil || n <= 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+	return names
+}
+
+// ignoredName is a file an editor or orch itself leaves beside real files.
+func ignoredName(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasSuffix(name, "~") || strings.HasSuffix(name, ".swp") ||
+		strings.HasSuffix(name, ".swx") || strings.HasSuffix(name, ".tmp") || strings.HasPrefix(name, "#")
+}
+
+// MirroredName reports whether a file name in a mirrored directory is one
+// the view holds. Names that could not be a safe file name everywhere (control
+// characters, path separators, dot files) are kept on the branch but never
+// written to disk.
+func MirroredName(dir, name string) bool {
+	if ignoredName(name) || len(name) > 200 || !utf8.ValidString(name) || strings.ContainsAny(name, "/\\") {
+		return false
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	if dir == TasksDir {
+		return strings.HasSuffix(name, ".md")
+	}
+	return true
+}
+
+// Mirrored reports whether a path of the state branch appears in the view.
+func Mirrored(path string) bool {
+	if path == ConfigFile {
+		return true
+	}
+	dir, name := splitPath(path)
+	for _, d := range mirroredDirs {
+		if d == dir {
+			return MirroredName(dir, name)
+		}
+	}
+	return false
+}
+
+func viewPath(view, path string) string {
+	return filepath.Join(view, filepath.FromSlash(path))
+}
+
+func lstatPath(p string) (fileStat, bool) {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fileStat{}, false
+	}
+	return statOf(&st), true
+}
+
+// racyWindow: a file whose mtime is this close to now may still be written
+// to within the same timestamp tick, so its stat data is not trusted next
+// time (git's "racily clean" problem).
+const racyWindow = 2 * time.Second
+
+func isRacy(s fileStat) bool {
+	return time.Since(time.Unix(0, s.mtime)) < racyWindow
+}

@@ -1,0 +1,399 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// DefaultStateBranch is the branch that holds orch's state.
+const DefaultStateBranch = "orch"
+
+// ViewDirName is the view directory in the main worktree.
+const ViewDirName = ".orchestrator"
+
+// Options configure Open.
+type Options struct {
+	Dir         string // where to start looking for the repository
+	StateBranch string // branch name or full ref; default "orch"
+}
+
+// Store is orch's state in one repository: the state branch, its view and
+// the private state in <common dir>/orch/.
+type Store struct {
+	Repo *Repo
+	Ref  string
+	// View is the absolute path of the view directory ("" for a bare
+	// repository).
+	View string
+
+	objs      *objectStore
+	priv      string
+	lock      *fileLock
+	cache     *stateCache
+	snap      *Snapshot
+	dirty     bool
+	scan      *viewScan
+	byID      map[string]*Summary
+	conflicts map[string][]taskfile.Conflict
+	broken    map[string]error
+	notes     []string
+}
+
+// ErrCheckedOut is returned when the state branch is checked out somewhere.
+type ErrCheckedOut struct {
+	Ref       string
+	Worktrees []string
+}
+
+func (e *ErrCheckedOut) Error() string {
+	return fmt.Sprintf("%s is checked out in %s; orch will not move a checked-out branch", e.Ref, strings.Join(e.Worktrees, ", "))
+}
+
+// ErrNoStateBranch is returned by operations that need an initialised store.
+type ErrNoStateBranch struct{ Ref string }
+
+func (e *ErrNoStateBranch) Error() string {
+	return fmt.Sprintf("no state branch %s in this repository", e.Ref)
+}
+
+// Open finds the repository and prepares the store. It takes no lock; the
+// view scan starts at once in the background so that its stat calls overlap
+// with waiting for the lock.
+func Open(opts Options) (*Store, error) {
+	repo, err := Discover(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	ref := opts.StateBranch
+	if ref == "" {
+		ref = DefaultStateBranch
+	}
+	if !strings.HasPrefix(ref, "refs/") {
+		ref = "refs/heads/" + ref
+	}
+	if !ValidRefName(ref) {
+		return nil, fmt.Errorf("invalid state branch %q", opts.StateBranch)
+	}
+	st := &Store{
+		Repo:      repo,
+		Ref:       ref,
+		objs:      newObjectStore(repo.CommonDir),
+		priv:      filepath.Join(repo.CommonDir, "orch"),
+		conflicts: map[string][]taskfile.Conflict{},
+		broken:    map[string]error{},
+	}
+	repo.ownerFile = filepath.Join(st.priv, "ref-lock-owner")
+	if repo.MainWorkTree != "" {
+		st.View = filepath.Join(repo.MainWorkTree, ViewDirName)
+		st.scan = startScan(st.View)
+	}
+	return st, nil
+}
+
+func (st *Store) cachePath() string {
+	name := "state"
+	if st.Ref != "refs/heads/"+DefaultStateBranch {
+		name = "state-" + HashBlob([]byte(st.Ref)).String()[:12]
+	}
+	return filepath.Join(st.priv, name)
+}
+
+// PrivDir is <common dir>/orch.
+func (st *Store) PrivDir() string { return st.priv }
+
+// Lock takes the store lock and loads the state branch. Every command that
+// may write runs between Lock and Close.
+func (st *Store) Lock() error {
+	l, err := acquireLock(filepath.Join(st.priv, "lock"), false)
+	if err != nil {
+		return err
+	}
+	st.lock = l
+	return st.load()
+}
+
+// Close saves the caches and releases the lock.
+func (st *Store) Close() error {
+	var err error
+	if st.dirty && st.lock != nil {
+		err = st.cache.save(st.cachePath())
+		st.dirty = false
+	}
+	st.lock.release()
+	st.lock = nil
+	return err
+}
+
+func (st *Store) load() error {
+	if st.cache == nil {
+		st.cache = loadStateCache(st.cachePath(), st.Ref)
+	}
+	tip, err := st.Repo.ReadRef(st.Ref)
+	if err != nil {
+		return err
+	}
+	if tip == st.cache.tip && len(st.cache.dirs) > 0 || tip.IsZero() && st.cache.tip.IsZero() {
+		st.snap = &Snapshot{Tip: tip, Root: st.cache.root, dirs: st.cache.dirs, objs: st.objs}
+		if tip.IsZero() {
+			st.snap = emptySnapshot(st.objs)
+		}
+	} else {
+		snap, err := loadSnapshot(st.objs, tip, st.cache.dirs)
+		if err != nil {
+			return err
+		}
+		st.snap = snap
+		st.cache.tip, st.cache.root, st.cache.dirs = snap.Tip, snap.Root, snap.dirs
+		st.dirty = true
+	}
+	st.refreshSummaries(nil)
+	return nil
+}
+
+// reload re-reads the branch tip after another writer moved it.
+func (st *Store) reload() error {
+	return st.load()
+}
+
+// Exists reports whether the state branch exists.
+func (st *Store) Exists() bool { return !st.snap.Tip.IsZero() }
+
+// Snapshot is the state branch at its current tip.
+func (st *Store) Snapshot() *Snapshot { return st.snap }
+
+// refreshSummaries brings the task summaries in line with the snapshot,
+// parsing only task files whose blob changed. changed, when given, holds the
+// content of files just committed, so they need not be read back.
+func (st *Store) refreshSummaries(changed map[string][]byte) {
+	files := st.snap.Files(TasksDir)
+	seen := make(map[string]bool, len(files))
+	for _, fe := range files {
+		if !strings.HasSuffix(fe.Path, ".md") {
+			continue
+		}
+		seen[fe.Path] = true
+		if s := st.cache.summaries[fe.Path]; s != nil && s.Blob == fe.Blob {
+			continue
+		}
+		data, ok := changed[fe.Path]
+		if !ok {
+			var err error
+			data, err = st.objs.read(plumbing.BlobObject, fe.Blob)
+			if err != nil {
+				st.cache.summaries[fe.Path] = &Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()}
+				st.dirty = true
+				continue
+			}
+		}
+		st.cache.summaries[fe.Path] = summarize(fe.Path, fe.Blob, data)
+		st.dirty = true
+	}
+	for p := range st.cache.summaries {
+		if !seen[p] {
+			delete(st.cache.summaries, p)
+			st.dirty = true
+		}
+	}
+	st.byID = nil
+}
+
+func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
+	s := &Summary{Path: path, Blob: blob}
+	f, err := taskfile.Parse(path, data)
+	if err != nil {
+		var pe *taskfile.ParseError
+		if errors.As(err, &pe) {
+			s.Problem, s.ProblemLine = pe.Msg, pe.Line
+		} else {
+			s.Problem = err.Error()
+		}
+		return s
+	}
+	s.Task = f.Task
+	if s.Task.Priority == "" {
+		s.Task.Priority = taskfile.DefaultPriority
+	} else if p, ok := taskfile.NormalizePriority(s.Task.Priority); ok {
+		s.Task.Priority = p
+	}
+	if errs := f.Validate(); len(errs) > 0 {
+		s.Problem, s.ProblemLine = errs[0].Msg, errs[0].Line
+	}
+	return s
+}
+
+// Summaries returns every task on the state branch, ordered by path.
+func (st *Store) Summaries() []*Summary {
+	out := make([]*Summary, 0, len(st.cache.summaries))
+	for _, s := range st.cache.summaries {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// SummaryByID returns the task with exactly this id.
+func (st *Store) SummaryByID(id string) *Summary {
+	if st.byID == nil {
+		st.byID = make(map[string]*Summary, len(st.cache.summaries))
+		for _, s := range st.cache.summaries {
+			if s.Task.ID != "" {
+				if old := st.byID[s.Task.ID]; old == nil || s.Path < old.Path {
+					st.byID[s.Task.ID] = s
+				}
+			}
+		}
+	}
+	return st.byID[id]
+}
+
+// Summary returns the task at path.
+func (st *Store) Summary(path string) *Summary { return st.cache.summaries[path] }
+
+// Well-known paths on the state branch.
+const (
+	TasksDir    = "tasks"
+	PromptsDir  = "prompts"
+	MessagesDir = "messages"
+	EventsDir   = "events"
+	ConfigFile  = "config.yaml"
+)
+
+// CommitRequest is one commit on the state branch.
+type CommitRequest struct {
+	Changes []Change
+	Message string
+	Author  Signature
+}
+
+// Commit writes the changes as one commit on top of the current tip and
+// moves the branch with compare-and-swap. It returns ErrRefMoved (after
+// reloading) when another writer moved the branch first; Update retries.
+func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
+	if st.lock == nil {
+		return plumbing.ZeroHash, errors.New("gitstore: commit without the lock")
+	}
+	if wts := st.Repo.CheckedOutIn(st.Ref); len(wts) > 0 {
+		return plumbing.ZeroHash, &ErrCheckedOut{Ref: st.Ref, Worktrees: wts}
+	}
+	base := st.snap
+	next, err := base.apply(req.Changes)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if next.Root == base.Root && !base.Tip.IsZero() {
+		return base.Tip, nil // nothing changed: no empty commits
+	}
+	var parents []plumbing.Hash
+	if !base.Tip.IsZero() {
+		parents = []plumbing.Hash{base.Tip}
+	}
+	when := req.Author.When
+	if when.IsZero() {
+		when = time.Now()
+	}
+	author := req.Author
+	author.When = when
+	raw := encodeCommit(next.Root, parents, author, author, req.Message)
+	h, err := st.objs.write(plumbing.CommitObject, raw)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	st.objs.syncDirs()
+	err = st.Repo.UpdateRef(RefUpdate{Name: st.Ref, Old: base.Tip, New: h, Who: author.String(), Message: "orch: " + firstLine(req.Message)})
+	if errors.Is(err, ErrRefMoved) {
+		if rerr := st.reload(); rerr != nil {
+			return plumbing.ZeroHash, rerr
+		}
+		return plumbing.ZeroHash, ErrRefMoved
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	next.Tip = h
+	st.snap = next
+	st.cache.tip, st.cache.root, st.cache.dirs = h, next.Root, next.dirs
+	changed := map[string][]byte{}
+	for _, c := range req.Changes {
+		if !c.Delete {
+			changed[c.Path] = c.Data
+		}
+	}
+	st.refreshSummaries(changed)
+	st.dirty = true
+	for _, c := range req.Changes {
+		if c.Delete {
+			st.removeView(c.Path)
+		} else {
+			blob, _ := next.Get(c.Path)
+			st.writeView(c.Path, c.Data, blob)
+		}
+	}
+	return h, nil
+}
+
+// MaxRetries bounds how often Update rebuilds a commit after losing a race
+// against a non-orch writer (orch writers are serialised by the lock).
+const MaxRetries = 50
+
+// ErrTooManyRetries is a commit that kept losing races.
+var ErrTooManyRetries = errors.New("the state branch kept moving under orch; try again")
+
+// Update builds a commit from the current snapshot with fn and commits it,
+// calling fn again on the new tip when another writer won the race. fn
+// returning a nil request means there is nothing to commit.
+func (st *Store) Update(fn func(*Snapshot) (*CommitRequest, error)) (plumbing.Hash, error) {
+	for i := 0; i < MaxRetries; i++ {
+		req, err := fn(st.snap)
+		if err != nil || req == nil {
+			return plumbing.ZeroHash, err
+		}
+		h, err := st.Commit(req)
+		if errors.Is(err, ErrRefMoved) {
+			time.Sleep(time.Duration(i) * time.Millisecond)
+			continue
+		}
+		return h, err
+	}
+	return plumbing.ZeroHash, ErrTooManyRetries
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// Notes returns what the store did on the user's behalf (files restored,
+// hand edits committed), for the command to print on stderr.
+func (st *Store) Notes() []string { return st.notes }
+
+func (st *Store) note(format string, a ...any) {
+	st.notes = append(st.notes, fmt.Sprintf(format, a...))
+}
+
+// ReadRef exposes code-branch refs to the workflow (task branches).
+func (st *Store) ReadRef(name string) (plumbing.Hash, error) { return st.Repo.ReadRef(name) }
+
+// CreateRef creates a ref that must not exist yet.
+func (st *Store) CreateRef(name string, at plumbing.Hash, who Signature, msg string) error {
+	return st.Repo.UpdateRef(RefUpdate{Name: name, Old: plumbing.ZeroHash, New: at, Who: who.String(), Message: msg})
+}
+
+// HasObject reports whether the repository has an object.
+func (st *Store) HasObject(h plumbing.Hash) bool { return st.objs.has(h) }
+
+// CommitParents returns the parents of a commit (for branch checks).
+func (st *Store) CommitParents(h plumbing.Hash) ([]plumbing.Hash, error) {
+	c, err := st.ReadCommit(h)
+	if err != nil {
+		return nil, err
+	}
+	return c.Parents, nil
+}

@@ -1,0 +1,389 @@
+package gitstore
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// File modes orch writes and preserves.
+const (
+	modeFile    = 0o100644
+	modeExec    = 0o100755
+	modeTree    = 0o040000
+	modeSymlink = 0o120000
+	modeGitlink = 0o160000
+)
+
+// treeEntry is one entry of a git tree object.
+type treeEntry struct {
+	name string
+	mode uint32
+	hash plumbing.Hash
+}
+
+func (e treeEntry) isTree() bool { return e.mode == modeTree }
+
+// dirTree is one directory of a snapshot: its tree id and its entries in git
+// order.
+type dirTree struct {
+	hash    plumbing.Hash
+	entries []treeEntry
+}
+
+// Snapshot is the tree of one commit of the state branch, flattened into its
+// directories. Tree surgery rewrites only the directories on the path of a
+// changed file; every other tree is reused by id.
+type Snapshot struct {
+	Tip  plumbing.Hash // commit (ZeroHash: the branch does not exist yet)
+	Root plumbing.Hash // root tree
+	dirs map[string]*dirTree
+	objs *objectStore
+}
+
+func emptySnapshot(objs *objectStore) *Snapshot {
+	return &Snapshot{dirs: map[string]*dirTree{"": {}}, objs: objs}
+}
+
+// Get returns the blob id at path.
+func (s *Snapshot) Get(path string) (plumbing.Hash, bool) {
+	dir, name := splitPath(path)
+	d := s.dirs[dir]
+	if d == nil {
+		return plumbing.ZeroHash, false
+	}
+	ents := d.entries
+	i := sort.Search(len(ents), func(i int) bool { return !gitLess(ents[i].name, ents[i].isTree(), name, false) })
+	if i < len(ents) && ents[i].name == name && !ents[i].isTree() {
+		return ents[i].hash, true
+	}
+	return plumbing.ZeroHash, false
+}
+
+// Read returns the content at path.
+func (s *Snapshot) Read(path string) ([]byte, error) {
+	h, ok := s.Get(path)
+	if !ok {
+		return nil, fmt.Errorf("%s: not on the state branch", path)
+	}
+	return s.objs.read(plumbing.BlobObject, h)
+}
+
+// ReadBlob returns a blob by id.
+func (s *Snapshot) ReadBlob(h plumbing.Hash) ([]byte, error) {
+	return s.objs.read(plumbing.BlobObject, h)
+}
+
+// Files lists the regular files directly in dir (sorted), with their blobs.
+func (s *Snapshot) Files(dir string) []FileEntry {
+	d := s.dirs[dir]
+	if d == nil {
+		return nil
+	}
+	out := make([]FileEntry, 0, len(d.entries))
+	for _, e := range d.entries {
+		if e.mode == modeFile || e.mode == modeExec {
+			p := e.name
+			if dir != "" {
+				p = dir + "/" + e.name
+			}
+			out = append(out, FileEntry{Path: p, Blob: e.hash})
+		}
+	}
+	return out
+}
+
+// AllFiles lists every regular file of the snapshot.
+func (s *Snapshot) AllFiles() []FileEntry {
+	dirs := make([]string, 0, len(s.dirs))
+	for d := range s.dirs {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	var out []FileEntry
+	for _, d := range dirs {
+		out = append(out, s.Files(d)...)
+	}
+	return out
+}
+
+// FileEntry is a file of a snapshot.
+type FileEntry struct {
+	Path string
+	Blob plumbing.Hash
+}
+
+func splitPath(p string) (string, string) {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i], p[i+1:]
+	}
+	return "", p
+}
+
+// gitLess orders tree entries as git does: by name, with a tree's name
+// compared as if it ended in '/'.
+func gitLess(a string, aTree bool, b string, bTree bool) bool {
+	if aTree {
+		a += "/"
+	}
+	if bTree {
+		b += "/"
+	}
+	return a < b
+}
+
+func parseTree(data []byte) ([]treeEntry, error) {
+	var out []treeEntry
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		if sp < 0 {
+			return nil, fmt.Errorf("corrupt tree")
+		}
+		mode, err := strconv.ParseUint(string(data[:sp]), 8, 32)
+		if err != nil {
+			return nil, fmt.Errorf("corrupt tree mode")
+		}
+		data = data[sp+1:]
+		nul := bytes.IndexByte(data, 0)
+		if nul < 0 || len(data) < nul+21 {
+			return nil, fmt.Errorf("corrupt tree")
+		}
+		var h plumbing.Hash
+		copy(h[:], data[nul+1:nul+21])
+		out = append(out, treeEntry{name: string(data[:nul]), mode: uint32(mode), hash: h})
+		data = data[nul+21:]
+	}
+	return out, nil
+}
+
+func encodeTree(entries []treeEntry) []byte {
+	n := 0
+	for _, e := range entries {
+		n += len(e.name) + 28
+	}
+	buf := make([]byte, 0, n)
+	for _, e := range entries {
+		buf = strconv.AppendUint(buf, uint64(e.mode), 8)
+		buf = append(buf, ' ')
+		buf = append(buf, e.name...)
+		buf = append(buf, 0)
+		buf = append(buf, e.hash[:]...)
+	}
+	return buf
+}
+
+// maxTreeDepth and maxTreeEntries bound what a hostile state branch can make
+// orch load.
+const (
+	maxTreeDepth   = 4
+	maxTreeEntries = 2_000_000
+)
+
+// loadSnapshot reads the tree of commit tip. Directories whose tree id is in
+// reuse are taken from there instead of being read again.
+func loadSnapshot(objs *objectStore, tip plumbing.Hash, reuse map[string]*dirTree) (*Snapshot, error) {
+	if tip.IsZero() {
+		return emptySnapshot(objs), nil
+	}
+	raw, err := objs.read(plumbing.CommitObject, tip)
+	if err != nil {
+		return nil, fmt.Errorf("reading state commit %s: %w", tip, err)
+	}
+	c, err := parseCommit(raw)
+	if err != nil {
+		return nil, fmt.Errorf("state commit %s: %w", tip, err)
+	}
+	s := &Snapshot{Tip: tip, Root: c.Tree, dirs: map[string]*dirTree{}, objs: objs}
+	total := 0
+	var load func(dir string, h plumbing.Hash, depth int) error
+	load = func(dir string, h plumbing.Hash, depth int) error {
+		if depth > maxTreeDepth {
+			return nil // deeper trees are preserved by id, never read
+		}
+		var d *dirTree
+		if r := reuse[dir]; r != nil && r.hash == h {
+			d = r
+		} else {
+			data, err := objs.read(plumbing.TreeObject, h)
+			if err != nil {
+				return err
+			}
+			ents, err := parseTree(data)
+			if err != nil {
+				return fmt.Errorf("tree %s: %w", h, err)
+			}
+			d = &dirTree{hash: h, entries: ents}
+		}
+		total += len(d.entries)
+		if total > maxTreeEntries {
+			return fmt.Errorf("state branch has more than %d entries", maxTreeEntries)
+		}
+		s.dirs[dir] = d
+		for _, e := range d.entries {
+			if e.isTree() {
+				sub := e.name
+				if dir != "" {
+					sub = dir + "/" + e.name
+				}
+				if err := load(sub, e.hash, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := load("", c.Tree, 0); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Change is one file written or deleted by a commit.
+type Change struct {
+	Path   string
+	Data   []byte
+	Delete bool
+}
+
+// apply returns a new snapshot with the changes made, writing the new blobs
+// and the trees on the path of each change. Unchanged directories keep
+// their tree ids.
+func (s *Snapshot) apply(changes []Change) (*Snapshot, error) {
+	out := &Snapshot{Tip: s.Tip, dirs: make(map[string]*dirTree, len(s.dirs)), objs: s.objs}
+	for k, v := range s.dirs {
+		out.dirs[k] = v
+	}
+	dirty := map[string]bool{}
+	for _, c := range changes {
+		if err := checkTreePath(c.Path); err != nil {
+			return nil, err
+		}
+		dir, name := splitPath(c.Path)
+		d := out.dirs[dir]
+		var ents []treeEntry
+		if d != nil {
+			ents = append([]treeEntry(nil), d.entries...)
+		}
+		i := sort.Search(len(ents), func(i int) bool { return !gitLess(ents[i].name, ents[i].isTree(), name, false) })
+		exists := i < len(ents) && ents[i].name == name && !ents[i].isTree()
+		if c.Delete {
+			if !exists {
+				continue
+			}
+			ents = append(ents[:i], ents[i+1:]...)
+		} else {
+			h, err := s.objs.write(plumbing.BlobObject, c.Data)
+			if err != nil {
+				return nil, err
+			}
+			mode := uint32(modeFile)
+			if exists {
+				if ents[i].mode == modeExec {
+					mode = modeExec
+				}
+				ents[i] = treeEntry{name: name, mode: mode, hash: h}
+			} else {
+				ents = append(ents, treeEntry{})
+				copy(ents[i+1:], ents[i:])
+				ents[i] = treeEntry{name: name, mode: mode, hash: h}
+			}
+		}
+		out.dirs[dir] = &dirTree{entries: ents}
+		for p := dir; ; {
+			dirty[p] = true
+			if p == "" {
+				break
+			}
+			p, _ = splitPath(p)
+		}
+	}
+	// Write dirty trees deepest first, linking each into its parent.
+	order := make([]string, 0, len(dirty))
+	for d := range dirty {
+		order = append(order, d)
+	}
+	depth := func(d string) int {
+		if d == "" {
+			return 0
+		}
+		return strings.Count(d, "/") + 1
+	}
+	sort.Slice(order, func(i, j int) bool { return depth(order[i]) > depth(order[j]) })
+	for _, dir := range order {
+		d := out.dirs[dir]
+		if d == nil {
+			d = &dirTree{}
+		}
+		if len(d.entries) == 0 && dir != "" {
+			delete(out.dirs, dir)
+			if err := out.setChild(dir, plumbing.ZeroHash); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		h, err := s.objs.write(plumbing.TreeObject, encodeTree(d.entries))
+		if err != nil {
+			return nil, err
+		}
+		out.dirs[dir] = &dirTree{hash: h, entries: d.entries}
+		if dir == "" {
+			out.Root = h
+		} else if err := out.setChild(dir, h); err != nil {
+			return nil, err
+		}
+	}
+	if len(dirty) == 0 {
+		out.Root = s.Root
+		if out.Root.IsZero() {
+			h, err := s.objs.write(plumbing.TreeObject, nil)
+			if err != nil {
+				return nil, err
+			}
+			out.Root = h
+		}
+	}
+	return out, nil
+}
+
+// setChild points the entry for dir in its parent at tree h (or removes it
+// when h is zero).
+func (s *Snapshot) setChild(dir string, h plumbing.Hash) error {
+	parent, name := splitPath(dir)
+	p := s.dirs[parent]
+	var ents []treeEntry
+	if p != nil {
+		ents = append([]treeEntry(nil), p.entries...)
+	}
+	i := sort.Search(len(ents), func(i int) bool { return !gitLess(ents[i].name, ents[i].isTree(), name, true) })
+	exists := i < len(ents) && ents[i].name == name && ents[i].isTree()
+	switch {
+	case h.IsZero() && exists:
+		ents = append(ents[:i], ents[i+1:]...)
+	case h.IsZero():
+	case exists:
+		ents[i].hash = h
+	default:
+		ents = append(ents, treeEntry{})
+		copy(ents[i+1:], ents[i:])
+		ents[i] = treeEntry{name: name, mode: modeTree, hash: h}
+	}
+	s.dirs[parent] = &dirTree{entries: ents}
+	return nil
+}
+
+// checkTreePath refuses paths that are not plain relative paths.
+func checkTreePath(p string) error {
+	if p == "" || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsRune(p, 0) || strings.Contains(p, "\\") {
+		return fmt.Errorf("invalid path %q", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == "" || part == "." || part == ".." || strings.EqualFold(part, ".git") {
+			return fmt.Errorf("invalid path %q", p)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,688 @@
+package gitstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// Policy is what the reconciler needs from the workflow: who the actor is,
+// how to complete a task file made by hand, and how to check other files.
+type Policy struct {
+	Actor Signature
+	// PrepareNewTask completes a task file a person created: an id if it
+	// has none (or a fresh one when its id is taken), a queue, a created
+	// time. It returns the content to commit and the task's id.
+	PrepareNewTask func(path string, data []byte, taken func(id string) bool) ([]byte, string, error)
+	// CheckFile validates a hand-edited file that is not a task.
+	CheckFile func(path string, data []byte) error
+}
+
+// Reconciled summarises what Reconcile did.
+type Reconciled struct {
+	Committed []string // paths of hand edits and hand-made files now committed
+	Pulled    []string // view files updated from the branch
+	Restored  []string // files deleted by hand, restored from the branch
+	Removed   []string // view files removed because the branch removed them
+	Broken    map[string]error
+	Conflicts map[string][]taskfile.Conflict
+}
+
+// BrokenFile returns why the view's copy of path cannot be committed, if it
+// cannot. Commands refuse to change such a task until it is fixed.
+func (st *Store) BrokenFile(path string) error { return st.broken[path] }
+
+// Conflicted returns the conflicts of path, if its view copy and the branch
+// both changed it in ways that could not be merged.
+func (st *Store) Conflicted(path string) []taskfile.Conflict { return st.conflicts[path] }
+
+// ViewProblems lists every broken or conflicted view file.
+func (st *Store) ViewProblems() (map[string]error, map[string][]taskfile.Conflict) {
+	return st.broken, st.conflicts
+}
+
+// Reconcile brings the view and the branch into step, as the table in
+// DESIGN §2 says. It must be called with the lock held.
+func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
+	rep := &Reconciled{Broken: map[string]error{}, Conflicts: map[string][]taskfile.Conflict{}}
+	if st.View == "" || st.scan == nil {
+		return rep, nil
+	}
+	scan := st.scan.wait()
+	if !scan.exists && st.snap.Tip.IsZero() {
+		return rep, nil // nothing to mirror yet
+	}
+	paths := map[string]bool{}
+	for p := range st.cache.index {
+		paths[p] = true
+	}
+	for p := range scan.files {
+		paths[p] = true
+	}
+	for _, d := range append([]string{""}, mirroredDirs...) {
+		for _, fe := range st.snap.Files(d) {
+			if Mirrored(fe.Path) {
+				paths[fe.Path] = true
+			}
+		}
+	}
+	sorted := make([]string, 0, len(paths))
+	for p := range paths {
+		ie := st.cache.index[p]
+		ws, wok := scan.files[p]
+		r, rok := st.snap.Get(p)
+		if wok && ie != nil && ie.matches(ws) && rok && r == ie.blob && ie.conflictW.IsZero() {
+			continue // the common case: nothing changed anywhere
+		}
+		sorted = append(sorted, p)
+	}
+	sort.Strings(sorted)
+	for attempt := 0; ; attempt++ {
+		err := st.reconcilePaths(sorted, pol, rep)
+		if errors.Is(err, ErrRefMoved) && attempt < MaxRetries {
+			// Another writer moved the branch while we committed a hand
+			// edit: look at every path again against the new tip.
+			sorted = sorted[:0]
+			for p := range paths {
+				sorted = append(sorted, p)
+			}
+			sort.Strings(sorted)
+			continue
+		}
+		if err != nil {
+			return rep, err
+		}
+		break
+	}
+	st.broken, st.conflicts = rep.Broken, rep.Conflicts
+	return rep, nil
+}
+
+func (st *Store) reconcilePaths(paths []string, pol Policy, rep *Reconciled) error {
+	for _, p := range paths {
+		if err := st.reconcilePath(p, pol, rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
+	full := viewPath(st.View, p)
+	ie := st.cache.index[p]
+	r, rok := st.snap.Get(p)
+	if !Mirrored(p) {
+		rok = false
+	}
+	ws, wok := lstatPath(full)
+	var wdata []byte
+	var w plumbing.Hash
+	if wok {
+		if ie != nil && ie.matches(ws) {
+			w = ie.blob
+		} else {
+			data, err := readLimited(full)
+			if err != nil {
+				rep.Broken[p] = err
+				return nil
+			}
+			wdata, w = data, HashBlob(data)
+		}
+	}
+	var b plumbing.Hash
+	if ie != nil {
+		b = ie.blob
+	}
+	switch {
+	case !wok && !rok:
+		if ie != nil {
+			delete(st.cache.index, p)
+			st.dirty = true
+		}
+	case wok && rok && w == r:
+		// The view holds the branch's version.
+		if ie == nil || ie.blob != r || !ie.matches(ws) || !ie.conflictW.IsZero() {
+			st.record(p, r, ws)
+		}
+	case !wok && rok:
+		if err := st.pullToView(p, r); err != nil {
+			return err
+		}
+		if ie != nil {
+			rep.Restored = append(rep.Restored, p)
+			st.note("restored %s from the state branch (to delete a task, use orch archive)", st.rel(p))
+		}
+	case ie != nil && w == b && ie.conflictW.IsZero():
+		// The branch moved; the view did not.
+		if !rok {
+			st.removeView(p)
+			rep.Removed = append(rep.Removed, p)
+			return nil
+		}
+		if err := st.pullToView(p, r); err != nil {
+			return err
+		}
+		rep.Pulled = append(rep.Pulled, p)
+	case ie != nil && !ie.conflictW.IsZero():
+		return st.reconcileConflicted(p, pol, rep, ie, w, wdata, r, rok, ws)
+	case ie != nil && rok && r == b:
+		return st.handEdit(p, pol, rep, b, wdata, w, ie.prev, ws)
+	case ie == nil && !rok:
+		return st.handNew(p, pol, rep, wdata, ws)
+	case ie == nil && rok:
+		// No sync record (the private state was deleted): W is either an old
+		// version the view still holds, or a hand edit of unknown base.
+		if st.objs.has(w) {
+			if err := st.pullToView(p, r); err != nil {
+				return err
+			}
+			rep.Pulled = append(rep.Pulled, p)
+			return nil
+		}
+		return st.handEdit(p, pol, rep, plumbing.ZeroHash, wdata, w, nil, ws)
+	case !rok:
+		// Edited here, deleted on the branch.
+		st.markConflict(p, rep, ie, w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "removed from the state branch"}})
+	default:
+		// Both changed: merge.
+		return st.merge(p, pol, rep, b, wdata, w, r, ws)
+	}
+	return nil
+}
+
+func (st *Store) rel(p string) string {
+	return filepath.ToSlash(filepath.Join(ViewDirName, p))
+}
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, taskfile.MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > taskfile.MaxFileSize {
+		return nil, &taskfile.ParseError{Path: path, Msg: fmt.Sprintf("file is larger than %d bytes", taskfile.MaxFileSize)}
+	}
+	return data, nil
+}
+
+// record notes that the view file at p holds blob h with stat s.
+func (st *Store) record(p string, h plumbing.Hash, s fileStat) {
+	ie := st.cache.index[p]
+	if ie == nil {
+		ie = &indexEntry{}
+		st.cache.index[p] = ie
+	}
+	if !ie.blob.IsZero() && ie.blob != h {
+		ie.prev = append([]plumbing.Hash{ie.blob}, ie.prev...)
+		if len(ie.prev) > 4 {
+			ie.prev = ie.prev[:4]
+		}
+	}
+	ie.blob = h
+	ie.size, ie.mtime, ie.ctime, ie.ino = s.size, s.mtime, s.ctime, s.ino
+	ie.racy = isRacy(s)
+	ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+	st.dirty = true
+}
+
+func (st *Store) pullToView(p string, r plumbing.Hash) error {
+	data, err := st.objs.read(plumbing.BlobObject, r)
+	if err != nil {
+		return err
+	}
+	st.writeViewForce(p, data, r)
+	return nil
+}
+
+// writeView writes a committed file into the view, unless the person changed
+// the view file since orch last looked (then the next reconcile merges).
+func (st *Store) writeView(p string, data []byte, blob plumbing.Hash) {
+	if st.View == "" || !Mirrored(p) {
+		return
+	}
+	full := viewPath(st.View, p)
+	if ws, ok := lstatPath(full); ok {
+		ie := st.cache.index[p]
+		if ie == nil || !ie.matches(ws) {
+			cur, err := readLimited(full)
+			if err != nil || ie == nil || HashBlob(cur) != ie.blob {
+				if err == nil && HashBlob(cur) == blob {
+					st.record(p, blob, ws)
+				}
+				return
+			}
+		}
+	}
+	st.writeViewForce(p, data, blob)
+}
+
+func (st *Store) writeViewForce(p string, data []byte, blob plumbing.Hash) {
+	if st.View == "" || !Mirrored(p) {
+		return
+	}
+	full := viewPath(st.View, p)
+	dir := filepath.Dir(full)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		st.note("cannot write the view: %v", err)
+		return
+	}
+	tmp, err := os.CreateTemp(dir, ".orch-tmp-")
+	if err != nil {
+		st.note("cannot write the view: %v", err)
+		return
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(tmp.Name())
+		st.note("cannot write %s: %v", st.rel(p), errors.Join(werr, cerr))
+		return
+	}
+	_ = os.Chmod(tmp.Name(), 0o644)
+	if err := os.Rename(tmp.Name(), full); err != nil {
+		os.Remove(tmp.Name())
+		st.note("cannot write %s: %v", st.rel(p), err)
+		return
+	}
+	if ws, ok := lstatPath(full); ok {
+		st.record(p, blob, ws)
+	}
+}
+
+func (st *Store) removeView(p string) {
+	if st.View == "" || !Mirrored(p) {
+		return
+	}
+	full := viewPath(st.View, p)
+	ie := st.cache.index[p]
+	if ws, ok := lstatPath(full); ok {
+		if ie == nil || !ie.matches(ws) {
+			cur, err := readLimited(full)
+			if err != nil || ie == nil || HashBlob(cur) != ie.blob {
+				return // changed by hand: keep it; reconcile reports it
+			}
+		}
+		os.Remove(full)
+	}
+	delete(st.cache.index, p)
+	st.dirty = true
+}
+
+func isTaskPath(p string) bool {
+	return strings.HasPrefix(p, TasksDir+"/") && strings.HasSuffix(p, ".md")
+}
+
+// handEdit commits a change a person made to a view file. base is the blob
+// the view held before (zero when unknown); prev are older blobs the view
+// held, used to recognise a stale editor buffer.
+func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.Hash, wdata []byte, w plumbing.Hash, prev []plumbing.Hash, ws fileStat) error {
+	r, _ := st.snap.Get(p)
+	rdata, err := st.objs.read(plumbing.BlobObject, r)
+	if err != nil {
+		return err
+	}
+	result := wdata
+	id := ""
+	if isTaskPath(p) {
+		wf, err := taskfile.Parse(st.rel(p), wdata)
+		if err != nil {
+			rep.Broken[p] = err
+			return nil
+		}
+		if errs := wf.Validate(); len(errs) > 0 {
+			rep.Broken[p] = errs[0]
+			return nil
+		}
+		rf, err := taskfile.Parse(st.rel(p), rdata)
+		if err != nil {
+			rf = nil
+		}
+		if rf != nil && rf.Task.ID != "" && wf.Task.ID != rf.Task.ID {
+			rep.Broken[p] = &taskfile.ParseError{Path: st.rel(p), Line: wf.Line(taskfile.KeyID), Msg: fmt.Sprintf("id: a task's id cannot change (it is %s)", rf.Task.ID)}
+			return nil
+		}
+		id = wf.Task.ID
+		if rf != nil {
+			merged, stale, conflicts, err := st.staleBuffer(p, wf, rf, base, prev)
+			if err != nil {
+				return err
+			}
+			if len(conflicts) > 0 {
+				st.markConflict(p, rep, st.cache.index[p], w, r, conflicts)
+				return nil
+			}
+			if stale {
+				result = merged.Src
+				st.note("%s was saved from an old copy: kept your edits and orch's newer %s", st.rel(p), strings.Join(changedOrchFields(wf, rf), ", "))
+			}
+		}
+	} else if pol.CheckFile != nil {
+		if err := pol.CheckFile(st.rel(p), wdata); err != nil {
+			rep.Broken[p] = err
+			return nil
+		}
+	}
+	if bytes.Equal(result, rdata) {
+		st.record(p, r, ws)
+		return nil
+	}
+	if err := st.commitHandEdit(p, id, "edit", result, pol); err != nil {
+		return err
+	}
+	if !bytes.Equal(result, wdata) {
+		blob, _ := st.snap.Get(p)
+		st.writeViewForce(p, result, blob)
+	} else {
+		blob, _ := st.snap.Get(p)
+		st.record(p, blob, ws)
+	}
+	rep.Committed = append(rep.Committed, p)
+	return nil
+}
+
+// staleBuffer recognises a file saved from an editor buffer older than the
+// branch: its orch-owned fields equal those of an older version the view
+// held, and differ from the branch's. The person's other edits are kept and
+// orch's fields win, by merging with that older version as the base. When
+// base is unknown, the branch's orch-owned fields are simply kept.
+func (st *Store) staleBuffer(p string, wf, rf *taskfile.File, base plumbing.Hash, prev []plumbing.Hash) (*taskfile.File, bool, []taskfile.Conflict, error) {
+	if sameOrchFields(wf, rf) {
+		return nil, false, nil, nil
+	}
+	if base.IsZero() {
+		out := wf
+		for _, k := range taskfile.OrchOwned {
+			if !sameField(wf, rf, k) {
+				var err error
+				out, err = taskfile.TakeField(out, rf, k)
+				if err != nil {
+					return nil, false, nil, err
+				}
+			}
+		}
+		return out, true, nil, nil
+	}
+	for _, h := range prev {
+		data, err := st.objs.read(plumbing.BlobObject, h)
+		if err != nil {
+			continue
+		}
+		pf, err := taskfile.Parse(wf.Path, data)
+		if err != nil || !sameOrchFields(wf, pf) {
+			continue
+		}
+		merged, conflicts, err := taskfile.Merge3(pf, wf, rf)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		return merged, true, conflicts, nil
+	}
+	return nil, false, nil, nil
+}
+
+func sameField(a, b *taskfile.File, k string) bool {
+	ra, oka := a.Raw(k)
+	rb, okb := b.Raw(k)
+	if oka != okb {
+		return false
+	}
+	return ra == rb || taskfile.SameValue(a, b, k)
+}
+
+func sameOrchFields(a, b *taskfile.File) bool {
+	for _, k := range taskfile.OrchOwned {
+		if !sameField(a, b, k) {
+			return false
+		}
+	}
+	return true
+}
+
+func changedOrchFields(a, b *taskfile.File) []string {
+	var out []string
+	for _, k := range taskfile.OrchOwned {
+		if !sameField(a, b, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (st *Store) merge(p string, pol Policy, rep *Reconciled, b plumbing.Hash, wdata []byte, w, r plumbing.Hash, ws fileStat) error {
+	bdata, err := st.objs.read(plumbing.BlobObject, b)
+	if err != nil {
+		// Without the base we cannot merge; treat as a hand edit on the branch.
+		return st.handEdit(p, pol, rep, plumbing.ZeroHash, wdata, w, nil, ws)
+	}
+	rdata, err := st.objs.read(plumbing.BlobObject, r)
+	if err != nil {
+		return err
+	}
+	var result []byte
+	id := ""
+	if isTaskPath(p) {
+		wf, err := taskfile.Parse(st.rel(p), wdata)
+		if err != nil {
+			rep.Broken[p] = err
+			return nil
+		}
+		if errs := wf.Validate(); len(errs) > 0 {
+			rep.Broken[p] = errs[0]
+			return nil
+		}
+		bf, err1 := taskfile.Parse(st.rel(p), bdata)
+		rf, err2 := taskfile.Parse(st.rel(p), rdata)
+		if err1 != nil || err2 != nil {
+			st.markConflict(p, rep, st.cache.index[p], w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
+			return nil
+		}
+		merged, conflicts, err := taskfile.Merge3(bf, wf, rf)
+		if err != nil {
+			return err
+		}
+		if len(conflicts) > 0 {
+			st.markConflict(p, rep, st.cache.index[p], w, r, conflicts)
+			return nil
+		}
+		result, id = merged.Src, merged.Task.ID
+	} else {
+		text, ok := taskfile.MergeText(string(bdata), string(wdata), string(rdata))
+		if !ok {
+			st.markConflict(p, rep, st.cache.index[p], w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
+			return nil
+		}
+		result = []byte(text)
+		if pol.CheckFile != nil {
+			if err := pol.CheckFile(st.rel(p), result); err != nil {
+				rep.Broken[p] = err
+				return nil
+			}
+		}
+	}
+	if !bytes.Equal(result, rdata) {
+		if err := st.commitHandEdit(p, id, "edit", result, pol); err != nil {
+			return err
+		}
+		rep.Committed = append(rep.Committed, p)
+	}
+	blob, _ := st.snap.Get(p)
+	if bytes.Equal(result, wdata) {
+		st.record(p, blob, ws)
+	} else {
+		st.writeViewForce(p, result, blob)
+	}
+	st.note("%s: merged your edit with changes on the state branch", st.rel(p))
+	return nil
+}
+
+func (st *Store) markConflict(p string, rep *Reconciled, ie *indexEntry, w, r plumbing.Hash, conflicts []taskfile.Conflict) {
+	rep.Conflicts[p] = conflicts
+	if ie == nil {
+		ie = &indexEntry{}
+		st.cache.index[p] = ie
+	}
+	if ie.conflictW != w || ie.conflictR != r {
+		ie.conflictW, ie.conflictR = w, r
+		if ie.blob.IsZero() {
+			ie.blob = r
+		}
+		st.dirty = true
+	}
+	// Conflict details are recomputed each time from the three versions;
+	// the record only says "do not touch until the person decides".
+}
+
+// reconcileConflicted handles a file in conflict. Until the person changes
+// the view file it stays as it is; once they do, their version is their
+// resolution and is committed (merged with anything newer on the branch).
+func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *indexEntry, w plumbing.Hash, wdata []byte, r plumbing.Hash, rok bool, ws fileStat) error {
+	if w == ie.conflictW && r == ie.conflictR {
+		// Unchanged: report it again, with details.
+		if wdata == nil {
+			var err error
+			if wdata, err = readLimited(viewPath(st.View, p)); err != nil {
+				rep.Broken[p] = err
+				return nil
+			}
+		}
+		rep.Conflicts[p] = st.describeConflict(p, ie.blob, wdata, r)
+		return nil
+	}
+	if !rok {
+		ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+		return st.handNew(p, pol, rep, wdata, ws)
+	}
+	if wdata == nil {
+		var err error
+		if wdata, err = readLimited(viewPath(st.View, p)); err != nil {
+			rep.Broken[p] = err
+			return nil
+		}
+	}
+	seenR := ie.conflictR
+	ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+	if r == seenR {
+		// The person resolved it against the branch version they were shown.
+		ie.blob = r
+		return st.handEdit(p, pol, rep, r, wdata, w, nil, ws)
+	}
+	ie.blob = seenR
+	return st.merge(p, pol, rep, seenR, wdata, w, r, ws)
+}
+
+func (st *Store) describeConflict(p string, b plumbing.Hash, wdata []byte, r plumbing.Hash) []taskfile.Conflict {
+	generic := []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}}
+	if !isTaskPath(p) {
+		return generic
+	}
+	bdata, err1 := st.objs.read(plumbing.BlobObject, b)
+	rdata, err2 := st.objs.read(plumbing.BlobObject, r)
+	if err1 != nil || err2 != nil {
+		return generic
+	}
+	bf, e1 := taskfile.Parse(p, bdata)
+	wf, e2 := taskfile.Parse(p, wdata)
+	rf, e3 := taskfile.Parse(p, rdata)
+	if e1 != nil || e2 != nil || e3 != nil {
+		return generic
+	}
+	_, c, err := taskfile.Merge3(bf, wf, rf)
+	if err != nil || len(c) == 0 {
+		return generic
+	}
+	return c
+}
+
+// handNew commits a file a person created in the view.
+func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws fileStat) error {
+	if wdata == nil {
+		var err error
+		if wdata, err = readLimited(viewPath(st.View, p)); err != nil {
+			rep.Broken[p] = err
+			return nil
+		}
+	}
+	result := wdata
+	id := ""
+	action := "edit"
+	if isTaskPath(p) {
+		if pol.PrepareNewTask == nil {
+			return nil
+		}
+		taken := func(id string) bool {
+			s := st.SummaryByID(id)
+			return s != nil && s.Path != p
+		}
+		out, newID, err := pol.PrepareNewTask(st.rel(p), wdata, taken)
+		if err != nil {
+			rep.Broken[p] = err
+			return nil
+		}
+		result, id, action = out, newID, "new"
+	} else if pol.CheckFile != nil {
+		if err := pol.CheckFile(st.rel(p), wdata); err != nil {
+			rep.Broken[p] = err
+			return nil
+		}
+	}
+	if err := st.commitHandEdit(p, id, action, result, pol); err != nil {
+		return err
+	}
+	blob, _ := st.snap.Get(p)
+	if bytes.Equal(result, wdata) {
+		st.record(p, blob, ws)
+	} else {
+		st.writeViewForce(p, result, blob)
+	}
+	rep.Committed = append(rep.Committed, p)
+	if action == "new" {
+		st.note("committed the task you created by hand: %s (%s)", st.rel(p), id)
+	} else {
+		st.note("committed your new file %s", st.rel(p))
+	}
+	return nil
+}
+
+// commitHandEdit commits one hand-edited file.
+func (st *Store) commitHandEdit(p, id, action string, data []byte, pol Policy) error {
+	var msg strings.Builder
+	subject := "orch: edit " + p
+	if id != "" {
+		subject = fmt.Sprintf("orch(%s): %s", id, action)
+	}
+	msg.WriteString(subject + "\n\n")
+	if action == "new" {
+		msg.WriteString("Task created by hand in the view (" + p + ").\n\n")
+	} else {
+		msg.WriteString("Hand edit of " + p + ".\n\n")
+	}
+	if id != "" {
+		msg.WriteString("Orch-Task: " + id + "\n")
+	}
+	msg.WriteString("Orch-Action: " + action + "\n")
+	if action == "new" {
+		msg.WriteString("Orch-To: incoming\n")
+	}
+	msg.WriteString("Orch-Actor: " + pol.Actor.Name + "\n")
+	_, err := st.Commit(&CommitRequest{Changes: []Change{{Path: p, Data: data}}, Message: msg.String(), Author: pol.Actor})
+	if errors.Is(err, ErrRefMoved) {
+		// Another writer moved the branch between our reconcile and our
+		// commit: the caller reconciles again from the new tip.
+		return err
+	}
+	return err
+}

@@ -1,0 +1,161 @@
+package taskfile
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+// Section is a heading of the body and the text under it, as byte offsets
+// into File.Src. A section ends where the next heading of the same or a
+// higher level starts.
+type Section struct {
+	Level       int    `json:"level"`
+	Title       string `json:"title"`
+	Start       int    `json:"-"` // start of the heading line
+	HeadingEnd  int    `json:"-"` // after the heading line(s)
+	End         int    `json:"-"`
+	StartLine   int    `json:"line"`
+	ContentText string `json:"-"`
+}
+
+var markdown = goldmark.New()
+
+// Sections lists the top-level headings of the body in order. Headings inside
+// code blocks, lists or quotes are text, not sections, which is why this uses
+// a markdown parser rather than a line scan.
+func (f *File) Sections() []Section {
+	body := f.Body()
+	doc := markdown.Parser().Parse(text.NewReader(body))
+	var out []Section
+	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
+		h, ok := n.(*ast.Heading)
+		if !ok {
+			continue
+		}
+		pos := h.Pos()
+		if pos < 0 || pos > len(body) {
+			continue
+		}
+		start := bytes.LastIndexByte(body[:pos], '\n') + 1
+		end := lineEndIn(body, pos)
+		var title strings.Builder
+		lines := h.Lines()
+		for i := 0; i < lines.Len(); i++ {
+			seg := lines.At(i)
+			if i > 0 {
+				title.WriteByte(' ')
+			}
+			title.Write(bytes.TrimSpace(seg.Value(body)))
+			if seg.Stop > end {
+				end = lineEndIn(body, seg.Stop-1)
+			}
+		}
+		if lines.Len() > 0 && isSetextUnderline(body, end) {
+			end = lineEndIn(body, end)
+		}
+		out = append(out, Section{
+			Level:      h.Level,
+			Title:      strings.TrimSpace(title.String()),
+			Start:      f.bodyStart + start,
+			HeadingEnd: f.bodyStart + end,
+			StartLine:  lineOf(f.Src, f.bodyStart+start),
+		})
+	}
+	for i := range out {
+		out[i].End = len(f.Src)
+		for j := i + 1; j < len(out); j++ {
+			if out[j].Level <= out[i].Level {
+				out[i].End = out[j].Start
+				break
+			}
+		}
+		out[i].ContentText = string(f.Src[out[i].HeadingEnd:out[i].End])
+	}
+	return out
+}
+
+// SectionText returns the text under a section (without its heading line).
+func (f *File) SectionText(s Section) string { return string(f.Src[s.HeadingEnd:s.End]) }
+
+func lineEndIn(b []byte, pos int) int {
+	if pos >= len(b) {
+		return len(b)
+	}
+	if i := bytes.IndexByte(b[pos:], '\n'); i >= 0 {
+		return pos + i + 1
+	}
+	return len(b)
+}
+
+func isSetextUnderline(b []byte, pos int) bool {
+	if pos >= len(b) {
+		return false
+	}
+	line := bytes.TrimSpace(b[pos:lineEndIn(b, pos)])
+	if len(line) == 0 {
+		return false
+	}
+	c := line[0]
+	return (c == '=' || c == '-') && len(bytes.Trim(line, string(c))) == 0
+}
+
+// AfterTitle is the offset just after the body's leading "# Title" heading,
+// or the start of the body when it does not start with one. New review
+// feedback goes here, so that agents and people read it first.
+func (f *File) AfterTitle() int {
+	secs := f.Sections()
+	body := f.Body()
+	first := bytes.TrimLeft(body, " \t\r\n")
+	if len(secs) > 0 && secs[0].Level == 1 && secs[0].Start-f.bodyStart == len(body)-len(first) {
+		return secs[0].HeadingEnd
+	}
+	return f.bodyStart
+}
+
+// Insert puts a markdown block at off, separated from its neighbours by one
+// blank line, and returns the new file. Nothing else in the file changes.
+func (f *File) Insert(off int, block string) (*File, error) {
+	if off < f.bodyStart || off > len(f.Src) {
+		off = f.bodyStart
+	}
+	block = strings.Trim(block, "\n")
+	before := f.Src[:off]
+	after := f.Src[off:]
+	var b strings.Builder
+	if off > f.bodyStart || off > 0 {
+		switch {
+		case bytes.HasSuffix(before, []byte("\n\n")) || len(before) == 0:
+		case bytes.HasSuffix(before, []byte("\n")):
+			b.WriteString("\n")
+		default:
+			b.WriteString("\n\n")
+		}
+	}
+	b.WriteString(block)
+	b.WriteString("\n")
+	if len(bytes.TrimSpace(after)) > 0 && !bytes.HasPrefix(after, []byte("\n")) {
+		b.WriteString("\n")
+	}
+	return f.Replace(off, off, []byte(b.String()))
+}
+
+// Replace swaps Src[start:end] (which must lie in the body) for repl.
+func (f *File) Replace(start, end int, repl []byte) (*File, error) {
+	if start < f.bodyStart || end > len(f.Src) || start > end {
+		return nil, &EditError{Path: f.Path, Key: "body", Msg: "range outside the body"}
+	}
+	src := make([]byte, 0, len(f.Src)-(end-start)+len(repl))
+	src = append(src, f.Src[:start]...)
+	src = append(src, repl...)
+	src = append(src, f.Src[end:]...)
+	return Parse(f.Path, src)
+}
+
+// WithBody returns the file with its body replaced.
+func (f *File) WithBody(body []byte) (*File, error) {
+	return f.Replace(f.bodyStart, len(f.Src), body)
+}

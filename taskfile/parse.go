@@ -1,0 +1,460 @@
+package taskfile
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/adrg/frontmatter"
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxFileSize bounds what orch will parse. Larger files are refused with a
+// clear message instead of costing unbounded time and memory.
+const MaxFileSize = 16 << 20
+
+// File is a parsed task file. Src is never modified in place: edits return a
+// new File built from new bytes.
+type File struct {
+	Path string
+	Src  []byte
+	Task Task
+
+	hasFM     bool
+	openLine  int // 1-based file line of the opening delimiter
+	fmStart   int // first byte of the YAML text
+	fmEnd     int // end of the YAML text (start of the closing delimiter line)
+	bodyStart int
+	root      *yaml.Node // top-level mapping, nil when the block is empty
+	fields    []field
+	lines     []int // byte offsets of the starts of YAML lines, relative to Src
+}
+
+// Body returns the markdown after the frontmatter.
+func (f *File) Body() []byte { return f.Src[f.bodyStart:] }
+
+// BodyOffset is the byte offset of the body within Src.
+func (f *File) BodyOffset() int { return f.bodyStart }
+
+// HasFrontmatter reports whether the file starts with a --- block.
+func (f *File) HasFrontmatter() bool { return f.hasFM }
+
+// Keys returns the top-level frontmatter keys in file order.
+func (f *File) Keys() []string {
+	keys := make([]string, len(f.fields))
+	for i, fl := range f.fields {
+		keys[i] = fl.key
+	}
+	return keys
+}
+
+// Has reports whether the frontmatter has key.
+func (f *File) Has(key string) bool { return f.field(key) != nil }
+
+// Raw returns the value of key as written in the file.
+func (f *File) Raw(key string) (string, bool) {
+	fl := f.field(key)
+	if fl == nil {
+		return "", false
+	}
+	return string(f.Src[fl.valStart:fl.valEnd]), true
+}
+
+// Line returns the 1-based file line of key, or 0.
+func (f *File) Line(key string) int {
+	if fl := f.field(key); fl != nil {
+		return f.openLine + fl.keyNode.Line
+	}
+	return 0
+}
+
+// Node returns the YAML value node of key.
+func (f *File) Node(key string) *yaml.Node {
+	if fl := f.field(key); fl != nil {
+		return fl.valNode
+	}
+	return nil
+}
+
+func (f *File) field(key string) *field {
+	for i := range f.fields {
+		if f.fields[i].key == key {
+			return &f.fields[i]
+		}
+	}
+	return nil
+}
+
+type yamlCapture struct{ data []byte }
+
+// Parse reads a task file. It never panics; a file it cannot read gives a
+// *ParseError naming the line.
+func Parse(path string, src []byte) (f *File, err error) {
+	defer func() {
+		// The YAML library has had panics on hostile input; a task file
+		// must never crash orch.
+		if r := recover(); r != nil {
+			f, err = nil, &ParseError{Path: path, Msg: fmt.Sprintf("unreadable frontmatter (%v)", r)}
+		}
+	}()
+	if len(src) > MaxFileSize {
+		return nil, &ParseError{Path: path, Msg: fmt.Sprintf("file is %d bytes; the limit is %d", len(src), MaxFileSize)}
+	}
+	if bytes.IndexByte(src, 0) >= 0 {
+		return nil, &ParseError{Path: path, Line: lineOf(src, bytes.IndexByte(src, 0)), Msg: "file contains a NUL byte"}
+	}
+	if !utf8.Valid(src) {
+		return nil, &ParseError{Path: path, Line: lineOf(src, firstInvalidUTF8(src)), Msg: "file is not valid UTF-8"}
+	}
+	f = &File{Path: path, Src: src}
+	if err := f.splitFrontmatter(); err != nil {
+		return nil, err
+	}
+	if f.hasFM {
+		if err := f.parseYAML(); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.decodeTask(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *File) splitFrontmatter() error {
+	// Find the opening delimiter ourselves to know its offset; adrg/frontmatter
+	// decides where the block ends and what the body is.
+	pos, line := 0, 1
+	for pos < len(f.Src) {
+		end := bytes.IndexByte(f.Src[pos:], '\n')
+		next := len(f.Src)
+		if end >= 0 {
+			next = pos + end + 1
+		}
+		t := bytes.TrimSpace(f.Src[pos:next])
+		if len(t) == 0 {
+			pos, line = next, line+1
+			continue
+		}
+		if string(t) != "---" {
+			f.bodyStart = 0
+			return nil
+		}
+		f.openLine = line
+		f.fmStart = next
+		break
+	}
+	if f.fmStart == 0 {
+		return nil
+	}
+	var capture yamlCapture
+	format := frontmatter.NewFormat("---", "---", func(data []byte, v any) error {
+		v.(*yamlCapture).data = append([]byte(nil), data...)
+		return nil
+	})
+	rest, err := frontmatter.MustParse(bytes.NewReader(f.Src), &capture, format)
+	if err == frontmatter.ErrNotFound {
+		return &ParseError{Path: f.Path, Line: f.openLine, Msg: "frontmatter starts with --- but has no closing --- line"}
+	}
+	if err != nil {
+		return &ParseError{Path: f.Path, Line: f.openLine, Msg: err.Error()}
+	}
+	f.fmEnd = f.fmStart + len(capture.data)
+	f.bodyStart = len(f.Src) - len(rest)
+	if f.fmEnd > len(f.Src) || !bytes.Equal(f.Src[f.fmStart:f.fmEnd], capture.data) || f.bodyStart < f.fmEnd {
+		return &ParseError{Path: f.Path, Line: f.openLine, Msg: "cannot locate the frontmatter block"}
+	}
+	f.hasFM = true
+	return nil
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (f *File) parseYAML() error {
+	text := f.Src[f.fmStart:f.fmEnd]
+	f.lines = yamlLineStarts(f.Src, f.fmStart, f.fmEnd)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(text, &doc); err != nil {
+		return f.yamlError(err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil // empty frontmatter
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return &ParseError{Path: f.Path, Line: f.openLine + root.Line, Msg: "frontmatter must be a mapping of keys to values"}
+	}
+	if root.Style&yaml.FlowStyle != 0 {
+		return &ParseError{Path: f.Path, Line: f.openLine + root.Line, Msg: "frontmatter must use block style (one key per line), not {...}"}
+	}
+	f.root = root
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return &ParseError{Path: f.Path, Line: f.openLine + k.Line, Msg: "frontmatter keys must be plain strings"}
+		}
+		f.fields = append(f.fields, field{key: k.Value, keyNode: k, valNode: v})
+	}
+	return f.computeSpans()
+}
+
+func (f *File) yamlError(err error) error {
+	msg := err.Error()
+	first := strings.SplitN(msg, "\n", 2)[0]
+	if te, ok := err.(*yaml.TypeError); ok && len(te.Errors) > 0 {
+		first = "yaml: " + strings.TrimPrefix(strings.TrimSpace(te.Errors[0]), "yaml: ")
+	}
+	line := 0
+	if m := yamlLineRE.FindStringSubmatch(first); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		first = m[2]
+	} else {
+		first = strings.TrimPrefix(first, "yaml: ")
+	}
+	// The YAML library reports some errors at the start of the enclosing
+	// construct, sometimes counted from 0. The first line at which the text
+	// stops parsing is where a person has to look.
+	if n := f.firstFailingLine(); n > 0 {
+		line = n
+	}
+	return &ParseError{Path: f.Path, Line: f.openLine + line, Msg: "frontmatter: " + first}
+}
+
+// firstFailingLine returns the 1-based line of the YAML text such that the
+// text up to it no longer parses (0 when not found or too long to search).
+func (f *File) firstFailingLine() int {
+	text := f.Src[f.fmStart:f.fmEnd]
+	if bytes.Count(text, []byte("\n")) > 400 {
+		return 0
+	}
+	end := 0
+	for i := 1; end < len(text); i++ {
+		nl := bytes.IndexByte(text[end:], '\n')
+		if nl < 0 {
+			end = len(text)
+		} else {
+			end += nl + 1
+		}
+		var n yaml.Node
+		if yaml.Unmarshal(text[:end], &n) != nil {
+			return i
+		}
+	}
+	return 0
+}
+
+// decodeTask fills f.Task from the known keys. Type problems are reported
+// with the key's line; unknown keys are ignored.
+func (f *File) decodeTask() error {
+	t := &f.Task
+	for i := range f.fields {
+		fl := &f.fields[i]
+		v := resolveAlias(fl.valNode)
+		line := f.openLine + fl.keyNode.Line
+		bad := func(format string, a ...any) error {
+			return &ParseError{Path: f.Path, Line: line, Msg: fmt.Sprintf("%s: ", fl.key) + fmt.Sprintf(format, a...)}
+		}
+		switch fl.key {
+		case KeyID, KeyTitle, KeyRole, KeyBranch, KeyBaseBranch, KeyClaimedBy, KeySubmittedBy, KeyAssignedTo, KeyRejectedAt:
+			s, ok := scalarString(v)
+			if !ok {
+				return bad("must be a single value")
+			}
+			switch fl.key {
+			case KeyID:
+				t.ID = s
+			case KeyTitle:
+				t.Title = s
+			case KeyRole:
+				t.Role = s
+			case KeyBranch:
+				t.Branch = s
+			case KeyBaseBranch:
+				t.BaseBranch = s
+			case KeyClaimedBy:
+				t.ClaimedBy = s
+			case KeySubmittedBy:
+				t.SubmittedBy = s
+			case KeyAssignedTo:
+				t.AssignedTo = s
+			case KeyRejectedAt:
+				t.RejectedAt = s
+			}
+		case KeyQueue:
+			s, ok := scalarString(v)
+			if !ok {
+				return bad("must be a single value")
+			}
+			t.Queue = Queue(s)
+		case KeyPriority:
+			s, ok := scalarString(v)
+			if !ok {
+				return bad("must be a single value")
+			}
+			t.Priority = s
+		case KeyPRNumber, KeyRejectionCount, KeyNoProgress:
+			s, ok := scalarString(v)
+			if !ok {
+				return bad("must be a number")
+			}
+			n := 0
+			if s != "" {
+				var err error
+				n, err = strconv.Atoi(s)
+				if err != nil || n < 0 {
+					return bad("must be a whole number ≥ 0, not %q", s)
+				}
+			}
+			switch fl.key {
+			case KeyPRNumber:
+				t.PRNumber = n
+			case KeyRejectionCount:
+				t.RejectionCount = n
+			case KeyNoProgress:
+				t.NoProgress = n
+			}
+		case KeyClaimedAt, KeySubmittedAt, KeyCreated:
+			s, ok := scalarString(v)
+			if !ok {
+				return bad("must be a time such as 2026-02-06T10:00:00Z")
+			}
+			var tm time.Time
+			if s != "" {
+				var err error
+				tm, err = ParseTime(s)
+				if err != nil {
+					return bad("must be a time such as 2026-02-06T10:00:00Z, not %q", s)
+				}
+			}
+			switch fl.key {
+			case KeyClaimedAt:
+				t.ClaimedAt = tm
+			case KeySubmittedAt:
+				t.SubmittedAt = tm
+			case KeyCreated:
+				t.Created = tm
+			}
+		case KeyLockedOut, KeyDependsOn, KeyLabels:
+			list, ok := stringList(v)
+			if !ok {
+				return bad("must be a list such as [a, b]")
+			}
+			switch fl.key {
+			case KeyLockedOut:
+				t.LockedOut = list
+			case KeyDependsOn:
+				t.DependsOn = list
+			case KeyLabels:
+				t.Labels = list
+			}
+		}
+	}
+	if t.Title == "" {
+		t.Title = titleFromBody(f.Body())
+	}
+	return nil
+}
+
+// ParseTime accepts RFC 3339 and the shorter forms people type by hand.
+func ParseTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05Z07:00", "2006-01-02 15:04:05", "2006-01-02T15:04Z07:00", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("not a time: %q", s)
+}
+
+// FormatTime is the one time format orch writes.
+func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 8; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func scalarString(n *yaml.Node) (string, bool) {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return "", false
+	}
+	if n.Tag == "!!null" {
+		return "", true
+	}
+	return n.Value, true
+}
+
+func stringList(n *yaml.Node) ([]string, bool) {
+	if n == nil {
+		return nil, true
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" || n.Value == "" {
+			return nil, true
+		}
+		return []string{n.Value}, true
+	case yaml.SequenceNode:
+		out := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			s, ok := scalarString(resolveAlias(c))
+			if !ok {
+				return nil, false
+			}
+			if s != "" {
+				out = append(out, s)
+			}
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// titleFromBody returns the text of the first level-1 ATX heading near the
+// top of the body. A cheap scan: the summary path must not run a markdown
+// parser over every file.
+func titleFromBody(body []byte) string {
+	for i := 0; i < 20 && len(body) > 0; i++ {
+		line := body
+		if j := bytes.IndexByte(body, '\n'); j >= 0 {
+			line, body = body[:j], body[j+1:]
+		} else {
+			body = nil
+		}
+		t := strings.TrimSpace(string(line))
+		if t == "" {
+			continue
+		}
+		if strings.HasPrefix(t, "# ") {
+			return strings.TrimSpace(strings.TrimRight(strings.TrimSpace(t[2:]), "#"))
+		}
+		return ""
+	}
+	return ""
+}
+
+func lineOf(src []byte, off int) int {
+	if off < 0 {
+		return 0
+	}
+	return bytes.Count(src[:off], []byte{'\n'}) + 1
+}
+
+func firstInvalidUTF8(src []byte) int {
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}

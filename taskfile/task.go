@@ -1,0 +1,178 @@
+// Package taskfile reads and edits orch task files: markdown with a YAML
+// frontmatter block. Edits are surgical: they change the bytes of the value
+// that changed and nothing else, so comments, key order, quoting, blank lines
+// and unknown keys written by a person survive every transition.
+package taskfile
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Queue is the state of a task. The transitions between queues live in the
+// workflow package; this package only knows the names.
+type Queue string
+
+const (
+	Incoming          Queue = "incoming"
+	Claimed           Queue = "claimed"
+	Provisional       Queue = "provisional"
+	Rejected          Queue = "rejected"
+	NeedsContinuation Queue = "needs_continuation"
+	Blocked           Queue = "blocked"
+	Escalated         Queue = "escalated"
+	Done              Queue = "done"
+	Failed            Queue = "failed"
+	Superseded        Queue = "superseded"
+)
+
+// Queues lists every queue in board order.
+var Queues = []Queue{Incoming, Claimed, Provisional, Rejected, NeedsContinuation, Blocked, Escalated, Done, Failed, Superseded}
+
+// Valid reports whether q is one of the known queues.
+func (q Queue) Valid() bool {
+	for _, k := range Queues {
+		if k == q {
+			return true
+		}
+	}
+	return false
+}
+
+// Open reports whether a task in q still needs work or a decision.
+func (q Queue) Open() bool {
+	switch q {
+	case Done, Failed, Superseded:
+		return false
+	}
+	return true
+}
+
+// Task holds the frontmatter fields orch understands. Unknown keys are not
+// modelled here: they live only in the file bytes, which orch never
+// re-serialises.
+type Task struct {
+	ID             string    `json:"id"`
+	Title          string    `json:"title"`
+	Queue          Queue     `json:"queue"`
+	Priority       string    `json:"priority"` // normalised P0..P3
+	Role           string    `json:"role,omitempty"`
+	Branch         string    `json:"branch,omitempty"`
+	BaseBranch     string    `json:"base_branch,omitempty"`
+	PRNumber       int       `json:"pr_number,omitempty"`
+	RejectionCount int       `json:"rejection_count"`
+	NoProgress     int       `json:"no_progress_count,omitempty"`
+	ClaimedBy      string    `json:"claimed_by,omitempty"`
+	ClaimedAt      time.Time `json:"claimed_at,omitzero"`
+	SubmittedBy    string    `json:"submitted_by,omitempty"`
+	SubmittedAt    time.Time `json:"submitted_at,omitzero"`
+	AssignedTo     string    `json:"assigned_to,omitempty"`
+	LockedOut      []string  `json:"locked_out,omitempty"`
+	DependsOn      []string  `json:"depends_on,omitempty"`
+	Labels         []string  `json:"labels,omitempty"`
+	Created        time.Time `json:"created,omitzero"`
+	// RejectedAt is the branch tip recorded at the last rejection; submit
+	// refuses when the branch has not moved past it.
+	RejectedAt string `json:"rejected_at_commit,omitempty"`
+}
+
+// Field names orch reads and writes.
+const (
+	KeyID             = "id"
+	KeyTitle          = "title"
+	KeyQueue          = "queue"
+	KeyPriority       = "priority"
+	KeyRole           = "role"
+	KeyBranch         = "branch"
+	KeyBaseBranch     = "base_branch"
+	KeyPRNumber       = "pr_number"
+	KeyRejectionCount = "rejection_count"
+	KeyNoProgress     = "no_progress_count"
+	KeyClaimedBy      = "claimed_by"
+	KeyClaimedAt      = "claimed_at"
+	KeySubmittedBy    = "submitted_by"
+	KeySubmittedAt    = "submitted_at"
+	KeyAssignedTo     = "assigned_to"
+	KeyLockedOut      = "locked_out"
+	KeyDependsOn      = "depends_on"
+	KeyLabels         = "labels"
+	KeyCreated        = "created"
+	KeyRejectedAt     = "rejected_at_commit"
+)
+
+// KeyOrder is the order orch writes keys in new files, and the order used to
+// place a key that a file does not have yet.
+var KeyOrder = []string{
+	KeyID, KeyTitle, KeyQueue, KeyPriority, KeyRole, KeyBranch, KeyBaseBranch, KeyPRNumber,
+	KeyRejectionCount, KeyNoProgress, KeyClaimedBy, KeyClaimedAt, KeySubmittedBy, KeySubmittedAt,
+	KeyAssignedTo, KeyLockedOut, KeyDependsOn, KeyLabels, KeyCreated, KeyRejectedAt,
+}
+
+// OrchOwned lists the fields that only orch's verbs change. A stale editor
+// buffer is recognised by these fields matching an older version, and a
+// three-way merge keeps orch's values for them.
+var OrchOwned = []string{
+	KeyQueue, KeyBranch, KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyClaimedBy, KeyClaimedAt,
+	KeySubmittedBy, KeySubmittedAt, KeyLockedOut, KeyRejectedAt,
+}
+
+// Priorities in order, highest first.
+var Priorities = []string{"P0", "P1", "P2", "P3"}
+
+// DefaultPriority is used when a task names none.
+const DefaultPriority = "P2"
+
+// NormalizePriority maps P0..P3 and critical|high|medium|low to P0..P3.
+func NormalizePriority(s string) (string, bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "p0", "critical", "0":
+		return "P0", true
+	case "p1", "high", "1":
+		return "P1", true
+	case "p2", "medium", "2", "":
+		return "P2", true
+	case "p3", "low", "3":
+		return "P3", true
+	}
+	return "", false
+}
+
+// PriorityRank is 0 for P0 (highest) to 3 for P3.
+func PriorityRank(p string) int {
+	if n, ok := NormalizePriority(p); ok {
+		return int(n[1] - '0')
+	}
+	return 2
+}
+
+// ParseError is a task file that cannot be read. Line is 1-based within the
+// file (0 when unknown).
+type ParseError struct {
+	Path string
+	Line int
+	Msg  string
+}
+
+func (e *ParseError) Error() string {
+	path := e.Path
+	if path == "" {
+		path = "<task>"
+	}
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", path, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", path, e.Msg)
+}
+
+// EditError is an edit that cannot be made without touching more than the
+// edited field (for example a value that carries a YAML anchor).
+type EditError struct {
+	Path string
+	Key  string
+	Msg  string
+}
+
+func (e *EditError) Error() string {
+	return fmt.Sprintf("%s: cannot change %q: %s", e.Path, e.Key, e.Msg)
+}

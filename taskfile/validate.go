@@ -1,0 +1,117 @@
+package taskfile
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// IDPattern is the shape of a task ID: a prefix (default "T-") and lowercase
+// base32 characters. Validating it keeps IDs usable in file and branch names.
+var IDPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,15}-[0-9a-z]{4,16}$`)
+
+// ValidID reports whether id can name a task.
+func ValidID(id string) bool { return IDPattern.MatchString(id) }
+
+// namePattern is what an agent, role or label name may look like: no
+// slashes, spaces at the ends, control characters or leading dashes, so it
+// can never become a path, a flag or a ref.
+var namePattern = regexp.MustCompile(`^[\p{L}\p{N}_][\p{L}\p{N}_.@+ -]{0,63}$`)
+
+// ValidName reports whether s can be an agent, role or label name.
+func ValidName(s string) bool {
+	return namePattern.MatchString(s) && !strings.HasSuffix(s, " ") && !strings.Contains(s, "..")
+}
+
+// Validate reports every problem with the task's fields, each with its line.
+// A file that does not parse never gets here: Parse reports that.
+func (f *File) Validate() []*ParseError {
+	var errs []*ParseError
+	add := func(key, format string, a ...any) {
+		line := f.Line(key)
+		if line == 0 {
+			line = f.openLine
+		}
+		errs = append(errs, &ParseError{Path: f.Path, Line: line, Msg: fmt.Sprintf(format, a...)})
+	}
+	t := f.Task
+	if !f.hasFM {
+		errs = append(errs, &ParseError{Path: f.Path, Line: 1, Msg: "no frontmatter: a task file starts with a --- block holding at least id, title and queue"})
+		return errs
+	}
+	if t.ID == "" {
+		add(KeyID, "id: missing")
+	} else if !ValidID(t.ID) {
+		add(KeyID, "id: %q is not a task ID (like T-4k9x2m)", t.ID)
+	}
+	if strings.TrimSpace(t.Title) == "" {
+		add(KeyTitle, "title: missing (set title: or start the body with a # heading)")
+	}
+	if t.Queue == "" {
+		add(KeyQueue, "queue: missing")
+	} else if !t.Queue.Valid() {
+		add(KeyQueue, "queue: %q is not a queue (one of %s)", t.Queue, queueNames())
+	}
+	if f.Has(KeyPriority) {
+		if _, ok := NormalizePriority(t.Priority); !ok {
+			add(KeyPriority, "priority: %q is not a priority (P0..P3 or critical, high, medium, low)", t.Priority)
+		}
+	}
+	for _, k := range []struct {
+		key  string
+		vals []string
+	}{{KeyLockedOut, t.LockedOut}, {KeyLabels, t.Labels}} {
+		for _, v := range k.vals {
+			if !ValidName(v) {
+				add(k.key, "%s: %q is not a valid name", k.key, v)
+			}
+		}
+	}
+	for _, d := range t.DependsOn {
+		if !ValidID(d) {
+			add(KeyDependsOn, "depends_on: %q is not a task ID", d)
+		}
+	}
+	for _, k := range []struct{ key, val string }{{KeyRole, t.Role}, {KeyClaimedBy, t.ClaimedBy}, {KeyAssignedTo, t.AssignedTo}, {KeySubmittedBy, t.SubmittedBy}} {
+		if k.val != "" && !ValidName(k.val) {
+			add(k.key, "%s: %q is not a valid name", k.key, k.val)
+		}
+	}
+	if t.Branch != "" && !ValidBranch(t.Branch) {
+		add(KeyBranch, "branch: %q is not a valid branch name", t.Branch)
+	}
+	if t.BaseBranch != "" && !ValidBranch(t.BaseBranch) {
+		add(KeyBaseBranch, "base_branch: %q is not a valid branch name", t.BaseBranch)
+	}
+	return errs
+}
+
+func queueNames() string {
+	names := make([]string, len(Queues))
+	for i, q := range Queues {
+		names[i] = string(q)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ValidBranch applies git's check-ref-format rules to a branch name, and
+// refuses names that would leave refs/heads/.
+func ValidBranch(name string) bool {
+	if name == "" || len(name) > 200 || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "/") ||
+		strings.HasSuffix(name, "/") || strings.HasSuffix(name, ".") || strings.HasSuffix(name, ".lock") ||
+		strings.Contains(name, "..") || strings.Contains(name, "//") || strings.Contains(name, "@{") ||
+		strings.HasPrefix(name, "refs/") || name == "@" || name == "HEAD" {
+		return false
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return false
+		}
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "" || strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return false
+		}
+	}
+	return true
+}

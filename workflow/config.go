@@ -1,0 +1,206 @@
+package workflow
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// Config is config.yaml on the state branch.
+type Config struct {
+	BaseBranch   string   `yaml:"base_branch" json:"base_branch"`
+	BranchPrefix string   `yaml:"branch_prefix" json:"branch_prefix"`
+	ClaimTimeout Duration `yaml:"claim_timeout" json:"claim_timeout"`
+	IDPrefix     string   `yaml:"id_prefix" json:"id_prefix"`
+	DefaultRole  string   `yaml:"default_role" json:"default_role"`
+	Review       Review   `yaml:"review" json:"review"`
+	Agents       []Agent  `yaml:"agents" json:"agents"`
+	GitHub       GitHub   `yaml:"github" json:"github"`
+}
+
+// Review holds the review and rejection policies.
+type Review struct {
+	MaxRejections int      `yaml:"max_rejections" json:"max_rejections"`
+	MaxNoProgress int      `yaml:"max_no_progress" json:"max_no_progress"`
+	Lockout       *bool    `yaml:"lockout" json:"lockout"`
+	Reviewers     []string `yaml:"reviewers" json:"reviewers"`
+}
+
+// LockoutOn reports whether rejected authors are locked out (default on).
+func (r Review) LockoutOn() bool { return r.Lockout == nil || *r.Lockout }
+
+// Agent is one entry of the optional roster.
+type Agent struct {
+	Name  string   `yaml:"name" json:"name"`
+	Roles []string `yaml:"roles" json:"roles"`
+}
+
+// GitHub configures the read-only PR polling.
+type GitHub struct {
+	Repo string `yaml:"repo" json:"repo"`
+}
+
+// Duration is a time.Duration written as "2h", "90m" or "1d".
+type Duration time.Duration
+
+// UnmarshalYAML accepts Go durations plus a "d" suffix for days.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %v", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as text.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
+
+var dayRE = regexp.MustCompile(`^(\d+)d$`)
+
+// ParseDuration accepts Go durations ("90m", "2h30m") and whole days ("3d").
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if m := dayRE.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration (like 90m, 2h or 3d)", s)
+	}
+	return d, nil
+}
+
+// DefaultConfig is the configuration of a repository without config.yaml.
+func DefaultConfig() *Config {
+	return &Config{
+		BaseBranch:   "main",
+		BranchPrefix: "task/",
+		ClaimTimeout: Duration(2 * time.Hour),
+		IDPrefix:     "T",
+		DefaultRole:  "implementer",
+		Review:       Review{MaxRejections: 3, MaxNoProgress: 2},
+	}
+}
+
+// DefaultConfigYAML is what `orch init` writes: every setting with its
+// default and what it does.
+const DefaultConfigYAML = `# orch configuration. This file lives on the state branch; edit it in
+# .orchestrator/config.yaml (or with "orch edit config") and orch commits it.
+base_branch: main          # task branches start from here
+branch_prefix: task/       # task branches are <prefix><id>-<slug>
+claim_timeout: 2h          # orch sweep moves older claims to needs_continuation
+id_prefix: T               # task ids are <prefix>-xxxxxx
+default_role: implementer  # role of tasks created without --role
+review:
+  max_rejections: 3        # the 3rd rejection escalates instead
+  max_no_progress: 2       # structured reviews: rounds in a row that resolved no blocking issue
+  lockout: true            # the agent whose work was rejected may not claim that task again
+  reviewers: []            # empty: anyone may review; else only these (and humans via --agent)
+agents: []                 # optional roster: {name, roles: [...]} - needed to detect lockout deadlock
+github:
+  repo: ""                 # owner/name; empty: ask "gh repo view"
+`
+
+var cfgLineRE = regexp.MustCompile(`line (\d+): (.*)`)
+
+// ParseConfig reads config.yaml. Unknown keys are errors: a misspelt
+// setting silently ignored is worse than a refusal.
+func ParseConfig(path string, data []byte) (*Config, error) {
+	cfg := DefaultConfig()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cfg, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var raw Config
+	raw = *cfg
+	if err := dec.Decode(&raw); err != nil {
+		msg := err.Error()
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			msg = te.Errors[0]
+		}
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		line := 0
+		if m := cfgLineRE.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		return nil, &taskfile.ParseError{Path: path, Line: line, Msg: msg}
+	}
+	c := &raw
+	problem := func(key, format string, a ...any) error {
+		return &taskfile.ParseError{Path: path, Line: keyLine(data, key), Msg: key + ": " + fmt.Sprintf(format, a...)}
+	}
+	if c.BaseBranch == "" || !taskfile.ValidBranch(c.BaseBranch) {
+		return nil, problem("base_branch", "%q is not a valid branch name", c.BaseBranch)
+	}
+	if c.BranchPrefix != "" && !taskfile.ValidBranch(strings.TrimSuffix(c.BranchPrefix, "/")+"/x") {
+		return nil, problem("branch_prefix", "%q cannot start a branch name", c.BranchPrefix)
+	}
+	if !regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,15}$`).MatchString(c.IDPrefix) {
+		return nil, problem("id_prefix", "%q must be letters and digits, starting with a letter", c.IDPrefix)
+	}
+	if c.Review.MaxRejections < 1 {
+		return nil, problem("max_rejections", "must be at least 1")
+	}
+	if c.Review.MaxNoProgress < 1 {
+		return nil, problem("max_no_progress", "must be at least 1")
+	}
+	for _, r := range c.Review.Reviewers {
+		if !taskfile.ValidName(r) {
+			return nil, problem("reviewers", "%q is not a valid name", r)
+		}
+	}
+	for _, a := range c.Agents {
+		if !taskfile.ValidName(a.Name) {
+			return nil, problem("agents", "%q is not a valid agent name", a.Name)
+		}
+	}
+	return c, nil
+}
+
+// keyLine finds the line of "key:" in a YAML text, for messages.
+func keyLine(data []byte, key string) int {
+	for i, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), key+":") {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// RolesOf returns the roles of an agent in the roster (nil if not listed).
+func (c *Config) RolesOf(agent string) []string {
+	for _, a := range c.Agents {
+		if a.Name == agent {
+			return a.Roles
+		}
+	}
+	return nil
+}
+
+// IsReviewer reports whether name may review under the config.
+func (c *Config) IsReviewer(name string) bool {
+	if len(c.Review.Reviewers) == 0 {
+		return true
+	}
+	for _, r := range c.Review.Reviewers {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,415 @@
+package workflow
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// Options open an Engine.
+type Options struct {
+	Dir         string
+	StateBranch string
+	Actor       string
+	Now         func() time.Time
+	// NoReconcile skips syncing the view (completion uses it: it must be
+	// fast and must not commit anything).
+	NoReconcile bool
+}
+
+// Engine runs workflow operations on one repository. Open takes the store
+// lock and reconciles the view; Close saves caches and releases the lock.
+type Engine struct {
+	Store  *gitstore.Store
+	Actor  string
+	Now    func() time.Time
+	Config *Config
+	// ConfigErr is set when config.yaml on the branch does not parse; the
+	// defaults are used meanwhile and `orch check` reports it.
+	ConfigErr  error
+	Reconciled *gitstore.Reconciled
+}
+
+// Open opens the repository around opts.Dir, locks the store and brings the
+// view in step with the branch.
+func Open(opts Options) (*Engine, error) {
+	st, err := gitstore.Open(gitstore.Options{Dir: opts.Dir, StateBranch: opts.StateBranch})
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now}
+	if e.Now == nil {
+		e.Now = func() time.Time { return time.Now().UTC().Truncate(time.Second) }
+	}
+	if err := st.Lock(); err != nil {
+		return nil, err
+	}
+	e.loadConfig()
+	if !opts.NoReconcile && st.Exists() {
+		rep, err := st.Reconcile(e.policy())
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		e.Reconciled = rep
+		e.loadConfig() // a hand edit may have changed it
+	}
+	return e, nil
+}
+
+// Close saves caches and releases the lock.
+func (e *Engine) Close() error { return e.Store.Close() }
+
+// Notes are things the store did that the user should hear about.
+func (e *Engine) Notes() []string { return e.Store.Notes() }
+
+func (e *Engine) loadConfig() {
+	e.Config, e.ConfigErr = DefaultConfig(), nil
+	data, err := e.Store.Snapshot().Read(gitstore.ConfigFile)
+	if err != nil {
+		return
+	}
+	cfg, err := ParseConfig(filepath.Join(gitstore.ViewDirName, gitstore.ConfigFile), data)
+	if err != nil {
+		e.ConfigErr = err
+		return
+	}
+	e.Config = cfg
+}
+
+// RequireInit fails unless the state branch exists.
+func (e *Engine) RequireInit() error {
+	if !e.Store.Exists() {
+		return &NotInitializedError{Ref: e.Store.Ref}
+	}
+	return nil
+}
+
+// Signature is the identity commits are made with: the actor, with the
+// git user's email when the actor is the git user.
+func (e *Engine) Signature() gitstore.Signature {
+	name := e.Actor
+	email := ""
+	if gn := e.Store.Repo.GitConfig("user", "name"); gn != "" && gn == name {
+		email = e.Store.Repo.GitConfig("user", "email")
+	}
+	if email == "" {
+		email = strings.ReplaceAll(strings.ToLower(name), " ", "-") + "@orch"
+	}
+	return gitstore.Signature{Name: name, Email: email, When: e.Now()}
+}
+
+func (e *Engine) policy() gitstore.Policy {
+	return gitstore.Policy{
+		Actor:          e.Signature(),
+		PrepareNewTask: e.prepareHandMadeTask,
+		CheckFile:      CheckFile,
+	}
+}
+
+// CheckFile validates a file of the state branch that is not a task.
+func CheckFile(path string, data []byte) error {
+	base := filepath.Base(path)
+	dir := filepath.Base(filepath.Dir(path))
+	switch {
+	case base == gitstore.ConfigFile && dir == gitstore.ViewDirName:
+		_, err := ParseConfig(path, data)
+		return err
+	case dir == gitstore.EventsDir:
+		for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			if !json.Valid([]byte(line)) {
+				return &taskfile.ParseError{Path: path, Line: i + 1, Msg: "not a JSON line"}
+			}
+		}
+	case dir == gitstore.PromptsDir:
+		return CheckTemplate(path, data)
+	}
+	return nil
+}
+
+// CheckTemplate is replaced by the prompt package's parser at start-up; the
+// workflow package does not import it.
+var CheckTemplate = func(path string, data []byte) error { return nil }
+
+// prepareHandMadeTask completes a task file a person created in the view.
+func (e *Engine) prepareHandMadeTask(path string, data []byte, taken func(string) bool) ([]byte, string, error) {
+	f, err := taskfile.Parse(path, data)
+	if err != nil {
+		return nil, "", err
+	}
+	var edits []taskfile.Edit
+	id := f.Task.ID
+	switch {
+	case id != "" && !taskfile.ValidID(id):
+		return nil, "", &taskfile.ParseError{Path: path, Line: f.Line(taskfile.KeyID), Msg: fmt.Sprintf("id: %q is not a task ID; remove the line and orch assigns one", id)}
+	case id == "" || taken(id):
+		// No id yet, or a copy of another task's file: mint one.
+		id = e.NewID(taken)
+		edits = append(edits, taskfile.Set(taskfile.KeyID, taskfile.String(id)))
+	}
+	if !f.Has(taskfile.KeyTitle) && f.Task.Title == "" {
+		name := strings.TrimSuffix(filepath.Base(path), ".md")
+		edits = append(edits, taskfile.Set(taskfile.KeyTitle, taskfile.String(name)))
+	}
+	if !f.Has(taskfile.KeyQueue) {
+		edits = append(edits, taskfile.Set(taskfile.KeyQueue, taskfile.String(string(taskfile.Incoming))))
+	}
+	if !f.Has(taskfile.KeyCreated) {
+		edits = append(edits, taskfile.Set(taskfile.KeyCreated, taskfile.Time(e.Now())))
+	}
+	out, err := f.Apply(edits...)
+	if err != nil {
+		return nil, "", err
+	}
+	if errs := out.Validate(); len(errs) > 0 {
+		return nil, "", errs[0]
+	}
+	return out.Src, id, nil
+}
+
+// idAlphabet is Crockford's base32 in lower case: no i, l, o, u, so IDs
+// survive being read aloud or typed from a screenshot.
+const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+// NewID mints a random task ID. IDs are random, never counted from a local
+// maximum, so two clones never mint the same one.
+func (e *Engine) NewID(taken func(string) bool) string {
+	prefix := "T"
+	if e.Config != nil && e.Config.IDPrefix != "" {
+		prefix = e.Config.IDPrefix
+	}
+	for {
+		var b strings.Builder
+		b.WriteString(prefix + "-")
+		for i := 0; i < 6; i++ {
+			n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(idAlphabet))))
+			b.WriteByte(idAlphabet[n.Int64()])
+		}
+		id := b.String()
+		if taken == nil || !taken(id) {
+			if e.Store.SummaryByID(id) == nil {
+				return id
+			}
+		}
+	}
+}
+
+// Task is a task as the workflow hands it to verbs: the summary plus, when
+// loaded, the parsed file.
+type Task struct {
+	*gitstore.Summary
+	File *taskfile.File
+}
+
+// Find resolves a task reference: an exact ID, a unique ID prefix, or the
+// random part of an ID ("4k9x" for T-4k9x2m). Hostile input (paths, refs,
+// control characters) never matches and is never used as a path.
+func (e *Engine) Find(ref string) (*gitstore.Summary, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return nil, &UsageError{Msg: "no task given", Hint: "pass a task ID (orch list shows them)"}
+	}
+	if s := e.Store.SummaryByID(ref); s != nil {
+		return s, nil
+	}
+	lower := strings.ToLower(ref)
+	var matches []*gitstore.Summary
+	for _, s := range e.Store.Summaries() {
+		id := strings.ToLower(s.Task.ID)
+		if id == "" {
+			continue
+		}
+		_, rnd, _ := strings.Cut(id, "-")
+		if strings.HasPrefix(id, lower) || (!strings.Contains(lower, "-") && strings.HasPrefix(rnd, lower)) {
+			matches = append(matches, s)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, &NotFoundError{What: "task", Ref: printable(ref), Hint: "orch list shows the tasks"}
+	case 1:
+		return matches[0], nil
+	}
+	ids := make([]string, len(matches))
+	for i, m := range matches {
+		ids[i] = m.Task.ID
+	}
+	sort.Strings(ids)
+	return nil, &AmbiguousError{Prefix: printable(ref), Matches: ids}
+}
+
+// printable quotes control characters so that a hostile argument cannot
+// write escape sequences to the terminal through an error message.
+func printable(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	q := fmt.Sprintf("%q", s)
+	return q[1 : len(q)-1]
+}
+
+// FindForWorktree finds the task whose branch is checked out in the current
+// worktree, for verbs whose task argument is omitted.
+func (e *Engine) FindForWorktree() (*gitstore.Summary, error) {
+	br := e.Store.Repo.HeadBranch()
+	if br != "" {
+		for _, s := range e.Store.Summaries() {
+			if s.Task.Branch == br {
+				return s, nil
+			}
+		}
+	}
+	hint := "pass a task ID (orch list shows them)"
+	if br != "" {
+		return nil, &UsageError{Msg: fmt.Sprintf("no task given, and the branch checked out here (%s) is no task's branch", br), Hint: hint}
+	}
+	return nil, &UsageError{Msg: "no task given, and no branch is checked out here", Hint: hint}
+}
+
+// Resolve finds a task by reference, or by the current worktree's branch
+// when ref is empty.
+func (e *Engine) Resolve(ref string) (*gitstore.Summary, error) {
+	if ref == "" {
+		return e.FindForWorktree()
+	}
+	return e.Find(ref)
+}
+
+// Load parses the committed file of a task.
+func (e *Engine) Load(s *gitstore.Summary) (*Task, error) {
+	data, err := e.Store.Snapshot().ReadBlob(s.Blob)
+	if err != nil {
+		return nil, err
+	}
+	f, err := taskfile.Parse(filepath.Join(gitstore.ViewDirName, s.Path), data)
+	if err != nil {
+		return nil, &InvalidFileError{Problems: []*taskfile.ParseError{asParseError(err, s.Path)}}
+	}
+	return &Task{Summary: s, File: f}, nil
+}
+
+func asParseError(err error, path string) *taskfile.ParseError {
+	var pe *taskfile.ParseError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &taskfile.ParseError{Path: path, Msg: err.Error()}
+}
+
+// Event is one line of the event log.
+type Event struct {
+	Time   string         `json:"ts"`
+	Task   string         `json:"task,omitempty"`
+	Action string         `json:"action"`
+	From   string         `json:"from,omitempty"`
+	To     string         `json:"to,omitempty"`
+	Actor  string         `json:"actor"`
+	Data   map[string]any `json:"data,omitempty"`
+}
+
+// maxEventFile is where an events file is closed and a new one started, so
+// that appending one line never means rewriting a large blob.
+const maxEventFile = 128 << 10
+
+// eventChange appends ev to this clone's events file of the day. Each clone
+// writes its own files, so event logs from several machines merge as a
+// union with no conflicts.
+func (e *Engine) eventChange(snap *gitstore.Snapshot, ev Event) (gitstore.Change, error) {
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return gitstore.Change{}, err
+	}
+	day := e.Now().UTC().Format("2006-01-02")
+	clone := e.cloneID()
+	var path string
+	var data []byte
+	for n := 1; n < 100000; n++ {
+		name := fmt.Sprintf("%s-%s.jsonl", day, clone)
+		if n > 1 {
+			name = fmt.Sprintf("%s-%s-%d.jsonl", day, clone, n)
+		}
+		path = gitstore.EventsDir + "/" + name
+		cur, err := snap.Read(path)
+		if err != nil {
+			data = nil
+			break // new file
+		}
+		if len(cur) < maxEventFile {
+			data = cur
+			break
+		}
+	}
+	data = append(append(data, line...), '\n')
+	return gitstore.Change{Path: path, Data: data}, nil
+}
+
+// cloneID names this clone in event file names. It is random and kept in
+// the private state; losing it only starts new event files.
+func (e *Engine) cloneID() string {
+	p := filepath.Join(e.Store.PrivDir(), "clone-id")
+	if b, err := os.ReadFile(p); err == nil {
+		if s := strings.TrimSpace(string(b)); len(s) == 6 && strings.Trim(s, idAlphabet) == "" {
+			return s
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < 6; i++ {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(idAlphabet))))
+		b.WriteByte(idAlphabet[n.Int64()])
+	}
+	_ = os.MkdirAll(filepath.Dir(p), 0o777)
+	_ = os.WriteFile(p, []byte(b.String()+"\n"), 0o666)
+	return b.String()
+}
+
+// Result is what a state-changing operation reports.
+type Result struct {
+	Task   *gitstore.Summary
+	Commit plumbing.Hash
+	From   taskfile.Queue
+	To     taskfile.Queue
+}
+
+// commitMessage builds the message of a transition, with the trailers that
+// `orch log` and `orch stats` read.
+func commitMessage(id, action string, from, to taskfile.Queue, actor, body string, extra ...string) string {
+	var b strings.Builder
+	switch {
+	case from != "" && to != "" && from != to:
+		fmt.Fprintf(&b, "orch(%s): %s -> %s\n\n", id, from, to)
+	default:
+		fmt.Fprintf(&b, "orch(%s): %s\n\n", id, action)
+	}
+	if body = strings.TrimSpace(body); body != "" {
+		b.WriteString(body + "\n\n")
+	}
+	fmt.Fprintf(&b, "Orch-Task: %s\nOrch-Action: %s\n", id, action)
+	if from != "" {
+		fmt.Fprintf(&b, "Orch-From: %s\n", from)
+	}
+	if to != "" {
+		fmt.Fprintf(&b, "Orch-To: %s\n", to)
+	}
+	fmt.Fprintf(&b, "Orch-Actor: %s\n", actor)
+	for i := 0; i+1 < len(extra); i += 2 {
+		fmt.Fprintf(&b, "%s: %s\n", extra[i], oneLine(extra[i+1]))
+	}
+	return b.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

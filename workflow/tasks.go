@@ -1,0 +1,593 @@
+package workflow
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// InitResult reports what init did.
+type InitResult struct {
+	Created      bool     // the state branch was created
+	Added        []string // files added to the branch
+	Commit       plumbing.Hash
+	ExcludeAdded bool
+	View         string
+}
+
+// Init creates the state branch (idempotent). With example, the files of
+// the embedded example that the branch lacks are added.
+func (e *Engine) Init(example fs.FS) (*InitResult, error) {
+	res := &InitResult{View: e.Store.View}
+	snap := e.Store.Snapshot()
+	var changes []gitstore.Change
+	if _, ok := snap.Get(gitstore.ConfigFile); !ok && !e.Store.Exists() {
+		changes = append(changes, gitstore.Change{Path: gitstore.ConfigFile, Data: []byte(DefaultConfigYAML)})
+	}
+	if example != nil {
+		err := fs.WalkDir(example, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if _, ok := snap.Get(p); ok {
+				return nil
+			}
+			if p == gitstore.ConfigFile && e.Store.Exists() {
+				return nil
+			}
+			data, err := fs.ReadFile(example, p)
+			if err != nil {
+				return err
+			}
+			for i := range changes {
+				if changes[i].Path == p {
+					changes[i].Data = data
+					return nil
+				}
+			}
+			changes = append(changes, gitstore.Change{Path: p, Data: data})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	res.Created = !e.Store.Exists()
+	if len(changes) > 0 {
+		msg := "orch: init\n\nCreate the orch state branch.\n\nOrch-Action: init\nOrch-Actor: " + e.Actor + "\n"
+		if !res.Created {
+			msg = "orch: add example\n\nAdd the example tasks.\n\nOrch-Action: init\nOrch-Actor: " + e.Actor + "\n"
+		}
+		h, err := e.Store.Update(func(*gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+			return &gitstore.CommitRequest{Changes: changes, Message: msg, Author: e.Signature()}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.Commit = h
+		for _, c := range changes {
+			res.Added = append(res.Added, c.Path)
+		}
+		sort.Strings(res.Added)
+	}
+	e.loadConfig()
+	if e.Store.View != "" {
+		added, err := ensureExclude(e.Store.Repo.CommonDir)
+		if err != nil {
+			return nil, err
+		}
+		res.ExcludeAdded = added
+		if _, err := e.Store.Reconcile(e.policy()); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// ensureExclude adds /.orchestrator/ to info/exclude so that the view never
+// shows in `git status` of any worktree.
+func ensureExclude(commonDir string) (bool, error) {
+	p := filepath.Join(commonDir, "info", "exclude")
+	cur, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	entry := "/" + gitstore.ViewDirName + "/"
+	for _, line := range strings.Split(string(cur), "\n") {
+		if strings.TrimSpace(line) == entry || strings.TrimSpace(line) == "/"+gitstore.ViewDirName {
+			return false, nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+		return false, err
+	}
+	var b bytes.Buffer
+	b.Write(cur)
+	if len(cur) > 0 && !bytes.HasSuffix(cur, []byte("\n")) {
+		b.WriteByte('\n')
+	}
+	b.WriteString("# orch's view of its state branch (see orch help)\n" + entry + "\n")
+	return true, os.WriteFile(p, b.Bytes(), 0o666)
+}
+
+// NewTask describes a task to create.
+type NewTask struct {
+	Title     string
+	Priority  string
+	Role      string
+	Assign    string
+	DependsOn []string
+	Labels    []string
+	Body      string
+}
+
+// New creates a task in incoming.
+func (e *Engine) New(nt NewTask) (*Result, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	title := oneLine(nt.Title)
+	if title == "" {
+		return nil, &UsageError{Msg: "a task needs a title", Hint: `orch new "Fix the login redirect"`}
+	}
+	if len(title) > 200 {
+		return nil, &UsageError{Msg: "the title is longer than 200 characters", Hint: "put the detail in the body (--body or -F)"}
+	}
+	prio := taskfile.DefaultPriority
+	if nt.Priority != "" {
+		p, ok := taskfile.NormalizePriority(nt.Priority)
+		if !ok {
+			return nil, &UsageError{Msg: fmt.Sprintf("%q is not a priority", printable(nt.Priority)), Hint: "use P0..P3 or critical, high, medium, low"}
+		}
+		prio = p
+	}
+	role := nt.Role
+	if role == "" {
+		role = e.Config.DefaultRole
+	}
+	for _, n := range append([]string{role, nt.Assign}, nt.Labels...) {
+		if n != "" && !taskfile.ValidName(n) {
+			return nil, &UsageError{Msg: fmt.Sprintf("%q is not a valid name", printable(n)), Hint: "names are letters, digits, spaces and . _ - + @, up to 64 characters"}
+		}
+	}
+	var deps []string
+	for _, d := range nt.DependsOn {
+		s, err := e.Find(d)
+		if err != nil {
+			return nil, err
+		}
+		deps = append(deps, s.Task.ID)
+	}
+	if strings.ContainsRune(nt.Body, 0) {
+		return nil, &UsageError{Msg: "the body contains a NUL byte"}
+	}
+	id := e.NewID(nil)
+	p := gitstore.TasksDir + "/" + id + "-" + taskfile.Slug(title) + ".md"
+	fields := []taskfile.Edit{
+		taskfile.Set(taskfile.KeyID, taskfile.String(id)),
+		taskfile.Set(taskfile.KeyTitle, taskfile.String(title)),
+		taskfile.Set(taskfile.KeyQueue, taskfile.String(string(taskfile.Incoming))),
+		taskfile.Set(taskfile.KeyPriority, taskfile.String(prio)),
+		taskfile.Set(taskfile.KeyCreated, taskfile.Time(e.Now())),
+	}
+	if role != "" {
+		fields = append(fields, taskfile.Set(taskfile.KeyRole, taskfile.String(role)))
+	}
+	if nt.Assign != "" {
+		fields = append(fields, taskfile.Set(taskfile.KeyAssignedTo, taskfile.String(nt.Assign)))
+	}
+	if len(deps) > 0 {
+		fields = append(fields, taskfile.Set(taskfile.KeyDependsOn, taskfile.ListOf(deps)))
+	}
+	if len(nt.Labels) > 0 {
+		fields = append(fields, taskfile.Set(taskfile.KeyLabels, taskfile.ListOf(nt.Labels)))
+	}
+	f, err := taskfile.Render(p, fields, nt.Body)
+	if err != nil {
+		return nil, err
+	}
+	if errs := f.Validate(); len(errs) > 0 {
+		return nil, &InvalidFileError{Problems: errs}
+	}
+	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		ev, err := e.eventChange(snap, Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: "new", To: string(taskfile.Incoming), Actor: e.Actor,
+			Data: map[string]any{"title": title, "priority": prio}})
+		if err != nil {
+			return nil, err
+		}
+		return &gitstore.CommitRequest{
+			Changes: []gitstore.Change{{Path: p, Data: f.Src}, ev},
+			Message: commitMessage(id, "new", "", taskfile.Incoming, e.Actor, "New task: "+title),
+			Author:  e.Signature(),
+		}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Task: e.Store.Summary(p), Commit: h, To: taskfile.Incoming}, nil
+}
+
+// ListFilter selects tasks for List.
+type ListFilter struct {
+	Queues []taskfile.Queue
+	Ready  bool // only tasks a claim could take now
+}
+
+var claimQueueRank = map[taskfile.Queue]int{taskfile.Rejected: 0, taskfile.NeedsContinuation: 1, taskfile.Incoming: 2}
+
+// ClaimLess orders tasks the way claim takes them: rejected, then
+// needs_continuation, then incoming; then priority, age, id.
+func ClaimLess(a, b *taskfile.Task) bool {
+	ra, oka := claimQueueRank[a.Queue]
+	rb, okb := claimQueueRank[b.Queue]
+	if !oka {
+		ra = 9
+	}
+	if !okb {
+		rb = 9
+	}
+	if ra != rb {
+		return ra < rb
+	}
+	if pa, pb := taskfile.PriorityRank(a.Priority), taskfile.PriorityRank(b.Priority); pa != pb {
+		return pa < pb
+	}
+	if !a.Created.Equal(b.Created) {
+		if a.Created.IsZero() || b.Created.IsZero() {
+			return !a.Created.IsZero()
+		}
+		return a.Created.Before(b.Created)
+	}
+	return a.ID < b.ID
+}
+
+func queueRank(q taskfile.Queue) int {
+	for i, k := range taskfile.Queues {
+		if k == q {
+			return i
+		}
+	}
+	return len(taskfile.Queues)
+}
+
+// DepsDone reports whether every dependency of t is done, and lists those
+// that are not.
+func (e *Engine) DepsDone(t *taskfile.Task) (bool, []string) {
+	var pending []string
+	for _, d := range t.DependsOn {
+		s := e.Store.SummaryByID(d)
+		if s == nil || s.Task.Queue != taskfile.Done {
+			pending = append(pending, d)
+		}
+	}
+	return len(pending) == 0, pending
+}
+
+// Ready reports whether a claim could take t now (ignoring who claims).
+func (e *Engine) Ready(t *taskfile.Task) bool {
+	if _, ok := claimQueueRank[t.Queue]; !ok {
+		return false
+	}
+	ok, _ := e.DepsDone(t)
+	return ok
+}
+
+// List returns the tasks that pass the filter: by queue in board order, and
+// in claim order within a queue (or in claim order overall with Ready).
+func (e *Engine) List(f ListFilter) []*gitstore.Summary {
+	want := map[taskfile.Queue]bool{}
+	for _, q := range f.Queues {
+		want[q] = true
+	}
+	var out []*gitstore.Summary
+	for _, s := range e.Store.Summaries() {
+		if len(want) > 0 && !want[s.Task.Queue] {
+			continue
+		}
+		if f.Ready && (s.Problem != "" || !e.Ready(&s.Task)) {
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := &out[i].Task, &out[j].Task
+		if !f.Ready {
+			if ra, rb := queueRank(a.Queue), queueRank(b.Queue); ra != rb {
+				return ra < rb
+			}
+		}
+		return ClaimLess(a, b)
+	})
+	return out
+}
+
+// EditTarget is a file `orch edit` works on.
+type EditTarget struct {
+	Path string // path on the state branch
+	ID   string // task id, if a task
+	Data []byte
+	Base plumbing.Hash
+}
+
+// EditStart resolves what to edit: a task reference, "config", or a file of
+// the state branch such as prompts/reviewer.md.
+func (e *Engine) EditStart(ref string) (*EditTarget, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	snap := e.Store.Snapshot()
+	p := ""
+	id := ""
+	switch {
+	case ref == "config" || ref == gitstore.ConfigFile:
+		p = gitstore.ConfigFile
+	case strings.Contains(ref, "/"):
+		clean := path.Clean(ref)
+		if clean != ref || !gitstore.Mirrored(clean) || strings.HasPrefix(clean, gitstore.TasksDir+"/") {
+			return nil, &UsageError{Msg: fmt.Sprintf("%q is not a file orch edits", printable(ref)), Hint: "edit a task by ID, or config, or prompts/<role>.md"}
+		}
+		p = clean
+	default:
+		s, err := e.Resolve(ref)
+		if err != nil {
+			return nil, err
+		}
+		p, id = s.Path, s.Task.ID
+	}
+	t := &EditTarget{Path: p, ID: id}
+	if h, ok := snap.Get(p); ok {
+		data, err := snap.ReadBlob(h)
+		if err != nil {
+			return nil, err
+		}
+		t.Data, t.Base = data, h
+	} else if p == gitstore.ConfigFile {
+		t.Data = []byte(DefaultConfigYAML)
+	}
+	return t, nil
+}
+
+// EditFinish commits an edited copy of an EditTarget. When the branch moved
+// while the editor was open, the edit is merged with those changes: a
+// person's edit never undoes orch's.
+func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	view := filepath.Join(gitstore.ViewDirName, t.Path)
+	snap := e.Store.Snapshot()
+	cur, curOK := snap.Get(t.Path)
+	var curData []byte
+	if curOK {
+		var err error
+		if curData, err = snap.ReadBlob(cur); err != nil {
+			return nil, err
+		}
+	}
+	result := edited
+	if strings.HasPrefix(t.Path, gitstore.TasksDir+"/") {
+		ef, err := taskfile.Parse(view, edited)
+		if err != nil {
+			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{asParseError(err, view)}}
+		}
+		if errs := ef.Validate(); len(errs) > 0 {
+			return nil, &InvalidFileError{Problems: errs}
+		}
+		if ef.Task.ID != t.ID {
+			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{{Path: view, Line: ef.Line(taskfile.KeyID), Msg: fmt.Sprintf("id: a task's id cannot change (it is %s)", t.ID)}}}
+		}
+		if !curOK {
+			return nil, &ConflictError{Msg: fmt.Sprintf("%s was removed from the state branch while you edited it", t.ID), Hint: "orch log " + t.ID + " shows what happened"}
+		}
+		if cur != t.Base {
+			bf, err1 := taskfile.Parse(view, t.Data)
+			rf, err2 := taskfile.Parse(view, curData)
+			if err1 != nil || err2 != nil {
+				return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it", t.ID), Hint: "run orch edit " + t.ID + " again"}
+			}
+			merged, conflicts, err := taskfile.Merge3(bf, ef, rf)
+			if err != nil {
+				return nil, err
+			}
+			if len(conflicts) > 0 {
+				return nil, &ConflictError{Msg: conflictText(t.ID, conflicts), Hint: "run orch edit " + t.ID + " again: it starts from the new version"}
+			}
+			result = merged.Src
+		}
+	} else {
+		if err := CheckFile(view, edited); err != nil {
+			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{asParseError(err, view)}}
+		}
+		if curOK && cur != t.Base {
+			text, ok := taskfile.MergeText(string(t.Data), string(edited), string(curData))
+			if !ok {
+				return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it, in the same lines", t.Path), Hint: "run orch edit again"}
+			}
+			result = []byte(text)
+		}
+	}
+	if curOK && bytes.Equal(result, curData) {
+		return &Result{Commit: snap.Tip}, nil
+	}
+	if e.Store.BrokenFile(t.Path) != nil || e.Store.Conflicted(t.Path) != nil {
+		return nil, &ConflictError{Msg: fmt.Sprintf("%s has an uncommitted hand edit in the view that orch cannot commit", view), Hint: "fix or delete the view file first (orch check shows the problem)"}
+	}
+	id, action := t.ID, "edit"
+	msg := commitMessage(id, action, "", "", e.Actor, "Edited with orch edit.")
+	if id == "" {
+		msg = "orch: edit " + t.Path + "\n\nEdited with orch edit.\n\nOrch-Action: edit\nOrch-Actor: " + e.Actor + "\n"
+	}
+	h, err := e.Store.Update(func(*gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		return &gitstore.CommitRequest{Changes: []gitstore.Change{{Path: t.Path, Data: result}}, Message: msg, Author: e.Signature()}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Commit: h}
+	if id != "" {
+		res.Task = e.Store.Summary(t.Path)
+	}
+	return res, nil
+}
+
+func conflictText(id string, cs []taskfile.Conflict) string {
+	var parts []string
+	for _, c := range cs {
+		if c.Key == "" {
+			parts = append(parts, "the body (the same lines changed on both sides)")
+		} else {
+			parts = append(parts, fmt.Sprintf("%s (yours: %s, branch: %s)", c.Key, c.Ours, c.Theirs))
+		}
+	}
+	return fmt.Sprintf("%s changed on the state branch while you edited it, and both changed %s", id, strings.Join(parts, "; "))
+}
+
+// Problem is one thing `orch check` reports.
+type Problem struct {
+	Path string `json:"path"`
+	Line int    `json:"line,omitempty"`
+	Kind string `json:"kind"` // invalid | uncommitted | conflict | config | dependency
+	Msg  string `json:"message"`
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Msg)
+	}
+	return fmt.Sprintf("%s: %s", p.Path, p.Msg)
+}
+
+// Check validates every task, the config, the view and the dependencies.
+func (e *Engine) Check() []Problem {
+	var out []Problem
+	view := func(p string) string { return filepath.Join(gitstore.ViewDirName, p) }
+	if e.ConfigErr != nil {
+		pe := asParseError(e.ConfigErr, view(gitstore.ConfigFile))
+		out = append(out, Problem{Path: pe.Path, Line: pe.Line, Kind: "config", Msg: pe.Msg})
+	}
+	broken, conflicts := e.Store.ViewProblems()
+	for p, err := range broken {
+		pe := asParseError(err, view(p))
+		path := pe.Path
+		if path == "" {
+			path = view(p)
+		}
+		out = append(out, Problem{Path: path, Line: pe.Line, Kind: "uncommitted", Msg: pe.Msg + " (not committed; the state branch keeps the last good version)"})
+	}
+	for p, cs := range conflicts {
+		out = append(out, Problem{Path: view(p), Kind: "conflict", Msg: conflictText(strings.TrimSuffix(path.Base(p), ".md"), cs)})
+	}
+	ids := map[string]string{}
+	for _, s := range e.Store.Summaries() {
+		if s.Problem != "" {
+			out = append(out, Problem{Path: view(s.Path), Line: s.ProblemLine, Kind: "invalid", Msg: s.Problem})
+			continue
+		}
+		if other, dup := ids[s.Task.ID]; dup {
+			out = append(out, Problem{Path: view(s.Path), Line: 0, Kind: "invalid", Msg: fmt.Sprintf("id %s is also used by %s", s.Task.ID, view(other))})
+		}
+		ids[s.Task.ID] = s.Path
+	}
+	for _, s := range e.Store.Summaries() {
+		for _, d := range s.Task.DependsOn {
+			if e.Store.SummaryByID(d) == nil {
+				out = append(out, Problem{Path: view(s.Path), Kind: "dependency", Msg: fmt.Sprintf("depends_on: %s is not a task", d)})
+			}
+		}
+	}
+	out = append(out, e.dependencyCycles()...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Line < out[j].Line
+	})
+	return out
+}
+
+func (e *Engine) dependencyCycles() []Problem {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var out []Problem
+	var visit func(id string, stack []string)
+	visit = func(id string, stack []string) {
+		color[id] = grey
+		s := e.Store.SummaryByID(id)
+		if s != nil {
+			for _, d := range s.Task.DependsOn {
+				switch color[d] {
+				case grey:
+					cycle := append(append([]string{}, stack...), id, d)
+					out = append(out, Problem{Path: filepath.Join(gitstore.ViewDirName, s.Path), Kind: "dependency", Msg: "depends_on forms a cycle: " + strings.Join(cycle[indexOf(cycle, d):], " -> ")})
+				case white:
+					visit(d, append(stack, id))
+				}
+			}
+		}
+		color[id] = black
+	}
+	for _, s := range e.Store.Summaries() {
+		if s.Task.ID != "" && color[s.Task.ID] == white {
+			visit(s.Task.ID, nil)
+		}
+	}
+	return out
+}
+
+func indexOf(l []string, s string) int {
+	for i, x := range l {
+		if x == s {
+			return i
+		}
+	}
+	return 0
+}
+
+// LogEntry is one commit of the state branch, read from its trailers.
+type LogEntry struct {
+	Commit  string    `json:"commit"`
+	Time    time.Time `json:"time"`
+	Task    string    `json:"task,omitempty"`
+	Action  string    `json:"action,omitempty"`
+	From    string    `json:"from,omitempty"`
+	To      string    `json:"to,omitempty"`
+	Actor   string    `json:"actor,omitempty"`
+	Subject string    `json:"subject"`
+}
+
+// Log reads the history of the state branch (of one task when id is set),
+// newest first, at most limit entries (0: all).
+func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	var out []LogEntry
+	err := e.Store.Walk(func(c *gitstore.CommitInfo) bool {
+		tr := c.Trailers()
+		if id != "" && tr["Orch-Task"] != id {
+			return true
+		}
+		out = append(out, LogEntry{
+			Commit: c.Hash.String(), Time: c.Author.When.UTC(), Task: tr["Orch-Task"], Action: tr["Orch-Action"],
+			From: tr["Orch-From"], To: tr["Orch-To"], Actor: tr["Orch-Actor"], Subject: c.Subject(),
+		})
+		return limit <= 0 || len(out) < limit
+	})
+	return out, err
+}
