@@ -20,7 +20,7 @@ import (
 // index (for reconciling with stat calls instead of reads). It is a pure
 // cache: a missing, stale or corrupt file is detected (version, ref, tip,
 // checksum) and rebuilt from the branch and the view.
-const cacheMagic = "orch-state-cache v4\n"
+const cacheMagic = "orch-state-cache v6\n"
 
 // Summary is what orch knows about a task without reading its file again.
 type Summary struct {
@@ -65,12 +65,16 @@ func (e *enc) uv(v uint64)          { e.b = binary.AppendUvarint(e.b, v) }
 func (e *enc) sv(v int64)           { e.b = binary.AppendVarint(e.b, v) }
 func (e *enc) str(s string)         { e.uv(uint64(len(s))); e.b = append(e.b, s...) }
 func (e *enc) hash(h plumbing.Hash) { e.b = append(e.b, h[:]...) }
+// time keeps the instant exactly: a presence flag (the Unix epoch is a
+// valid time, not "unset"), the seconds and the nanoseconds.
 func (e *enc) time(t time.Time) {
 	if t.IsZero() {
-		e.sv(0)
+		e.uv(0)
 		return
 	}
+	e.uv(1)
 	e.sv(t.Unix())
+	e.uv(uint64(t.Nanosecond()))
 }
 func (e *enc) strs(l []string) {
 	e.uv(uint64(len(l)))
@@ -128,11 +132,11 @@ func (d *dec) hash() (h plumbing.Hash) {
 	return
 }
 func (d *dec) time() time.Time {
-	v := d.sv()
-	if v == 0 {
+	if d.uv() == 0 {
 		return time.Time{}
 	}
-	return time.Unix(v, 0).UTC()
+	sec := d.sv()
+	return time.Unix(sec, int64(d.uv()%1e9)).UTC()
 }
 func (d *dec) strs() []string {
 	n := d.uv()
@@ -162,6 +166,7 @@ func encodeTask(e *enc, t *taskfile.Task) {
 	e.uv(uint64(t.PRNumber))
 	e.uv(uint64(t.RejectionCount))
 	e.uv(uint64(t.NoProgress))
+	e.uv(uint64(t.Attempts))
 	e.str(t.ClaimedBy)
 	e.time(t.ClaimedAt)
 	e.str(t.SubmittedBy)
@@ -185,6 +190,7 @@ func decodeTask(d *dec, t *taskfile.Task) {
 	t.PRNumber = int(d.uv())
 	t.RejectionCount = int(d.uv())
 	t.NoProgress = int(d.uv())
+	t.Attempts = int(d.uv())
 	t.ClaimedBy = d.str()
 	t.ClaimedAt = d.time()
 	t.SubmittedBy = d.str()

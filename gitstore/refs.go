@@ -134,11 +134,13 @@ func (r *Repo) UpdateRef(u RefUpdate) error {
 	if err := os.MkdirAll(filepath.Dir(refPath), 0o777); err != nil {
 		return err
 	}
-	r.noteLockOwner()
 	lock, err := r.createLockFile(lockPath)
 	if err != nil {
 		return err
 	}
+	// Noted only once the lock is ours: noting before would overwrite the
+	// name of a killed orch that createLockFile needs to recognise its lock.
+	r.noteLockOwner()
 	committed := false
 	defer func() {
 		if !committed {

@@ -263,6 +263,18 @@ func (s *Snapshot) apply(changes []Change) (*Snapshot, error) {
 			return nil, err
 		}
 		dir, name := splitPath(c.Path)
+		if !c.Delete {
+			// A tree may not hold a file and a directory of one name:
+			// git fsck rejects such a tree (duplicateEntries).
+			if d := out.dirs[c.Path]; d != nil && len(d.entries) > 0 {
+				return nil, fmt.Errorf("invalid path %q: a directory of the state branch has that name", c.Path)
+			}
+			for p := dir; p != ""; p, _ = splitPath(p) {
+				if _, isFile := out.Get(p); isFile {
+					return nil, fmt.Errorf("invalid path %q: %s is a file on the state branch", c.Path, p)
+				}
+			}
+		}
 		d := out.dirs[dir]
 		var ents []treeEntry
 		if d != nil {

@@ -3,6 +3,7 @@ package taskfile
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -142,7 +143,9 @@ func (f *File) insert(key string, v Value) (*File, error) {
 	pos := f.fmEnd
 	indent := ""
 	if len(f.fields) > 0 {
-		indent = string(f.Src[f.fields[0].start:f.offset(f.fields[0].keyNode.Line, f.fields[0].keyNode.Column)])
+		// The first key's indentation (not the text before it: that
+		// holds "? " for an explicit key).
+		indent = strings.Repeat(" ", indentOf(f.lineText(f.lineIndex(f.fields[0].start))))
 		pos = f.insertPos(key)
 	}
 	line := indent + key + ": " + renderFlow(v) + nl
@@ -349,12 +352,26 @@ func renderScalar(s string, style yaml.Style, inFlow bool) string {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
-	return strings.TrimSuffix(buf.String(), "\n")
+	out := strings.TrimSuffix(buf.String(), "\n")
+	if isPrintable(out) {
+		return out
+	}
+	// JSON leaves DEL, C1 controls (U+0085 is a line break to YAML),
+	// U+FEFF and U+FFFE/U+FFFF raw; YAML refuses or folds them.
+	var b strings.Builder
+	for _, r := range out {
+		if isPrintable(string(r)) {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, `\u%04X`, r)
+		}
+	}
+	return b.String()
 }
 
 func isPrintable(s string) bool {
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029 || r == 0xfeff {
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029 || r == 0xfeff || r == 0xfffe || r == 0xffff {
 			return false
 		}
 	}

@@ -67,9 +67,19 @@ func (f *File) Raw(key string) (string, bool) {
 // Line returns the 1-based file line of key, or 0.
 func (f *File) Line(key string) int {
 	if fl := f.field(key); fl != nil {
-		return f.openLine + fl.keyNode.Line
+		return f.fileLine(fl.keyNode.Line)
 	}
 	return 0
+}
+
+// fileLine converts a 1-based line of the YAML text, as the YAML scanner
+// counts lines (it also breaks at U+0085, U+2028 and U+2029), to the 1-based
+// line of the file that a person's editor shows.
+func (f *File) fileLine(yamlLine int) int {
+	if yamlLine >= 1 && yamlLine <= len(f.lines) {
+		return lineOf(f.Src, f.lines[yamlLine-1])
+	}
+	return f.openLine + yamlLine
 }
 
 // Node returns the YAML value node of key.
@@ -189,16 +199,21 @@ func (f *File) parseYAML() error {
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return &ParseError{Path: f.Path, Line: f.openLine + root.Line, Msg: "frontmatter must be a mapping of keys to values"}
+		return &ParseError{Path: f.Path, Line: f.fileLine(root.Line), Msg: "frontmatter must be a mapping of keys to values"}
 	}
 	if root.Style&yaml.FlowStyle != 0 {
-		return &ParseError{Path: f.Path, Line: f.openLine + root.Line, Msg: "frontmatter must use block style (one key per line), not {...}"}
+		return &ParseError{Path: f.Path, Line: f.fileLine(root.Line), Msg: "frontmatter must use block style (one key per line), not {...}"}
 	}
 	f.root = root
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
-			return &ParseError{Path: f.Path, Line: f.openLine + k.Line, Msg: "frontmatter keys must be plain strings"}
+			return &ParseError{Path: f.Path, Line: f.fileLine(k.Line), Msg: "frontmatter keys must be plain strings"}
+		}
+		// YAML forbids a key twice; reading one copy and editing the other
+		// would make edits silently ineffective.
+		if prev := f.field(k.Value); prev != nil {
+			return &ParseError{Path: f.Path, Line: f.fileLine(k.Line), Msg: fmt.Sprintf("frontmatter: key %q appears twice (first on line %d); keep one", k.Value, f.fileLine(prev.keyNode.Line))}
 		}
 		f.fields = append(f.fields, field{key: k.Value, keyNode: k, valNode: v})
 	}
@@ -227,27 +242,37 @@ func (f *File) yamlError(err error) error {
 	return &ParseError{Path: f.Path, Line: f.openLine + line, Msg: "frontmatter: " + first}
 }
 
-// firstFailingLine returns the 1-based line of the YAML text such that the
-// text up to it no longer parses (0 when not found or too long to search).
+// firstFailingLine returns the 1-based line of the YAML text from which the
+// text stops parsing for good: the line after the longest run of whole lines
+// that still parses (0 when the text parses or is too long to search). The
+// first prefix that fails is not it: a prefix that ends inside a valid
+// multi-line [...] or quoted value fails too.
 func (f *File) firstFailingLine() int {
 	text := f.Src[f.fmStart:f.fmEnd]
 	if bytes.Count(text, []byte("\n")) > 400 {
 		return 0
 	}
-	end := 0
-	for i := 1; end < len(text); i++ {
+	var ends []int // end of each line, after its break
+	for end := 0; end < len(text); {
 		nl := bytes.IndexByte(text[end:], '\n')
 		if nl < 0 {
 			end = len(text)
 		} else {
 			end += nl + 1
 		}
+		ends = append(ends, end)
+	}
+	var n yaml.Node
+	if len(ends) == 0 || yaml.Unmarshal(text, &n) == nil {
+		return 0
+	}
+	for i := len(ends) - 1; i >= 1; i-- {
 		var n yaml.Node
-		if yaml.Unmarshal(text[:end], &n) != nil {
-			return i
+		if yaml.Unmarshal(text[:ends[i-1]], &n) == nil {
+			return i + 1
 		}
 	}
-	return 0
+	return 1
 }
 
 // decodeTask fills f.Task from the known keys. Type problems are reported
@@ -257,9 +282,8 @@ func (f *File) decodeTask() error {
 	for i := range f.fields {
 		fl := &f.fields[i]
 		v := resolveAlias(fl.valNode)
-		line := f.openLine + fl.keyNode.Line
 		bad := func(format string, a ...any) error {
-			return &ParseError{Path: f.Path, Line: line, Msg: fmt.Sprintf("%s: ", fl.key) + fmt.Sprintf(format, a...)}
+			return &ParseError{Path: f.Path, Line: f.fileLine(fl.keyNode.Line), Msg: fmt.Sprintf("%s: ", fl.key) + fmt.Sprintf(format, a...)}
 		}
 		switch fl.key {
 		case KeyID, KeyTitle, KeyRole, KeyBranch, KeyBaseBranch, KeyClaimedBy, KeySubmittedBy, KeyAssignedTo, KeyRejectedAt:
@@ -298,8 +322,13 @@ func (f *File) decodeTask() error {
 			if !ok {
 				return bad("must be a single value")
 			}
+			// Task.Priority is normalised; a value that is not a
+			// priority stays as written for Validate to report.
+			if p, ok := NormalizePriority(s); ok {
+				s = p
+			}
 			t.Priority = s
-		case KeyPRNumber, KeyRejectionCount, KeyNoProgress:
+		case KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts:
 			s, ok := scalarString(v)
 			if !ok {
 				return bad("must be a number")
@@ -319,6 +348,8 @@ func (f *File) decodeTask() error {
 				t.RejectionCount = n
 			case KeyNoProgress:
 				t.NoProgress = n
+			case KeyAttempts:
+				t.Attempts = n
 			}
 		case KeyClaimedAt, KeySubmittedAt, KeyCreated:
 			s, ok := scalarString(v)
@@ -358,6 +389,9 @@ func (f *File) decodeTask() error {
 	}
 	if t.Title == "" {
 		t.Title = titleFromBody(f.Body())
+	}
+	if t.Priority == "" {
+		t.Priority = DefaultPriority
 	}
 	return nil
 }

@@ -62,6 +62,7 @@ type Task struct {
 	BaseBranch     string    `json:"base_branch,omitempty"`
 	PRNumber       int       `json:"pr_number,omitempty"`
 	RejectionCount int       `json:"rejection_count"`
+	Attempts       int       `json:"attempts,omitempty"` // claims so far
 	NoProgress     int       `json:"no_progress_count,omitempty"`
 	ClaimedBy      string    `json:"claimed_by,omitempty"`
 	ClaimedAt      time.Time `json:"claimed_at,omitzero"`
@@ -88,6 +89,7 @@ const (
 	KeyBaseBranch     = "base_branch"
 	KeyPRNumber       = "pr_number"
 	KeyRejectionCount = "rejection_count"
+	KeyAttempts       = "attempts"
 	KeyNoProgress     = "no_progress_count"
 	KeyClaimedBy      = "claimed_by"
 	KeyClaimedAt      = "claimed_at"
@@ -105,7 +107,7 @@ const (
 // place a key that a file does not have yet.
 var KeyOrder = []string{
 	KeyID, KeyTitle, KeyQueue, KeyPriority, KeyRole, KeyBranch, KeyBaseBranch, KeyPRNumber,
-	KeyRejectionCount, KeyNoProgress, KeyClaimedBy, KeyClaimedAt, KeySubmittedBy, KeySubmittedAt,
+	KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeySubmittedBy, KeySubmittedAt,
 	KeyAssignedTo, KeyLockedOut, KeyDependsOn, KeyLabels, KeyCreated, KeyRejectedAt,
 }
 
@@ -113,7 +115,7 @@ var KeyOrder = []string{
 // buffer is recognised by these fields matching an older version, and a
 // three-way merge keeps orch's values for them.
 var OrchOwned = []string{
-	KeyQueue, KeyBranch, KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyClaimedBy, KeyClaimedAt,
+	KeyQueue, KeyBranch, KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt,
 	KeySubmittedBy, KeySubmittedAt, KeyLockedOut, KeyRejectedAt,
 }
 

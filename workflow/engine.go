@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/prompt"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -137,14 +138,10 @@ func CheckFile(path string, data []byte) error {
 			}
 		}
 	case dir == gitstore.PromptsDir:
-		return CheckTemplate(path, data)
+		return prompt.Check(path, data)
 	}
 	return nil
 }
-
-// CheckTemplate is replaced by the prompt package's parser at start-up; the
-// workflow package does not import it.
-var CheckTemplate = func(path string, data []byte) error { return nil }
 
 // prepareHandMadeTask completes a task file a person created in the view.
 func (e *Engine) prepareHandMadeTask(path string, data []byte, taken func(string) bool) ([]byte, string, error) {

@@ -92,6 +92,8 @@ func (e *Engine) Init(example fs.FS) (*InitResult, error) {
 		if _, err := e.Store.Reconcile(e.policy()); err != nil {
 			return nil, err
 		}
+		// An empty tasks/ is where a person creates a task by hand.
+		_ = os.MkdirAll(filepath.Join(e.Store.View, gitstore.TasksDir), 0o777)
 	}
 	return res, nil
 }

@@ -84,9 +84,11 @@ func runEdit(o *editOptions, ref string) error {
 		if errors.As(err, &invalid) || errors.As(err, &conflict) {
 			saved := saveRejectedEdit(privDir, target, edited)
 			if saved != "" {
-				fmt.Fprintf(o.g.io.Err, "orch: your edited copy is saved in %s\n", saved)
+				if !o.g.JSON { // with --json, stderr holds only the error document
+					fmt.Fprintf(o.g.io.Err, "orch: your edited copy is saved in %s\n", saved)
+				}
 				if invalid != nil {
-					return &workflow.UsageError{Msg: invalid.Error(), Hint: fmt.Sprintf("fix it, then: orch edit %s --from %s", editRef(target), saved)}
+					return &hinted{err: err, hint: fmt.Sprintf("your edited copy is saved in %s; fix it, then: orch edit %s --from %s", saved, editRef(target), saved)}
 				}
 			}
 			return err

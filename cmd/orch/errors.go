@@ -120,12 +120,26 @@ func reportError(g *globalOptions, err error) int {
 		return exitFailure
 	}
 	c := classify(err)
+	var h *hinted
+	if errors.As(err, &h) {
+		c.hint = h.hint
+	}
 	var se *silentExit
 	if errors.As(err, &se) {
 		return se.code
 	}
 	if g.JSON {
-		body := map[string]any{"schema_version": 1, "error": map[string]string{"code": c.code, "message": c.msg, "hint": c.hint}}
+		// A struct, not a map: the envelope starts with schema_version, in
+		// the documented order (DESIGN §9).
+		type errorBody struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Hint    string `json:"hint"`
+		}
+		body := struct {
+			SchemaVersion int       `json:"schema_version"`
+			Error         errorBody `json:"error"`
+		}{1, errorBody{c.code, c.msg, c.hint}}
 		b, _ := json.Marshal(body)
 		fmt.Fprintln(g.io.Err, string(b))
 		return c.exit
@@ -136,6 +150,16 @@ func reportError(g *globalOptions, err error) int {
 	}
 	return c.exit
 }
+
+// hinted keeps err's exit code and machine code but replaces its hint with
+// one that only the verb knows (orch edit: where the rejected copy is).
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h *hinted) Error() string { return h.err.Error() }
+func (h *hinted) Unwrap() error { return h.err }
 
 // silentExit ends a command with a code after it printed its own output
 // (orch check prints the problems, then exits 1).

@@ -71,3 +71,62 @@ func toTaskJSON(e *workflow.Engine, s *gitstore.Summary) taskJSON {
 	}
 	return j
 }
+
+// transitionJSON is the result of a verb that moved a task.
+type transitionJSON struct {
+	Task   taskJSON `json:"task"`
+	From   string   `json:"from"`
+	To     string   `json:"to"`
+	Commit string   `json:"commit"`
+}
+
+// printTransition reports a moved task: the JSON document, or one line.
+func (g *globalOptions) printTransition(e *workflow.Engine, verb string, res *workflow.Result) error {
+	if g.JSON {
+		return writeJSON(g.io.Out, transitionJSON{Task: toTaskJSON(e, res.Task), From: string(res.From), To: string(res.To), Commit: res.Commit.String()})
+	}
+	if res.From != res.To {
+		fmt.Fprintf(g.io.Out, "%s: %s -> %s\n", res.Task.Task.ID, res.From, res.To)
+	} else {
+		fmt.Fprintf(g.io.Out, "%s: %s (%s)\n", res.Task.Task.ID, verb, res.To)
+	}
+	return nil
+}
+
+// taskVerb resolves the task argument (or the current worktree's task) and
+// runs a transition on it.
+func (g *globalOptions) taskVerb(ref, verb string, fn func(e *workflow.Engine, id string) (*workflow.Result, error)) error {
+	return g.withEngine(func(e *workflow.Engine) error {
+		if err := e.RequireInit(); err != nil {
+			return err
+		}
+		s, err := e.Resolve(ref)
+		if err != nil {
+			return err
+		}
+		res, err := fn(e, s.Task.ID)
+		if err != nil {
+			return err
+		}
+		return g.printTransition(e, verb, res)
+	})
+}
+
+// textArg returns the text of -m, or of -F FILE|- (one of them is needed
+// when required is set).
+func (g *globalOptions) textArg(msg, file string, required bool, form string) (string, error) {
+	if msg != "" && file != "" {
+		return "", &workflow.UsageError{Msg: "give the text with -m or -F, not both", Hint: "usage: orch " + form}
+	}
+	if file != "" {
+		b, err := readInput(g.io.In, file)
+		if err != nil {
+			return "", err
+		}
+		return string(b), nil
+	}
+	if msg == "" && required {
+		return "", &workflow.UsageError{Msg: "text required (-m TEXT or -F FILE|-)", Hint: "usage: orch " + form}
+	}
+	return msg, nil
+}

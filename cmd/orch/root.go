@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/prompt"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -50,7 +49,6 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if os.Getenv("TERM") == "dumb" {
 		s.NoColor = true
 	}
-	workflow.CheckTemplate = prompt.Check
 	g := &globalOptions{io: s}
 	root := newRootCmd(g)
 	root.SetArgs(args)
@@ -106,11 +104,24 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		newCheckCmd(g),
 		newLogCmd(g),
 		newVersionCmd(g),
+		newClaimCmd(g),
+		newSubmitCmd(g),
+		newRejectCmd(g),
+		newApproveCmd(g),
+		newPauseCmd(g),
+		newFailCmd(g),
+		newEscalateCmd(g),
+		newRequeueCmd(g),
+		newUnlockCmd(g),
+		newSweepCmd(g),
+		newArchiveCmd(g),
+		newInboxCmd(g),
+		newPromptCmd(g),
 	)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
-			c.Short = "Print a shell completion script (bash, zsh, fish, powershell)"
+			setupCompletion(g, c)
 		}
 	}
 	return root
@@ -216,6 +227,8 @@ func maxArgs(n int, form string) cobra.PositionalArgs {
 }
 
 var errSilent = errors.New("")
+
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // isTerminal reports whether f is a terminal (the termios ioctl succeeds).
 func isTerminal(f *os.File) bool {

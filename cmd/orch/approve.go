@@ -1,0 +1,35 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+type approveOptions struct {
+	g     *globalOptions
+	Notes string
+}
+
+func newApproveCmd(g *globalOptions) *cobra.Command {
+	o := &approveOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "approve ID [-m NOTES]",
+		Short: "Accept submitted work",
+		Long: `Approve submitted work. ` + workflow.TransitionHelp("approve") + `
+Lockouts on the task are lifted. With review.reviewers set only they may
+approve; nobody approves their own work. Refused while a blocking review issue
+is unresolved.`,
+		Example: `  orch approve T-4k9x2m -m "Nice; merge when CI is green" --agent lead`,
+		Args:    exactArgs(1, "approve ID [-m NOTES]"),
+		RunE:    func(cmd *cobra.Command, args []string) error { return runApprove(o, args[0]) },
+	}
+	cmd.Flags().StringVarP(&o.Notes, "message", "m", "", "notes for the record")
+	return cmd
+}
+
+func runApprove(o *approveOptions, ref string) error {
+	return o.g.taskVerb(ref, "approve", func(e *workflow.Engine, id string) (*workflow.Result, error) {
+		return e.Approve(id, o.Notes)
+	})
+}

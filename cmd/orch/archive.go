@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+type archiveOptions struct {
+	g *globalOptions
+}
+
+func newArchiveCmd(g *globalOptions) *cobra.Command {
+	o := &archiveOptions{g: g}
+	return &cobra.Command{
+		Use:   "archive ID",
+		Short: "Remove a finished task's file (history keeps it)",
+		Long: `Remove a done, failed or superseded task from the state branch and the view.
+git log of the state branch keeps every version. Deleting a task file by hand
+does not delete the task: orch restores it.`,
+		Example: `  orch archive T-4k9x2m`,
+		Args:    exactArgs(1, "archive ID"),
+		RunE:    func(cmd *cobra.Command, args []string) error { return runArchive(o, args[0]) },
+	}
+}
+
+func runArchive(o *archiveOptions, ref string) error {
+	return o.g.withEngine(func(e *workflow.Engine) error {
+		if err := e.RequireInit(); err != nil {
+			return err
+		}
+		s, err := e.Find(ref)
+		if err != nil {
+			return err
+		}
+		snapshot := *s
+		res, err := e.Archive(s.Task.ID)
+		if err != nil {
+			return err
+		}
+		if o.g.JSON {
+			return writeJSON(o.g.io.Out, struct {
+				Task     taskJSON `json:"task"`
+				Archived bool     `json:"archived"`
+				Commit   string   `json:"commit"`
+			}{toTaskJSON(e, &snapshot), true, res.Commit.String()})
+		}
+		fmt.Fprintf(o.g.io.Out, "%s archived (%s)\n", snapshot.Task.ID, short(res.Commit))
+		return nil
+	})
+}

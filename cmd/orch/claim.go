@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+type claimOptions struct {
+	g      *globalOptions
+	Task   string
+	Role   string
+	Prompt bool
+}
+
+func newClaimCmd(g *globalOptions) *cobra.Command {
+	o := &claimOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "claim [--task ID] [--role R] [--prompt]",
+		Short: "Take the next ready task (or --task ID) and its branch",
+		Long: `Claim the next task you may work on: rejected tasks first, then
+needs_continuation, then incoming; within a queue by priority, age and id.
+Tasks waiting for dependencies, for another role, assigned to someone else or
+that lock you out are skipped. ` + workflow.TransitionHelp("claim") + `
+
+A first claim creates the branch <branch_prefix><id>-<slug> from base_branch; a
+task that was rejected or paused keeps its branch, and the answer says so
+(branch_reused). Exactly one of many racing claimers wins each task.
+Exits 3 when nothing is ready. --prompt adds the agent's prompt.`,
+		Example: `  orch claim --json
+  orch claim --agent agent-a --prompt
+  orch claim --task T-4k9x2m --role reviewer`,
+		Args: exactArgs(0, "claim [--task ID] [--role R] [--prompt]"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runClaim(o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Task, "task", "", "claim this task (ID or unique prefix)")
+	f.StringVar(&o.Role, "role", "", "claim as this role (default: your roles in the roster, else default_role)")
+	f.BoolVar(&o.Prompt, "prompt", false, "include the prompt for the task")
+	return cmd
+}
+
+func runClaim(o *claimOptions) error {
+	return o.g.withEngine(func(e *workflow.Engine) error {
+		res, err := e.Claim(workflow.ClaimOptions{Task: o.Task, Role: o.Role})
+		if err != nil {
+			return err
+		}
+		text := ""
+		if o.Prompt {
+			if text, _, err = e.Prompt(res.Task.Task.ID, o.Role); err != nil {
+				return err
+			}
+		}
+		if o.g.JSON {
+			return writeJSON(o.g.io.Out, struct {
+				Task         taskJSON `json:"task"`
+				Branch       string   `json:"branch"`
+				BranchReused bool     `json:"branch_reused"`
+				BranchNote   string   `json:"branch_note,omitempty"`
+				PRNumber     int      `json:"pr_number,omitempty"`
+				Attempt      int      `json:"attempt"`
+				Commit       string   `json:"commit"`
+				Prompt       string   `json:"prompt,omitempty"`
+			}{toTaskJSON(e, res.Task), res.Branch, res.BranchReused, res.BranchNote, res.Task.Task.PRNumber, res.Attempt, res.Commit.String(), text})
+		}
+		t := res.Task.Task
+		how := "new branch"
+		if res.BranchReused {
+			how = "existing branch"
+		}
+		fmt.Fprintf(o.g.io.Out, "%s claimed by %s: %s\n", t.ID, e.Actor, t.Title)
+		fmt.Fprintf(o.g.io.Out, "branch: %s (%s)\n", res.Branch, how)
+		if t.PRNumber > 0 {
+			fmt.Fprintf(o.g.io.Out, "PR: #%d (push to it; do not open a new one)\n", t.PRNumber)
+		}
+		if res.BranchNote != "" {
+			fmt.Fprintln(o.g.io.Err, "orch: "+res.BranchNote)
+		}
+		if o.Prompt {
+			fmt.Fprintln(o.g.io.Out)
+			fmt.Fprint(o.g.io.Out, text)
+		}
+		return nil
+	})
+}

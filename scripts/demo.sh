@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# make demo: a throwaway repository seeded from the embedded example, taken
+# through the whole review loop by two agents and a reviewer. Every step
+# prints the command it runs and what orch answered.
+set -euo pipefail
+BIN=$(cd "$(dirname "${1:-bin/orch}")" && pwd)/$(basename "${1:-bin/orch}")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/orch-demo.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+export HOME="$WORK/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
+mkdir -p "$HOME"
+git config --global user.name lead
+git config --global user.email lead@example.com
+git config --global init.defaultBranch main
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*" | sed 's/\x1b\[[0-9;]*m//g'; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+orch() { "$BIN" "$@"; }
+# expect_fail CODE cmd...: show a refusal and its exit code.
+expect_fail() {
+  local want=$1; shift
+  printf '$ %s\n' "$*"
+  set +e; "$@"; local got=$?; set -e
+  echo "(exit $got)"
+  [ "$got" = "$want" ] || { echo "demo: expected exit $want, got $got" >&2; exit 1; }
+}
+
+step "A repository with some code, and orch seeded from the example"
+mkdir "$WORK/repo" && cd "$WORK/repo"
+git init -q && echo "# Sketch app" > README.md && git add README.md && git commit -qm "Initial commit"
+run orch init --example
+run orch list
+
+step "The human in charge adds a task"
+ID=$(orch new "Add a dark mode toggle" --priority critical --body "## Context
+
+Users work at night. Add a toggle in the header that switches the app to a dark theme.
+
+## Acceptance Criteria
+
+- [ ] The toggle switches the theme without a reload.
+- [ ] The choice survives a restart.")
+echo "$ orch new \"Add a dark mode toggle\" --priority critical --body ..."
+echo "$ID"
+BRANCH=
+
+step "agent-a claims it: a new branch is created from main"
+run orch claim --task "$ID" --agent agent-a
+BRANCH=$(orch show "$ID" --json | sed -n 's/.*"branch":"\([^"]*\)".*/\1/p' | head -1)
+run git worktree add -q "$WORK/agent-a" "$BRANCH"
+
+step "agent-a reads its prompt"
+run orch prompt "$ID" --agent agent-a
+
+step "agent-a works in its worktree, commits and submits"
+cd "$WORK/agent-a"
+echo "toggle" > theme.js && git add theme.js && git commit -qm "Add theme toggle"
+run orch submit --agent agent-a --pr 7 -m "Toggle in the header; theme in CSS variables"
+cd "$WORK/repo"
+
+step "agent-a may not approve its own work"
+expect_fail 4 orch approve "$ID" --agent agent-a
+
+step "lead reviews and rejects with feedback"
+run orch reject "$ID" --agent lead -m "The choice does not survive a restart: persist it in SettingsStore.
+Push to the existing branch; do not open a new PR."
+run orch show "$ID"
+
+step "agent-a is locked out of the task it wrote"
+expect_fail 4 orch claim --task "$ID" --agent agent-a
+
+step "agent-b claims it: same branch, same PR, a retry prompt"
+run orch claim --task "$ID" --agent agent-b
+run orch prompt "$ID" --agent agent-b
+
+step "agent-b tries to resubmit without a new commit: refused"
+git worktree remove "$WORK/agent-a"
+run git worktree add -q "$WORK/agent-b" "$BRANCH"
+cd "$WORK/agent-b"
+expect_fail 4 orch submit --agent agent-b
+
+step "agent-b fixes it on the same branch and resubmits"
+echo "persist" >> theme.js && git commit -qam "Persist the theme in SettingsStore"
+run git log --oneline main.."$BRANCH"
+run orch submit --agent agent-b -m "Theme persisted; survives restarts"
+cd "$WORK/repo"
+
+step "lead approves"
+run orch approve "$ID" --agent lead -m "Works after a restart."
+
+step "The history of the task, from the commit trailers"
+run orch log "$ID"
+run git log --oneline -3 orch
+run git status --short
+echo
+echo "demo: done (the throwaway repository was $WORK/repo)"

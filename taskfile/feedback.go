@@ -1,0 +1,427 @@
+package taskfile
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The review feedback format. Each round of review is a level-2 section
+//
+//	## Review Feedback (rejection #2)
+//
+// inserted at the top of the body (newest first), holding one level-3
+// subsection per source:
+//
+//	### From lead via orch review (2026-02-06T16:35:00Z)
+//
+//	- [ ] **R2.1** HIGH `src/api/users.py:56` — SQL injection
+//	  User input is interpolated into the query.
+//	  Fix: use a parameterised query.
+//	  Why: attackers can run arbitrary SQL.
+//	  - Response: FIXED (abc1234) — changed to a parameterised query
+//
+// Free text (orch reject -m) is kept as written. Structured issues are list
+// items with a stable ID R<round>.<n>, a severity (CRITICAL and HIGH block;
+// MEDIUM and LOW are suggestions; GitHub comments are BLOCKING or
+// suggestion), an optional location, text, optional Fix:/Why: lines and
+// response sub-items. People can edit all of it by hand; the parser is
+// lenient about spacing and reads back what Render writes.
+
+// Issue is one structured review issue.
+type Issue struct {
+	ID        string     `json:"id"`
+	Severity  string     `json:"severity"`
+	Blocking  bool       `json:"blocking"`
+	Location  string     `json:"location,omitempty"`
+	Title     string     `json:"title,omitempty"`
+	Problem   string     `json:"problem,omitempty"`
+	Fix       string     `json:"fix,omitempty"`
+	Why       string     `json:"why,omitempty"`
+	Resolved  bool       `json:"resolved"` // the box is ticked: a later review resolved it
+	Responses []Response `json:"responses,omitempty"`
+	Line      int        `json:"line"` // 1-based line in the file
+}
+
+// Response is an implementer's answer to an issue.
+type Response struct {
+	Status string `json:"status"` // FIXED | DEFERRED | REJECTED
+	Commit string `json:"commit,omitempty"`
+	Text   string `json:"text"`
+}
+
+// Source is one "### From ..." subsection.
+type Source struct {
+	From   string    `json:"from"` // e.g. "lead via orch reject"
+	Time   time.Time `json:"time,omitzero"`
+	Text   string    `json:"text,omitempty"` // free text, without the issues
+	Issues []Issue   `json:"issues,omitempty"`
+}
+
+// Round is one "## Review Feedback (rejection #N)" section.
+type Round struct {
+	Number  int      `json:"round"`
+	Verdict string   `json:"verdict,omitempty"`
+	Sources []Source `json:"sources"`
+	Line    int      `json:"line"`
+	start   int
+	end     int
+}
+
+// Blocking reports whether a severity blocks approval.
+func Blocking(severity string) bool {
+	switch strings.ToUpper(severity) {
+	case "CRITICAL", "HIGH", "BLOCKING":
+		return true
+	}
+	return false
+}
+
+// ValidSeverity reports whether s is a severity orch accepts.
+func ValidSeverity(s string) bool {
+	switch strings.ToUpper(s) {
+	case "CRITICAL", "HIGH", "MEDIUM", "LOW", "BLOCKING", "SUGGESTION":
+		return true
+	}
+	return false
+}
+
+var (
+	roundRE    = regexp.MustCompile(`^Review Feedback \(rejection #(\d+)\)\s*$`)
+	sourceRE   = regexp.MustCompile(`^From (.+?)(?: \((\S+)\))?\s*$`)
+	issueRE    = regexp.MustCompile("^- \\[( |x|X)\\] \\*\\*(R\\d+\\.\\d+)\\*\\*\\s+([A-Za-z]+)(?:\\s+`([^`]*)`)?(?:\\s*(?:—|--|-)\\s*(.*))?\\s*$")
+	responseRE = regexp.MustCompile(`^\s+- Response: ([A-Za-z]+)(?: \(([0-9a-fA-F]{4,40})\))?(?:\s*(?:—|--|-)\s*(.*))?\s*$`)
+)
+
+// FeedbackRounds parses every review round of the body, newest first (the
+// order they stand in the file).
+func (f *File) FeedbackRounds() []Round {
+	secs := f.Sections()
+	var rounds []Round
+	for i, s := range secs {
+		if s.Level != 2 {
+			continue
+		}
+		m := roundRE.FindStringSubmatch(s.Title)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		r := Round{Number: n, Line: s.StartLine, start: s.Start, end: s.End}
+		for _, sub := range secs[i+1:] {
+			if sub.Start >= s.End {
+				break
+			}
+			if sub.Level != 3 {
+				continue
+			}
+			sm := sourceRE.FindStringSubmatch(sub.Title)
+			if sm == nil {
+				continue
+			}
+			src := Source{From: sm[1]}
+			if sm[2] != "" {
+				src.Time, _ = ParseTime(sm[2])
+			}
+			src.Text, src.Issues = parseIssues(f.Src, sub.HeadingEnd, sub.End)
+			r.Sources = append(r.Sources, src)
+		}
+		if v := verdictOf(f.SectionText(s)); v != "" {
+			r.Verdict = v
+		}
+		rounds = append(rounds, r)
+	}
+	return rounds
+}
+
+var verdictRE = regexp.MustCompile(`(?m)^Verdict: ([A-Z_]+)`)
+
+func verdictOf(text string) string {
+	if m := verdictRE.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// parseIssues splits a source's text into structured issues and free text.
+func parseIssues(src []byte, start, end int) (string, []Issue) {
+	text := string(src[start:end])
+	lines := strings.SplitAfter(text, "\n")
+	var free strings.Builder
+	var issues []Issue
+	var cur *Issue
+	line := lineOf(src, start)
+	for i, raw := range lines {
+		l := strings.TrimRight(raw, "\r\n")
+		if m := issueRE.FindStringSubmatch(l); m != nil {
+			issues = append(issues, Issue{
+				ID: m[2], Severity: strings.ToUpper(m[3]), Location: m[4], Title: strings.TrimSpace(m[5]),
+				Resolved: m[1] != " ", Line: line + i,
+			})
+			cur = &issues[len(issues)-1]
+			cur.Blocking = Blocking(cur.Severity)
+			if strings.EqualFold(m[3], "suggestion") {
+				cur.Severity = "suggestion"
+			}
+			continue
+		}
+		if cur != nil && (strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "\t")) {
+			if rm := responseRE.FindStringSubmatch(l); rm != nil {
+				cur.Responses = append(cur.Responses, Response{Status: strings.ToUpper(rm[1]), Commit: rm[2], Text: strings.TrimSpace(rm[3])})
+				continue
+			}
+			t := strings.TrimSpace(l)
+			switch {
+			case strings.HasPrefix(t, "Fix:"):
+				cur.Fix = strings.TrimSpace(strings.TrimPrefix(t, "Fix:"))
+			case strings.HasPrefix(t, "Why:"):
+				cur.Why = strings.TrimSpace(strings.TrimPrefix(t, "Why:"))
+			default:
+				if cur.Problem != "" {
+					cur.Problem += "\n"
+				}
+				cur.Problem += t
+			}
+			continue
+		}
+		if strings.TrimSpace(l) == "" && cur != nil {
+			continue
+		}
+		cur = nil
+		free.WriteString(raw)
+	}
+	return strings.TrimSpace(free.String()), issues
+}
+
+// RenderIssue writes one issue as a list item.
+func RenderIssue(is Issue) string {
+	var b strings.Builder
+	box := " "
+	if is.Resolved {
+		box = "x"
+	}
+	fmt.Fprintf(&b, "- [%s] **%s** %s", box, is.ID, is.Severity)
+	if is.Location != "" {
+		fmt.Fprintf(&b, " `%s`", strings.ReplaceAll(is.Location, "`", "'"))
+	}
+	if is.Title != "" {
+		b.WriteString(" — " + oneLine(is.Title))
+	}
+	b.WriteString("\n")
+	for _, l := range strings.Split(strings.TrimSpace(is.Problem), "\n") {
+		if strings.TrimSpace(l) != "" {
+			b.WriteString("  " + strings.TrimSpace(l) + "\n")
+		}
+	}
+	if is.Fix != "" {
+		b.WriteString("  Fix: " + oneLine(is.Fix) + "\n")
+	}
+	if is.Why != "" {
+		b.WriteString("  Why: " + oneLine(is.Why) + "\n")
+	}
+	for _, r := range is.Responses {
+		b.WriteString(RenderResponse(r))
+	}
+	return b.String()
+}
+
+// RenderResponse writes a response sub-item.
+func RenderResponse(r Response) string {
+	s := "  - Response: " + strings.ToUpper(r.Status)
+	if r.Commit != "" {
+		s += " (" + r.Commit + ")"
+	}
+	if t := oneLine(r.Text); t != "" {
+		s += " — " + t
+	}
+	return s + "\n"
+}
+
+// RenderSource writes a "### From ..." subsection.
+func RenderSource(s Source) string {
+	var b strings.Builder
+	b.WriteString("### From " + oneLine(s.From))
+	if !s.Time.IsZero() {
+		b.WriteString(" (" + FormatTime(s.Time) + ")")
+	}
+	b.WriteString("\n\n")
+	if t := strings.TrimSpace(s.Text); t != "" {
+		b.WriteString(demoteHeadings(t) + "\n")
+		if len(s.Issues) > 0 {
+			b.WriteString("\n")
+		}
+	}
+	for _, is := range s.Issues {
+		b.WriteString(RenderIssue(is))
+	}
+	return b.String()
+}
+
+// demoteHeadings keeps free text from closing the round or the source: a
+// "## ..." line a reviewer typed would otherwise end the section.
+func demoteHeadings(t string) string {
+	lines := strings.Split(t, "\n")
+	fence := false
+	for i, l := range lines {
+		tl := strings.TrimLeft(l, " ")
+		if strings.HasPrefix(tl, "```") || strings.HasPrefix(tl, "~~~") {
+			fence = !fence
+		}
+		if !fence && strings.HasPrefix(tl, "#") {
+			n := len(tl) - len(strings.TrimLeft(tl, "#"))
+			if n >= 1 && n <= 3 && (len(tl) == n || tl[n] == ' ') {
+				lines[i] = "####" + tl[n:]
+			}
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// RenderRound writes a whole round.
+func RenderRound(r Round) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Review Feedback (rejection #%d)\n\n", r.Number)
+	if r.Verdict != "" {
+		b.WriteString("Verdict: " + r.Verdict + "\n\n")
+	}
+	for i, s := range r.Sources {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(RenderSource(s))
+	}
+	return b.String()
+}
+
+// AddRound inserts a new round at the top of the body, above older rounds,
+// after the "# Title" line.
+func (f *File) AddRound(r Round) (*File, error) {
+	return f.AddSection(RenderRound(r))
+}
+
+// DescriptionHeading is added above text that stood directly under the
+// title when a section is inserted at the top of the body, so that the task's
+// description does not become part of the inserted section.
+const DescriptionHeading = "## Description"
+
+// AddSection inserts a level-2 section after the title (and after nothing
+// else), for notes that the next reader must see first.
+func (f *File) AddSection(markdown string) (*File, error) {
+	at := f.AfterTitle()
+	next := len(f.Src)
+	for _, s := range f.Sections() {
+		if s.Start >= at && s.Level <= 2 {
+			next = s.Start
+			break
+		}
+	}
+	if strings.TrimSpace(string(f.Src[at:next])) != "" {
+		markdown = strings.TrimRight(markdown, "\n") + "\n\n" + DescriptionHeading + "\n"
+	}
+	return f.Insert(at, markdown)
+}
+
+// SetIssueResponse adds a response under an issue, and returns the new file.
+func (f *File) SetIssueResponse(issueID string, r Response) (*File, error) {
+	for _, round := range f.FeedbackRounds() {
+		for _, s := range round.Sources {
+			for _, is := range s.Issues {
+				if is.ID != issueID {
+					continue
+				}
+				// Insert after the issue's last line (its last continuation
+				// or response line).
+				off := issueEnd(f.Src, is.Line)
+				return f.Replace(off, off, []byte(RenderResponse(r)))
+			}
+		}
+	}
+	return nil, &EditError{Path: f.Path, Key: issueID, Msg: "no such review issue in the file"}
+}
+
+// SetIssuesResolved ticks the boxes of the given issues.
+func (f *File) SetIssuesResolved(ids map[string]bool) (*File, error) {
+	out := f
+	for _, round := range f.FeedbackRounds() {
+		for _, s := range round.Sources {
+			for _, is := range s.Issues {
+				if !ids[is.ID] || is.Resolved {
+					continue
+				}
+				start := lineStart(out.Src, is.Line)
+				i := strings.Index(string(out.Src[start:]), "- [ ]")
+				if i != 0 {
+					continue
+				}
+				var err error
+				out, err = out.Replace(start+2, start+5, []byte("[x]"))
+				if err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func lineStart(src []byte, line int) int {
+	n := 1
+	for i, c := range src {
+		if n == line {
+			return i
+		}
+		if c == '\n' {
+			n++
+		}
+	}
+	return len(src)
+}
+
+func issueEnd(src []byte, line int) int {
+	pos := lineStart(src, line)
+	// skip the item line
+	for pos < len(src) && src[pos] != '\n' {
+		pos++
+	}
+	if pos < len(src) {
+		pos++
+	}
+	for pos < len(src) {
+		end := pos
+		for end < len(src) && src[end] != '\n' {
+			end++
+		}
+		l := string(src[pos:end])
+		if !(strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "\t")) || strings.TrimSpace(l) == "" {
+			return pos
+		}
+		pos = end
+		if pos < len(src) {
+			pos++
+		}
+	}
+	return pos
+}
+
+// AllIssues returns every structured issue of every round, newest round
+// first.
+func (f *File) AllIssues() []Issue {
+	var out []Issue
+	for _, r := range f.FeedbackRounds() {
+		for _, s := range r.Sources {
+			out = append(out, s.Issues...)
+		}
+	}
+	return out
+}
+
+// SortIssues puts blocking issues before suggestions, keeping file order
+// otherwise (prompts show what must be fixed first).
+func SortIssues(is []Issue) []Issue {
+	out := append([]Issue(nil), is...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Blocking && !out[j].Blocking })
+	return out
+}

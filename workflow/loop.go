@@ -1,0 +1,932 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// change is what a verb does to one task: the new file, the queue it goes
+// to, and what to record in the commit and the event log.
+type change struct {
+	file     *taskfile.File
+	to       taskfile.Queue
+	body     string         // commit message body
+	data     map[string]any // event data
+	extra    []gitstore.Change
+	trailers []string
+}
+
+// transition applies fn to one task as one commit. fn runs inside the
+// commit loop, on the task as it is at the tip being built on, so a retry
+// after a lost race re-checks every rule against the new state.
+func (e *Engine) transition(id, verb string, fn func(t *Task) (*change, error)) (*Result, error) {
+	return e.apply(id, verb, true, fn)
+}
+
+// transitionAny is transition for verbs that change a task without moving
+// it between queues (unlock): any queue will do.
+func (e *Engine) transitionAny(id, verb string, fn func(t *Task) (*change, error)) (*Result, error) {
+	return e.apply(id, verb, false, fn)
+}
+
+func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*change, error)) (*Result, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	var res Result
+	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		s := e.Store.SummaryByID(id)
+		if s == nil {
+			return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+		}
+		if err := e.editable(s); err != nil {
+			return nil, err
+		}
+		if checkQueue {
+			if err := CheckTransition(verb, id, s.Task.Queue); err != nil {
+				return nil, err
+			}
+		}
+		t, err := e.Load(s)
+		if err != nil {
+			return nil, err
+		}
+		c, err := fn(t)
+		if err != nil || c == nil {
+			return nil, err
+		}
+		from := s.Task.Queue
+		to := c.to
+		if to == "" {
+			to = from
+		}
+		if c.file != nil && to != from {
+			if c.file, err = c.file.Apply(taskfile.Set(taskfile.KeyQueue, taskfile.String(string(to)))); err != nil {
+				return nil, err
+			}
+		}
+		changes := []gitstore.Change{}
+		if c.file != nil {
+			changes = append(changes, gitstore.Change{Path: s.Path, Data: c.file.Src})
+		}
+		changes = append(changes, c.extra...)
+		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: verb, Actor: e.Actor, Data: c.data}
+		if to != from {
+			ev.From, ev.To = string(from), string(to)
+		}
+		evc, err := e.eventChange(snap, ev)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, evc)
+		res.From, res.To = from, to
+		msgFrom, msgTo := from, to
+		if from == to {
+			msgFrom, msgTo = "", ""
+		}
+		return &gitstore.CommitRequest{
+			Changes: changes,
+			Message: commitMessage(id, verb, msgFrom, msgTo, e.Actor, c.body, c.trailers...),
+			Author:  e.Signature(),
+		}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Commit = h
+	res.Task = e.Store.SummaryByID(id)
+	return &res, nil
+}
+
+// editable refuses to change a task whose view file holds a hand edit orch
+// could not commit: the person's work would otherwise be overwritten or
+// silently forked.
+func (e *Engine) editable(s *gitstore.Summary) error {
+	view := filepath.Join(gitstore.ViewDirName, s.Path)
+	if err := e.Store.BrokenFile(s.Path); err != nil {
+		return &ConflictError{Msg: fmt.Sprintf("%s has a hand edit that does not parse (%v); orch will not change the task until it is fixed", view, err), Hint: "fix the file (orch check shows the line), or delete it to restore the committed version"}
+	}
+	if cs := e.Store.Conflicted(s.Path); cs != nil {
+		return &ConflictError{Msg: conflictText(s.Task.ID, cs), Hint: "edit " + view + " to the version you want (orch commits it), or delete it to take the branch's version"}
+	}
+	if s.Problem != "" {
+		return &InvalidFileError{Problems: []*taskfile.ParseError{{Path: view, Line: s.ProblemLine, Msg: s.Problem}}}
+	}
+	return nil
+}
+
+// ---- claim ----------------------------------------------------------------
+
+// ClaimOptions select what to claim.
+type ClaimOptions struct {
+	Task string // a specific task (ID or prefix); "" takes the next ready one
+	Role string // the agent's role; "" uses the roster, else default_role
+}
+
+// ClaimResult is a successful claim.
+type ClaimResult struct {
+	Result
+	Branch       string
+	BranchReused bool
+	BranchNote   string
+	Attempt      int
+}
+
+// agentRoles returns the roles an agent claims as.
+func (e *Engine) agentRoles(role string) []string {
+	if role != "" {
+		return []string{role}
+	}
+	if r := e.Config.RolesOf(e.Actor); len(r) > 0 {
+		return r
+	}
+	return []string{e.Config.DefaultRole}
+}
+
+// whyNot returns why the agent may not claim s now ("" when it may).
+func (e *Engine) whyNot(s *gitstore.Summary, roles []string) (rule, msg string) {
+	t := &s.Task
+	if s.Problem != "" {
+		return "invalid", "its file does not parse"
+	}
+	if e.Store.BrokenFile(s.Path) != nil || e.Store.Conflicted(s.Path) != nil {
+		return "hand_edit", "its view file has an uncommitted hand edit"
+	}
+	if _, ok := claimQueueRank[t.Queue]; !ok {
+		return "queue", "it is " + string(t.Queue)
+	}
+	if ok, pending := e.DepsDone(t); !ok {
+		return "dependencies", "it waits for " + strings.Join(pending, ", ")
+	}
+	if t.Role != "" && !contains(roles, t.Role) {
+		return "role", fmt.Sprintf("it is for role %s, and you claim as %s", t.Role, strings.Join(roles, ", "))
+	}
+	if t.AssignedTo != "" && t.AssignedTo != e.Actor {
+		return "assigned", "it is assigned to " + t.AssignedTo
+	}
+	if contains(t.LockedOut, e.Actor) {
+		return "lockout", e.Actor + " is locked out of it after a rejection"
+	}
+	return "", ""
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Claim takes the next ready task (or the named one) for the actor.
+// Exactly one claimer wins a task: orch processes are serialised by the
+// store lock and every rule is checked again at the tip the claim commits
+// on.
+func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	roles := e.agentRoles(opts.Role)
+	var target string
+	if opts.Task != "" {
+		s, err := e.Find(opts.Task)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckTransition("claim", s.Task.ID, s.Task.Queue); err != nil {
+			return nil, err
+		}
+		if rule, msg := e.whyNot(s, roles); rule != "" {
+			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", s.Task.ID, msg), Hint: claimHint(rule, s.Task.ID)}
+		}
+		target = s.Task.ID
+	} else {
+		next, reasons := e.nextClaimable(roles)
+		if next == nil {
+			return nil, &NothingToClaimError{Reasons: reasons}
+		}
+		target = next.Task.ID
+	}
+	out := &ClaimResult{}
+	res, err := e.transition(target, "claim", func(t *Task) (*change, error) {
+		if rule, msg := e.whyNot(t.Summary, roles); rule != "" {
+			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", t.Task.ID, msg), Hint: claimHint(rule, t.Task.ID)}
+		}
+		branch, reused, note, err := e.ensureBranch(t)
+		if err != nil {
+			return nil, err
+		}
+		out.Branch, out.BranchReused, out.BranchNote = branch, reused, note
+		out.Attempt = t.Task.Attempts + 1
+		edits := []taskfile.Edit{
+			taskfile.Set(taskfile.KeyClaimedBy, taskfile.String(e.Actor)),
+			taskfile.Set(taskfile.KeyClaimedAt, taskfile.Time(e.Now())),
+			taskfile.Set(taskfile.KeyAttempts, taskfile.Int(out.Attempt)),
+			taskfile.Set(taskfile.KeyBranch, taskfile.String(branch)),
+		}
+		f, err := t.File.Apply(edits...)
+		if err != nil {
+			return nil, err
+		}
+		how := "new branch " + branch
+		if reused {
+			how = "continues on branch " + branch
+		}
+		return &change{
+			file: f, to: taskfile.Claimed,
+			body: fmt.Sprintf("Claimed by %s (attempt %d); %s.", e.Actor, out.Attempt, how),
+			data: map[string]any{"branch": branch, "branch_reused": reused, "attempt": out.Attempt, "pr_number": t.Task.PRNumber},
+		}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Result = *res
+	return out, nil
+}
+
+func claimHint(rule, id string) string {
+	switch rule {
+	case "lockout":
+		return "a human can lift it: orch unlock " + id + " AGENT"
+	case "dependencies":
+		return "orch show " + id + " lists what it waits for"
+	case "assigned":
+		return "orch requeue " + id + " --to AGENT reassigns it"
+	case "role":
+		return "claim with --role, or change the task's role"
+	case "hand_edit":
+		return "orch check shows the problem"
+	}
+	return "orch list --ready shows what you can claim"
+}
+
+// nextClaimable picks the first task in claim order the actor may take, and
+// otherwise says why nothing is claimable.
+func (e *Engine) nextClaimable(roles []string) (*gitstore.Summary, []string) {
+	var candidates []*gitstore.Summary
+	for _, s := range e.Store.Summaries() {
+		if _, ok := claimQueueRank[s.Task.Queue]; ok {
+			candidates = append(candidates, s)
+		}
+	}
+	sort.Slice(candidates, func(i, j int) bool { return ClaimLess(&candidates[i].Task, &candidates[j].Task) })
+	counts := map[string]int{}
+	for _, s := range candidates {
+		rule, _ := e.whyNot(s, roles)
+		if rule == "" {
+			return s, nil
+		}
+		counts[rule]++
+	}
+	if len(candidates) == 0 {
+		return nil, []string{"no task is in incoming, rejected or needs_continuation"}
+	}
+	var reasons []string
+	names := map[string]string{
+		"dependencies": "waiting for dependencies", "role": "for another role", "assigned": "assigned to someone else",
+		"lockout": "you are locked out", "invalid": "with a file that does not parse", "hand_edit": "with an uncommitted hand edit",
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		reasons = append(reasons, fmt.Sprintf("%d %s", counts[k], names[k]))
+	}
+	return nil, reasons
+}
+
+// BranchName is the branch a task's work goes on.
+func (e *Engine) BranchName(t *taskfile.Task, path string) string {
+	slug := strings.TrimSuffix(filepath.Base(path), ".md")
+	slug = strings.TrimPrefix(slug, t.ID)
+	slug = strings.TrimPrefix(slug, "-")
+	if slug == "" {
+		slug = taskfile.Slug(t.Title)
+	}
+	return e.Config.BranchPrefix + t.ID + "-" + slug
+}
+
+// ensureBranch creates the task's branch from its base on a first claim and
+// reuses it afterwards. It is idempotent, so a retried claim is harmless.
+func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string, err error) {
+	branch = t.Task.Branch
+	if branch == "" {
+		branch = e.BranchName(&t.Task, t.Path)
+	}
+	if !taskfile.ValidBranch(branch) {
+		return "", false, "", &RuleError{Rule: "branch", Msg: fmt.Sprintf("%q is not a valid branch name", branch), Hint: "fix branch: in the task file"}
+	}
+	ref := "refs/heads/" + branch
+	cur, err := e.Store.ReadRef(ref)
+	if err != nil {
+		return "", false, "", err
+	}
+	if !cur.IsZero() {
+		return branch, true, "", nil
+	}
+	base := t.Task.BaseBranch
+	if base == "" {
+		base = e.Config.BaseBranch
+	}
+	baseHash, err := e.Store.ReadRef("refs/heads/" + base)
+	if err != nil {
+		return "", false, "", err
+	}
+	if baseHash.IsZero() {
+		return "", false, "", &RuleError{Rule: "base_branch", Msg: fmt.Sprintf("the base branch %s does not exist, so the task's branch cannot be created", base), Hint: "create it (git commit on " + base + "), or set base_branch in config.yaml or the task"}
+	}
+	if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+base); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {
+		return "", false, "", err
+	}
+	if t.Task.Branch != "" {
+		note = "the branch " + branch + " was missing and was created again from " + base
+	}
+	return branch, false, note, nil
+}
+
+// ---- submit ---------------------------------------------------------------
+
+// SubmitOptions describe a submission.
+type SubmitOptions struct {
+	PR   int
+	Note string
+}
+
+// Submit hands the work in for review.
+func (e *Engine) Submit(id string, opts SubmitOptions) (*Result, error) {
+	return e.transition(id, "submit", func(t *Task) (*change, error) {
+		if t.Task.ClaimedBy != "" && t.Task.ClaimedBy != e.Actor {
+			return nil, &RuleError{Rule: "not_claimer", Msg: fmt.Sprintf("%s is claimed by %s, not %s", t.Task.ID, t.Task.ClaimedBy, e.Actor), Hint: "submit as the claimer: --agent " + t.Task.ClaimedBy}
+		}
+		if err := e.submitGuards(t); err != nil {
+			return nil, err
+		}
+		edits := []taskfile.Edit{
+			taskfile.Set(taskfile.KeySubmittedBy, taskfile.String(t.Task.ClaimedBy)),
+			taskfile.Set(taskfile.KeySubmittedAt, taskfile.Time(e.Now())),
+		}
+		if t.Task.ClaimedBy == "" {
+			edits[0] = taskfile.Set(taskfile.KeySubmittedBy, taskfile.String(e.Actor))
+		}
+		if opts.PR > 0 {
+			edits = append(edits, taskfile.Set(taskfile.KeyPRNumber, taskfile.Int(opts.PR)))
+		}
+		f, err := t.File.Apply(edits...)
+		if err != nil {
+			return nil, err
+		}
+		body := "Submitted for review."
+		if opts.Note != "" {
+			body += "\n\n" + opts.Note
+		}
+		pr := opts.PR
+		if pr == 0 {
+			pr = t.Task.PRNumber
+		}
+		tip, _ := e.Store.ReadRef("refs/heads/" + t.Task.Branch)
+		return &change{file: f, to: taskfile.Provisional, body: body,
+			data: map[string]any{"note": opts.Note, "pr_number": pr, "branch": t.Task.Branch, "branch_tip": hashText(tip)}}, nil
+	})
+}
+
+func hashText(h plumbing.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
+}
+
+// submitGuards refuses the two commonest failures of review loops: handing
+// in work that does not answer the blocking issues of the last review, and
+// handing in the same work again.
+func (e *Engine) submitGuards(t *Task) error {
+	if rounds := t.File.FeedbackRounds(); len(rounds) > 0 {
+		var missing []string
+		for _, s := range rounds[0].Sources {
+			for _, is := range s.Issues {
+				if is.Blocking && !is.Resolved && len(is.Responses) == 0 {
+					missing = append(missing, is.ID)
+				}
+			}
+		}
+		if len(missing) > 0 {
+			return &RuleError{Rule: "unanswered_blocking", Msg: fmt.Sprintf("blocking issues of the last review have no response: %s", strings.Join(missing, ", ")),
+				Hint: fmt.Sprintf("answer each: orch respond %s %s fixed -m \"what you changed\" --commit SHA", t.Task.ID, missing[0])}
+		}
+	}
+	if t.Task.RejectedAt != "" && t.Task.Branch != "" {
+		tip, err := e.Store.ReadRef("refs/heads/" + t.Task.Branch)
+		if err != nil {
+			return err
+		}
+		if tip.String() == t.Task.RejectedAt {
+			return &RuleError{Rule: "unchanged_resubmit", Msg: fmt.Sprintf("the branch %s has no new commit since the last rejection (still %s)", t.Task.Branch, tip.String()[:7]),
+				Hint: "commit your fixes on " + t.Task.Branch + " first (git log " + t.Task.Branch + " shows where it stands)"}
+		}
+	}
+	return nil
+}
+
+// ---- review authority -------------------------------------------------------
+
+// checkReviewer applies reviewer authority: with review.reviewers set only
+// they review, and nobody reviews work they submitted.
+func (e *Engine) checkReviewer(t *Task, verb string) error {
+	if !e.Config.IsReviewer(e.Actor) {
+		return &RuleError{Rule: "authority", Msg: fmt.Sprintf("%s may not %s: review.reviewers is %s", e.Actor, verb, strings.Join(e.Config.Review.Reviewers, ", ")),
+			Hint: "run as a reviewer (--agent NAME), or add yourself to review.reviewers (orch edit config)"}
+	}
+	author := t.Task.SubmittedBy
+	if author == "" {
+		author = t.Task.ClaimedBy
+	}
+	if author != "" && author == e.Actor {
+		return &RuleError{Rule: "self_review", Msg: fmt.Sprintf("%s submitted %s and may not %s their own work", e.Actor, t.Task.ID, verb),
+			Hint: "ask another reviewer: orch " + verb + " " + t.Task.ID + " --agent REVIEWER"}
+	}
+	return nil
+}
+
+// ---- reject -------------------------------------------------------------------
+
+// Rejection is what reject (and review with blocking issues) adds to a task.
+type Rejection struct {
+	Sources []taskfile.Source // at least one
+	Verdict string
+	Data    map[string]any // extra event data
+	Summary string         // commit message body
+	Rule    string         // "reject" or "review"
+}
+
+// Reject sends the work back with feedback.
+func (e *Engine) Reject(id, text string) (*Result, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, &UsageError{Msg: "a rejection needs feedback", Hint: `orch reject ` + id + ` -m "what must change"`}
+	}
+	src := taskfile.Source{From: e.Actor + " via orch reject", Time: e.Now(), Text: text}
+	return e.reject(id, "reject", Rejection{Sources: []taskfile.Source{src}, Summary: firstSentence(text)})
+}
+
+func firstSentence(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if len(l) > 120 {
+		l = l[:117] + "..."
+	}
+	return l
+}
+
+// reject is the one path for every rejection: the feedback round at the top
+// of the body, the count, the lockout, and escalation by policy.
+func (e *Engine) reject(id, verb string, rj Rejection) (*Result, error) {
+	return e.transition(id, verb, func(t *Task) (*change, error) {
+		if err := e.checkReviewer(t, verb); err != nil {
+			return nil, err
+		}
+		return e.rejectChange(t, rj)
+	})
+}
+
+func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
+	n := t.Task.RejectionCount + 1
+	f, err := t.File.AddRound(taskfile.Round{Number: n, Verdict: rj.Verdict, Sources: rj.Sources})
+	if err != nil {
+		return nil, err
+	}
+	author := t.Task.SubmittedBy
+	if author == "" {
+		author = t.Task.ClaimedBy
+	}
+	locked := append([]string{}, t.Task.LockedOut...)
+	lockedNow := false
+	if e.Config.Review.LockoutOn() && author != "" && !contains(locked, author) {
+		locked = append(locked, author)
+		lockedNow = true
+	}
+	edits := []taskfile.Edit{
+		taskfile.Set(taskfile.KeyRejectionCount, taskfile.Int(n)),
+		taskfile.Unset(taskfile.KeyClaimedBy),
+		taskfile.Unset(taskfile.KeyClaimedAt),
+	}
+	if len(locked) > 0 {
+		edits = append(edits, taskfile.Set(taskfile.KeyLockedOut, taskfile.ListOf(locked)))
+	}
+	if t.Task.Branch != "" {
+		if tip, err := e.Store.ReadRef("refs/heads/" + t.Task.Branch); err == nil && !tip.IsZero() {
+			edits = append(edits, taskfile.Set(taskfile.KeyRejectedAt, taskfile.String(tip.String())))
+		}
+	}
+	if f, err = f.Apply(edits...); err != nil {
+		return nil, err
+	}
+	data := map[string]any{"round": n, "by": e.Actor, "author": author, "lockout": lockedNow, "branch": t.Task.Branch, "pr_number": t.Task.PRNumber}
+	for k, v := range rj.Data {
+		data[k] = v
+	}
+	c := &change{file: f, to: taskfile.Rejected, data: data,
+		body:     fmt.Sprintf("Rejection #%d by %s: %s", n, e.Actor, rj.Summary),
+		trailers: []string{"Orch-Round", fmt.Sprint(n)}}
+	if lockedNow {
+		c.body += fmt.Sprintf("\n\n%s is locked out of this task.", author)
+	}
+	// Escalation by policy: too many rejections, or nobody left to do it.
+	var why, reason string
+	switch {
+	case n >= e.Config.Review.MaxRejections:
+		reason = "max_rejections"
+		why = fmt.Sprintf("Rejection #%d reached review.max_rejections (%d): the review loop is not converging.", n, e.Config.Review.MaxRejections)
+	case e.deadlocked(&t.Task, locked):
+		reason = "lockout_deadlock"
+		why = fmt.Sprintf("Every agent with role %s in the roster is locked out of this task (%s).", roleOf(&t.Task, e.Config), strings.Join(locked, ", "))
+	}
+	if reason != "" {
+		msg := e.escalationMessage(&t.Task, t.Path, reason, why)
+		c.to = taskfile.Escalated
+		c.extra = append(c.extra, msg)
+		c.data["escalated"] = reason
+		c.body += "\n\nEscalated: " + why
+	}
+	return c, nil
+}
+
+func roleOf(t *taskfile.Task, cfg *Config) string {
+	if t.Role != "" {
+		return t.Role
+	}
+	return cfg.DefaultRole
+}
+
+// deadlocked: a roster exists and every agent in it with the task's role is
+// locked out (Reviewer Lockout Protocol, "Deadlock Handling").
+func (e *Engine) deadlocked(t *taskfile.Task, locked []string) bool {
+	if len(e.Config.Agents) == 0 {
+		return false
+	}
+	role := roleOf(t, e.Config)
+	capable := 0
+	for _, a := range e.Config.Agents {
+		if !contains(a.Roles, role) {
+			continue
+		}
+		capable++
+		if !contains(locked, a.Name) {
+			return false
+		}
+	}
+	return capable > 0
+}
+
+// escalationMessage writes messages/<time>-<id>.md for the human inbox.
+func (e *Engine) escalationMessage(t *taskfile.Task, path, reason, why string) gitstore.Change {
+	now := e.Now().UTC()
+	name := fmt.Sprintf("%s/%s-%s.md", gitstore.MessagesDir, now.Format("20060102T150405Z"), t.ID)
+	var b strings.Builder
+	fmt.Fprintf(&b, "---\ntask: %s\nreason: %s\ncreated: %s\nby: %s\n---\n", t.ID, reason, taskfile.FormatTime(now), e.Actor)
+	fmt.Fprintf(&b, "# %s escalated: %s\n\n", t.ID, oneLine(t.Title))
+	b.WriteString("## Why\n\n" + why + "\n\n")
+	fmt.Fprintf(&b, "Rejections so far: %d. Locked out: %s. Branch: %s.\n\n", t.RejectionCount, orNone(t.LockedOut), orDash(t.Branch))
+	b.WriteString("## Options\n\n")
+	fmt.Fprintf(&b, "- Fix it by hand on the branch %s, then send it back for review: `orch requeue %s --to YOU`, `orch claim --task %s`, `orch submit %s`.\n", orDash(t.Branch), t.ID, t.ID, t.ID)
+	fmt.Fprintf(&b, "- Unlock an agent and give it guidance (edit the task: `orch edit %s`): `orch unlock %s AGENT`, then `orch requeue %s --to AGENT`.\n", t.ID, t.ID, t.ID)
+	fmt.Fprintf(&b, "- Put it back in the queue for anyone: `orch requeue %s`.\n", t.ID)
+	fmt.Fprintf(&b, "- Close it as won't-fix: `orch fail %s -m \"reason\"`.\n", t.ID)
+	return gitstore.Change{Path: name, Data: []byte(b.String())}
+}
+
+func orNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ---- approve --------------------------------------------------------------------
+
+// Approve accepts the work: provisional -> done. Lockouts are lifted: the
+// task is finished.
+func (e *Engine) Approve(id, notes string) (*Result, error) {
+	return e.approve(id, "approve", "APPROVED", notes, nil)
+}
+
+func (e *Engine) approve(id, verb, verdict, notes string, extra func(t *Task, f *taskfile.File) (*taskfile.File, error)) (*Result, error) {
+	return e.transition(id, verb, func(t *Task) (*change, error) {
+		if err := e.checkReviewer(t, verb); err != nil {
+			return nil, err
+		}
+		if open := unresolvedBlocking(t.File); len(open) > 0 && verb == "approve" {
+			return nil, &RuleError{Rule: "unresolved_blocking", Msg: fmt.Sprintf("blocking issues are unresolved: %s", strings.Join(open, ", ")),
+				Hint: "review it instead (orch review " + id + " lists what is still open), or reject it"}
+		}
+		f := t.File
+		var err error
+		if extra != nil {
+			if f, err = extra(t, f); err != nil {
+				return nil, err
+			}
+		}
+		edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)}
+		if len(t.Task.LockedOut) > 0 {
+			edits = append(edits, taskfile.Unset(taskfile.KeyLockedOut))
+		}
+		if f, err = f.Apply(edits...); err != nil {
+			return nil, err
+		}
+		body := fmt.Sprintf("%s by %s.", strings.ReplaceAll(verdict, "_", " "), e.Actor)
+		if notes != "" {
+			body += "\n\n" + notes
+		}
+		return &change{file: f, to: taskfile.Done, body: body,
+			data:     map[string]any{"verdict": verdict, "notes": notes, "author": t.Task.SubmittedBy, "rounds": t.Task.RejectionCount, "unlocked": t.Task.LockedOut},
+			trailers: []string{"Orch-Verdict", verdict}}, nil
+	})
+}
+
+// unresolvedBlocking lists blocking issues not ticked as resolved.
+func unresolvedBlocking(f *taskfile.File) []string {
+	var out []string
+	for _, is := range f.AllIssues() {
+		if is.Blocking && !is.Resolved {
+			out = append(out, is.ID)
+		}
+	}
+	return out
+}
+
+// ---- pause, fail, escalate, requeue, unlock, sweep, archive ---------------------------
+
+// Pause stops work before it is finished; the note goes into the next
+// prompt.
+func (e *Engine) Pause(id, note string) (*Result, error) {
+	note = strings.TrimSpace(note)
+	if note == "" {
+		return nil, &UsageError{Msg: "a pause needs a note for whoever continues", Hint: `orch pause ` + id + ` -m "done: X; next: Y"`}
+	}
+	return e.transition(id, "pause", func(t *Task) (*change, error) {
+		f, err := t.File.AddSection(fmt.Sprintf("## Continuation Note (%s, %s)\n\n%s\n", e.Actor, taskfile.FormatTime(e.Now()), demote(note)))
+		if err != nil {
+			return nil, err
+		}
+		if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
+			return nil, err
+		}
+		return &change{file: f, to: taskfile.NeedsContinuation, body: "Paused by " + e.Actor + ": " + firstSentence(note), data: map[string]any{"note": note, "branch": t.Task.Branch}}, nil
+	})
+}
+
+// demote keeps free text inside the section it is written to.
+func demote(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimLeft(l, " "), "#") {
+			lines[i] = "\\" + strings.TrimLeft(l, " ")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Fail gives the task up.
+func (e *Engine) Fail(id, reason string) (*Result, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return nil, &UsageError{Msg: "say why the task failed", Hint: `orch fail ` + id + ` -m "reason"`}
+	}
+	return e.transition(id, "fail", func(t *Task) (*change, error) {
+		f, err := t.File.AddSection(fmt.Sprintf("## Failed (%s, %s)\n\n%s\n", e.Actor, taskfile.FormatTime(e.Now()), demote(reason)))
+		if err != nil {
+			return nil, err
+		}
+		if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
+			return nil, err
+		}
+		return &change{file: f, to: taskfile.Failed, body: "Failed: " + firstSentence(reason), data: map[string]any{"reason": reason}}, nil
+	})
+}
+
+// Escalate asks a human to act.
+func (e *Engine) Escalate(id, text string) (*Result, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, &UsageError{Msg: "say what a human must decide", Hint: `orch escalate ` + id + ` -m "why"`}
+	}
+	return e.transition(id, "escalate", func(t *Task) (*change, error) {
+		if t.Task.Queue == taskfile.Escalated {
+			return nil, &IllegalTransitionError{Task: id, Queue: t.Task.Queue, Verb: "escalate", Legal: LegalVerbs(t.Task.Queue)}
+		}
+		msg := e.escalationMessage(&t.Task, t.Path, "manual", "Escalated by "+e.Actor+": "+text)
+		return &change{file: t.File, to: taskfile.Escalated, body: "Escalated by " + e.Actor + ": " + firstSentence(text),
+			extra: []gitstore.Change{msg}, data: map[string]any{"reason": "manual", "text": text}}, nil
+	})
+}
+
+// Requeue puts the task back in incoming: the claim is cleared; the branch,
+// the feedback and the counts are kept. With to, only that agent may claim
+// it.
+func (e *Engine) Requeue(id, to string) (*Result, error) {
+	if to != "" && !taskfile.ValidName(to) {
+		return nil, &UsageError{Msg: fmt.Sprintf("%q is not a valid agent name", printable(to))}
+	}
+	return e.transition(id, "requeue", func(t *Task) (*change, error) {
+		if to != "" && contains(t.Task.LockedOut, to) {
+			return nil, &RuleError{Rule: "lockout", Msg: fmt.Sprintf("%s is locked out of %s", to, id), Hint: fmt.Sprintf("unlock first: orch unlock %s %s", id, to)}
+		}
+		edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)}
+		if to != "" {
+			edits = append(edits, taskfile.Set(taskfile.KeyAssignedTo, taskfile.String(to)))
+		}
+		f, err := t.File.Apply(edits...)
+		if err != nil {
+			return nil, err
+		}
+		body := "Requeued by " + e.Actor + "."
+		if to != "" {
+			body = fmt.Sprintf("Requeued by %s for %s.", e.Actor, to)
+		}
+		return &change{file: f, to: taskfile.Incoming, body: body, data: map[string]any{"to": to}}, nil
+	})
+}
+
+// Unlock lifts one agent's lockout.
+func (e *Engine) Unlock(id, agent string) (*Result, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	s, err := e.Find(id)
+	if err != nil {
+		return nil, err
+	}
+	id = s.Task.ID
+	if !contains(s.Task.LockedOut, agent) {
+		return nil, &RuleError{Rule: "not_locked_out", Msg: fmt.Sprintf("%s is not locked out of %s (locked out: %s)", printable(agent), id, orNone(s.Task.LockedOut)), Hint: "orch show " + id + " shows the task"}
+	}
+	return e.transitionAny(id, "unlock", func(t *Task) (*change, error) {
+		var rest []string
+		for _, a := range t.Task.LockedOut {
+			if a != agent {
+				rest = append(rest, a)
+			}
+		}
+		edit := taskfile.Set(taskfile.KeyLockedOut, taskfile.ListOf(rest))
+		if len(rest) == 0 {
+			edit = taskfile.Unset(taskfile.KeyLockedOut)
+		}
+		f, err := t.File.Apply(edit)
+		if err != nil {
+			return nil, err
+		}
+		return &change{file: f, body: fmt.Sprintf("Unlocked %s (by %s).", agent, e.Actor), data: map[string]any{"agent": agent}, trailers: []string{"Orch-Unlocked", agent}}, nil
+	})
+}
+
+// Sweep moves claims older than the threshold to needs_continuation, one
+// commit per task.
+func (e *Engine) Sweep(olderThan time.Duration) ([]*Result, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	if olderThan <= 0 {
+		olderThan = time.Duration(e.Config.ClaimTimeout)
+	}
+	cutoff := e.Now().Add(-olderThan)
+	var ids []string
+	for _, s := range e.Store.Summaries() {
+		if s.Task.Queue == taskfile.Claimed && !s.Task.ClaimedAt.IsZero() && s.Task.ClaimedAt.Before(cutoff) {
+			ids = append(ids, s.Task.ID)
+		}
+	}
+	sort.Strings(ids)
+	var out []*Result
+	for _, id := range ids {
+		res, err := e.transition(id, "sweep", func(t *Task) (*change, error) {
+			if t.Task.ClaimedAt.IsZero() || !t.Task.ClaimedAt.Before(cutoff) {
+				return nil, nil // claimed again meanwhile
+			}
+			note := fmt.Sprintf("## Continuation Note (orch sweep, %s)\n\n%s claimed this at %s and did not finish within %s. The work so far is on %s; read `git log %s` first.\n",
+				taskfile.FormatTime(e.Now()), t.Task.ClaimedBy, taskfile.FormatTime(t.Task.ClaimedAt), olderThan, orDash(t.Task.Branch), orDash(t.Task.Branch))
+			f, err := t.File.AddSection(note)
+			if err != nil {
+				return nil, err
+			}
+			if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
+				return nil, err
+			}
+			return &change{file: f, to: taskfile.NeedsContinuation, body: fmt.Sprintf("Stale claim by %s swept after %s.", t.Task.ClaimedBy, olderThan),
+				data: map[string]any{"claimed_by": t.Task.ClaimedBy, "claimed_at": taskfile.FormatTime(t.Task.ClaimedAt)}}, nil
+		})
+		var ierr *IllegalTransitionError
+		if errors.As(err, &ierr) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if res.Commit.IsZero() {
+			continue
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// Archive removes a finished task's file from the state branch; history
+// keeps every version.
+func (e *Engine) Archive(id string) (*Result, error) {
+	var path string
+	res, err := e.transition(id, "archive", func(t *Task) (*change, error) {
+		path = t.Path
+		return &change{extra: []gitstore.Change{{Path: t.Path, Delete: true}}, body: "Archived " + t.Path + " (git log keeps it).",
+			data: map[string]any{"path": t.Path, "queue": string(t.Task.Queue)}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	_ = path
+	return res, nil
+}
+
+// InboxItem is one thing waiting for a human.
+type InboxItem struct {
+	Task    string    `json:"task"`
+	Title   string    `json:"title"`
+	Queue   string    `json:"queue"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message,omitempty"` // path of the message file
+	Created time.Time `json:"created,omitzero"`
+	Summary string    `json:"summary"`
+}
+
+// Inbox lists open escalations (escalated tasks with their latest message)
+// and refusals awaiting a decision.
+func (e *Engine) Inbox() ([]InboxItem, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	snap := e.Store.Snapshot()
+	latest := map[string]gitstore.FileEntry{}
+	for _, fe := range snap.Files(gitstore.MessagesDir) {
+		base := strings.TrimSuffix(filepath.Base(fe.Path), ".md")
+		if i := strings.Index(base, "Z-"); i >= 0 {
+			id := base[i+2:]
+			if cur, ok := latest[id]; !ok || fe.Path > cur.Path {
+				latest[id] = fe
+			}
+		}
+	}
+	var out []InboxItem
+	for _, s := range e.Store.Summaries() {
+		switch s.Task.Queue {
+		case taskfile.Escalated:
+			item := InboxItem{Task: s.Task.ID, Title: s.Task.Title, Queue: string(s.Task.Queue), Reason: "escalated", Summary: "escalated"}
+			if fe, ok := latest[s.Task.ID]; ok {
+				item.Message = filepath.ToSlash(filepath.Join(gitstore.ViewDirName, fe.Path))
+				if data, err := snap.ReadBlob(fe.Blob); err == nil {
+					item.Reason, item.Summary, item.Created = parseMessage(data)
+				}
+			}
+			out = append(out, item)
+		case taskfile.Blocked:
+			out = append(out, InboxItem{Task: s.Task.ID, Title: s.Task.Title, Queue: string(s.Task.Queue), Reason: "refused", Summary: "refused by the agent; decide with orch decide " + s.Task.ID})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
+	return out, nil
+}
+
+func parseMessage(data []byte) (reason, summary string, created time.Time) {
+	f, err := taskfile.Parse("message.md", data)
+	if err != nil {
+		return "escalated", "", time.Time{}
+	}
+	if n := f.Node("reason"); n != nil {
+		reason = n.Value
+	}
+	if n := f.Node("created"); n != nil {
+		created, _ = taskfile.ParseTime(n.Value)
+	}
+	for _, s := range f.Sections() {
+		if s.Title == "Why" {
+			summary = strings.TrimSpace(f.SectionText(s))
+			break
+		}
+	}
+	return reason, summary, created
+}

@@ -1,0 +1,146 @@
+package workflow
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/prompt"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// noteSections are the sections orch writes at the top of a task's body for
+// the next reader; a prompt shows them in their own places, so they are cut
+// from the task description it shows.
+var noteSectionRE = regexp.MustCompile(`^(Review Feedback \(rejection #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\))$`)
+
+// Prompt renders the prompt for a task and role ("" picks reviewer for a
+// submitted task, else implementer).
+func (e *Engine) Prompt(id, role string) (string, string, error) {
+	s := e.Store.SummaryByID(id)
+	if s == nil {
+		return "", "", &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+	}
+	t, err := e.Load(s)
+	if err != nil {
+		return "", "", err
+	}
+	if role == "" {
+		role = roleOf(&t.Task, e.Config)
+		if t.Task.Queue == taskfile.Provisional {
+			role = "reviewer"
+		}
+	}
+	if !taskfile.ValidName(role) || strings.ContainsAny(role, " /") {
+		return "", "", &UsageError{Msg: fmt.Sprintf("%q is not a role", printable(role))}
+	}
+	d := e.promptData(t, role)
+	override, _ := e.Store.Snapshot().Read(gitstore.PromptsDir + "/" + role + ".md")
+	tmplRole := role
+	if len(override) == 0 && prompt.Default(role) == "" {
+		// Roles without a template of their own work like an implementer.
+		tmplRole = "implementer"
+	}
+	out, err := prompt.Render(tmplRole, override, d)
+	if err != nil {
+		return "", "", err
+	}
+	return out, role, nil
+}
+
+func (e *Engine) promptData(t *Task, role string) prompt.Data {
+	task := &t.Task
+	base := task.BaseBranch
+	if base == "" {
+		base = e.Config.BaseBranch
+	}
+	branch := task.Branch
+	if branch == "" {
+		branch = e.BranchName(task, t.Path)
+	}
+	d := prompt.Data{
+		Agent: e.Actor, Role: role,
+		Task: prompt.Task{ID: task.ID, Title: task.Title, Queue: string(task.Queue), Priority: task.Priority, Branch: branch, BaseBranch: base,
+			PRNumber: task.PRNumber, SubmittedBy: task.SubmittedBy, Path: filepath.ToSlash(filepath.Join(gitstore.ViewDirName, t.Path)),
+			Body: description(t.File), DependsOn: task.DependsOn, Labels: task.Labels},
+		Attempt:        max(task.Attempts, 1),
+		RejectionCount: task.RejectionCount,
+		MaxRejections:  e.Config.Review.MaxRejections,
+		RejectionsLeft: e.Config.Review.MaxRejections - task.RejectionCount,
+		NextRejection:  task.RejectionCount + 1,
+		Round:          task.RejectionCount + 1,
+		LockoutOn:      e.Config.Review.LockoutOn(),
+		IsRetry:        task.RejectionCount > 0,
+	}
+	if task.Queue == taskfile.Incoming || task.Queue == taskfile.Rejected || task.Queue == taskfile.NeedsContinuation {
+		d.Attempt = task.Attempts + 1
+	}
+	rounds := t.File.FeedbackRounds()
+	if len(rounds) > 0 {
+		r := prompt.NewRound(rounds[0])
+		d.LatestRound = &r
+		for _, old := range rounds[1:] {
+			d.OlderRounds = append(d.OlderRounds, prompt.NewRound(old))
+		}
+	}
+	for _, sec := range t.File.Sections() {
+		if sec.Level != 2 {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(sec.Title, "Continuation Note (") && d.ContinuationNote == "":
+			d.ContinuationNote = strings.TrimSpace(t.File.SectionText(sec))
+		case strings.HasPrefix(sec.Title, "Refusal Overridden (") && d.OverrideMessage == "":
+			d.OverrideMessage = strings.TrimSpace(t.File.SectionText(sec))
+		}
+	}
+	d.IsContinuation = !d.IsRetry && d.ContinuationNote != ""
+	id := task.ID
+	if d.LatestRound != nil {
+		for _, is := range d.LatestRound.Blocking {
+			if !is.Resolved && len(is.Responses) == 0 {
+				d.Commands.Respond = append(d.Commands.Respond, fmt.Sprintf(`orch respond %s %s fixed -m "what you changed" --commit SHA`, id, is.ID))
+			}
+		}
+	}
+	submit := "orch submit " + id
+	if task.PRNumber > 0 {
+		submit += fmt.Sprintf(" --pr %d", task.PRNumber)
+	}
+	d.Commands.Submit = submit + ` -m "what changed"`
+	d.Commands.Pause = "orch pause " + id + ` -m "done so far; next step"`
+	d.Commands.Refuse = "orch refuse " + id + " -F refusal.json"
+	d.Commands.Approve = "orch approve " + id
+	d.Commands.Reject = "orch reject " + id + ` -m "what must change"`
+	d.Commands.Review = "orch review " + id + ` -F review.json`
+	return d
+}
+
+// description is the body without the note sections orch adds at the top.
+func description(f *taskfile.File) string {
+	body := f.Body()
+	off := f.BodyOffset()
+	var keep strings.Builder
+	pos := off
+	for _, sec := range f.Sections() {
+		if sec.Level == 2 && noteSectionRE.MatchString(sec.Title) && sec.Start >= pos {
+			keep.Write(f.Src[pos:sec.Start])
+			pos = sec.End
+		}
+	}
+	if pos < off+len(body) {
+		keep.Write(f.Src[pos:])
+	}
+	text := strings.TrimSpace(keep.String())
+	// Drop the "# Title" line: the prompt has its own heading.
+	if strings.HasPrefix(text, "# ") {
+		_, rest, _ := strings.Cut(text, "\n")
+		text = strings.TrimSpace(rest)
+	}
+	if text == "" {
+		text = "(no description: the title is the whole task)"
+	}
+	return text
+}
