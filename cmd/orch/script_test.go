@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets the test binary act as the orch command inside scripts.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"orch": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs cmd/orch/testdata/script/*.txtar: the built binary
+// driven the way an agent and a person drive it, against real repositories.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, scriptParams("testdata/script"))
+}
+
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: false,
+		Setup: func(env *testscript.Env) error {
+			home := filepath.Join(env.WorkDir, ".home")
+			if err := os.MkdirAll(home, 0o777); err != nil {
+				return err
+			}
+			gitconfig := "[user]\n\tname = tester\n\temail = tester@example.com\n[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+			if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o666); err != nil {
+				return err
+			}
+			env.Setenv("HOME", home)
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			env.Setenv("NO_COLOR", "1")
+			env.Setenv("TERM", "dumb")
+			env.Setenv("EDITOR", "")
+			env.Setenv("VISUAL", "")
+			env.Setenv("ORCH_AGENT", "")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"repo-snapshot":  cmdRepoSnapshot,
+			"repo-unchanged": cmdRepoUnchanged,
+			"stdout-env":     cmdStdoutEnv,
+			"json-env":       cmdJSONEnv,
+			"json-is":        cmdJSONIs,
+			"exits":          cmdExits,
+			"json-doc":       cmdJSONDoc,
+			"json-error":     cmdJSONError,
+			"json-file":      cmdJSONFile,
+		},
+	}
+}
+
+// repoState is everything a refused command must leave alone: every ref,
+// and every file of the worktree and the view (not .git internals, which
+// include caches orch may rebuild).
+func repoState(ts *testscript.TestScript, dir string) map[string]string {
+	state := map[string]string{}
+	cmd := exec.Command("git", "for-each-ref", "--format=%(refname) %(objectname)")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		ts.Fatalf("git for-each-ref in %s: %v", dir, err)
+	}
+	state["refs"] = string(out)
+	bare := exec.Command("git", "rev-parse", "--is-bare-repository")
+	bare.Dir = dir
+	if out, err := bare.Output(); err == nil && strings.TrimSpace(string(out)) == "true" {
+		return state // a bare repository has no worktree and no view
+	}
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if info.IsDir() && (rel == ".git" || info.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if info.Mode().IsRegular() {
+			b, _ := os.ReadFile(p)
+			state["file "+rel] = string(b)
+		}
+		return nil
+	})
+	return state
+}
+
+var snapshots = map[string]map[string]string{}
+
+// repo-snapshot NAME [DIR]: remember the refs and files of the repository.
+func cmdRepoSnapshot(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: repo-snapshot NAME [DIR]")
+	}
+	dir := ts.Getenv("WORK")
+	if len(args) == 2 {
+		dir = ts.MkAbs(args[1])
+	}
+	snapshots[ts.Getenv("WORK")+"\x00"+args[0]] = repoState(ts, dir)
+}
+
+// repo-unchanged NAME [DIR]: the refs and files equal the snapshot.
+func cmdRepoUnchanged(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: repo-unchanged NAME [DIR]")
+	}
+	dir := ts.Getenv("WORK")
+	if len(args) == 2 {
+		dir = ts.MkAbs(args[1])
+	}
+	before, ok := snapshots[ts.Getenv("WORK")+"\x00"+args[0]]
+	if !ok {
+		ts.Fatalf("no snapshot %s", args[0])
+	}
+	after := repoState(ts, dir)
+	var diffs []string
+	for k, v := range before {
+		if w, ok := after[k]; !ok {
+			diffs = append(diffs, "removed: "+k)
+		} else if w != v {
+			diffs = append(diffs, "changed: "+k)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			diffs = append(diffs, "added: "+k)
+		}
+	}
+	sort.Strings(diffs)
+	if neg {
+		if len(diffs) == 0 {
+			ts.Fatalf("repository unchanged, but a change was expected")
+		}
+		return
+	}
+	if len(diffs) > 0 {
+		ts.Fatalf("repository changed:\n%s", strings.Join(diffs, "\n"))
+	}
+}
+
+// stdout-env VAR: set VAR to the trimmed stdout of the last command.
+func cmdStdoutEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: stdout-env VAR")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}
+
+func jsonPath(ts *testscript.TestScript, doc any, path string) (any, bool) {
+	cur := doc
+	for _, part := range strings.Split(strings.TrimPrefix(path, "."), ".") {
+		if part == "" {
+			continue
+		}
+		switch v := cur.(type) {
+		case map[string]any:
+			var ok bool
+			if cur, ok = v[part]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(v) {
+				return nil, false
+			}
+			cur = v[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func readJSON(ts *testscript.TestScript, file string) any {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader([]byte(ts.ReadFile(file))))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		ts.Fatalf("%s is not JSON: %v", file, err)
+	}
+	return doc
+}
+
+func jsonText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	case nil:
+		return "null"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// json-env VAR PATH [FILE]: set VAR to the value at PATH (like .tasks.0.id)
+// of the JSON in FILE (default stdout).
+func cmdJSONEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: json-env VAR PATH [FILE]")
+	}
+	file := "stdout"
+	if len(args) == 3 {
+		file = args[2]
+	}
+	v, ok := jsonPath(ts, readJSON(ts, file), args[1])
+	if !ok {
+		ts.Fatalf("%s: no %s", file, args[1])
+	}
+	ts.Setenv(args[0], jsonText(v))
+}
+
+// json-is PATH VALUE [FILE]: the value at PATH, as text, equals VALUE.
+func cmdJSONIs(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: json-is PATH VALUE [FILE]")
+	}
+	file := "stdout"
+	if len(args) == 3 {
+		file = args[2]
+	}
+	v, ok := jsonPath(ts, readJSON(ts, file), args[0])
+	got := "<missing>"
+	if ok {
+		got = jsonText(v)
+	}
+	if (got == args[1]) == neg {
+		ts.Fatalf("%s %s: got %s, want %s%s", file, args[0], got, map[bool]string{true: "not ", false: ""}[neg], args[1])
+	}
+}
+
+// exits N PROG ARGS...: run PROG and require exit status N (its stdout and
+// stderr are then matched by stdout/stderr as usual).
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: bad code %q", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if (got == want) == neg {
+		ts.Fatalf("%s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", args[1], got, want, ts.ReadFile("stdout"), ts.ReadFile("stderr"))
+	}
+}
+
+// oneJSONDoc parses text as exactly one JSON object followed by at most
+// white space, and returns it.
+func oneJSONDoc(ts *testscript.TestScript, name, text string) map[string]any {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		ts.Fatalf("%s is not one JSON object: %v\n%s", name, err, text)
+	}
+	if rest := strings.TrimSpace(text[dec.InputOffset():]); rest != "" {
+		ts.Fatalf("%s holds more than one JSON document; after the first: %q", name, rest)
+	}
+	return doc
+}
+
+// json-file PATH FILE: write the value at PATH of the JSON on stdout (as
+// text, like json-env) to FILE, for cmp against multi-line expectations.
+func cmdJSONFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: json-file PATH FILE")
+	}
+	v, ok := jsonPath(ts, readJSON(ts, "stdout"), args[0])
+	if !ok {
+		ts.Fatalf("stdout: no %s", args[0])
+	}
+	if err := os.WriteFile(ts.MkAbs(args[1]), []byte(jsonText(v)), 0o666); err != nil {
+		ts.Fatalf("%v", err)
+	}
+}
+
+// json-doc: stdout holds exactly one JSON object, starting with
+// "schema_version":1 (DESIGN §9).
+func cmdJSONDoc(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: json-doc")
+	}
+	out := ts.ReadFile("stdout")
+	oneJSONDoc(ts, "stdout", out)
+	if !strings.HasPrefix(out, `{"schema_version":1,`) && out != "{\"schema_version\":1}\n" {
+		ts.Fatalf("stdout does not start with {\"schema_version\":1: %.80s", out)
+	}
+}
+
+// json-error CODE: the last command failed the --json way: stdout empty,
+// stderr exactly {"schema_version":1,"error":{"code":CODE,"message":...,"hint":...}}
+// with a non-empty message.
+func cmdJSONError(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: json-error CODE")
+	}
+	if out := ts.ReadFile("stdout"); out != "" {
+		ts.Fatalf("stdout is not empty: %q", out)
+	}
+	text := ts.ReadFile("stderr")
+	doc := oneJSONDoc(ts, "stderr", text)
+	if !strings.HasPrefix(text, `{"schema_version":1,"error":{"code":`) {
+		ts.Fatalf("stderr does not start with {\"schema_version\":1,\"error\":{\"code\":: %.80s", text)
+	}
+	if len(doc) != 2 {
+		ts.Fatalf("stderr has keys other than schema_version and error: %s", text)
+	}
+	e, ok := doc["error"].(map[string]any)
+	if !ok || len(e) != 3 {
+		ts.Fatalf("error is not {code, message, hint}: %s", text)
+	}
+	if e["code"] != args[0] {
+		ts.Fatalf("error code is %v, want %s", e["code"], args[0])
+	}
+	if m, _ := e["message"].(string); m == "" {
+		ts.Fatalf("error message is empty: %s", text)
+	}
+	if _, ok := e["hint"].(string); !ok {
+		ts.Fatalf("error hint is not a string: %s", text)
+	}
+}
+
+var _ = fmt.Sprintf
