@@ -406,8 +406,10 @@ func ParseTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("not a time: %q", s)
 }
 
-// FormatTime is the one time format orch writes.
-func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+// FormatTime is the one time format orch writes: RFC 3339 in UTC, with
+// milliseconds when there are any (claim order breaks ties by age, and tasks
+// made in a script are seconds apart at most).
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.999Z07:00") }
 
 func resolveAlias(n *yaml.Node) *yaml.Node {
 	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 8; i++ {

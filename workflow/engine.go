@@ -52,7 +52,7 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now}
 	if e.Now == nil {
-		e.Now = func() time.Time { return time.Now().UTC().Truncate(time.Second) }
+		e.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 	}
 	if err := st.Lock(); err != nil {
 		return nil, err
@@ -174,6 +174,13 @@ func (e *Engine) prepareHandMadeTask(path string, data []byte, taken func(string
 		return nil, "", err
 	}
 	if errs := out.Validate(); len(errs) > 0 {
+		// Name the line of the person's file, not of the completed copy
+		// (whose added id line shifts every line below it).
+		for _, pe := range f.Validate() {
+			if pe.Msg == errs[0].Msg {
+				return nil, "", pe
+			}
+		}
 		return nil, "", errs[0]
 	}
 	return out.Src, id, nil
@@ -238,7 +245,9 @@ func (e *Engine) Find(ref string) (*gitstore.Summary, error) {
 	}
 	switch len(matches) {
 	case 0:
-		return nil, &NotFoundError{What: "task", Ref: printable(ref), Hint: "orch list shows the tasks"}
+		// clipArg, not printable: Error() quotes with %q, which escapes
+		// control characters once (printable would escape them twice).
+		return nil, &NotFoundError{What: "task", Ref: clipArg(ref), Hint: "orch list shows the tasks"}
 	case 1:
 		return matches[0], nil
 	}
@@ -247,7 +256,15 @@ func (e *Engine) Find(ref string) (*gitstore.Summary, error) {
 		ids[i] = m.Task.ID
 	}
 	sort.Strings(ids)
-	return nil, &AmbiguousError{Prefix: printable(ref), Matches: ids}
+	return nil, &AmbiguousError{Prefix: clipArg(ref), Matches: ids}
+}
+
+// clipArg shortens a hostile argument for a message that quotes it with %q.
+func clipArg(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
 }
 
 // printable quotes control characters so that a hostile argument cannot

@@ -43,6 +43,7 @@ type taskJSON struct {
 	PRNumber       int       `json:"pr_number,omitempty"`
 	RejectionCount int       `json:"rejection_count"`
 	NoProgress     int       `json:"no_progress_count,omitempty"`
+	Attempts       int       `json:"attempts"`
 	ClaimedBy      string    `json:"claimed_by,omitempty"`
 	ClaimedAt      time.Time `json:"claimed_at,omitzero"`
 	SubmittedBy    string    `json:"submitted_by,omitempty"`
@@ -60,7 +61,7 @@ func toTaskJSON(e *workflow.Engine, s *gitstore.Summary) taskJSON {
 	t := s.Task
 	j := taskJSON{
 		ID: t.ID, Title: t.Title, Queue: string(t.Queue), Priority: t.Priority, Role: t.Role, Branch: t.Branch,
-		BaseBranch: t.BaseBranch, PRNumber: t.PRNumber, RejectionCount: t.RejectionCount, NoProgress: t.NoProgress,
+		BaseBranch: t.BaseBranch, PRNumber: t.PRNumber, RejectionCount: t.RejectionCount, NoProgress: t.NoProgress, Attempts: t.Attempts,
 		ClaimedBy: t.ClaimedBy, ClaimedAt: t.ClaimedAt, SubmittedBy: t.SubmittedBy, AssignedTo: t.AssignedTo,
 		LockedOut: t.LockedOut, DependsOn: t.DependsOn, Labels: t.Labels, Created: t.Created,
 		Path:    filepath.ToSlash(filepath.Join(gitstore.ViewDirName, s.Path)),

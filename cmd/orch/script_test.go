@@ -102,12 +102,13 @@ func repoState(ts *testscript.TestScript, dir string) map[string]string {
 
 var snapshots = map[string]map[string]string{}
 
-// repo-snapshot NAME [DIR]: remember the refs and files of the repository.
+// repo-snapshot NAME [DIR]: remember the refs and files of the repository
+// in DIR (default: the current directory).
 func cmdRepoSnapshot(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 1 || len(args) > 2 {
 		ts.Fatalf("usage: repo-snapshot NAME [DIR]")
 	}
-	dir := ts.Getenv("WORK")
+	dir := ts.MkAbs(".")
 	if len(args) == 2 {
 		dir = ts.MkAbs(args[1])
 	}
@@ -119,7 +120,7 @@ func cmdRepoUnchanged(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 1 || len(args) > 2 {
 		ts.Fatalf("usage: repo-unchanged NAME [DIR]")
 	}
-	dir := ts.Getenv("WORK")
+	dir := ts.MkAbs(".")
 	if len(args) == 2 {
 		dir = ts.MkAbs(args[1])
 	}

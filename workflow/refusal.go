@@ -1,0 +1,812 @@
+package workflow
+
+// Refusals: the Agent Rejection Protocol (protocols/agent-refusal-protocol.md)
+// as orch implements it. An agent may refuse a task only with a structured,
+// evidenced record; this file reads that record (ParseRefusal), applies the
+// protocol's validator to it (ValidateRefusal) and names the director's
+// default decision per reason (DefaultDecision). It is pure: no git, no CLI.
+//
+// The protocol's Python validator is the spec. Where its code, its docstrings
+// and its worked examples disagree, the reading that makes the worked
+// examples come out as the protocol says wins; each such choice is marked
+// "Reading:" below.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// RefusalReason is one of the protocol's five reasons for refusing a task.
+type RefusalReason string
+
+// The protocol's refusal reasons, in the protocol's order.
+const (
+	RefusalBlocker             RefusalReason = "BLOCKER"
+	RefusalScopeCreep          RefusalReason = "SCOPE_CREEP"
+	RefusalMissingDependency   RefusalReason = "MISSING_DEPENDENCY"
+	RefusalInfeasible          RefusalReason = "INFEASIBLE"
+	RefusalUnclearRequirements RefusalReason = "UNCLEAR_REQUIREMENTS"
+)
+
+var refusalReasons = []RefusalReason{
+	RefusalBlocker, RefusalScopeCreep, RefusalMissingDependency, RefusalInfeasible, RefusalUnclearRequirements,
+}
+
+// RefusalReasons lists the valid reasons in the protocol's order.
+func RefusalReasons() []RefusalReason { return slices.Clone(refusalReasons) }
+
+// Valid reports whether r is one of the five reasons (exact spelling, as the
+// protocol's RejectionReason[name] lookup).
+func (r RefusalReason) Valid() bool { return slices.Contains(refusalReasons, r) }
+
+// Evidence is one piece of evidence supporting a refusal.
+//
+// Type is the protocol's vocabulary ("error_log", "status_check",
+// "api_response", "file_analysis", "complexity_metric", "conflict",
+// "time_estimate", ...). The protocol lets Data be any JSON value (its own
+// examples use objects such as {"files_requiring_changes": 47}); ParseRefusal
+// keeps a string as it is and any other value as its compact JSON text, so
+// Data is always a string here.
+type Evidence struct {
+	Type   string `json:"type"`
+	Data   string `json:"data"`
+	Source string `json:"source,omitempty"`
+}
+
+// AlternativeTask is one task of a suggested decomposition; `orch decide
+// decompose` creates one task per entry, chained by depends_on.
+type AlternativeTask struct {
+	Title        string `json:"title"`
+	Scope        string `json:"scope,omitempty"`
+	Dependencies string `json:"dependencies,omitempty"`
+	Estimate     string `json:"estimate,omitempty"`
+}
+
+// Refusal is the protocol's record of a refused task (its TaskRejection
+// without the identity fields task_id, handoff_id, agent_id and rejected_at,
+// which orch takes from the command line, --agent and the clock).
+//
+// Reason-specific information. The protocol's record has no extra fields for
+// it: its validator reads each item from the fields below, and DESIGN §5 says
+// `orch refuse -F` takes exactly this record, so no fields are added (a new
+// field would either loosen or tighten the protocol's rules, and a record
+// written to the protocol would not carry it). Where each item lives:
+//
+//   - BLOCKER, what blocks and how it was observed: BlockingFactor, and
+//     Evidence with an item of type error_log, status_check or api_response.
+//   - SCOPE_CREEP, the original scope and the growth: TaskOriginalScope,
+//     ScopeGrowthFactor (>= 2), AlternativeTasks (>= 2, the decomposition).
+//   - MISSING_DEPENDENCY, the dependency's name: BlockingFactor, as
+//     "... depends on <task ID, decision or thing>" (see DependencyName);
+//     why it is a hard requirement: ReasonDetail, as "... required because ...".
+//   - INFEASIBLE, the conflicting constraints: ReasonDetail, which must say
+//     "conflict" (e.g. "X conflicts with Y"), with >= 2 Evidence items; the
+//     feasible reformulation: SuggestedAlternative (>= 50 characters).
+//   - UNCLEAR_REQUIREMENTS, the questions: ReasonDetail, with at least one
+//     "?"; the attempted interpretation: ReasonDetail, as "... interpreted as ...".
+type Refusal struct {
+	// ReasonType is one of the five reasons.
+	ReasonType RefusalReason `json:"reason_type"`
+	// ReasonSummary is a one-line explanation (not validated by the protocol).
+	ReasonSummary string `json:"reason_summary"`
+	// ReasonDetail is the multi-paragraph explanation; MISSING_DEPENDENCY,
+	// INFEASIBLE and UNCLEAR_REQUIREMENTS are validated against it.
+	ReasonDetail string `json:"reason_detail,omitempty"`
+	// WhatAttempted lists the concrete steps taken before refusing.
+	WhatAttempted []string `json:"what_attempted"`
+	// BlockingFactor is the specific, verifiable thing preventing completion.
+	BlockingFactor string `json:"blocking_factor"`
+	// Evidence supports the refusal.
+	Evidence []Evidence `json:"evidence,omitempty"`
+	// SuggestedAlternative is an actionable way forward (for INFEASIBLE, the
+	// feasible reformulation).
+	SuggestedAlternative string `json:"suggested_alternative"`
+	// AlternativeTasks is a suggested decomposition.
+	AlternativeTasks []AlternativeTask `json:"alternative_tasks,omitempty"`
+	// TaskOriginalScope is the scope the task started with (SCOPE_CREEP).
+	TaskOriginalScope string `json:"task_original_scope,omitempty"`
+	// ScopeGrowthFactor quantifies the scope increase (SCOPE_CREEP); 0 means
+	// not given.
+	ScopeGrowthFactor float64 `json:"scope_growth_factor,omitempty"`
+}
+
+// MaxRefusalBytes bounds the record ParseRefusal accepts, so that parsing
+// takes bounded time and the record fits in the event log it is copied to.
+const MaxRefusalBytes = 256 << 10
+
+// RefusalParseError is why a refusal record could not be read. Line and
+// Column (1-based, columns counted in characters) are 0 when the problem is
+// not at one place.
+type RefusalParseError struct {
+	Line, Column int
+	Msg          string
+}
+
+func (e *RefusalParseError) Error() string {
+	if e.Line == 0 {
+		return e.Msg
+	}
+	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Msg)
+}
+
+// The JSON fields of the record, in the protocol's order. They must match
+// the struct tags above (refusal_test.go checks).
+var (
+	refusalFields         = []string{"reason_type", "reason_summary", "reason_detail", "what_attempted", "blocking_factor", "evidence", "suggested_alternative", "alternative_tasks", "task_original_scope", "scope_growth_factor"}
+	refusalEvidenceFields = []string{"type", "data", "source"}
+	refusalAltTaskFields  = []string{"title", "scope", "dependencies", "estimate"}
+)
+
+// ParseRefusal reads the protocol's JSON record strictly: one JSON object;
+// unknown or duplicate fields (names match exactly, not case-insensitively),
+// values of the wrong type, malformed JSON and data after the object are
+// errors of type *RefusalParseError naming the line and column. A null value
+// counts as the field being absent. Evidence data may be any JSON value (see
+// Evidence). Records over MaxRefusalBytes are refused unread.
+func ParseRefusal(data []byte) (*Refusal, error) {
+	if len(data) > MaxRefusalBytes {
+		return nil, &RefusalParseError{Msg: fmt.Sprintf("the refusal record is %d bytes; the limit is %d bytes (%d KiB): shorten it, e.g. quote only the relevant lines of logs", len(data), MaxRefusalBytes, MaxRefusalBytes>>10)}
+	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &RefusalParseError{Msg: "the refusal record is empty; expected a JSON object"}
+	}
+	p := &refusalParser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	p.dec.UseNumber()
+	tok, off, err := p.next()
+	if err != nil {
+		return nil, err
+	}
+	if tok != json.Delim('{') {
+		return nil, p.errAt(off, "the refusal record must be a JSON object, not %s", refusalKind(tok))
+	}
+	r := &Refusal{}
+	err = p.object("the refusal record", refusalFields, func(key string) error {
+		var err error
+		switch key {
+		case "reason_type":
+			var s string
+			s, err = p.str(key)
+			r.ReasonType = RefusalReason(s)
+		case "reason_summary":
+			r.ReasonSummary, err = p.str(key)
+		case "reason_detail":
+			r.ReasonDetail, err = p.str(key)
+		case "what_attempted":
+			r.WhatAttempted, err = p.strArray(key)
+		case "blocking_factor":
+			r.BlockingFactor, err = p.str(key)
+		case "evidence":
+			r.Evidence, err = p.evidence(key)
+		case "suggested_alternative":
+			r.SuggestedAlternative, err = p.str(key)
+		case "alternative_tasks":
+			r.AlternativeTasks, err = p.altTasks(key)
+		case "task_original_scope":
+			r.TaskOriginalScope, err = p.str(key)
+		case "scope_growth_factor":
+			r.ScopeGrowthFactor, err = p.number(key)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	off = p.valueStart()
+	if _, err := p.dec.Token(); err != io.EOF {
+		return nil, p.errAt(off, "unexpected data after the refusal record; expected one JSON object")
+	}
+	return r, nil
+}
+
+// refusalParser walks the JSON tokens of a record, so that every error can
+// say where it is and which field it concerns.
+type refusalParser struct {
+	data []byte
+	dec  *json.Decoder
+}
+
+// valueStart is the offset of the next token: past the whitespace, ':' and
+// ',' that the decoder has not consumed yet.
+func (p *refusalParser) valueStart() int64 {
+	off := p.dec.InputOffset()
+	for off < int64(len(p.data)) {
+		switch p.data[off] {
+		case ' ', '\t', '\r', '\n', ':', ',':
+			off++
+			continue
+		}
+		break
+	}
+	return off
+}
+
+func (p *refusalParser) errAt(off int64, format string, args ...any) error {
+	off = min(max(off, 0), int64(len(p.data)))
+	before := p.data[:off]
+	line := 1 + bytes.Count(before, []byte("\n"))
+	col := 1 + utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:])
+	return &RefusalParseError{Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// next reads one token and the offset where it starts.
+func (p *refusalParser) next() (json.Token, int64, error) {
+	off := p.valueStart()
+	tok, err := p.dec.Token()
+	if err == nil {
+		return tok, off, nil
+	}
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		// The decoder's offset can point a few bytes early (inside a
+		// literal); the whole-input scanner's is exact: one past the
+		// offending byte. Both stop at the same first error.
+		var raw json.RawMessage
+		if verr := json.Unmarshal(p.data, &raw); errors.As(verr, &se) {
+			return nil, off, p.errAt(se.Offset-1, "malformed JSON: %s", se.Error())
+		}
+		return nil, off, p.errAt(max(se.Offset, off), "malformed JSON: %s", se.Error())
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return nil, off, p.errAt(int64(len(p.data)), "malformed JSON: unexpected end of input (an unclosed string, array or object)")
+	default:
+		return nil, off, p.errAt(off, "malformed JSON: %s", err.Error())
+	}
+}
+
+// object reads the members of an object whose '{' has been read, calling
+// field for each known key to read its value.
+func (p *refusalParser) object(where string, known []string, field func(key string) error) error {
+	seen := make(map[string]bool)
+	for {
+		tok, off, err := p.next()
+		if err != nil {
+			return err
+		}
+		if tok == json.Delim('}') {
+			return nil
+		}
+		key, ok := tok.(string)
+		if !ok { // the decoder only returns strings in key position
+			return p.errAt(off, "malformed JSON: expected a field name in %s", where)
+		}
+		if !slices.Contains(known, key) {
+			return p.errAt(off, "unknown field %q in %s; the known fields are %s", refusalClip(key, 60), where, strings.Join(known, ", "))
+		}
+		if seen[key] {
+			return p.errAt(off, "duplicate field %q in %s", key, where)
+		}
+		seen[key] = true
+		if err := field(key); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *refusalParser) typeErr(off int64, name, want string, tok json.Token) error {
+	return p.errAt(off, "%s must be %s, not %s", name, want, refusalKind(tok))
+}
+
+// str reads a string field; null is "".
+func (p *refusalParser) str(name string) (string, error) {
+	tok, off, err := p.next()
+	if err != nil {
+		return "", err
+	}
+	switch v := tok.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	}
+	return "", p.typeErr(off, name, "a string", tok)
+}
+
+// number reads a number field; null is 0.
+func (p *refusalParser) number(name string) (float64, error) {
+	tok, off, err := p.next()
+	if err != nil {
+		return 0, err
+	}
+	switch v := tok.(type) {
+	case nil:
+		return 0, nil
+	case json.Number:
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil {
+			return 0, p.errAt(off, "%s is out of range: %s", name, refusalClip(string(v), 40))
+		}
+		return f, nil
+	}
+	return 0, p.typeErr(off, name, "a number", tok)
+}
+
+// array reads an array field (null is no elements), calling elem for each
+// element token.
+func (p *refusalParser) array(name, want string, elem func(i int, tok json.Token, off int64) error) error {
+	tok, off, err := p.next()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		return nil
+	}
+	if tok != json.Delim('[') {
+		return p.typeErr(off, name, want, tok)
+	}
+	for i := 0; ; i++ {
+		tok, off, err := p.next()
+		if err != nil {
+			return err
+		}
+		if tok == json.Delim(']') {
+			return nil
+		}
+		if err := elem(i, tok, off); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *refusalParser) strArray(name string) ([]string, error) {
+	var out []string
+	err := p.array(name, "an array of strings", func(i int, tok json.Token, off int64) error {
+		s, ok := tok.(string)
+		if !ok {
+			return p.typeErr(off, fmt.Sprintf("%s[%d]", name, i), "a string", tok)
+		}
+		out = append(out, s)
+		return nil
+	})
+	return out, err
+}
+
+func (p *refusalParser) evidence(name string) ([]Evidence, error) {
+	var out []Evidence
+	err := p.array(name, "an array of objects", func(i int, tok json.Token, off int64) error {
+		where := fmt.Sprintf("%s[%d]", name, i)
+		if tok != json.Delim('{') {
+			return p.typeErr(off, where, "an object", tok)
+		}
+		var ev Evidence
+		err := p.object(where, refusalEvidenceFields, func(key string) error {
+			var err error
+			switch key {
+			case "type":
+				ev.Type, err = p.str(where + ".type")
+			case "data":
+				ev.Data, err = p.anyData()
+			case "source":
+				ev.Source, err = p.str(where + ".source")
+			}
+			return err
+		})
+		out = append(out, ev)
+		return err
+	})
+	return out, err
+}
+
+// anyData reads any JSON value: a string as it is, null as "", anything else
+// as its compact JSON text.
+func (p *refusalParser) anyData() (string, error) {
+	tok, off, err := p.next()
+	if err != nil {
+		return "", err
+	}
+	switch v := tok.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	case json.Number:
+		return v.String(), nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	}
+	for depth := 1; depth > 0; { // an object or array: skip to its end
+		tok, _, err := p.next()
+		if err != nil {
+			return "", err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, p.data[off:p.dec.InputOffset()]); err != nil {
+		return "", p.errAt(off, "malformed JSON: %s", err.Error())
+	}
+	return refusalValidUTF8(buf.String()), nil
+}
+
+func (p *refusalParser) altTasks(name string) ([]AlternativeTask, error) {
+	var out []AlternativeTask
+	err := p.array(name, "an array of objects", func(i int, tok json.Token, off int64) error {
+		where := fmt.Sprintf("%s[%d]", name, i)
+		if tok != json.Delim('{') {
+			return p.typeErr(off, where, "an object", tok)
+		}
+		var t AlternativeTask
+		err := p.object(where, refusalAltTaskFields, func(key string) error {
+			var err error
+			switch key {
+			case "title":
+				t.Title, err = p.str(where + ".title")
+			case "scope":
+				t.Scope, err = p.str(where + ".scope")
+			case "dependencies":
+				t.Dependencies, err = p.str(where + ".dependencies")
+			case "estimate":
+				t.Estimate, err = p.str(where + ".estimate")
+			}
+			return err
+		})
+		out = append(out, t)
+		return err
+	})
+	return out, err
+}
+
+func refusalKind(tok json.Token) string {
+	switch v := tok.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case json.Number, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case json.Delim:
+		if v == '[' {
+			return "an array"
+		}
+		return "an object"
+	}
+	return fmt.Sprintf("%T", tok)
+}
+
+// refusalValidUTF8 replaces each invalid byte by U+FFFD, as encoding/json
+// does when it decodes a string, so that raw evidence data round-trips.
+func refusalValidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// refusalClip shortens s to at most n characters for a message.
+func refusalClip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "..."
+}
+
+// The validator's messages, in the protocol's exact wording where it has
+// them (RejectionValidator in agent-refusal-protocol.md).
+const (
+	refusalMsgNoRecord = "No refusal record was given."
+
+	refusalMsgFewAttempts   = "Insufficient effort demonstrated. Must document at least 2 concrete attempts."
+	refusalMsgVagueAttempts = "Attempts are too vague. At least 1 must be concrete and specific."
+
+	refusalMsgNoReason = "Must specify reason_type: one of BLOCKER, SCOPE_CREEP, MISSING_DEPENDENCY, INFEASIBLE, UNCLEAR_REQUIREMENTS."
+	// refusalMsgBadReason takes the (quoted) reason given.
+	refusalMsgBadReason = "Unknown reason_type %s. It must be one of BLOCKER, SCOPE_CREEP, MISSING_DEPENDENCY, INFEASIBLE, UNCLEAR_REQUIREMENTS."
+
+	refusalMsgBlockerNoEvidence       = "BLOCKER rejection requires evidence (error logs, status checks, etc.)"
+	refusalMsgBlockerEvidenceConcrete = "BLOCKER evidence must include error logs or status checks."
+
+	refusalMsgScopeNoOriginal       = "SCOPE_CREEP requires documenting original scope."
+	refusalMsgScopeGrowth           = "SCOPE_CREEP requires demonstrating at least 2x complexity increase. Provide scope_growth_factor with evidence."
+	refusalMsgScopeDecomposition    = "SCOPE_CREEP requires suggesting task decomposition (at least 2 sub-tasks)."
+	refusalMsgDependencyUnnamed     = "MISSING_DEPENDENCY must identify specific dependency (task ID or decision ID)."
+	refusalMsgDependencyWhy         = "MISSING_DEPENDENCY should explain why dependency is a hard requirement."
+	refusalMsgInfeasibleEvidence    = "INFEASIBLE has highest burden of proof. Must provide at least 2 pieces of evidence demonstrating logical impossibility."
+	refusalMsgInfeasibleConflict    = "INFEASIBLE must cite conflicting constraints that make task impossible."
+	refusalMsgInfeasibleReformulate = "INFEASIBLE must suggest detailed reformulation that IS feasible."
+	refusalMsgUnclearQuestions      = "UNCLEAR_REQUIREMENTS must list specific questions that need answers."
+	refusalMsgUnclearInterpretation = "UNCLEAR_REQUIREMENTS should document attempted interpretations."
+
+	refusalMsgNoBlockingFactor    = "Must specify blocking_factor."
+	refusalMsgShortBlockingFactor = "Blocking factor is too vague. Be specific."
+	refusalMsgVagueBlockingFactor = "Blocking factor contains vague language. Must be concrete and measurable."
+
+	refusalMsgNoAlternative      = "Must provide suggested_alternative."
+	refusalMsgShortAlternative   = "Suggested alternative is too vague. Provide specific actionable steps."
+	refusalMsgGenericAlternative = "Suggestion is too generic. Provide concrete actionable steps or task breakdown."
+)
+
+// The validator's thresholds.
+const (
+	refusalMinAttempts           = 2
+	refusalMinBlockingFactor     = 15 // characters
+	refusalMinAlternative        = 20 // characters
+	refusalMinReformulation      = 50 // characters, INFEASIBLE
+	refusalMinGrowthFactor       = 2.0
+	refusalMinAlternativeTasks   = 2 // SCOPE_CREEP
+	refusalMinInfeasibleEvidence = 2
+)
+
+// The protocol's word lists. Matching is as the protocol's: a
+// case-insensitive substring test (after collapsing runs of white space,
+// so that a line break or a double space does not hide a phrase).
+var (
+	// An attempt containing one of these is vague, not concrete.
+	refusalLazyAttempts = []string{"tried to", "looked at", "checked", "considered"}
+	// A blocking factor containing one of these is vague. This is the
+	// validator's list as it stands; DESIGN's and the brief's paraphrases
+	// ("hard", "difficult") are not in it, and "too hard" is.
+	refusalVagueBlockers = []string{"too complex", "too hard", "not sure", "unclear", "confusing"}
+	// An alternative containing one of these is generic unless it comes
+	// with a task breakdown. The validator's list, plus "ask someone else"
+	// (the summary's own example of a non-actionable alternative, and the
+	// phrase the lazy worked example must be flagged for: without it that
+	// example's fourth issue could not arise) and "try again later" (named
+	// by the issue orch implements).
+	refusalGenericAlternatives = []string{"ask the user", "get more context", "clarify requirements", "break into smaller tasks", "ask someone else", "try again later"}
+	// BLOCKER evidence must include one of these types.
+	refusalConcreteEvidence = []string{"error_log", "status_check", "api_response"}
+)
+
+// ValidateRefusal applies the protocol's rules and returns every failed
+// rule, each a complete sentence, in a stable order: effort, the reason's own
+// rules, blocking factor, alternative (the order of the protocol's lazy
+// worked example). Empty means valid.
+//
+// Counting and measuring: lengths are in characters after trimming white
+// space at both ends; a blank attempt is not an attempt, an evidence item
+// with blank data is not evidence, and an alternative task without a title
+// is not a task (the protocol counts list entries; blank ones would satisfy
+// its counts with nothing).
+func ValidateRefusal(r *Refusal) []string {
+	if r == nil {
+		return []string{refusalMsgNoRecord}
+	}
+	var issues []string
+	issues = append(issues, refusalEffortIssues(r)...)
+	issues = append(issues, refusalReasonIssues(r)...)
+	issues = append(issues, refusalBlockingFactorIssues(r)...)
+	issues = append(issues, refusalAlternativeIssues(r)...)
+	return issues
+}
+
+// refusalEffortIssues: at least 2 attempts, at least 1 of them concrete.
+// The two rules are independent, as in the protocol: no attempts at all
+// fails both.
+func refusalEffortIssues(r *Refusal) []string {
+	var issues []string
+	attempts, concrete := 0, 0
+	for _, a := range r.WhatAttempted {
+		if strings.TrimSpace(a) == "" {
+			continue
+		}
+		attempts++
+		if !refusalContainsAny(a, refusalLazyAttempts) {
+			concrete++
+		}
+	}
+	if attempts < refusalMinAttempts {
+		issues = append(issues, refusalMsgFewAttempts)
+	}
+	if concrete < 1 {
+		issues = append(issues, refusalMsgVagueAttempts)
+	}
+	return issues
+}
+
+func refusalReasonIssues(r *Refusal) []string {
+	var issues []string
+	add := func(fail bool, msg string) {
+		if fail {
+			issues = append(issues, msg)
+		}
+	}
+	detail := refusalFold(r.ReasonDetail)
+	switch r.ReasonType {
+	case "":
+		add(true, refusalMsgNoReason)
+	case RefusalBlocker:
+		// Reading: the protocol's code adds both messages when there is no
+		// evidence at all, but its lazy worked example (no evidence) lists
+		// only the first; so the second applies only when there is
+		// evidence, none of it of a concrete type.
+		if refusalEvidenceCount(r) == 0 {
+			add(true, refusalMsgBlockerNoEvidence)
+		} else {
+			concrete := false
+			for _, ev := range r.Evidence {
+				if strings.TrimSpace(ev.Data) != "" && slices.Contains(refusalConcreteEvidence, ev.Type) {
+					concrete = true
+				}
+			}
+			add(!concrete, refusalMsgBlockerEvidenceConcrete)
+		}
+	case RefusalScopeCreep:
+		add(strings.TrimSpace(r.TaskOriginalScope) == "", refusalMsgScopeNoOriginal)
+		add(!(r.ScopeGrowthFactor >= refusalMinGrowthFactor), refusalMsgScopeGrowth)
+		add(refusalAltTaskCount(r) < refusalMinAlternativeTasks, refusalMsgScopeDecomposition)
+	case RefusalMissingDependency:
+		add(r.DependencyName() == "", refusalMsgDependencyUnnamed)
+		add(!strings.Contains(detail, "required because"), refusalMsgDependencyWhy)
+	case RefusalInfeasible:
+		add(refusalEvidenceCount(r) < refusalMinInfeasibleEvidence, refusalMsgInfeasibleEvidence)
+		add(!strings.Contains(detail, "conflict"), refusalMsgInfeasibleConflict)
+		add(refusalLen(r.SuggestedAlternative) < refusalMinReformulation, refusalMsgInfeasibleReformulate)
+	case RefusalUnclearRequirements:
+		add(!strings.Contains(r.ReasonDetail, "?"), refusalMsgUnclearQuestions)
+		add(!strings.Contains(detail, "interpreted as"), refusalMsgUnclearInterpretation)
+	default:
+		add(true, fmt.Sprintf(refusalMsgBadReason, strconv.Quote(refusalClip(string(r.ReasonType), 40))))
+	}
+	return issues
+}
+
+// refusalBlockingFactorIssues: present, at least 15 characters, no vague
+// language. Reading: the protocol's code reports "too vague" for any factor
+// under 15 characters and "vague language" for a vague phrase, both at once;
+// its lazy worked example ("It's confusing", 14 characters) lists only the
+// vague-language issue. So a factor reports one issue: missing, else vague
+// language, else too short.
+func refusalBlockingFactorIssues(r *Refusal) []string {
+	switch {
+	case strings.TrimSpace(r.BlockingFactor) == "":
+		return []string{refusalMsgNoBlockingFactor}
+	case refusalContainsAny(r.BlockingFactor, refusalVagueBlockers):
+		return []string{refusalMsgVagueBlockingFactor}
+	case refusalLen(r.BlockingFactor) < refusalMinBlockingFactor:
+		return []string{refusalMsgShortBlockingFactor}
+	}
+	return nil
+}
+
+// refusalAlternativeIssues: present, at least 20 characters, and not a
+// generic phrase unless it comes with a task breakdown. As in the protocol,
+// the length rule and the generic rule are independent.
+//
+// Reading: the protocol lists "break into smaller tasks" as generic but then
+// exempts any suggestion containing "break into", which would make that
+// phrase never count, although its own docstring marks "Break into smaller
+// tasks" as vague. The exemption is kept for a breakdown spelled out in the
+// text ("... then break into: (1) ..., (2) ..."), not for the bare generic
+// phrase: a suggestion is exempt when it has alternative tasks or says
+// "break into" somewhere other than in "break into smaller tasks".
+func refusalAlternativeIssues(r *Refusal) []string {
+	var issues []string
+	switch {
+	case strings.TrimSpace(r.SuggestedAlternative) == "":
+		issues = append(issues, refusalMsgNoAlternative)
+	case refusalLen(r.SuggestedAlternative) < refusalMinAlternative:
+		issues = append(issues, refusalMsgShortAlternative)
+	}
+	if refusalContainsAny(r.SuggestedAlternative, refusalGenericAlternatives) {
+		spelledOut := strings.Contains(strings.ReplaceAll(refusalFold(r.SuggestedAlternative), "break into smaller tasks", ""), "break into")
+		if refusalAltTaskCount(r) == 0 && !spelledOut {
+			issues = append(issues, refusalMsgGenericAlternative)
+		}
+	}
+	return issues
+}
+
+// DependencyName is what a refusal's blocking factor names after "depends
+// on" (case-insensitive; the first occurrence followed by a name), with
+// surrounding white space and final punctuation trimmed; "" when it names
+// nothing. It is the MISSING_DEPENDENCY rule's test for "names the
+// dependency" and what `orch decide` looks up (a task ID) or turns into a
+// new dependency task.
+//
+// Reading: the protocol only tests that the factor contains "depends on";
+// "names the dependency" also needs something after it, so "X depends on"
+// alone does not count.
+func (r *Refusal) DependencyName() string {
+	s := strings.Join(strings.Fields(r.BlockingFactor), " ")
+	const phrase = "depends on"
+	lower := refusalASCIILower(s) // same byte offsets as s
+	for from := 0; ; {
+		i := strings.Index(lower[from:], phrase)
+		if i < 0 {
+			return ""
+		}
+		from += i + len(phrase)
+		name := strings.TrimSpace(s[from:])
+		for _, end := range []string{". ", "; ", "! ", "? "} { // up to the end of the sentence
+			if j := strings.Index(name+" ", end); j >= 0 {
+				name = name[:j]
+			}
+		}
+		name = strings.TrimRightFunc(name, func(c rune) bool {
+			return unicode.IsSpace(c) || strings.ContainsRune(".,;:!", c)
+		})
+		if strings.IndexFunc(name, func(c rune) bool { return unicode.IsLetter(c) || unicode.IsDigit(c) }) >= 0 {
+			return name
+		}
+	}
+}
+
+// DefaultDecision is the protocol's default director decision for a valid
+// refusal with this reason, as an `orch decide` verb: "defer" for BLOCKER
+// (behind a blocker-resolution task), MISSING_DEPENDENCY (behind the named
+// or a new dependency task) and UNCLEAR_REQUIREMENTS (behind a clarification
+// task); "decompose" for SCOPE_CREEP; "reformulate" for INFEASIBLE. An
+// unknown reason has no default: "".
+func DefaultDecision(reason RefusalReason) string {
+	switch reason {
+	case RefusalBlocker, RefusalMissingDependency, RefusalUnclearRequirements:
+		return "defer"
+	case RefusalScopeCreep:
+		return "decompose"
+	case RefusalInfeasible:
+		return "reformulate"
+	}
+	return ""
+}
+
+// refusalFold lower-cases s and collapses runs of white space to one space,
+// for the protocol's phrase tests.
+func refusalFold(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+
+func refusalContainsAny(s string, phrases []string) bool {
+	f := refusalFold(s)
+	for _, p := range phrases {
+		if strings.Contains(f, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusalLen is s's length in characters, white space at both ends aside.
+func refusalLen(s string) int { return utf8.RuneCountInString(strings.TrimSpace(s)) }
+
+func refusalEvidenceCount(r *Refusal) int {
+	n := 0
+	for _, ev := range r.Evidence {
+		if strings.TrimSpace(ev.Data) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func refusalAltTaskCount(r *Refusal) int {
+	n := 0
+	for _, t := range r.AlternativeTasks {
+		if strings.TrimSpace(t.Title) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func refusalASCIILower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
