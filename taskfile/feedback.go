@@ -61,14 +61,16 @@ type Source struct {
 	Issues []Issue   `json:"issues,omitempty"`
 }
 
-// Round is one "## Review Feedback (rejection #N)" section.
+// Round is one "## Review Feedback (rejection #N)" section, or, for a review
+// that approved the work, one "## Review (round N)" section.
 type Round struct {
-	Number  int      `json:"round"`
-	Verdict string   `json:"verdict,omitempty"`
-	Sources []Source `json:"sources"`
-	Line    int      `json:"line"`
-	start   int
-	end     int
+	Number   int      `json:"round"`
+	Verdict  string   `json:"verdict,omitempty"`
+	Approval bool     `json:"approval,omitempty"`
+	Sources  []Source `json:"sources"`
+	Line     int      `json:"line"`
+	start    int
+	end      int
 }
 
 // Blocking reports whether a severity blocks approval.
@@ -90,7 +92,7 @@ func ValidSeverity(s string) bool {
 }
 
 var (
-	roundRE    = regexp.MustCompile(`^Review Feedback \(rejection #(\d+)\)\s*$`)
+	roundRE    = regexp.MustCompile(`^(?:Review Feedback \(rejection #(\d+)\)|Review \(round (\d+)\))\s*$`)
 	sourceRE   = regexp.MustCompile(`^From (.+?)(?: \((\S+)\))?\s*$`)
 	issueRE    = regexp.MustCompile("^- \\[( |x|X)\\] \\*\\*(R\\d+\\.\\d+)\\*\\*\\s+([A-Za-z]+)(?:\\s+`([^`]*)`)?(?:\\s*(?:—|--|-)\\s*(.*))?\\s*$")
 	responseRE = regexp.MustCompile(`^\s+- Response: ([A-Za-z]+)(?: \(([0-9a-fA-F]{4,40})\))?(?:\s*(?:—|--|-)\s*(.*))?\s*$`)
@@ -109,8 +111,8 @@ func (f *File) FeedbackRounds() []Round {
 		if m == nil {
 			continue
 		}
-		n, _ := strconv.Atoi(m[1])
-		r := Round{Number: n, Line: s.StartLine, start: s.Start, end: s.End}
+		n, _ := strconv.Atoi(m[1] + m[2])
+		r := Round{Number: n, Line: s.StartLine, Approval: m[2] != "", start: s.Start, end: s.End}
 		for _, sub := range secs[i+1:] {
 			if sub.Start >= s.End {
 				break
@@ -283,7 +285,11 @@ func demoteHeadings(t string) string {
 // RenderRound writes a whole round.
 func RenderRound(r Round) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Review Feedback (rejection #%d)\n\n", r.Number)
+	if r.Approval {
+		fmt.Fprintf(&b, "## Review (round %d)\n\n", r.Number)
+	} else {
+		fmt.Fprintf(&b, "## Review Feedback (rejection #%d)\n\n", r.Number)
+	}
 	if r.Verdict != "" {
 		b.WriteString("Verdict: " + r.Verdict + "\n\n")
 	}

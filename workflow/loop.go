@@ -904,11 +904,32 @@ func (e *Engine) Inbox() ([]InboxItem, error) {
 			}
 			out = append(out, item)
 		case taskfile.Blocked:
+			if e.refusalDecided(s) {
+				continue
+			}
 			out = append(out, InboxItem{Task: s.Task.ID, Title: s.Task.Title, Queue: string(s.Task.Queue), Reason: "refused", Summary: "refused by the agent; decide with orch decide " + s.Task.ID})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
 	return out, nil
+}
+
+// refusalDecided reports whether the newest note at the top of a blocked
+// task is a decision (accept) rather than the refusal itself.
+func (e *Engine) refusalDecided(s *gitstore.Summary) bool {
+	t, err := e.Load(s)
+	if err != nil {
+		return false
+	}
+	for _, sec := range t.File.Sections() {
+		switch {
+		case strings.HasPrefix(sec.Title, "Decision ("):
+			return true
+		case strings.HasPrefix(sec.Title, "Refusal ("):
+			return false
+		}
+	}
+	return false
 }
 
 func parseMessage(data []byte) (reason, summary string, created time.Time) {

@@ -140,6 +140,32 @@ func (e *Engine) New(nt NewTask) (*Result, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
+	f, err := e.renderTask(nt, nil)
+	if err != nil {
+		return nil, err
+	}
+	id, title, prio := f.Task.ID, f.Task.Title, f.Task.Priority
+	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		ev, err := e.eventChange(snap, Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: "new", To: string(taskfile.Incoming), Actor: e.Actor,
+			Data: map[string]any{"title": title, "priority": prio}})
+		if err != nil {
+			return nil, err
+		}
+		return &gitstore.CommitRequest{
+			Changes: []gitstore.Change{{Path: f.Path, Data: f.Src}, ev},
+			Message: commitMessage(id, "new", "", taskfile.Incoming, e.Actor, "New task: "+title),
+			Author:  e.Signature(),
+		}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Task: e.Store.Summary(f.Path), Commit: h, To: taskfile.Incoming}, nil
+}
+
+// renderTask validates a new task and renders its file (Path is the path on
+// the state branch). taken lists IDs minted earlier in the same commit.
+func (e *Engine) renderTask(nt NewTask, taken map[string]bool) (*taskfile.File, error) {
 	title := oneLine(nt.Title)
 	if title == "" {
 		return nil, &UsageError{Msg: "a task needs a title", Hint: `orch new "Fix the login redirect"`}
@@ -166,6 +192,10 @@ func (e *Engine) New(nt NewTask) (*Result, error) {
 	}
 	var deps []string
 	for _, d := range nt.DependsOn {
+		if taken[d] {
+			deps = append(deps, d)
+			continue
+		}
 		s, err := e.Find(d)
 		if err != nil {
 			return nil, err
@@ -175,7 +205,7 @@ func (e *Engine) New(nt NewTask) (*Result, error) {
 	if strings.ContainsRune(nt.Body, 0) {
 		return nil, &UsageError{Msg: "the body contains a NUL byte"}
 	}
-	id := e.NewID(nil)
+	id := e.NewID(func(id string) bool { return taken[id] })
 	p := gitstore.TasksDir + "/" + id + "-" + taskfile.Slug(title) + ".md"
 	fields := []taskfile.Edit{
 		taskfile.Set(taskfile.KeyID, taskfile.String(id)),
@@ -203,22 +233,7 @@ func (e *Engine) New(nt NewTask) (*Result, error) {
 	if errs := f.Validate(); len(errs) > 0 {
 		return nil, &InvalidFileError{Problems: errs}
 	}
-	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
-		ev, err := e.eventChange(snap, Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: "new", To: string(taskfile.Incoming), Actor: e.Actor,
-			Data: map[string]any{"title": title, "priority": prio}})
-		if err != nil {
-			return nil, err
-		}
-		return &gitstore.CommitRequest{
-			Changes: []gitstore.Change{{Path: p, Data: f.Src}, ev},
-			Message: commitMessage(id, "new", "", taskfile.Incoming, e.Actor, "New task: "+title),
-			Author:  e.Signature(),
-		}, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Task: e.Store.Summary(p), Commit: h, To: taskfile.Incoming}, nil
+	return f, nil
 }
 
 // ListFilter selects tasks for List.

@@ -63,6 +63,7 @@ func classify(err error) classified {
 		refLocked *gitstore.ErrRefLocked
 		lockTime  *gitstore.ErrLockTimeout
 		missing   *gitstore.ErrObjectMissing
+		refusal   *workflow.InvalidRefusalError
 	)
 	switch {
 	case errors.As(err, &usage):
@@ -73,6 +74,8 @@ func classify(err error) classified {
 		return classified{exitNotFound, "not_found", notFound.Error(), notFound.Hint}
 	case errors.As(err, &nothing):
 		return classified{exitNotFound, "nothing_to_claim", nothing.Error(), "orch list --ready shows what is ready; orch list shows every task"}
+	case errors.As(err, &refusal):
+		return classified{exitRefused, "invalid_refusal", refusal.Error(), "fix every point and refuse again, or keep working on the task (it is still claimed by you); orch refuse --help lists the rules"}
 	case errors.As(err, &illegal):
 		hint := "orch show " + illegal.Task + " shows the task"
 		if len(illegal.Legal) > 0 {
@@ -82,7 +85,13 @@ func classify(err error) classified {
 	case errors.As(err, &rule):
 		return classified{exitRefused, "refused", rule.Msg, rule.Hint}
 	case errors.As(err, &checked):
-		return classified{exitRefused, "state_branch_checked_out", checked.Error(), "switch those worktrees to another branch (git switch -), then run the command again"}
+		// "git switch -" fails in a worktree created on the branch (no
+		// previous branch), so name a command that always works.
+		var fixes []string
+		for _, wt := range checked.Worktrees {
+			fixes = append(fixes, fmt.Sprintf("git -C %q switch --detach", wt))
+		}
+		return classified{exitRefused, "state_branch_checked_out", checked.Error(), "move those worktrees off the branch (" + strings.Join(fixes, "; ") + ", or git worktree remove them), then run the command again"}
 	case errors.As(err, &conflict):
 		return classified{exitConflict, "conflict", conflict.Msg, conflict.Hint}
 	case errors.As(err, &refLocked):

@@ -38,6 +38,7 @@ type globalOptions struct {
 
 // Main runs orch with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	defer startProfile()()
 	s := &streams{In: stdin, Out: stdout, Err: stderr}
 	if f, ok := stdin.(*os.File); ok {
 		s.InTTY = isTerminal(f)
@@ -58,6 +59,18 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := root.Execute()
 	if err == nil {
 		return 0
+	}
+	if !g.JSON {
+		// A flag error stops parsing before --json is seen; the caller
+		// still asked for the JSON envelope.
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if a == "--json" || a == "--json=true" {
+				g.JSON = true
+			}
+		}
 	}
 	return reportError(g, err)
 }
@@ -117,6 +130,11 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		newArchiveCmd(g),
 		newInboxCmd(g),
 		newPromptCmd(g),
+		newReviewCmd(g),
+		newRespondCmd(g),
+		newRefuseCmd(g),
+		newDecideCmd(g),
+		newStatsCmd(g),
 	)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {

@@ -61,11 +61,12 @@ func runShow(o *showOptions, ref string) error {
 }
 
 type showDoc struct {
-	Task     taskJSON      `json:"task"`
-	Blocking []string      `json:"waiting_for,omitempty"`
-	Sections []sectionJSON `json:"sections"`
-	Body     string        `json:"body"`
-	Content  string        `json:"content"`
+	Task     taskJSON         `json:"task"`
+	Blocking []string         `json:"waiting_for,omitempty"`
+	Rounds   []taskfile.Round `json:"rounds"`
+	Sections []sectionJSON    `json:"sections"`
+	Body     string           `json:"body"`
+	Content  string           `json:"content"`
 }
 
 func showJSON(e *workflow.Engine, t *workflow.Task) showDoc {
@@ -73,11 +74,13 @@ func showJSON(e *workflow.Engine, t *workflow.Task) showDoc {
 	if ok, pending := e.DepsDone(&t.Summary.Task); !ok {
 		d.Blocking = pending
 	}
+	d.Rounds = t.File.FeedbackRounds()
+	if d.Rounds == nil {
+		d.Rounds = []taskfile.Round{}
+	}
 	d.Sections = []sectionJSON{}
 	for _, sec := range t.File.Sections() {
 		d.Sections = append(d.Sections, sectionJSON{Level: sec.Level, Title: sec.Title, Line: sec.StartLine})
 	}
 	return d
 }
-
-var _ = taskfile.Incoming

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+type respondOptions struct {
+	g      *globalOptions
+	Text   string
+	Commit string
+}
+
+func newRespondCmd(g *globalOptions) *cobra.Command {
+	o := &respondOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "respond [ID] ISSUE fixed|deferred|rejected -m TEXT [--commit SHA]",
+		Short: "Answer a review issue (written under the issue in the task)",
+		Long: `Answer one review issue while the task is claimed by you. The response is
+written under the issue as "- Response: FIXED (sha) — text".
+Blocking issues (CRITICAL, HIGH, BLOCKING) may not be deferred; rejecting an
+issue needs a justification. orch submit is refused while a blocking issue of
+the newest review has no response. Inside the task's worktree the ID may be
+omitted.`,
+		Example: `  orch respond T-4k9x2m R1.1 fixed -m "fork start uses snapResult" --commit 3f2a9c1
+  orch respond R1.2 deferred -m "tracked as T-7hd3kq"
+  orch respond T-4k9x2m R2.1 rejected -m "the input is a constant, never user data"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 || len(args) > 3 {
+				return exactArgs(3, "respond [ID] ISSUE fixed|deferred|rejected -m TEXT [--commit SHA]")(cmd, args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				return runRespond(o, "", args[0], args[1])
+			}
+			return runRespond(o, args[0], args[1], args[2])
+		},
+	}
+	cmd.Flags().StringVarP(&o.Text, "message", "m", "", "what you did, or why not")
+	cmd.Flags().StringVar(&o.Commit, "commit", "", "the commit that fixes it")
+	return cmd
+}
+
+func runRespond(o *respondOptions, ref, issue, status string) error {
+	return o.g.taskVerb(ref, "respond", func(e *workflow.Engine, id string) (*workflow.Result, error) {
+		return e.Respond(id, issue, status, o.Text, o.Commit)
+	})
+}

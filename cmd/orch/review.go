@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+type reviewOptions struct {
+	g      *globalOptions
+	File   string
+	Issues []string
+	Reopen []string
+	Notes  string
+}
+
+func newReviewCmd(g *globalOptions) *cobra.Command {
+	o := &reviewOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "review ID (-F FILE|- | --issue SEV|TITLE[|LOCATION[|PROBLEM[|FIX[|WHY]]]]...) [--reopen ISSUE]... [-m NOTES]",
+		Short: "Review submitted work with structured issues",
+		Long: `Record a structured review. ` + workflow.TransitionHelp("review") + `
+
+Issues come from -F (JSON: {"issues": [{"severity", "title", "location",
+"problem", "fix", "why"}], "reopen": ["R1.2"], "notes": "..."}; only severity
+and title are required) or from repeated --issue flags. CRITICAL and HIGH are
+blocking; MEDIUM and LOW are suggestions. Issues get stable IDs R<round>.<n>.
+
+Verdict: any blocking issue -> rejected (feedback, count, lockout, escalation,
+as orch reject); only suggestions -> done as APPROVED_WITH_NOTES; nothing ->
+done as APPROVED. On a re-review, earlier issues not listed in reopen are
+resolved, and only new blocking issues may be raised. A round that resolves no
+earlier blocking issue counts as no progress; review.max_no_progress such
+rounds in a row escalate.`,
+		Example: `  orch review T-4k9x2m -F review.json --agent lead
+  orch review T-4k9x2m --issue 'HIGH|SQL injection|src/api/users.py:56|input is interpolated|use a parameterised query'
+  orch review T-4k9x2m --reopen R1.2 -m "R1.1 fixed; R1.2 still duplicated"
+  orch review T-4k9x2m                 # nothing open: APPROVED`,
+		Args: exactArgs(1, "review ID (-F FILE|- | --issue ...)"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runReview(o, args[0]) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.File, "file", "F", "", "read the review JSON from `FILE` (- for stdin)")
+	f.StringArrayVar(&o.Issues, "issue", nil, "an issue: 'SEVERITY|TITLE[|LOCATION[|PROBLEM[|FIX[|WHY]]]]' (repeatable)")
+	f.StringArrayVar(&o.Reopen, "reopen", nil, "an earlier issue that is still not fixed (repeatable)")
+	f.StringVarP(&o.Notes, "message", "m", "", "notes for the author")
+	return cmd
+}
+
+func runReview(o *reviewOptions, ref string) error {
+	in := &workflow.ReviewInput{}
+	if o.File != "" {
+		if len(o.Issues) > 0 || len(o.Reopen) > 0 || o.Notes != "" {
+			return &workflow.UsageError{Msg: "give the review with -F or with flags, not both"}
+		}
+		data, err := readInput(o.g.io.In, o.File)
+		if err != nil {
+			return err
+		}
+		if in, err = workflow.ParseReview(o.File, data); err != nil {
+			return err
+		}
+	} else {
+		for _, s := range o.Issues {
+			is, err := workflow.ParseIssueFlag(s)
+			if err != nil {
+				return err
+			}
+			in.Issues = append(in.Issues, is)
+		}
+		in.Reopen, in.Notes = o.Reopen, o.Notes
+	}
+	return o.g.withEngine(func(e *workflow.Engine) error {
+		if err := e.RequireInit(); err != nil {
+			return err
+		}
+		s, err := e.Resolve(ref)
+		if err != nil {
+			return err
+		}
+		res, err := e.Review(s.Task.ID, in)
+		if err != nil {
+			return err
+		}
+		if o.g.JSON {
+			issues := res.NewIssues
+			if issues == nil {
+				issues = nil
+			}
+			return writeJSON(o.g.io.Out, struct {
+				transitionJSON
+				Verdict         string   `json:"verdict"`
+				Round           int      `json:"round"`
+				Issues          any      `json:"issues"`
+				Resolved        []string `json:"resolved"`
+				Reopened        []string `json:"reopened"`
+				Progress        bool     `json:"progress"`
+				NoProgressCount int      `json:"no_progress_count"`
+				Escalated       string   `json:"escalated,omitempty"`
+			}{transitionJSON{Task: toTaskJSON(e, res.Task), From: string(res.From), To: string(res.To), Commit: res.Commit.String()},
+				res.Verdict, res.Round, nonNilIssues(res), nonNil(res.Resolved), nonNil(res.Reopened), res.Progress, res.NoProgressCount, res.Escalated})
+		}
+		fmt.Fprintf(o.g.io.Out, "%s: %s (round %d): %s -> %s\n", res.Task.Task.ID, res.Verdict, res.Round, res.From, res.To)
+		for _, is := range res.NewIssues {
+			fmt.Fprintf(o.g.io.Out, "  %s %s %s\n", is.ID, is.Severity, is.Title)
+		}
+		if len(res.Resolved) > 0 {
+			fmt.Fprintf(o.g.io.Out, "  resolved: %s\n", strings.Join(res.Resolved, ", "))
+		}
+		if len(res.Reopened) > 0 {
+			fmt.Fprintf(o.g.io.Out, "  re-opened: %s\n", strings.Join(res.Reopened, ", "))
+		}
+		return nil
+	})
+}
+
+func nonNilIssues(res *workflow.ReviewResult) any {
+	if len(res.NewIssues) == 0 {
+		return []struct{}{}
+	}
+	return res.NewIssues
+}

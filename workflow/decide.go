@@ -1,0 +1,418 @@
+package workflow
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// InvalidRefusalError is a refusal that fails the protocol's validator
+// (exit 4). Every failed rule is listed.
+type InvalidRefusalError struct {
+	Task   string
+	Issues []string
+}
+
+func (e *InvalidRefusalError) Error() string {
+	return fmt.Sprintf("refusal of %s is not valid; the task stays claimed:\n- %s", e.Task, strings.Join(e.Issues, "\n- "))
+}
+
+// Refuse records an agent's refusal. An invalid refusal is logged as
+// refuse.invalid (the task file does not change and the task stays claimed)
+// and returned as an *InvalidRefusalError; a valid one moves the task to
+// blocked with a "## Refusal" section and the full record in the event log.
+func (e *Engine) Refuse(id string, r *Refusal) (*Result, error) {
+	issues := ValidateRefusal(r)
+	check := func(t *Task) error {
+		if t.Task.Queue != taskfile.Claimed {
+			return &IllegalTransitionError{Task: id, Queue: t.Task.Queue, Verb: "refuse", Legal: LegalVerbs(t.Task.Queue)}
+		}
+		if t.Task.ClaimedBy != "" && t.Task.ClaimedBy != e.Actor {
+			return &RuleError{Rule: "not_claimer", Msg: fmt.Sprintf("%s is claimed by %s, not %s: only the agent working on a task can refuse it", id, t.Task.ClaimedBy, e.Actor)}
+		}
+		return nil
+	}
+	if len(issues) > 0 {
+		_, err := e.transitionAny(id, "refuse.invalid", func(t *Task) (*change, error) {
+			if err := check(t); err != nil {
+				return nil, err
+			}
+			return &change{body: fmt.Sprintf("Invalid refusal by %s (%d issue(s)); the task stays claimed.", e.Actor, len(issues)),
+				data: map[string]any{"refusal": r, "issues": issues, "reason": string(r.ReasonType)}}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return nil, &InvalidRefusalError{Task: id, Issues: issues}
+	}
+	return e.transition(id, "refuse", func(t *Task) (*change, error) {
+		if err := check(t); err != nil {
+			return nil, err
+		}
+		f, err := t.File.AddSection(renderRefusal(e.Actor, taskfile.FormatTime(e.Now()), id, r))
+		if err != nil {
+			return nil, err
+		}
+		if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
+			return nil, err
+		}
+		return &change{file: f, to: taskfile.Blocked, body: fmt.Sprintf("Refused by %s: %s: %s", e.Actor, r.ReasonType, oneLine(r.ReasonSummary)),
+			data:     map[string]any{"refusal": r, "reason": string(r.ReasonType), "blocking_factor": r.BlockingFactor, "default_decision": DefaultDecision(r.ReasonType)},
+			trailers: []string{"Orch-Reason", string(r.ReasonType)}}, nil
+	})
+}
+
+func renderRefusal(agent, when, id string, r *Refusal) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Refusal (%s, %s)\n\n", agent, when)
+	fmt.Fprintf(&b, "%s: %s\n\n", r.ReasonType, demote(oneLine(r.ReasonSummary)))
+	fmt.Fprintf(&b, "Blocking factor: %s\n\n", demote(oneLine(r.BlockingFactor)))
+	fmt.Fprintf(&b, "Suggested alternative: %s\n", demote(oneLine(r.SuggestedAlternative)))
+	if len(r.AlternativeTasks) > 0 {
+		b.WriteString("\nAlternative tasks:\n\n")
+		for i, t := range r.AlternativeTasks {
+			fmt.Fprintf(&b, "%d. %s", i+1, oneLine(t.Title))
+			var extra []string
+			if t.Scope != "" {
+				extra = append(extra, oneLine(t.Scope))
+			}
+			if t.Dependencies != "" {
+				extra = append(extra, "depends on: "+oneLine(t.Dependencies))
+			}
+			if t.Estimate != "" {
+				extra = append(extra, oneLine(t.Estimate))
+			}
+			if len(extra) > 0 {
+				b.WriteString(" (" + strings.Join(extra, "; ") + ")")
+			}
+			b.WriteString("\n")
+		}
+	}
+	fmt.Fprintf(&b, "\nThe full record is in the event log; a human decides with `orch decide %s` (default for %s: %s).\n", id, r.ReasonType, DefaultDecision(r.ReasonType))
+	return b.String()
+}
+
+// Decisions a human can take on a refusal.
+var Decisions = []string{"override", "accept", "defer", "decompose", "reformulate"}
+
+// DecideResult reports a decision.
+type DecideResult struct {
+	Result
+	Decision string
+	Created  []*gitstore.Summary
+}
+
+// refusalRecord is the latest valid refusal of a task, from the event log.
+type refusalRecord struct {
+	Agent  string
+	Time   string
+	Record *Refusal
+}
+
+// latestRefusal scans the event log for the task's latest valid refusal.
+func (e *Engine) latestRefusal(id string) (*refusalRecord, error) {
+	var best *refusalRecord
+	err := e.scanEvents(func(ev *rawEvent) {
+		if ev.Task != id || ev.Action != "refuse" {
+			return
+		}
+		var data struct {
+			Refusal *Refusal `json:"refusal"`
+		}
+		if json.Unmarshal(ev.Data, &data) != nil || data.Refusal == nil {
+			return
+		}
+		if best == nil || ev.Time >= best.Time {
+			best = &refusalRecord{Agent: ev.Actor, Time: ev.Time, Record: data.Refusal}
+		}
+	})
+	return best, err
+}
+
+// rawEvent is an event line with its data left undecoded.
+type rawEvent struct {
+	Time   string          `json:"ts"`
+	Task   string          `json:"task"`
+	Action string          `json:"action"`
+	From   string          `json:"from"`
+	To     string          `json:"to"`
+	Actor  string          `json:"actor"`
+	Data   json.RawMessage `json:"data"`
+}
+
+// scanEvents calls fn for every event line on the state branch. Lines that
+// do not parse are skipped (orch check reports them).
+func (e *Engine) scanEvents(fn func(*rawEvent)) error {
+	snap := e.Store.Snapshot()
+	for _, fe := range snap.Files(gitstore.EventsDir) {
+		if !strings.HasSuffix(fe.Path, ".jsonl") {
+			continue
+		}
+		data, err := snap.ReadBlob(fe.Blob)
+		if err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var ev rawEvent
+			if json.Unmarshal(line, &ev) == nil {
+				fn(&ev)
+			}
+		}
+	}
+	return nil
+}
+
+// Decide answers a refusal (DESIGN §5). override sends the task back to the
+// agent with the message in its next prompt; accept keeps it blocked with
+// the decision recorded; defer creates the blocker, dependency or
+// clarification task and puts the original behind it; decompose creates the
+// alternative tasks (chained by depends_on where a task requires the
+// previous one) and supersedes the original; reformulate creates the
+// reformulated task and supersedes the original. auto takes the protocol's
+// default for the refusal's reason.
+func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	rec, err := e.latestRefusal(id)
+	if err != nil {
+		return nil, err
+	}
+	if auto {
+		if rec == nil {
+			return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log, so there is no default decision", id), Hint: "decide explicitly: orch decide " + id + " override|accept -m TEXT"}
+		}
+		decision = DefaultDecision(rec.Record.ReasonType)
+	}
+	decision = strings.ToLower(strings.TrimSpace(decision))
+	if !contains(Decisions, decision) {
+		return nil, &UsageError{Msg: fmt.Sprintf("%q is not a decision: use one of %s, or --auto", printable(decision), strings.Join(Decisions, ", "))}
+	}
+	text = strings.TrimSpace(text)
+	if decision == "override" && text == "" {
+		return nil, &UsageError{Msg: "an override needs a message for the agent (-m TEXT): it is shown in the agent's next prompt", Hint: `orch decide ` + id + ` override -m "The API key is in the vault; try again"`}
+	}
+	if rec == nil && decision != "override" && decision != "accept" {
+		return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log: %s needs the refusal's record", id, decision), Hint: "use override or accept, or create the tasks by hand"}
+	}
+	out := &DecideResult{Decision: decision}
+	var created []string
+	res, err := e.transition(id, "decide", func(t *Task) (*change, error) {
+		created = nil
+		now := taskfile.FormatTime(e.Now())
+		c := &change{data: map[string]any{"decision": decision, "text": text}, trailers: []string{"Orch-Decision", decision}}
+		if rec != nil {
+			c.data["reason"] = string(rec.Record.ReasonType)
+			c.data["refused_by"] = rec.Agent
+			c.trailers = append(c.trailers, "Orch-Reason", string(rec.Record.ReasonType))
+		}
+		f := t.File
+		var err error
+		switch decision {
+		case "override":
+			agent := ""
+			if rec != nil {
+				agent = rec.Agent
+			}
+			if f, err = f.AddSection(fmt.Sprintf("## Refusal Overridden (%s, %s)\n\n%s\n", e.Actor, now, demote(text))); err != nil {
+				return nil, err
+			}
+			edits := []taskfile.Edit{taskfile.Set(taskfile.KeyClaimedAt, taskfile.Time(e.Now()))}
+			if agent != "" {
+				edits = append(edits, taskfile.Set(taskfile.KeyClaimedBy, taskfile.String(agent)))
+			}
+			if f, err = f.Apply(edits...); err != nil {
+				return nil, err
+			}
+			c.to = taskfile.Claimed
+			c.body = fmt.Sprintf("Refusal overridden by %s; back to %s: %s", e.Actor, orDash(agent), firstSentence(text))
+		case "accept":
+			msg := text
+			if msg == "" {
+				msg = "The refusal is accepted; the task stays blocked until a human changes it."
+			}
+			if f, err = f.AddSection(fmt.Sprintf("## Decision (%s, %s)\n\nAccepted the refusal. %s\n", e.Actor, now, demote(msg))); err != nil {
+				return nil, err
+			}
+			c.to = taskfile.Blocked
+			c.body = "Refusal accepted by " + e.Actor + "."
+		case "defer":
+			newTasks, dep, err := e.deferTasks(t, rec.Record)
+			if err != nil {
+				return nil, err
+			}
+			deps := append([]string{}, t.Task.DependsOn...)
+			for _, nf := range newTasks {
+				c.extra = append(c.extra, gitstore.Change{Path: nf.Path, Data: nf.Src})
+				created = append(created, nf.Task.ID)
+			}
+			if !contains(deps, dep) {
+				deps = append(deps, dep)
+			}
+			if f, err = f.AddSection(fmt.Sprintf("## Decision (%s, %s)\n\nDeferred behind %s. %s\n", e.Actor, now, dep, demote(text))); err != nil {
+				return nil, err
+			}
+			if f, err = f.Apply(taskfile.Set(taskfile.KeyDependsOn, taskfile.ListOf(deps))); err != nil {
+				return nil, err
+			}
+			c.to = taskfile.Incoming
+			c.body = fmt.Sprintf("Deferred by %s behind %s.", e.Actor, dep)
+			c.data["depends_on"] = dep
+		case "decompose", "reformulate":
+			var newTasks []*taskfile.File
+			if decision == "decompose" {
+				newTasks, err = e.decomposeTasks(t, rec.Record)
+			} else {
+				newTasks, err = e.reformulateTask(t, rec.Record)
+			}
+			if err != nil {
+				return nil, err
+			}
+			for _, nf := range newTasks {
+				c.extra = append(c.extra, gitstore.Change{Path: nf.Path, Data: nf.Src})
+				created = append(created, nf.Task.ID)
+			}
+			verb := map[string]string{"decompose": "Decomposed into", "reformulate": "Reformulated as"}[decision]
+			if f, err = f.AddSection(fmt.Sprintf("## Decision (%s, %s)\n\n%s %s. %s\n", e.Actor, now, verb, strings.Join(created, ", "), demote(text))); err != nil {
+				return nil, err
+			}
+			c.to = taskfile.Superseded
+			c.body = fmt.Sprintf("%s by %s: %s.", verb, e.Actor, strings.Join(created, ", "))
+		}
+		if decision != "override" {
+			if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
+				return nil, err
+			}
+		}
+		c.file = f
+		c.data["created"] = created
+		return c, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Result = *res
+	for _, cid := range created {
+		if s := e.Store.SummaryByID(cid); s != nil {
+			out.Created = append(out.Created, s)
+		}
+	}
+	return out, nil
+}
+
+// inherit is a new task that takes the original's priority, role and labels.
+func inherit(t *Task, title, body string, deps []string) NewTask {
+	return NewTask{Title: title, Priority: t.Task.Priority, Role: t.Task.Role, Labels: t.Task.Labels, DependsOn: deps, Body: body}
+}
+
+func clipTitle(s string) string {
+	s = oneLine(s)
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:117]) + "..."
+	}
+	return s
+}
+
+// deferTasks returns the task(s) the original is deferred behind, and the id
+// it will depend on. A MISSING_DEPENDENCY that names an existing task adds
+// no task.
+func (e *Engine) deferTasks(t *Task, r *Refusal) ([]*taskfile.File, string, error) {
+	taken := map[string]bool{}
+	var nt NewTask
+	switch r.ReasonType {
+	case RefusalMissingDependency:
+		name := r.DependencyName()
+		// A dependency named by its task ID is that task: no new task.
+		if first := strings.Trim(strings.Fields(name + " x")[0], "()[],."); taskfile.ValidID(first) {
+			if s := e.Store.SummaryByID(first); s != nil && s.Task.ID != t.Task.ID {
+				return nil, s.Task.ID, nil
+			}
+		}
+		nt = inherit(t, clipTitle("Provide "+name+" (needed by "+t.Task.ID+")"),
+			fmt.Sprintf("## Context\n\n%s depends on it: %s\n\n%s\n", t.Task.ID, oneLine(r.BlockingFactor), strings.TrimSpace(r.ReasonDetail)), nil)
+	case RefusalUnclearRequirements:
+		nt = inherit(t, clipTitle("Clarify the requirements of "+t.Task.ID+": "+t.Task.Title),
+			fmt.Sprintf("## Questions\n\n%s\n\n## Suggested\n\n%s\n", strings.TrimSpace(r.ReasonDetail), oneLine(r.SuggestedAlternative)), nil)
+	default:
+		nt = inherit(t, clipTitle("Resolve the blocker of "+t.Task.ID+": "+oneLine(r.BlockingFactor)),
+			fmt.Sprintf("## Context\n\n%s is blocked: %s\n\n%s\n\n## Evidence\n\n%s\n## Suggested\n\n%s\n", t.Task.ID, oneLine(r.BlockingFactor), strings.TrimSpace(r.ReasonDetail), evidenceList(r), oneLine(r.SuggestedAlternative)), nil)
+	}
+	f, err := e.renderTask(nt, taken)
+	if err != nil {
+		return nil, "", err
+	}
+	return []*taskfile.File{f}, f.Task.ID, nil
+}
+
+func evidenceList(r *Refusal) string {
+	var b strings.Builder
+	for _, ev := range r.Evidence {
+		fmt.Fprintf(&b, "- %s: %s\n", ev.Type, oneLine(ev.Data))
+	}
+	if b.Len() == 0 {
+		return "(none given)\n"
+	}
+	return b.String()
+}
+
+// noDeps are the ways people write "no dependency".
+var noDeps = map[string]bool{"": true, "none": true, "n/a": true, "na": true, "-": true, "no": true, "nothing": true}
+
+// decomposeTasks creates the refusal's alternative tasks. A task whose
+// dependencies field names anything depends on the task before it; the
+// first inherits the original's dependencies.
+func (e *Engine) decomposeTasks(t *Task, r *Refusal) ([]*taskfile.File, error) {
+	if len(r.AlternativeTasks) == 0 {
+		return nil, &RuleError{Rule: "no_alternative_tasks", Msg: "the refusal suggests no alternative tasks to decompose into", Hint: "decide defer or reformulate, or create the tasks with orch new"}
+	}
+	taken := map[string]bool{}
+	var out []*taskfile.File
+	for i, at := range r.AlternativeTasks {
+		var deps []string
+		if i == 0 {
+			deps = append(deps, t.Task.DependsOn...)
+		} else if !noDeps[strings.ToLower(strings.TrimSpace(at.Dependencies))] {
+			deps = append(deps, out[i-1].Task.ID)
+		}
+		var body strings.Builder
+		fmt.Fprintf(&body, "## Context\n\nPart %d of %d of %s (%s), decomposed after a SCOPE_CREEP refusal.\n", i+1, len(r.AlternativeTasks), t.Task.ID, oneLine(t.Task.Title))
+		if at.Scope != "" {
+			fmt.Fprintf(&body, "\n## Scope\n\n%s\n", strings.TrimSpace(at.Scope))
+		}
+		if at.Estimate != "" {
+			fmt.Fprintf(&body, "\nEstimate: %s\n", oneLine(at.Estimate))
+		}
+		if at.Dependencies != "" {
+			fmt.Fprintf(&body, "\nDepends on: %s\n", oneLine(at.Dependencies))
+		}
+		f, err := e.renderTask(inherit(t, clipTitle(at.Title), body.String(), deps), taken)
+		if err != nil {
+			return nil, err
+		}
+		taken[f.Task.ID] = true
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// reformulateTask creates the feasible reformulation of an infeasible task.
+func (e *Engine) reformulateTask(t *Task, r *Refusal) ([]*taskfile.File, error) {
+	body := fmt.Sprintf("## Context\n\nReformulation of %s (%s), which was refused as %s: %s\n\n## Task\n\n%s\n",
+		t.Task.ID, oneLine(t.Task.Title), r.ReasonType, oneLine(r.BlockingFactor), strings.TrimSpace(r.SuggestedAlternative))
+	f, err := e.renderTask(inherit(t, clipTitle(t.Task.Title+" (reformulated)"), body, t.Task.DependsOn), nil)
+	if err != nil {
+		return nil, err
+	}
+	return []*taskfile.File{f}, nil
+}

@@ -1,0 +1,370 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// Structured reviews: the Tech Lead feedback loop (protocols/
+// review-feedback-loop.md). A review lists issues with severities; CRITICAL
+// and HIGH block, MEDIUM and LOW are suggestions. Issue IDs R<round>.<n> are
+// stable forever. On a re-review the reviewer lists the earlier issues it
+// re-opens; the others count as resolved, and only new blocking issues may
+// be raised. Escalation is by lack of progress: review.max_no_progress
+// rounds in a row that resolved no blocking issue.
+
+// ReviewIssue is one issue as a reviewer writes it.
+type ReviewIssue struct {
+	Severity string `json:"severity"`
+	Title    string `json:"title"`
+	Location string `json:"location,omitempty"`
+	Problem  string `json:"problem,omitempty"`
+	Fix      string `json:"fix,omitempty"`
+	Why      string `json:"why,omitempty"`
+}
+
+// ReviewInput is the JSON of `orch review -F`.
+type ReviewInput struct {
+	Issues []ReviewIssue `json:"issues"`
+	Reopen []string      `json:"reopen"`
+	Notes  string        `json:"notes"`
+}
+
+// Verdicts of a review.
+const (
+	VerdictApproved          = "APPROVED"
+	VerdictApprovedWithNotes = "APPROVED_WITH_NOTES"
+	VerdictChangesRequested  = "CHANGES_REQUESTED"
+)
+
+// maxReviewBytes bounds a review document.
+const maxReviewBytes = 1 << 20
+
+// ParseReview reads a review document strictly: unknown fields and wrong
+// types are errors naming the line and column.
+func ParseReview(path string, data []byte) (*ReviewInput, error) {
+	if len(data) > maxReviewBytes {
+		return nil, &UsageError{Msg: fmt.Sprintf("%s: the review is larger than %d bytes", path, maxReviewBytes)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var in ReviewInput
+	if err := dec.Decode(&in); err != nil {
+		return nil, &UsageError{Msg: jsonErrorAt(path, data, err), Hint: `a review is {"issues": [{"severity": "HIGH", "title": "...", "location": "file:line", "problem": "...", "fix": "...", "why": "..."}], "reopen": ["R1.2"], "notes": "..."}`}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &UsageError{Msg: path + ": unexpected data after the review object"}
+	}
+	return &in, nil
+}
+
+// jsonErrorAt names the line and column of a JSON decoding error.
+func jsonErrorAt(path string, data []byte, err error) string {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if off < 0 || off > int64(len(data)) {
+		return path + ": " + msg
+	}
+	line := bytes.Count(data[:off], []byte{'\n'}) + 1
+	col := int(off) - bytes.LastIndexByte(data[:off], '\n')
+	return fmt.Sprintf("%s:%d:%d: %s", path, line, col, msg)
+}
+
+var issueFlagSev = regexp.MustCompile(`^[A-Za-z]+$`)
+
+// ParseIssueFlag reads --issue 'SEVERITY|TITLE[|LOCATION[|PROBLEM[|FIX[|WHY]]]]'.
+func ParseIssueFlag(s string) (ReviewIssue, error) {
+	parts := strings.Split(s, "|")
+	if len(parts) < 2 || !issueFlagSev.MatchString(strings.TrimSpace(parts[0])) {
+		return ReviewIssue{}, &UsageError{Msg: fmt.Sprintf("--issue %q: want SEVERITY|TITLE[|LOCATION[|PROBLEM[|FIX[|WHY]]]]", printable(s)), Hint: `--issue 'HIGH|SQL injection|src/api/users.py:56|input is interpolated|use a parameterised query'`}
+	}
+	for len(parts) < 6 {
+		parts = append(parts, "")
+	}
+	return ReviewIssue{Severity: strings.TrimSpace(parts[0]), Title: strings.TrimSpace(parts[1]), Location: strings.TrimSpace(parts[2]),
+		Problem: strings.TrimSpace(parts[3]), Fix: strings.TrimSpace(parts[4]), Why: strings.TrimSpace(parts[5])}, nil
+}
+
+// ReviewResult reports a review.
+type ReviewResult struct {
+	Result
+	Verdict         string
+	Round           int
+	NewIssues       []taskfile.Issue
+	Resolved        []string
+	Reopened        []string
+	Progress        bool
+	NoProgressCount int
+	Escalated       string
+}
+
+// Review records a structured review of submitted work and moves the task by
+// its verdict.
+func (e *Engine) Review(id string, in *ReviewInput) (*ReviewResult, error) {
+	for i, is := range in.Issues {
+		if !validReviewSeverity(is.Severity) {
+			return nil, &UsageError{Msg: fmt.Sprintf("issue %d: severity %q is not one of CRITICAL, HIGH, MEDIUM, LOW", i+1, printable(is.Severity)), Hint: "CRITICAL and HIGH block approval; MEDIUM and LOW are suggestions"}
+		}
+		if strings.TrimSpace(is.Title) == "" {
+			return nil, &UsageError{Msg: fmt.Sprintf("issue %d has no title", i+1)}
+		}
+	}
+	out := &ReviewResult{}
+	res, err := e.transition(id, "review", func(t *Task) (*change, error) {
+		if err := e.checkReviewer(t, "review"); err != nil {
+			return nil, err
+		}
+		return e.reviewChange(t, in, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Result = *res
+	return out, nil
+}
+
+func validReviewSeverity(s string) bool {
+	switch strings.ToUpper(strings.TrimSpace(s)) {
+	case "CRITICAL", "HIGH", "MEDIUM", "LOW":
+		return true
+	}
+	return false
+}
+
+func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*change, error) {
+	n := t.Task.RejectionCount + 1
+	earlier := t.File.AllIssues()
+	open := map[string]taskfile.Issue{}
+	for _, is := range earlier {
+		if !is.Resolved {
+			open[is.ID] = is
+		}
+	}
+	reopen := map[string]bool{}
+	for _, r := range in.Reopen {
+		r = strings.TrimSpace(r)
+		if _, ok := open[r]; !ok {
+			if known := findIssue(earlier, r); known != nil {
+				return nil, &RuleError{Rule: "reopen_resolved", Msg: fmt.Sprintf("%s was resolved in an earlier review and cannot be re-opened; raise a new issue instead", r)}
+			}
+			return nil, &NotFoundError{What: "review issue", Ref: printable(r), Hint: "orch show " + t.Task.ID + " --json lists the issues (rounds)"}
+		}
+		reopen[r] = true
+	}
+	reReview := t.Task.RejectionCount > 0
+	var news []taskfile.Issue
+	for i, is := range in.Issues {
+		sev := strings.ToUpper(strings.TrimSpace(is.Severity))
+		if reReview && !taskfile.Blocking(sev) {
+			return nil, &RuleError{Rule: "new_suggestion_on_rereview", Msg: fmt.Sprintf("issue %d (%s %q): a re-review may not raise new suggestions, only new blocking issues (CRITICAL, HIGH)", i+1, sev, is.Title),
+				Hint: "drop it, or raise it as a new task"}
+		}
+		news = append(news, taskfile.Issue{ID: fmt.Sprintf("R%d.%d", n, i+1), Severity: sev, Blocking: taskfile.Blocking(sev), Location: is.Location,
+			Title: is.Title, Problem: is.Problem, Fix: is.Fix, Why: is.Why})
+	}
+	// Earlier issues not re-opened are resolved.
+	resolved := map[string]bool{}
+	progress := false
+	for id, is := range open {
+		if reopen[id] {
+			continue
+		}
+		resolved[id] = true
+		if is.Blocking {
+			progress = true
+		}
+	}
+	blocking := false
+	for _, is := range news {
+		if is.Blocking {
+			blocking = true
+		}
+	}
+	for id := range reopen {
+		if open[id].Blocking {
+			blocking = true
+		}
+	}
+	hadBlocking := false
+	for _, is := range open {
+		if is.Blocking {
+			hadBlocking = true
+		}
+	}
+	noProgress := 0
+	if reReview && hadBlocking && !progress {
+		noProgress = t.Task.NoProgress + 1
+	}
+	verdict := VerdictApproved
+	switch {
+	case blocking:
+		verdict = VerdictChangesRequested
+	case len(news) > 0 || len(reopen) > 0:
+		verdict = VerdictApprovedWithNotes
+	}
+	f, err := t.File.SetIssuesResolved(resolved)
+	if err != nil {
+		return nil, err
+	}
+	resolvedList := sortedKeys(resolved)
+	reopenedList := sortedKeys(reopen)
+	out.Verdict, out.Round, out.NewIssues, out.Resolved, out.Reopened, out.Progress, out.NoProgressCount = verdict, n, news, resolvedList, reopenedList, progress, noProgress
+	var text strings.Builder
+	if notes := strings.TrimSpace(in.Notes); notes != "" {
+		text.WriteString(notes + "\n")
+	}
+	if len(reopenedList) > 0 {
+		fmt.Fprintf(&text, "\nRe-opened (still not fixed): %s.\n", strings.Join(reopenedList, ", "))
+	}
+	if len(resolvedList) > 0 {
+		fmt.Fprintf(&text, "\nResolved: %s.\n", strings.Join(resolvedList, ", "))
+	}
+	src := taskfile.Source{From: e.Actor + " via orch review", Time: e.Now(), Text: strings.TrimSpace(text.String()), Issues: news}
+	data := map[string]any{"verdict": verdict, "round": n, "issues": news, "reopen": reopenedList, "resolved": resolvedList,
+		"progress": progress, "no_progress_count": noProgress, "rereview": reReview}
+	if verdict == VerdictChangesRequested {
+		if f, err = f.Apply(taskfile.Set(taskfile.KeyNoProgress, taskfile.Int(noProgress))); err != nil {
+			return nil, err
+		}
+		tt := *t
+		tt.File = f
+		c, err := e.rejectChange(&tt, Rejection{Sources: []taskfile.Source{src}, Verdict: verdict, Data: data,
+			Summary: fmt.Sprintf("%d new blocking issue(s), %d re-opened", countBlocking(news), len(reopenedList))})
+		if err != nil {
+			return nil, err
+		}
+		c.trailers = append(c.trailers, "Orch-Verdict", verdict)
+		if c.to != "escalated" && noProgress >= e.Config.Review.MaxNoProgress {
+			why := fmt.Sprintf("%d review rounds in a row resolved no blocking issue (review.max_no_progress is %d).", noProgress, e.Config.Review.MaxNoProgress)
+			c.to = "escalated"
+			c.extra = append(c.extra, e.escalationMessage(&t.Task, t.Path, "no_progress", why))
+			c.data["escalated"] = "no_progress"
+			c.body += "\n\nEscalated: " + why
+		}
+		if esc, ok := c.data["escalated"].(string); ok {
+			out.Escalated = esc
+		}
+		return c, nil
+	}
+	// Approved, with or without notes: the review is recorded in the file.
+	if f, err = f.AddSection(taskfile.RenderRound(taskfile.Round{Number: n, Verdict: verdict, Approval: true, Sources: []taskfile.Source{src}})); err != nil {
+		return nil, err
+	}
+	edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt), taskfile.Unset(taskfile.KeyNoProgress)}
+	if len(t.Task.LockedOut) > 0 {
+		edits = append(edits, taskfile.Unset(taskfile.KeyLockedOut))
+	}
+	if f, err = f.Apply(edits...); err != nil {
+		return nil, err
+	}
+	data["author"] = t.Task.SubmittedBy
+	data["rounds"] = t.Task.RejectionCount
+	return &change{file: f, to: "done", data: data,
+		body:     fmt.Sprintf("%s by %s (round %d): %d suggestion(s).", strings.ReplaceAll(verdict, "_", " "), e.Actor, n, len(news)),
+		trailers: []string{"Orch-Verdict", verdict, "Orch-Round", fmt.Sprint(n)}}, nil
+}
+
+func findIssue(is []taskfile.Issue, id string) *taskfile.Issue {
+	for i := range is {
+		if is[i].ID == id {
+			return &is[i]
+		}
+	}
+	return nil
+}
+
+func countBlocking(is []taskfile.Issue) int {
+	n := 0
+	for _, x := range is {
+		if x.Blocking {
+			n++
+		}
+	}
+	return n
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return issueLess(out[i], out[j]) })
+	return out
+}
+
+// issueLess orders R1.2 before R1.10 before R2.1.
+func issueLess(a, b string) bool {
+	var ar, an, br, bn int
+	fmt.Sscanf(a, "R%d.%d", &ar, &an)
+	fmt.Sscanf(b, "R%d.%d", &br, &bn)
+	if ar != br {
+		return ar < br
+	}
+	if an != bn {
+		return an < bn
+	}
+	return a < b
+}
+
+// Response statuses.
+var responseStatuses = map[string]string{"fixed": "FIXED", "deferred": "DEFERRED", "rejected": "REJECTED"}
+
+var shaRE = regexp.MustCompile(`^[0-9a-fA-F]{4,40}$`)
+
+// Respond records an implementer's answer to a review issue, under the issue
+// in the task file.
+func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error) {
+	st, ok := responseStatuses[strings.ToLower(status)]
+	if !ok {
+		return nil, &UsageError{Msg: fmt.Sprintf("%q is not a response: use fixed, deferred or rejected", printable(status))}
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		hint := `orch respond ` + id + ` ` + issue + ` ` + strings.ToLower(st) + ` -m "what you changed"`
+		if st == "REJECTED" {
+			return nil, &UsageError{Msg: "rejecting an issue needs a justification (-m TEXT)", Hint: hint}
+		}
+		return nil, &UsageError{Msg: "a response needs a text (-m TEXT)", Hint: hint}
+	}
+	if commit != "" && !shaRE.MatchString(commit) {
+		return nil, &UsageError{Msg: fmt.Sprintf("--commit %q is not a commit id", printable(commit))}
+	}
+	return e.transitionAny(id, "respond", func(t *Task) (*change, error) {
+		if t.Task.Queue != "claimed" {
+			return nil, &RuleError{Rule: "respond_not_claimed", Msg: fmt.Sprintf("%s is %s: responses are written while the task is claimed", id, t.Task.Queue), Hint: "claim it first: orch claim --task " + id}
+		}
+		if t.Task.ClaimedBy != "" && t.Task.ClaimedBy != e.Actor {
+			return nil, &RuleError{Rule: "not_claimer", Msg: fmt.Sprintf("%s is claimed by %s, not %s", id, t.Task.ClaimedBy, e.Actor), Hint: "respond as the claimer: --agent " + t.Task.ClaimedBy}
+		}
+		is := findIssue(t.File.AllIssues(), issue)
+		if is == nil {
+			return nil, &NotFoundError{What: "review issue", Ref: printable(issue), Hint: "orch show " + id + " --json lists the issues (rounds)"}
+		}
+		if st == "DEFERRED" && is.Blocking {
+			return nil, &RuleError{Rule: "defer_blocking", Msg: fmt.Sprintf("%s is blocking (%s): it can be fixed, or rejected with a justification, but not deferred", issue, is.Severity),
+				Hint: `orch respond ` + id + ` ` + issue + ` fixed -m "what you changed" --commit SHA`}
+		}
+		f, err := t.File.SetIssueResponse(issue, taskfile.Response{Status: st, Commit: commit, Text: text})
+		if err != nil {
+			return nil, err
+		}
+		return &change{file: f, body: fmt.Sprintf("%s: %s by %s.", issue, st, e.Actor),
+			data: map[string]any{"issue": issue, "status": st, "commit": commit, "text": text, "blocking": is.Blocking}, trailers: []string{"Orch-Issue", issue}}, nil
+	})
+}
