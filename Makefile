@@ -41,5 +41,8 @@ demo: build
 bench: build
 	./bench/run.sh $(BIN)
 
+docs:
+	$(GO) test ./cmd/orch -run '^TestDocsUpToDate$$' -count=1 -update-docs
+
 clean:
 	rm -rf bin

@@ -65,6 +65,7 @@ func (e *enc) uv(v uint64)          { e.b = binary.AppendUvarint(e.b, v) }
 func (e *enc) sv(v int64)           { e.b = binary.AppendVarint(e.b, v) }
 func (e *enc) str(s string)         { e.uv(uint64(len(s))); e.b = append(e.b, s...) }
 func (e *enc) hash(h plumbing.Hash) { e.b = append(e.b, h[:]...) }
+
 // time keeps the instant exactly: a presence flag (the Unix epoch is a
 // valid time, not "unset"), the seconds and the nanoseconds.
 func (e *enc) time(t time.Time) {

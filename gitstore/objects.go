@@ -171,6 +171,13 @@ func (o *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 		return h, err
 	}
 	tmp, err := os.CreateTemp(dir, "tmp_obj_")
+	for i := 0; i < 3 && errors.Is(err, os.ErrNotExist); i++ {
+		// A concurrent `git prune-packed` (git gc) removes fan-out
+		// directories it emptied: make it again, as git itself does.
+		if err = os.MkdirAll(dir, 0o777); err == nil {
+			tmp, err = os.CreateTemp(dir, "tmp_obj_")
+		}
+	}
 	if err != nil {
 		return h, err
 	}

@@ -3,6 +3,7 @@ package gitstore
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -33,6 +34,9 @@ type Store struct {
 	// View is the absolute path of the view directory ("" for a bare
 	// repository).
 	View string
+	// ViewOwner is set when the view belongs to another state branch (this
+	// one then has no view).
+	ViewOwner string
 
 	objs      *objectStore
 	priv      string
@@ -93,9 +97,50 @@ func Open(opts Options) (*Store, error) {
 	repo.ownerFile = filepath.Join(st.priv, "ref-lock-owner")
 	if repo.MainWorkTree != "" {
 		st.View = filepath.Join(repo.MainWorkTree, ViewDirName)
-		st.scan = startScan(st.View)
+		if !st.ownsView() {
+			// One view, one state branch: another branch's files would be
+			// committed here as hand edits. This branch works like a bare
+			// repository (orch edit for hand edits).
+			st.View, st.ViewOwner = "", st.viewOwner()
+		} else {
+			st.scan = startScan(st.View)
+		}
 	}
 	return st, nil
+}
+
+// viewOwner is the state branch the view belongs to: the one recorded in
+// <common dir>/orch/view-owner, else the default branch if it exists.
+func (st *Store) viewOwner() string {
+	if b, err := os.ReadFile(filepath.Join(st.priv, "view-owner")); err == nil {
+		if o := strings.TrimSpace(string(b)); ValidRefName(o) {
+			return o
+		}
+	}
+	def := "refs/heads/" + DefaultStateBranch
+	if h, err := st.Repo.ReadRef(def); err == nil && !h.IsZero() {
+		return def
+	}
+	return ""
+}
+
+func (st *Store) ownsView() bool {
+	o := st.viewOwner()
+	return o == "" || o == st.Ref
+}
+
+// claimView records this state branch as the view's owner, the first time a
+// branch uses the view.
+func (st *Store) claimView() {
+	if st.View == "" {
+		return
+	}
+	p := filepath.Join(st.priv, "view-owner")
+	if _, err := os.Stat(p); err == nil {
+		return
+	}
+	_ = os.MkdirAll(st.priv, 0o777)
+	_ = os.WriteFile(p, []byte(st.Ref+"\n"), 0o666)
 }
 
 func (st *Store) cachePath() string {
@@ -117,7 +162,13 @@ func (st *Store) Lock() error {
 		return err
 	}
 	st.lock = l
-	return st.load()
+	if err := st.load(); err != nil {
+		return err
+	}
+	if st.snap != nil && !st.snap.Tip.IsZero() {
+		st.claimView()
+	}
+	return nil
 }
 
 // Close saves the caches and releases the lock.

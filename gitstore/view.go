@@ -25,6 +25,9 @@ type Policy struct {
 	PrepareNewTask func(path string, data []byte, taken func(id string) bool) ([]byte, string, error)
 	// CheckFile validates a hand-edited file that is not a task.
 	CheckFile func(path string, data []byte) error
+	// Event returns the event-log change recording a task made by hand, so
+	// that the log (and stats) see it like a task made with orch new.
+	Event func(snap *Snapshot, action, id, path string) (Change, error)
 }
 
 // Reconciled summarises what Reconcile did.
@@ -109,7 +112,15 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 
 func (st *Store) reconcilePaths(paths []string, pol Policy, rep *Reconciled) error {
 	for _, p := range paths {
-		if err := st.reconcilePath(p, pol, rep); err != nil {
+		err := st.reconcilePath(p, pol, rep)
+		var co *ErrCheckedOut
+		if errors.As(err, &co) {
+			// The hand edit waits, untouched, until the branch is no longer
+			// checked out; reading commands keep working meanwhile.
+			rep.Broken[p] = err
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -280,6 +291,9 @@ func (st *Store) writeViewForce(p string, data []byte, blob plumbing.Hash) {
 		st.note("cannot write the view: %v", err)
 		return
 	}
+	if !st.viewDirOK(p) {
+		return
+	}
 	tmp, err := os.CreateTemp(dir, ".orch-tmp-")
 	if err != nil {
 		st.note("cannot write the view: %v", err)
@@ -303,8 +317,25 @@ func (st *Store) writeViewForce(p string, data []byte, blob plumbing.Hash) {
 	}
 }
 
+// viewDirOK reports whether the directory of view path p is a real
+// directory of the view, not a symlink to somewhere else: orch never writes
+// or removes files outside the view (the scan does not follow such links
+// either). It notes why when it is not.
+func (st *Store) viewDirOK(p string) bool {
+	d := filepath.Dir(filepath.FromSlash(p))
+	if d == "." {
+		return true
+	}
+	fi, err := os.Lstat(filepath.Join(st.View, d))
+	if err == nil && fi.IsDir() {
+		return true
+	}
+	st.note("cannot write %s: %s is not a directory (a symlink?); orch writes only inside the view", st.rel(p), st.rel(filepath.ToSlash(d)))
+	return false
+}
+
 func (st *Store) removeView(p string) {
-	if st.View == "" || !Mirrored(p) {
+	if st.View == "" || !Mirrored(p) || !st.viewDirOK(p) {
 		return
 	}
 	full := viewPath(st.View, p)
@@ -344,7 +375,7 @@ func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.H
 			return nil
 		}
 		if errs := wf.Validate(); len(errs) > 0 {
-			rep.Broken[p] = errs[0]
+			rep.Broken[p] = taskfile.Problems(errs)
 			return nil
 		}
 		rf, err := taskfile.Parse(st.rel(p), rdata)
@@ -468,6 +499,11 @@ func (st *Store) merge(p string, pol Policy, rep *Reconciled, b plumbing.Hash, w
 		// Without the base we cannot merge; treat as a hand edit on the branch.
 		return st.handEdit(p, pol, rep, plumbing.ZeroHash, wdata, w, nil, ws)
 	}
+	return st.mergeFrom(p, pol, rep, bdata, wdata, w, r, ws)
+}
+
+// mergeFrom is merge with the base's content given.
+func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata []byte, w, r plumbing.Hash, ws fileStat) error {
 	rdata, err := st.objs.read(plumbing.BlobObject, r)
 	if err != nil {
 		return err
@@ -481,7 +517,7 @@ func (st *Store) merge(p string, pol Policy, rep *Reconciled, b plumbing.Hash, w
 			return nil
 		}
 		if errs := wf.Validate(); len(errs) > 0 {
-			rep.Broken[p] = errs[0]
+			rep.Broken[p] = taskfile.Problems(errs)
 			return nil
 		}
 		bf, err1 := taskfile.Parse(st.rel(p), bdata)
@@ -562,6 +598,24 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 		rep.Conflicts[p] = st.describeConflict(p, ie.blob, wdata, r)
 		return nil
 	}
+	if w == ie.conflictW {
+		// Only the branch moved: the person has not resolved anything yet.
+		// Merge again from the version the view file was based on, so the
+		// conflict stays (or goes, if the branch's new change settles it).
+		if !rok {
+			st.markConflict(p, rep, ie, w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "removed from the state branch"}})
+			return nil
+		}
+		if wdata == nil {
+			var err error
+			if wdata, err = readLimited(viewPath(st.View, p)); err != nil {
+				rep.Broken[p] = err
+				return nil
+			}
+		}
+		ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+		return st.merge(p, pol, rep, ie.blob, wdata, w, r, ws)
+	}
 	if !rok {
 		ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
 		return st.handNew(p, pol, rep, wdata, ws)
@@ -575,6 +629,10 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 	}
 	seenR := ie.conflictR
 	ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+	if base := st.resolutionBase(p, ie.blob, seenR, wdata); base != nil {
+		ie.blob = seenR
+		return st.mergeFrom(p, pol, rep, base, wdata, w, r, ws)
+	}
 	if r == seenR {
 		// The person resolved it against the branch version they were shown.
 		ie.blob = r
@@ -582,6 +640,44 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 	}
 	ie.blob = seenR
 	return st.merge(p, pol, rep, seenR, wdata, w, r, ws)
+}
+
+// resolutionBase is what a person's resolution of a conflicted task is
+// merged from, when orch changed orch-owned fields on the branch: the branch
+// version the conflict was found against, with the orch-owned fields of the
+// version the person's file was based on (b) wherever the resolution
+// (wdata) still has them. So the person's file wins for everything they
+// wrote, and the orch-owned fields they left as they were take the branch's
+// values: like a stale editor buffer, a resolution must not undo orch's
+// changes. nil when there is nothing of orch's to keep.
+func (st *Store) resolutionBase(p string, b, seenR plumbing.Hash, wdata []byte) []byte {
+	if !isTaskPath(p) || b.IsZero() || seenR.IsZero() || b == seenR {
+		return nil
+	}
+	bdata, err1 := st.objs.read(plumbing.BlobObject, b)
+	rdata, err2 := st.objs.read(plumbing.BlobObject, seenR)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	bf, err1 := taskfile.Parse(st.rel(p), bdata)
+	rf, err2 := taskfile.Parse(st.rel(p), rdata)
+	wf, err3 := taskfile.Parse(st.rel(p), wdata)
+	if err1 != nil || err2 != nil || err3 != nil || sameOrchFields(bf, rf) {
+		return nil
+	}
+	out := rf
+	for _, k := range taskfile.OrchOwned {
+		if !sameField(out, bf, k) && sameField(wf, bf, k) {
+			var err error
+			if out, err = taskfile.TakeField(out, bf, k); err != nil {
+				return nil
+			}
+		}
+	}
+	if out == rf {
+		return nil
+	}
+	return out.Src
 }
 
 func (st *Store) describeConflict(p string, b plumbing.Hash, wdata []byte, r plumbing.Hash) []taskfile.Conflict {
@@ -678,7 +774,15 @@ func (st *Store) commitHandEdit(p, id, action string, data []byte, pol Policy) e
 		msg.WriteString("Orch-To: incoming\n")
 	}
 	msg.WriteString("Orch-Actor: " + pol.Actor.Name + "\n")
-	_, err := st.Commit(&CommitRequest{Changes: []Change{{Path: p, Data: data}}, Message: msg.String(), Author: pol.Actor})
+	changes := []Change{{Path: p, Data: data}}
+	if action == "new" && id != "" && pol.Event != nil {
+		ev, err := pol.Event(st.snap, action, id, p)
+		if err != nil {
+			return err
+		}
+		changes = append(changes, ev)
+	}
+	_, err := st.Commit(&CommitRequest{Changes: changes, Message: msg.String(), Author: pol.Actor})
 	if errors.Is(err, ErrRefMoved) {
 		// Another writer moved the branch between our reconcile and our
 		// commit: the caller reconciles again from the new tip.

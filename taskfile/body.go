@@ -110,7 +110,9 @@ func (f *File) AfterTitle() int {
 	secs := f.Sections()
 	body := f.Body()
 	first := bytes.TrimLeft(body, " \t\r\n")
-	if len(secs) > 0 && secs[0].Level == 1 && secs[0].Start-f.bodyStart == len(body)-len(first) {
+	// The start of the first non-blank line: a heading may be indented.
+	lead := bytes.LastIndexByte(body[:len(body)-len(first)], '\n') + 1
+	if len(secs) > 0 && secs[0].Level == 1 && secs[0].Start-f.bodyStart == lead {
 		return secs[0].HeadingEnd
 	}
 	return f.bodyStart
@@ -122,23 +124,29 @@ func (f *File) Insert(off int, block string) (*File, error) {
 	if off < f.bodyStart || off > len(f.Src) {
 		off = f.bodyStart
 	}
-	block = strings.Trim(block, "\n")
+	// A CRLF body stays CRLF.
+	nl := "\n"
+	if bytes.Contains(f.Body(), []byte("\r\n")) {
+		nl = "\r\n"
+	}
+	block = strings.Trim(strings.ReplaceAll(block, "\r\n", "\n"), "\n")
+	block = strings.ReplaceAll(block, "\n", nl)
 	before := f.Src[:off]
 	after := f.Src[off:]
 	var b strings.Builder
 	if off > f.bodyStart || off > 0 {
 		switch {
-		case bytes.HasSuffix(before, []byte("\n\n")) || len(before) == 0:
+		case bytes.HasSuffix(before, []byte(nl+nl)) || len(before) == 0:
 		case bytes.HasSuffix(before, []byte("\n")):
-			b.WriteString("\n")
+			b.WriteString(nl)
 		default:
-			b.WriteString("\n\n")
+			b.WriteString(nl + nl)
 		}
 	}
 	b.WriteString(block)
-	b.WriteString("\n")
-	if len(bytes.TrimSpace(after)) > 0 && !bytes.HasPrefix(after, []byte("\n")) {
-		b.WriteString("\n")
+	b.WriteString(nl)
+	if len(bytes.TrimSpace(after)) > 0 && !bytes.HasPrefix(after, []byte(nl)) {
+		b.WriteString(nl)
 	}
 	return f.Replace(off, off, []byte(b.String()))
 }

@@ -92,14 +92,16 @@ func (f *File) set(key string, v Value) (*File, error) {
 			items[i] = "- " + renderScalar(it, yaml.Style(0), false)
 		}
 		repl = []byte(strings.Join(items, f.newline()+indent))
-	case v.kind == kindList && fl.valNode.Kind == yaml.SequenceNode && fl.valNode.Style&yaml.FlowStyle == 0:
-		// An empty block list becomes [] on the key's line.
+	case (fl.valNode.Kind == yaml.SequenceNode || fl.valNode.Kind == yaml.MappingNode) && fl.valNode.Style&yaml.FlowStyle == 0:
+		// An empty block list becomes [] on the key's line, and a block
+		// list or mapping that becomes a single value moves up there too
+		// ("labels: x", not "labels:\n  x").
 		start = fl.colonEnd
-		end = fl.end - len(f.newline())
-		if end < start {
-			end = start
+		end = fl.end
+		for end > start && (f.Src[end-1] == '\n' || f.Src[end-1] == '\r') {
+			end--
 		}
-		repl = []byte(" []")
+		repl = []byte(" " + renderFlow(v))
 	default:
 		repl = []byte(renderAs(v, fl.valNode))
 	}
@@ -256,7 +258,12 @@ func (f *File) accepts(n *yaml.Node, v Value) bool {
 	case kindString:
 		return n.Kind == yaml.ScalarNode && n.Tag == "!!str" && n.Value == v.s
 	case kindInt:
-		return n.Kind == yaml.ScalarNode && n.Tag == "!!int" && n.Value == strconv.Itoa(v.n)
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+			return false
+		}
+		// 007 and +7 are 7 too: setting 7 must not rewrite them.
+		var i int
+		return n.Value == strconv.Itoa(v.n) || n.Decode(&i) == nil && i == v.n
 	case kindTime:
 		if n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && n.Tag != "!!timestamp") {
 			return false
@@ -280,8 +287,17 @@ func (f *File) accepts(n *yaml.Node, v Value) bool {
 }
 
 // nodeEqual compares what two YAML nodes mean, not how they are written.
+// Aliases are followed, so a few lines of nested aliases can stand for an
+// exponentially large value: past a fixed amount of work the values count
+// as different, which makes an edit fail instead of hanging.
 func nodeEqual(a, b *yaml.Node, depth int) bool {
-	if depth > 64 {
+	budget := 1 << 16
+	return nodeEqualWithin(a, b, depth, &budget)
+}
+
+func nodeEqualWithin(a, b *yaml.Node, depth int, budget *int) bool {
+	*budget--
+	if depth > 64 || *budget < 0 {
 		return false
 	}
 	a, b = resolveAlias(a), resolveAlias(b)
@@ -295,7 +311,7 @@ func nodeEqual(a, b *yaml.Node, depth int) bool {
 		return false
 	}
 	for i := range a.Content {
-		if !nodeEqual(a.Content[i], b.Content[i], depth+1) {
+		if !nodeEqualWithin(a.Content[i], b.Content[i], depth+1, budget) {
 			return false
 		}
 	}
@@ -389,6 +405,12 @@ func plainSafe(s string, inFlow bool) bool {
 		return false
 	}
 	if strings.Contains(s, ": ") || strings.Contains(s, " #") || strings.HasSuffix(s, ":") || strings.Contains(s, "\t") {
+		return false
+	}
+	switch strings.ToLower(s) {
+	case "y", "n", "yes", "no", "on", "off":
+		// Strings to go.yaml.in/yaml/v3, but booleans to YAML 1.1
+		// readers (and to people): quote them, as yaml.Marshal does.
 		return false
 	}
 	if inFlow && strings.ContainsAny(s, ",[]{}") {

@@ -3,6 +3,7 @@ package taskfile
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -191,6 +192,15 @@ func (f *File) parseYAML() error {
 	if err := yaml.Unmarshal(text, &doc); err != nil {
 		return f.yamlError(err)
 	}
+	// yaml.Unmarshal reads the first document only: text after a "..."
+	// or "--- x" line would be silently ignored.
+	if bytes.Contains(text, []byte("\n...")) || bytes.Contains(text, []byte("\n---")) || bytes.HasPrefix(text, []byte("...")) || bytes.Contains(text, []byte("\n%")) {
+		dec := yaml.NewDecoder(bytes.NewReader(text))
+		var first, extra yaml.Node
+		if dec.Decode(&first) == nil && dec.Decode(&extra) != io.EOF {
+			return &ParseError{Path: f.Path, Line: f.secondDocumentLine(), Msg: "frontmatter: a second YAML document starts here; a task file has one (remove this line, or move what follows into the body)"}
+		}
+	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil // empty frontmatter
 	}
@@ -205,6 +215,7 @@ func (f *File) parseYAML() error {
 		return &ParseError{Path: f.Path, Line: f.fileLine(root.Line), Msg: "frontmatter must use block style (one key per line), not {...}"}
 	}
 	f.root = root
+	seen := make(map[string]*yaml.Node, len(root.Content)/2)
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
@@ -212,9 +223,10 @@ func (f *File) parseYAML() error {
 		}
 		// YAML forbids a key twice; reading one copy and editing the other
 		// would make edits silently ineffective.
-		if prev := f.field(k.Value); prev != nil {
-			return &ParseError{Path: f.Path, Line: f.fileLine(k.Line), Msg: fmt.Sprintf("frontmatter: key %q appears twice (first on line %d); keep one", k.Value, f.fileLine(prev.keyNode.Line))}
+		if prev, dup := seen[k.Value]; dup {
+			return &ParseError{Path: f.Path, Line: f.fileLine(k.Line), Msg: fmt.Sprintf("frontmatter: key %q appears twice (first on line %d); keep one", k.Value, f.fileLine(prev.Line))}
 		}
+		seen[k.Value] = k
 		f.fields = append(f.fields, field{key: k.Value, keyNode: k, valNode: v})
 	}
 	return f.computeSpans()
@@ -242,6 +254,19 @@ func (f *File) yamlError(err error) error {
 	return &ParseError{Path: f.Path, Line: f.openLine + line, Msg: "frontmatter: " + first}
 }
 
+// secondDocumentLine returns the file line of the first "...", "---" or "%"
+// line of the frontmatter: where YAML ends the first document.
+func (f *File) secondDocumentLine() int {
+	for i := range f.lines {
+		t := f.lineText(i)
+		if bytes.HasPrefix(t, []byte("%")) ||
+			(bytes.HasPrefix(t, []byte("...")) || bytes.HasPrefix(t, []byte("---"))) && (len(t) == 3 || t[3] == ' ' || t[3] == '\t') {
+			return f.fileLine(i + 1)
+		}
+	}
+	return f.openLine
+}
+
 // firstFailingLine returns the 1-based line of the YAML text from which the
 // text stops parsing for good: the line after the longest run of whole lines
 // that still parses (0 when the text parses or is too long to search). The
@@ -249,9 +274,6 @@ func (f *File) yamlError(err error) error {
 // multi-line [...] or quoted value fails too.
 func (f *File) firstFailingLine() int {
 	text := f.Src[f.fmStart:f.fmEnd]
-	if bytes.Count(text, []byte("\n")) > 400 {
-		return 0
-	}
 	var ends []int // end of each line, after its break
 	for end := 0; end < len(text); {
 		nl := bytes.IndexByte(text[end:], '\n')
@@ -266,7 +288,11 @@ func (f *File) firstFailingLine() int {
 	if len(ends) == 0 || yaml.Unmarshal(text, &n) == nil {
 		return 0
 	}
+	budget := 4 << 20 // bytes of YAML to parse before giving up
 	for i := len(ends) - 1; i >= 1; i-- {
+		if budget -= ends[i-1]; budget < 0 {
+			return 0
+		}
 		var n yaml.Node
 		if yaml.Unmarshal(text[:ends[i-1]], &n) == nil {
 			return i + 1

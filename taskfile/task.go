@@ -178,3 +178,14 @@ type EditError struct {
 func (e *EditError) Error() string {
 	return fmt.Sprintf("%s: cannot change %q: %s", e.Path, e.Key, e.Msg)
 }
+
+// Problems is every problem found in one file, each with its line.
+type Problems []*ParseError
+
+func (p Problems) Error() string {
+	lines := make([]string, len(p))
+	for i, e := range p {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}

@@ -209,7 +209,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 	out := &DecideResult{Decision: decision}
 	var created []string
 	res, err := e.transition(id, "decide", func(t *Task) (*change, error) {
-		created = nil
+		created = []string{} // never null in the event
 		now := taskfile.FormatTime(e.Now())
 		c := &change{data: map[string]any{"decision": decision, "text": text}, trailers: []string{"Orch-Decision", decision}}
 		if rec != nil {
@@ -260,7 +260,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 			if !contains(deps, dep) {
 				deps = append(deps, dep)
 			}
-			if f, err = f.AddSection(fmt.Sprintf("## Decision (%s, %s)\n\nDeferred behind %s. %s\n", e.Actor, now, dep, demote(text))); err != nil {
+			if f, err = f.AddSection(fmt.Sprintf("## Decision (%s, %s)\n\n%s\n", e.Actor, now, strings.TrimSpace("Deferred behind "+dep+". "+demote(text)))); err != nil {
 				return nil, err
 			}
 			if f, err = f.Apply(taskfile.Set(taskfile.KeyDependsOn, taskfile.ListOf(deps))); err != nil {
@@ -284,11 +284,11 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 				created = append(created, nf.Task.ID)
 			}
 			verb := map[string]string{"decompose": "Decomposed into", "reformulate": "Reformulated as"}[decision]
-			if f, err = f.AddSection(fmt.Sprintf("## Decision (%s, %s)\n\n%s %s. %s\n", e.Actor, now, verb, strings.Join(created, ", "), demote(text))); err != nil {
+			if f, err = f.AddSection(fmt.Sprintf("## Decision (%s, %s)\n\n%s\n", e.Actor, now, strings.TrimSpace(verb+" "+strings.Join(created, ", ")+". "+demote(text)))); err != nil {
 				return nil, err
 			}
 			c.to = taskfile.Superseded
-			c.body = fmt.Sprintf("%s by %s: %s.", verb, e.Actor, strings.Join(created, ", "))
+			c.body = fmt.Sprintf("%s %s (by %s).", verb, strings.Join(created, ", "), e.Actor)
 		}
 		if decision != "override" {
 			if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {

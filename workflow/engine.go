@@ -117,6 +117,10 @@ func (e *Engine) policy() gitstore.Policy {
 		Actor:          e.Signature(),
 		PrepareNewTask: e.prepareHandMadeTask,
 		CheckFile:      CheckFile,
+		Event: func(snap *gitstore.Snapshot, action, id, path string) (gitstore.Change, error) {
+			return e.eventChange(snap, Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: action, To: string(taskfile.Incoming), Actor: e.Actor,
+				Data: map[string]any{"path": path, "by_hand": true}})
+		},
 	}
 }
 

@@ -206,6 +206,9 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 		if err := CheckTransition("claim", s.Task.ID, s.Task.Queue); err != nil {
 			return nil, err
 		}
+		if err := e.editable(s); err != nil {
+			return nil, err // a broken or conflicted file: the same answer as every verb
+		}
 		if rule, msg := e.whyNot(s, roles); rule != "" {
 			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", s.Task.ID, msg), Hint: claimHint(rule, s.Task.ID)}
 		}
@@ -553,7 +556,10 @@ func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
 		why = fmt.Sprintf("Every agent with role %s in the roster is locked out of this task (%s).", roleOf(&t.Task, e.Config), strings.Join(locked, ", "))
 	}
 	if reason != "" {
-		msg := e.escalationMessage(&t.Task, t.Path, reason, why)
+		// The message describes the task after this rejection.
+		after := t.Task
+		after.RejectionCount, after.LockedOut = n, locked
+		msg := e.escalationMessage(&after, t.Path, reason, why)
 		c.to = taskfile.Escalated
 		c.extra = append(c.extra, msg)
 		c.data["escalated"] = reason
@@ -729,9 +735,6 @@ func (e *Engine) Escalate(id, text string) (*Result, error) {
 		return nil, &UsageError{Msg: "say what a human must decide", Hint: `orch escalate ` + id + ` -m "why"`}
 	}
 	return e.transition(id, "escalate", func(t *Task) (*change, error) {
-		if t.Task.Queue == taskfile.Escalated {
-			return nil, &IllegalTransitionError{Task: id, Queue: t.Task.Queue, Verb: "escalate", Legal: LegalVerbs(t.Task.Queue)}
-		}
 		msg := e.escalationMessage(&t.Task, t.Path, "manual", "Escalated by "+e.Actor+": "+text)
 		return &change{file: t.File, to: taskfile.Escalated, body: "Escalated by " + e.Actor + ": " + firstSentence(text),
 			extra: []gitstore.Change{msg}, data: map[string]any{"reason": "manual", "text": text}}, nil

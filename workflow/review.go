@@ -253,7 +253,8 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 		if c.to != "escalated" && noProgress >= e.Config.Review.MaxNoProgress {
 			why := fmt.Sprintf("%d review rounds in a row resolved no blocking issue (review.max_no_progress is %d).", noProgress, e.Config.Review.MaxNoProgress)
 			c.to = "escalated"
-			c.extra = append(c.extra, e.escalationMessage(&t.Task, t.Path, "no_progress", why))
+			after := c.file.Task // the message describes the task after this rejection
+			c.extra = append(c.extra, e.escalationMessage(&after, t.Path, "no_progress", why))
 			c.data["escalated"] = "no_progress"
 			c.body += "\n\nEscalated: " + why
 		}
@@ -338,7 +339,7 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 	if text == "" {
 		hint := `orch respond ` + id + ` ` + issue + ` ` + strings.ToLower(st) + ` -m "what you changed"`
 		if st == "REJECTED" {
-			return nil, &UsageError{Msg: "rejecting an issue needs a justification (-m TEXT)", Hint: hint}
+			return nil, &UsageError{Msg: "rejecting an issue needs a justification (-m TEXT)", Hint: `orch respond ` + id + ` ` + issue + ` rejected -m "why the issue does not apply"`}
 		}
 		return nil, &UsageError{Msg: "a response needs a text (-m TEXT)", Hint: hint}
 	}

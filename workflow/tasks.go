@@ -173,6 +173,10 @@ func (e *Engine) renderTask(nt NewTask, taken map[string]bool) (*taskfile.File, 
 	if len(title) > 200 {
 		return nil, &UsageError{Msg: "the title is longer than 200 characters", Hint: "put the detail in the body (--body or -F)"}
 	}
+	// Control characters (terminal escapes) would reach every listing.
+	if strings.IndexFunc(title, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) >= 0 {
+		return nil, &UsageError{Msg: fmt.Sprintf("the title %q contains control characters", clipArg(title)), Hint: "use plain text"}
+	}
 	prio := taskfile.DefaultPriority
 	if nt.Priority != "" {
 		p, ok := taskfile.NormalizePriority(nt.Priority)
@@ -496,15 +500,22 @@ func (e *Engine) Check() []Problem {
 	}
 	broken, conflicts := e.Store.ViewProblems()
 	for p, err := range broken {
-		pe := asParseError(err, view(p))
-		path := pe.Path
-		if path == "" {
-			path = view(p)
+		var ps taskfile.Problems
+		if errors.As(err, &ps) {
+			for _, pe := range ps {
+				out = append(out, Problem{Path: view(p), Line: pe.Line, Kind: "uncommitted", Msg: pe.Msg + " (not committed; the state branch keeps the last good version)"})
+			}
+			continue
 		}
-		out = append(out, Problem{Path: path, Line: pe.Line, Kind: "uncommitted", Msg: pe.Msg + " (not committed; the state branch keeps the last good version)"})
+		pe := asParseError(err, view(p))
+		out = append(out, Problem{Path: view(p), Line: pe.Line, Kind: "uncommitted", Msg: pe.Msg + " (not committed; the state branch keeps the last good version)"})
 	}
 	for p, cs := range conflicts {
-		out = append(out, Problem{Path: view(p), Kind: "conflict", Msg: conflictText(strings.TrimSuffix(path.Base(p), ".md"), cs)})
+		id := strings.TrimSuffix(path.Base(p), ".md")
+		if s := e.Store.Summary(p); s != nil && s.Task.ID != "" {
+			id = s.Task.ID
+		}
+		out = append(out, Problem{Path: view(p), Kind: "conflict", Msg: conflictText(id, cs)})
 	}
 	ids := map[string]string{}
 	for _, s := range e.Store.Summaries() {

@@ -36,7 +36,7 @@ var Transitions = []Transition{
 	{Verb: "fail", From: nil, To: []taskfile.Queue{taskfile.Failed}, Who: "agent or human", Summary: "give the task up (an agent from claimed; a human from any open queue)"},
 	{Verb: "refuse", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.Blocked}, Who: "agent", Summary: "refuse with a structured, evidenced reason"},
 	{Verb: "decide", From: []taskfile.Queue{taskfile.Blocked}, To: []taskfile.Queue{taskfile.Claimed, taskfile.Incoming, taskfile.Blocked, taskfile.Superseded}, Who: "human", Summary: "answer a refusal: override, accept, defer, decompose, reformulate"},
-	{Verb: "escalate", From: nil, To: []taskfile.Queue{taskfile.Escalated}, Who: "anyone", Summary: "ask a human to act"},
+	{Verb: "escalate", From: []taskfile.Queue{taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked}, To: []taskfile.Queue{taskfile.Escalated}, Who: "anyone", Summary: "ask a human to act"},
 	{Verb: "requeue", From: []taskfile.Queue{taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "put the task back in incoming (claim cleared; branch, feedback and counts kept)"},
 	{Verb: "sweep", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "scheduler", Summary: "move claims older than claim_timeout to needs_continuation"},
 	{Verb: "archive", From: []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded}, To: nil, Who: "human", Summary: "remove a finished task's file from the state branch (history keeps it)"},

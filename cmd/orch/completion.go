@@ -1,65 +1,78 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
 
-// setupCompletion adjusts cobra's default completion command: the scripts
-// go to orch's stdout (cobra captures os.Stdout when the command is built),
-// --json wraps the script in one document, and an unknown shell is a usage
-// error instead of a help page that exits 0.
-func setupCompletion(g *globalOptions, c *cobra.Command) {
-	c.Short = "Print a shell completion script (bash, zsh, fish, powershell)"
-	c.Args = func(cmd *cobra.Command, args []string) error {
+// completeTaskIDs completes task IDs, with titles as descriptions, from the
+// store's cache: no view reconcile, no commits, so a <TAB> never changes the
+// repository.
+func completeTaskIDs(g *globalOptions, queues ...taskfile.Queue) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
-			return &workflow.UsageError{Msg: fmt.Sprintf("%q is not a shell orch completes", args[0]), Hint: "usage: orch completion bash|zsh|fish|powershell"}
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		return nil
+		e, err := workflow.Open(workflow.Options{Dir: g.Dir, StateBranch: g.StateBranch, Actor: "completion", NoReconcile: true})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer e.Close()
+		want := map[taskfile.Queue]bool{}
+		for _, q := range queues {
+			want[q] = true
+		}
+		var out []string
+		for _, s := range e.Store.Summaries() {
+			id := s.Task.ID
+			if id == "" || (len(want) > 0 && !want[s.Task.Queue]) || !strings.HasPrefix(strings.ToLower(id), strings.ToLower(toComplete)) {
+				continue
+			}
+			out = append(out, id+"\t"+string(s.Task.Queue)+": "+strings.ReplaceAll(s.Task.Title, "\t", " "))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-	c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
-	for _, sub := range c.Commands() {
-		shell := sub.Name()
-		sub.RunE = func(cmd *cobra.Command, args []string) error {
-			noDesc, _ := cmd.Flags().GetBool("no-descriptions")
-			var b bytes.Buffer
-			var err error
-			root := cmd.Root()
-			switch shell {
-			case "bash":
-				err = root.GenBashCompletionV2(&b, !noDesc)
-			case "zsh":
-				if noDesc {
-					err = root.GenZshCompletionNoDesc(&b)
-				} else {
-					err = root.GenZshCompletion(&b)
+}
+
+// completeWords completes a fixed list (queues, decisions, statuses).
+func completeWords(words ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return words, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// addCompletions attaches completion functions to the verbs.
+func addCompletions(g *globalOptions, root *cobra.Command) {
+	queues := make([]string, len(taskfile.Queues))
+	for i, q := range taskfile.Queues {
+		queues[i] = string(q)
+	}
+	open := []taskfile.Queue{}
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "show", "edit", "log", "prompt", "escalate", "fail", "unlock", "respond", "archive":
+			c.ValidArgsFunction = completeTaskIDs(g, open...)
+		case "submit", "pause", "refuse":
+			c.ValidArgsFunction = completeTaskIDs(g, taskfile.Claimed)
+		case "approve", "reject", "review":
+			c.ValidArgsFunction = completeTaskIDs(g, taskfile.Provisional)
+		case "decide":
+			c.ValidArgsFunction = func(cmd *cobra.Command, args []string, tc string) ([]string, cobra.ShellCompDirective) {
+				if len(args) == 1 {
+					return workflow.Decisions, cobra.ShellCompDirectiveNoFileComp
 				}
-			case "fish":
-				err = root.GenFishCompletion(&b, !noDesc)
-			case "powershell":
-				if noDesc {
-					err = root.GenPowerShellCompletion(&b)
-				} else {
-					err = root.GenPowerShellCompletionWithDesc(&b)
-				}
-			default:
-				return &workflow.UsageError{Msg: fmt.Sprintf("%q is not a shell orch completes", shell)}
+				return completeTaskIDs(g, taskfile.Blocked)(cmd, args, tc)
 			}
-			if err != nil {
-				return err
-			}
-			if g.JSON {
-				return writeJSON(g.io.Out, struct {
-					Shell  string `json:"shell"`
-					Script string `json:"script"`
-				}{shell, b.String()})
-			}
-			_, err = g.io.Out.Write(b.Bytes())
-			return err
+		case "requeue":
+			c.ValidArgsFunction = completeTaskIDs(g)
+		case "list":
+			_ = c.RegisterFlagCompletionFunc("queue", completeWords(queues...))
+		case "claim":
+			_ = c.RegisterFlagCompletionFunc("task", completeTaskIDs(g, taskfile.Incoming, taskfile.Rejected, taskfile.NeedsContinuation))
 		}
 	}
 }

@@ -62,6 +62,8 @@ func runInit(o *initOptions) error {
 		}
 		if res.View != "" {
 			fmt.Fprintf(out, "View: %s\n", res.View)
+		} else if e.Store.ViewOwner != "" {
+			fmt.Fprintf(out, "The view .orchestrator/ belongs to %s; this state branch has no view: use orch edit ID for hand edits.\n", e.Store.ViewOwner)
 		} else {
 			fmt.Fprintln(out, "Bare repository: no view; use orch edit ID for hand edits.")
 		}

@@ -109,6 +109,17 @@ func runList(o *listOptions) error {
 
 func clip(s string, n int) string {
 	r := []rune(s)
+	for i, c := range r {
+		// A title from a hand-made file may hold terminal escapes: never
+		// send them to the terminal.
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
+			r[i] = '?'
+			s = ""
+		}
+	}
+	if s == "" {
+		s = string(r)
+	}
 	if len(r) <= n {
 		return s
 	}

@@ -136,6 +136,7 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		newDecideCmd(g),
 		newStatsCmd(g),
 	)
+	addCompletions(g, root)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
@@ -156,6 +157,9 @@ func indent(s, pre string) string {
 func (g *globalOptions) resolveAgent() error {
 	if g.StateBranch == "" {
 		g.StateBranch = os.Getenv("ORCH_STATE_BRANCH")
+	}
+	if sb := g.StateBranch; sb != "" && !taskfile.ValidBranch(strings.TrimPrefix(sb, "refs/heads/")) {
+		return &workflow.UsageError{Msg: fmt.Sprintf("%q is not a valid name for the state branch", sb), Hint: "a branch name like orch or team/orch (--state-branch NAME or ORCH_STATE_BRANCH)"}
 	}
 	if g.Agent == "" {
 		g.Agent = os.Getenv("ORCH_AGENT")

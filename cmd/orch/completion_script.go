@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+// setupCompletion adjusts cobra's default completion command: the scripts
+// go to orch's stdout (cobra captures os.Stdout when the command is built),
+// --json wraps the script in one document, and an unknown shell is a usage
+// error instead of a help page that exits 0.
+func setupCompletion(g *globalOptions, c *cobra.Command) {
+	c.Short = "Print a shell completion script (bash, zsh, fish, powershell)"
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return &workflow.UsageError{Msg: fmt.Sprintf("%q is not a shell orch completes", args[0]), Hint: "usage: orch completion bash|zsh|fish|powershell"}
+		}
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+	for _, sub := range c.Commands() {
+		shell := sub.Name()
+		sub.RunE = func(cmd *cobra.Command, args []string) error {
+			noDesc, _ := cmd.Flags().GetBool("no-descriptions")
+			var b bytes.Buffer
+			var err error
+			root := cmd.Root()
+			switch shell {
+			case "bash":
+				err = root.GenBashCompletionV2(&b, !noDesc)
+			case "zsh":
+				if noDesc {
+					err = root.GenZshCompletionNoDesc(&b)
+				} else {
+					err = root.GenZshCompletion(&b)
+				}
+			case "fish":
+				err = root.GenFishCompletion(&b, !noDesc)
+			case "powershell":
+				if noDesc {
+					err = root.GenPowerShellCompletion(&b)
+				} else {
+					err = root.GenPowerShellCompletionWithDesc(&b)
+				}
+			default:
+				return &workflow.UsageError{Msg: fmt.Sprintf("%q is not a shell orch completes", shell)}
+			}
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return writeJSON(g.io.Out, struct {
+					Shell  string `json:"shell"`
+					Script string `json:"script"`
+				}{shell, b.String()})
+			}
+			_, err = g.io.Out.Write(b.Bytes())
+			return err
+		}
+	}
+}
