@@ -322,6 +322,8 @@ type CommitRequest struct {
 	Changes []Change
 	Message string
 	Author  Signature
+	// MergeParents are further parents after the tip (a sync merge).
+	MergeParents []plumbing.Hash
 }
 
 // Commit writes the changes as one commit on top of the current tip and
@@ -339,13 +341,14 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if next.Root == base.Root && !base.Tip.IsZero() {
+	if next.Root == base.Root && !base.Tip.IsZero() && len(req.MergeParents) == 0 {
 		return base.Tip, nil // nothing changed: no empty commits
 	}
 	var parents []plumbing.Hash
 	if !base.Tip.IsZero() {
 		parents = []plumbing.Hash{base.Tip}
 	}
+	parents = append(parents, req.MergeParents...)
 	when := req.Author.When
 	if when.IsZero() {
 		when = time.Now()

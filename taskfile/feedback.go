@@ -43,7 +43,7 @@ type Issue struct {
 	Why       string     `json:"why,omitempty"`
 	Resolved  bool       `json:"resolved"` // the box is ticked: a later review resolved it
 	Responses []Response `json:"responses,omitempty"`
-	Line      int        `json:"line"` // 1-based line in the file
+	Line      int        `json:"line,omitempty"` // 1-based line in the file
 }
 
 // Response is an implementer's answer to an issue.

@@ -127,11 +127,22 @@ func (e *Engine) latestRefusal(id string) (*refusalRecord, error) {
 		if json.Unmarshal(ev.Data, &data) != nil || data.Refusal == nil {
 			return
 		}
-		if best == nil || ev.Time >= best.Time {
+		if best == nil || !eventBefore(ev.Time, best.Time) {
 			best = &refusalRecord{Agent: ev.Actor, Time: ev.Time, Record: data.Refusal}
 		}
 	})
 	return best, err
+}
+
+// eventBefore compares event times as times: as text, "10:00:42Z" would sort
+// after "10:00:42.5Z" (FormatTime drops zero milliseconds).
+func eventBefore(a, b string) bool {
+	ta, errA := taskfile.ParseTime(a)
+	tb, errB := taskfile.ParseTime(b)
+	if errA != nil || errB != nil {
+		return a < b
+	}
+	return ta.Before(tb)
 }
 
 // rawEvent is an event line with its data left undecoded.
@@ -185,6 +196,11 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
+	if s := e.Store.SummaryByID(id); s != nil {
+		if err := CheckTransition("decide", id, s.Task.Queue); err != nil {
+			return nil, err
+		}
+	}
 	rec, err := e.latestRefusal(id)
 	if err != nil {
 		return nil, err
@@ -202,6 +218,9 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 	text = strings.TrimSpace(text)
 	if decision == "override" && text == "" {
 		return nil, &UsageError{Msg: "an override needs a message for the agent (-m TEXT): it is shown in the agent's next prompt", Hint: `orch decide ` + id + ` override -m "The API key is in the vault; try again"`}
+	}
+	if rec == nil && decision == "override" {
+		return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log, so there is no agent to send it back to", id), Hint: "orch requeue " + id + " --to AGENT gives it to someone"}
 	}
 	if rec == nil && decision != "override" && decision != "accept" {
 		return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log: %s needs the refusal's record", id, decision), Hint: "use override or accept, or create the tasks by hand"}
@@ -255,6 +274,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 			deps := append([]string{}, t.Task.DependsOn...)
 			for _, nf := range newTasks {
 				c.extra = append(c.extra, gitstore.Change{Path: nf.Path, Data: nf.Src})
+				c.created = append(c.created, createdTask{nf.Task.ID, nf.Task.Title})
 				created = append(created, nf.Task.ID)
 			}
 			if !contains(deps, dep) {
@@ -281,6 +301,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 			}
 			for _, nf := range newTasks {
 				c.extra = append(c.extra, gitstore.Change{Path: nf.Path, Data: nf.Src})
+				c.created = append(c.created, createdTask{nf.Task.ID, nf.Task.Title})
 				created = append(created, nf.Task.ID)
 			}
 			verb := map[string]string{"decompose": "Decomposed into", "reformulate": "Reformulated as"}[decision]

@@ -340,6 +340,11 @@ type Event struct {
 	Data   map[string]any `json:"data,omitempty"`
 }
 
+// fileReader reads a file of the state branch as a commit will leave it.
+type fileReader interface {
+	Read(path string) ([]byte, error)
+}
+
 // maxEventFile is where an events file is closed and a new one started, so
 // that appending one line never means rewriting a large blob.
 const maxEventFile = 128 << 10
@@ -347,7 +352,7 @@ const maxEventFile = 128 << 10
 // eventChange appends ev to this clone's events file of the day. Each clone
 // writes its own files, so event logs from several machines merge as a
 // union with no conflicts.
-func (e *Engine) eventChange(snap *gitstore.Snapshot, ev Event) (gitstore.Change, error) {
+func (e *Engine) eventChange(snap fileReader, ev Event) (gitstore.Change, error) {
 	line, err := json.Marshal(ev)
 	if err != nil {
 		return gitstore.Change{}, err

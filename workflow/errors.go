@@ -110,3 +110,11 @@ func (e *InvalidFileError) Error() string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// ExternalError is a tool orch relies on (gh, git) failing (exit 1).
+type ExternalError struct {
+	Msg  string
+	Hint string
+}
+
+func (e *ExternalError) Error() string { return e.Msg }

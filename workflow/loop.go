@@ -22,6 +22,7 @@ type change struct {
 	body     string         // commit message body
 	data     map[string]any // event data
 	extra    []gitstore.Change
+	created  []createdTask // tasks this change creates: each gets its own "new" event
 	trailers []string
 }
 
@@ -88,6 +89,21 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 			return nil, err
 		}
 		changes = append(changes, evc)
+		var createdIDs []string
+		for _, ct := range c.created {
+			nev := Event{Time: ev.Time, Task: ct.ID, Action: "new", To: string(taskfile.Incoming), Actor: e.Actor,
+				Data: map[string]any{"title": ct.Title, "from": id, "by": verb}}
+			rd := &mergedSnapshot{Snapshot: snap, changes: changes}
+			evn, err := e.eventChange(rd, nev)
+			if err != nil {
+				return nil, err
+			}
+			changes = mergeChange(changes, evn)
+			createdIDs = append(createdIDs, ct.ID)
+		}
+		if len(createdIDs) > 0 {
+			c.trailers = append(c.trailers, "Orch-Created", strings.Join(createdIDs, " "))
+		}
 		res.From, res.To = from, to
 		msgFrom, msgTo := from, to
 		if from == to {
@@ -105,6 +121,12 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 	res.Commit = h
 	res.Task = e.Store.SummaryByID(id)
 	return &res, nil
+}
+
+// createdTask is a task a change creates.
+type createdTask struct {
+	ID    string
+	Title string
 }
 
 // editable refuses to change a task whose view file holds a hand edit orch
@@ -598,7 +620,7 @@ func (e *Engine) deadlocked(t *taskfile.Task, locked []string) bool {
 // escalationMessage writes messages/<time>-<id>.md for the human inbox.
 func (e *Engine) escalationMessage(t *taskfile.Task, path, reason, why string) gitstore.Change {
 	now := e.Now().UTC()
-	name := fmt.Sprintf("%s/%s-%s.md", gitstore.MessagesDir, now.Format("20060102T150405Z"), t.ID)
+	name := fmt.Sprintf("%s/%s-%s.md", gitstore.MessagesDir, now.Format("20060102T150405.000Z"), t.ID)
 	var b strings.Builder
 	fmt.Fprintf(&b, "---\ntask: %s\nreason: %s\ncreated: %s\nby: %s\n---\n", t.ID, reason, taskfile.FormatTime(now), e.Actor)
 	fmt.Fprintf(&b, "# %s escalated: %s\n\n", t.ID, oneLine(t.Title))

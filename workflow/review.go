@@ -235,7 +235,19 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	if len(resolvedList) > 0 {
 		fmt.Fprintf(&text, "\nResolved: %s.\n", strings.Join(resolvedList, ", "))
 	}
-	src := taskfile.Source{From: e.Actor + " via orch review", Time: e.Now(), Text: strings.TrimSpace(text.String()), Issues: news}
+	// A re-opened issue is listed again in the new round, under its own ID,
+	// so that the next submission must answer it again (the submit guard
+	// looks at the newest round) and the prompt shows it with the new work.
+	roundIssues := append([]taskfile.Issue(nil), news...)
+	for _, id := range reopenedList {
+		is := open[id]
+		is.Resolved, is.Responses, is.Line = false, nil, 0
+		if !strings.HasSuffix(is.Title, "(re-opened)") {
+			is.Title = strings.TrimSpace(is.Title + " (re-opened)")
+		}
+		roundIssues = append(roundIssues, is)
+	}
+	src := taskfile.Source{From: e.Actor + " via orch review", Time: e.Now(), Text: strings.TrimSpace(text.String()), Issues: roundIssues}
 	data := map[string]any{"verdict": verdict, "round": n, "issues": news, "reopen": reopenedList, "resolved": resolvedList,
 		"progress": progress, "no_progress_count": noProgress, "rereview": reReview}
 	if verdict == VerdictChangesRequested {

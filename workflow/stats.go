@@ -109,7 +109,9 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 			if b := strings.TrimSpace(d.Blocking); b != "" {
 				k := strings.ToLower(strings.Join(strings.Fields(b), " "))
 				blockers[k]++
-				blockerText[k] = b
+				if _, ok := blockerText[k]; !ok { // shown as first written, spacing folded
+					blockerText[k] = strings.Join(strings.Fields(b), " ")
+				}
 			}
 		case "refuse.invalid":
 			st.InvalidRefusals++

@@ -608,7 +608,7 @@ func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
 	var out []LogEntry
 	err := e.Store.Walk(func(c *gitstore.CommitInfo) bool {
 		tr := c.Trailers()
-		if id != "" && tr["Orch-Task"] != id {
+		if id != "" && tr["Orch-Task"] != id && !contains(strings.Fields(tr["Orch-Created"]), id) {
 			return true
 		}
 		out = append(out, LogEntry{

@@ -64,6 +64,7 @@ func classify(err error) classified {
 		lockTime  *gitstore.ErrLockTimeout
 		missing   *gitstore.ErrObjectMissing
 		refusal   *workflow.InvalidRefusalError
+		external  *workflow.ExternalError
 	)
 	switch {
 	case errors.As(err, &usage):
@@ -74,6 +75,8 @@ func classify(err error) classified {
 		return classified{exitNotFound, "not_found", notFound.Error(), notFound.Hint}
 	case errors.As(err, &nothing):
 		return classified{exitNotFound, "nothing_to_claim", nothing.Error(), "orch list --ready shows what is ready; orch list shows every task"}
+	case errors.As(err, &external):
+		return classified{exitFailure, "external", external.Msg, external.Hint}
 	case errors.As(err, &refusal):
 		return classified{exitRefused, "invalid_refusal", refusal.Error(), "fix every point and refuse again, or keep working on the task (it is still claimed by you); orch refuse --help lists the rules"}
 	case errors.As(err, &illegal):

@@ -135,6 +135,9 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		newRefuseCmd(g),
 		newDecideCmd(g),
 		newStatsCmd(g),
+		newPRCmd(g),
+		newWorktreeCmd(g),
+		newSyncCmd(g),
 	)
 	addCompletions(g, root)
 	root.InitDefaultCompletionCmd()

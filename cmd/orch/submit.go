@@ -1,34 +1,43 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/ghreview"
 	"github.com/orch-tool/orch/workflow"
 )
 
 type submitOptions struct {
-	g    *globalOptions
-	PR   int
-	Note string
+	g        *globalOptions
+	PR       int
+	CreatePR bool
+	Note     string
 }
 
 func newSubmitCmd(g *globalOptions) *cobra.Command {
 	o := &submitOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "submit [ID] [--pr N] [-m NOTE]",
+		Use:   "submit [ID] [--pr N | --create-pr] [-m NOTE]",
 		Short: "Hand in the work on the task's branch for review",
 		Long: `Submit the task for review. ` + workflow.TransitionHelp("submit") + `
 
 Refused (exit 4) while a blocking issue of the last review has no response
 (orch respond), and when the task's branch has no new commit since the last
 rejection: resubmitting unchanged work is the commonest failure of review loops.
-Inside the task's worktree the ID may be omitted.`,
+Inside the task's worktree the ID may be omitted.
+
+--create-pr runs gh pr create --draft for the task's branch (push the branch
+first) and records the pull request's number; it is only tried once every
+check of submit has passed, and when gh fails nothing changes.`,
 		Example: `  orch submit T-4k9x2m --pr 48 -m "snaps fork start; dedups the handler"
-  orch submit            # inside the task's worktree`,
-		Args: maxArgs(1, "submit [ID] [--pr N] [-m NOTE]"),
+  orch submit --create-pr   # inside the task's worktree, after git push`,
+		Args: maxArgs(1, "submit [ID] [--pr N | --create-pr] [-m NOTE]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runSubmit(o, argOr(args, 0)) },
 	}
 	cmd.Flags().IntVar(&o.PR, "pr", 0, "the pull request number to record")
+	cmd.Flags().BoolVar(&o.CreatePR, "create-pr", false, "open a draft pull request with gh and record its number")
 	cmd.Flags().StringVarP(&o.Note, "message", "m", "", "a note for the reviewer")
 	return cmd
 }
@@ -37,7 +46,68 @@ func runSubmit(o *submitOptions, ref string) error {
 	if o.PR < 0 {
 		return &workflow.UsageError{Msg: "--pr must be a positive number"}
 	}
+	if o.CreatePR && o.PR > 0 {
+		return &workflow.UsageError{Msg: "give --pr N or --create-pr, not both"}
+	}
+	pr := o.PR
+	if o.CreatePR {
+		var err error
+		if pr, ref, err = createPR(o, ref); err != nil {
+			return err
+		}
+	}
 	return o.g.taskVerb(ref, "submit", func(e *workflow.Engine, id string) (*workflow.Result, error) {
-		return e.Submit(id, workflow.SubmitOptions{PR: o.PR, Note: o.Note})
+		return e.Submit(id, workflow.SubmitOptions{PR: pr, Note: o.Note})
 	})
+}
+
+// createPR checks that the submission would pass, then opens the pull
+// request without holding the store lock.
+func createPR(o *submitOptions, ref string) (int, string, error) {
+	var branch, base, title, id, repoCfg, dir string
+	prNow := 0
+	err := o.g.withEngine(func(e *workflow.Engine) error {
+		if err := e.RequireInit(); err != nil {
+			return err
+		}
+		s, err := e.Resolve(ref)
+		if err != nil {
+			return err
+		}
+		t, err := e.SubmitCheck(s.Task.ID)
+		if err != nil {
+			return err
+		}
+		id, branch, title, prNow = t.Task.ID, t.Task.Branch, t.Task.Title, t.Task.PRNumber
+		base = t.Task.BaseBranch
+		if base == "" {
+			base = e.Config.BaseBranch
+		}
+		repoCfg = e.Config.GitHub.Repo
+		dir = e.Store.Repo.WorkTree
+		if dir == "" {
+			dir = e.Store.Repo.GitDir
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	if prNow > 0 {
+		return 0, "", &workflow.RuleError{Rule: "pr_exists", Msg: fmt.Sprintf("%s already has PR #%d: push to its branch instead of opening another", id, prNow), Hint: "orch submit " + id}
+	}
+	gh := ghreview.New(dir)
+	repo := ""
+	if repoCfg != "" {
+		if repo, err = gh.Repo(repoCfg); err != nil {
+			return 0, "", ghFailure(err)
+		}
+	}
+	body := fmt.Sprintf("orch task %s: %s\n\nReview it with `orch approve %s` or `orch reject %s -m ...`, or with a GitHub review: `orch pr poll` imports requested changes.", id, title, id, id)
+	n, url, err := gh.CreatePR(repo, branch, base, id+": "+title, body)
+	if err != nil {
+		return 0, "", ghFailure(err)
+	}
+	fmt.Fprintf(o.g.io.Err, "opened draft PR #%d: %s\n", n, url)
+	return n, id, nil
 }

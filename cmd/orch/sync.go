@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/workflow"
+)
+
+type syncOptions struct {
+	g *globalOptions
+}
+
+// syncAttempts bounds the fetch-merge-push loop.
+const syncAttempts = 20
+
+func newSyncCmd(g *globalOptions) *cobra.Command {
+	o := &syncOptions{g: g}
+	return &cobra.Command{
+		Use:   "sync [REMOTE]",
+		Short: "Share the queue with other clones through a remote",
+		Long: `Fetch the remote's state branch (default remote: origin), merge it with the
+local one, and push with a lease; when another clone pushed first, fetch and
+merge again. The view follows.
+
+The merge is task by task: frontmatter key by key, bodies as text, event logs
+as a union of lines. A true conflict (both sides changed the same key, or the
+same lines, differently) is resolved by one rule: the remote's version wins,
+since it was pushed first. Every such conflict is reported here, written in
+the merge commit's message and in a sync.conflict event, and a local body
+that lost is kept in the task under "## Sync conflict": nothing is dropped
+silently.`,
+		Example: `  orch sync
+  orch sync upstream --json`,
+		Args: maxArgs(1, "sync [REMOTE]"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runSync(o, argOr(args, 0)) },
+	}
+}
+
+func remoteOrDefault(r string) (string, error) {
+	if r == "" {
+		r = "origin"
+	}
+	if !gitstore.ValidRemote(r) {
+		return "", &workflow.UsageError{Msg: fmt.Sprintf("%q is not a remote", r)}
+	}
+	return r, nil
+}
+
+// syncOnce fetches and merges; it returns the local tip and the remote tip
+// the push must expect. The caller holds no lock.
+func (g *globalOptions) fetchRemote(remote string) (plumbing.Hash, error) {
+	st, err := gitstore.Open(gitstore.Options{Dir: g.Dir, StateBranch: g.StateBranch})
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := st.Repo.Fetch(remote, st.Ref)
+	if err != nil {
+		return plumbing.ZeroHash, remoteFailure(err)
+	}
+	return h, nil
+}
+
+func remoteFailure(err error) error {
+	return &workflow.ExternalError{Msg: err.Error(), Hint: "check the remote (git remote -v) and your access to it; nothing was pushed"}
+}
+
+func runSync(o *syncOptions, remoteArg string) error {
+	remote, err := remoteOrDefault(remoteArg)
+	if err != nil {
+		return err
+	}
+	res := &workflow.SyncResult{Remote: remote}
+	all := []workflow.SyncConflict{}
+	var changed []string
+	for attempt := 1; attempt <= syncAttempts; attempt++ {
+		res.Attempts = attempt
+		rtip, err := o.g.fetchRemote(remote)
+		if err != nil {
+			return err
+		}
+		var local plumbing.Hash
+		var repo *gitstore.Repo
+		err = o.g.withEngine(func(e *workflow.Engine) error {
+			if !e.Store.Exists() && rtip.IsZero() {
+				return &workflow.NotInitializedError{Ref: e.Store.Ref}
+			}
+			if err := e.MergeRemote(remote, rtip, res); err != nil {
+				return err
+			}
+			local, repo = e.Store.Snapshot().Tip, e.Store.Repo
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		all = append(all, res.Conflicts...)
+		changed = append(changed, res.Changed...)
+		res.Local = local.String()
+		if local == rtip {
+			break
+		}
+		err = repo.Push(remote, refOf(o.g), local, rtip)
+		if errors.Is(err, gitstore.ErrPushRejected) {
+			continue // another clone pushed first: fetch and merge again
+		}
+		if err != nil {
+			return remoteFailure(err)
+		}
+		if rtip.IsZero() {
+			res.Action = "created_remote"
+		} else if res.Action == "ahead" || res.Action == "up_to_date" {
+			res.Action = "pushed"
+		}
+		break
+	}
+	if res.Attempts == syncAttempts && res.Local != res.RemoteTip && res.Action == "" {
+		return &workflow.ConflictError{Msg: workflow.ErrSyncRace.Error(), Hint: "run orch sync again"}
+	}
+	res.Conflicts, res.Changed = all, nonNil(changed)
+	if o.g.JSON {
+		return writeJSON(o.g.io.Out, res)
+	}
+	fmt.Fprintf(o.g.io.Out, "sync %s: %s (local %s)\n", remote, res.Action, shortText(res.Local))
+	for _, c := range all {
+		fmt.Fprintf(o.g.io.Out, "conflict: %s %s: local %q, remote %q: kept %s\n", c.Path, c.Key, c.Local, c.Remote, c.Kept)
+	}
+	return nil
+}
+
+func refOf(g *globalOptions) string {
+	b := g.StateBranch
+	if b == "" {
+		b = gitstore.DefaultStateBranch
+	}
+	if len(b) > 5 && b[:5] == "refs/" {
+		return b
+	}
+	return "refs/heads/" + b
+}
+
+func shortText(h string) string {
+	if len(h) >= 7 {
+		return h[:7]
+	}
+	return h
+}

@@ -1,0 +1,285 @@
+// Package ghreview turns GitHub pull-request reviews into orch review
+// feedback. It reads GitHub's REST shapes (from `gh api` or saved files) and
+// never writes to GitHub. The gh adapter runs the gh CLI (ORCH_GH names the
+// binary); everything else is pure.
+package ghreview
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// User is a GitHub account.
+type User struct {
+	Login string `json:"login"`
+}
+
+// Review is one entry of GET /repos/{o}/{r}/pulls/{n}/reviews.
+type Review struct {
+	ID          int64     `json:"id"`
+	User        User      `json:"user"`
+	Body        string    `json:"body"`
+	State       string    `json:"state"` // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING
+	SubmittedAt time.Time `json:"submitted_at"`
+	CommitID    string    `json:"commit_id"`
+	HTMLURL     string    `json:"html_url"`
+}
+
+// Comment is one entry of GET /repos/{o}/{r}/pulls/{n}/comments (a line
+// comment of a review).
+type Comment struct {
+	ID           int64     `json:"id"`
+	ReviewID     int64     `json:"pull_request_review_id"`
+	User         User      `json:"user"`
+	Body         string    `json:"body"`
+	Path         string    `json:"path"`
+	Line         *int      `json:"line"`
+	OriginalLine *int      `json:"original_line"`
+	InReplyTo    int64     `json:"in_reply_to_id"`
+	CreatedAt    time.Time `json:"created_at"`
+	HTMLURL      string    `json:"html_url"`
+}
+
+// MaxJSON bounds what is read from gh or a file.
+const MaxJSON = 32 << 20
+
+// ParseError is JSON that is not GitHub's shape.
+type ParseError struct {
+	What string
+	Msg  string
+}
+
+func (e *ParseError) Error() string { return e.What + ": " + e.Msg }
+
+// decodePages reads one JSON array, or several concatenated arrays (what
+// `gh api --paginate` prints without --slurp), or an array of arrays (with
+// --slurp).
+func decodePages[T any](what string, data []byte) ([]T, error) {
+	if len(data) > MaxJSON {
+		return nil, &ParseError{what, fmt.Sprintf("larger than %d bytes", MaxJSON)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var out []T
+	pages := 0
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, &ParseError{what, "not JSON: " + err.Error()}
+		}
+		pages++
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || raw[0] != '[' {
+			return nil, &ParseError{what, "want a JSON array (GitHub's REST list shape)"}
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, &ParseError{what, err.Error()}
+		}
+		for i, it := range items {
+			it = bytes.TrimSpace(it)
+			if len(it) > 0 && it[0] == '[' { // --slurp: an array of pages
+				inner, err := decodePages[T](what, it)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, inner...)
+				continue
+			}
+			var v T
+			if err := json.Unmarshal(it, &v); err != nil {
+				return nil, &ParseError{what, fmt.Sprintf("item %d: %v", i+1, err)}
+			}
+			out = append(out, v)
+		}
+	}
+	if pages == 0 {
+		return nil, &ParseError{what, "empty"}
+	}
+	return out, nil
+}
+
+// ParseReviews reads the reviews of a pull request.
+func ParseReviews(data []byte) ([]Review, error) {
+	rs, err := decodePages[Review]("reviews", data)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rs {
+		if r.ID == 0 || r.State == "" {
+			return nil, &ParseError{"reviews", fmt.Sprintf("item %d has no id or state: not a pull request review", i+1)}
+		}
+	}
+	return rs, nil
+}
+
+// ParseComments reads the review comments of a pull request.
+func ParseComments(data []byte) ([]Comment, error) {
+	cs, err := decodePages[Comment]("comments", data)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range cs {
+		if c.ID == 0 {
+			return nil, &ParseError{"comments", fmt.Sprintf("item %d has no id: not a review comment", i+1)}
+		}
+	}
+	return cs, nil
+}
+
+// Marker is written into imported feedback so that a review is never
+// imported twice; it is an HTML comment, invisible when rendered.
+func Marker(reviewID int64) string { return fmt.Sprintf("<!-- github-review: %d -->", reviewID) }
+
+// Imported reports whether a task file already holds a review.
+func Imported(src []byte, reviewID int64) bool {
+	return bytes.Contains(src, []byte(Marker(reviewID)))
+}
+
+// Feedback is what to import for a pull request.
+type Feedback struct {
+	Review   Review
+	Sources  []taskfile.Source // one: the review's body and its line comments
+	Blocking int
+	Comments int
+}
+
+// Outcome says why nothing is imported.
+type Outcome string
+
+// Why a pull request's reviews lead to no rejection.
+const (
+	NoReviews        Outcome = "no reviews"
+	Approved         Outcome = "approved"
+	OnlyComments     Outcome = "only comments"
+	AlreadyImported  Outcome = "already imported"
+	ChangesRequested Outcome = "changes requested"
+)
+
+// Decide finds the newest decisive review (APPROVED or CHANGES_REQUESTED;
+// dismissed, pending and comment-only reviews do not decide). A newest
+// CHANGES_REQUESTED that the task does not hold yet becomes feedback: the
+// review's body, then each line comment as path:line, BLOCKING when it comes
+// from the changes-requested review or starts with "BLOCKING:", else a
+// suggestion. Comments of comment-only reviews made since the previous
+// import are included as suggestions (or BLOCKING: when so marked).
+func Decide(reviews []Review, comments []Comment, src []byte, round int) (*Feedback, Outcome) {
+	if len(reviews) == 0 {
+		return nil, NoReviews
+	}
+	sorted := append([]Review(nil), reviews...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].SubmittedAt.Before(sorted[j].SubmittedAt) })
+	var newest *Review
+	for i := range sorted {
+		switch strings.ToUpper(sorted[i].State) {
+		case "APPROVED", "CHANGES_REQUESTED":
+			newest = &sorted[i]
+		}
+	}
+	if newest == nil {
+		return nil, OnlyComments
+	}
+	if strings.ToUpper(newest.State) == "APPROVED" {
+		return nil, Approved
+	}
+	if Imported(src, newest.ID) {
+		return nil, AlreadyImported
+	}
+	// The reviews whose comments belong to this import: the newest one and
+	// comment-only reviews since the last decisive review before it.
+	include := map[int64]bool{newest.ID: true}
+	var prevDecisive time.Time
+	for _, r := range sorted {
+		if r.ID == newest.ID {
+			break
+		}
+		switch strings.ToUpper(r.State) {
+		case "APPROVED", "CHANGES_REQUESTED":
+			prevDecisive = r.SubmittedAt
+		}
+	}
+	for _, r := range sorted {
+		if strings.ToUpper(r.State) == "COMMENTED" && r.SubmittedAt.After(prevDecisive) && !r.SubmittedAt.After(newest.SubmittedAt) && !Imported(src, r.ID) {
+			include[r.ID] = true
+		}
+	}
+	fb := &Feedback{Review: *newest}
+	var issues []taskfile.Issue
+	cs := append([]Comment(nil), comments...)
+	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].Path != cs[j].Path {
+			return cs[i].Path < cs[j].Path
+		}
+		return lineOf(cs[i]) < lineOf(cs[j])
+	})
+	n := 0
+	for _, c := range cs {
+		if !include[c.ReviewID] || c.InReplyTo != 0 || strings.TrimSpace(c.Body) == "" {
+			continue
+		}
+		body := strings.TrimSpace(c.Body)
+		blocking := c.ReviewID == newest.ID
+		if rest, ok := cutPrefixFold(body, "BLOCKING:"); ok {
+			blocking, body = true, strings.TrimSpace(rest)
+		}
+		sev := "suggestion"
+		if blocking {
+			sev = "BLOCKING"
+			fb.Blocking++
+		}
+		n++
+		loc := c.Path
+		if l := lineOf(c); l > 0 {
+			loc = fmt.Sprintf("%s:%d", c.Path, l)
+		}
+		issues = append(issues, taskfile.Issue{ID: fmt.Sprintf("R%d.%d", round, n), Severity: sev, Blocking: blocking, Location: loc, Problem: body})
+	}
+	fb.Comments = n
+	text := strings.TrimSpace(newest.Body)
+	if text == "" {
+		text = "Changes requested on GitHub."
+	}
+	if newest.HTMLURL != "" {
+		text += "\n\n" + newest.HTMLURL
+	}
+	var markers []string
+	for id := range include {
+		markers = append(markers, Marker(id))
+	}
+	sort.Strings(markers)
+	text += "\n\n" + strings.Join(markers, "\n")
+	login := newest.User.Login
+	if login == "" {
+		login = "someone"
+	}
+	fb.Sources = []taskfile.Source{{From: "GitHub PR review by " + login, Time: newest.SubmittedAt, Text: text, Issues: issues}}
+	return fb, ChangesRequested
+}
+
+func lineOf(c Comment) int {
+	if c.Line != nil {
+		return *c.Line
+	}
+	if c.OriginalLine != nil {
+		return *c.OriginalLine
+	}
+	return 0
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}

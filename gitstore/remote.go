@@ -1,0 +1,185 @@
+package gitstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Talking to other clones goes through the git CLI: it knows the user's
+// remotes, credentials and transports, and orch never needs the network
+// otherwise.
+
+// ErrPushRejected is a push that lost a race: the remote moved since the
+// fetch.
+var ErrPushRejected = errors.New("push rejected: the remote's state branch moved")
+
+// RemoteError is git failing to reach or update a remote.
+type RemoteError struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *RemoteError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
+}
+
+// RemoteTimeout bounds one fetch or push.
+var RemoteTimeout = 5 * time.Minute
+
+func (r *Repo) git(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), RemoteTimeout)
+	defer cancel()
+	full := append([]string{"--git-dir", r.CommonDir}, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "LC_ALL=C")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return errb.String(), &RemoteError{Args: args, Stderr: errb.String(), Err: err}
+	}
+	return out.String(), nil
+}
+
+// ValidRemote refuses remote names that could be read as options or paths
+// outside what git accepts as a remote name or URL.
+func ValidRemote(name string) bool {
+	return name != "" && !strings.HasPrefix(name, "-") && !strings.ContainsAny(name, "\x00\n\r")
+}
+
+// TrackingRef is where orch keeps the remote's state branch.
+func TrackingRef(remote, ref string) string {
+	return "refs/remotes/" + remote + "/" + strings.TrimPrefix(ref, "refs/heads/")
+}
+
+// Fetch fetches the remote's copy of ref and returns its commit (ZeroHash
+// when the remote has no such branch).
+func (r *Repo) Fetch(remote, ref string) (plumbing.Hash, error) {
+	if !ValidRemote(remote) {
+		return plumbing.ZeroHash, fmt.Errorf("invalid remote %q", remote)
+	}
+	track := TrackingRef(remote, ref)
+	if !ValidRefName(track) {
+		return plumbing.ZeroHash, fmt.Errorf("invalid remote %q", remote)
+	}
+	stderr, err := r.git("fetch", "--quiet", "--no-tags", "--", remote, "+"+ref+":"+track)
+	if err != nil {
+		if strings.Contains(stderr, "couldn't find remote ref") {
+			return plumbing.ZeroHash, nil
+		}
+		return plumbing.ZeroHash, err
+	}
+	return r.ReadRef(track)
+}
+
+// Push pushes commit h to the remote's ref, expecting the remote to be at
+// expected (ZeroHash: the branch must not exist there). A lost race is
+// ErrPushRejected.
+func (r *Repo) Push(remote, ref string, h, expected plumbing.Hash) error {
+	if !ValidRemote(remote) {
+		return fmt.Errorf("invalid remote %q", remote)
+	}
+	lease := "--force-with-lease=" + ref + ":"
+	if !expected.IsZero() {
+		lease += expected.String()
+	}
+	stderr, err := r.git("push", "--quiet", "--porcelain", lease, "--", remote, h.String()+":"+ref)
+	if err != nil {
+		if strings.Contains(stderr, "stale info") || strings.Contains(stderr, "rejected") || strings.Contains(stderr, "non-fast-forward") || strings.Contains(stderr, "fetch first") {
+			return ErrPushRejected
+		}
+		return err
+	}
+	// Keep the tracking ref in step, so status shows the clone in sync.
+	_ = r.UpdateRef(RefUpdate{Name: TrackingRef(remote, ref), Old: mustRead(r, TrackingRef(remote, ref)), New: h, Message: "orch: push"})
+	return nil
+}
+
+func mustRead(r *Repo, ref string) plumbing.Hash {
+	h, _ := r.ReadRef(ref)
+	return h
+}
+
+// SnapshotOf loads the tree of any commit.
+func (st *Store) SnapshotOf(h plumbing.Hash) (*Snapshot, error) {
+	return loadSnapshot(st.objs, h, st.cache.dirs)
+}
+
+// MergeBase returns a best common ancestor of a and b (ZeroHash if none).
+func (st *Store) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) {
+	if a.IsZero() || b.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{a}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := st.ReadCommit(h)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		queue = append(queue, c.Parents...)
+	}
+	// Breadth first from b: the first commit also reachable from a.
+	visited := map[plumbing.Hash]bool{}
+	queue = []plumbing.Hash{b}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if visited[h] {
+			continue
+		}
+		visited[h] = true
+		if seen[h] {
+			return h, nil
+		}
+		c, err := st.ReadCommit(h)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		queue = append(queue, c.Parents...)
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// MoveTo moves the state branch from the current tip to h (fast-forward or
+// undo) with compare-and-swap, then reloads. The view follows at the next
+// reconcile.
+func (st *Store) MoveTo(h plumbing.Hash, who Signature, msg string) error {
+	if st.lock == nil {
+		return errors.New("gitstore: move without the lock")
+	}
+	if wts := st.Repo.CheckedOutIn(st.Ref); len(wts) > 0 {
+		return &ErrCheckedOut{Ref: st.Ref, Worktrees: wts}
+	}
+	err := st.Repo.UpdateRef(RefUpdate{Name: st.Ref, Old: st.snap.Tip, New: h, Who: who.String(), Message: msg})
+	if rerr := st.reload(); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// ResolveCommit returns the commit a ref or hash names locally.
+func (st *Store) ResolveCommit(name string) (plumbing.Hash, error) {
+	if plumbing.IsHash(name) {
+		return plumbing.NewHash(name), nil
+	}
+	return st.Repo.ReadRef(name)
+}

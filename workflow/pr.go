@@ -1,0 +1,110 @@
+package workflow
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/orch-tool/orch/ghreview"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// PRTarget is a submitted task with a pull request to poll.
+type PRTarget struct {
+	ID string
+	PR int
+}
+
+// PRTargets lists the provisional tasks that have a pr_number.
+func (e *Engine) PRTargets() []PRTarget {
+	var out []PRTarget
+	for _, s := range e.Store.Summaries() {
+		if s.Task.Queue == taskfile.Provisional && s.Task.PRNumber > 0 && s.Problem == "" {
+			out = append(out, PRTarget{ID: s.Task.ID, PR: s.Task.PRNumber})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// PRImport reports what importing a pull request's reviews did.
+type PRImport struct {
+	Task     string           `json:"task"`
+	PR       int              `json:"pr_number,omitempty"`
+	Outcome  ghreview.Outcome `json:"outcome"`
+	Review   int64            `json:"review_id,omitempty"`
+	Reviewer string           `json:"reviewer,omitempty"`
+	Blocking int              `json:"blocking"`
+	Comments int              `json:"comments"`
+	To       string           `json:"to,omitempty"`
+	Commit   string           `json:"commit,omitempty"`
+}
+
+// ImportPR rejects a submitted task with the feedback of its pull request
+// when the newest decisive review requests changes and was not imported
+// before. Approved and comment-only pull requests are left alone.
+func (e *Engine) ImportPR(id string, reviews []ghreview.Review, comments []ghreview.Comment) (*PRImport, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	s := e.Store.SummaryByID(id)
+	if s == nil {
+		return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+	}
+	out := &PRImport{Task: id, PR: s.Task.PRNumber}
+	t, err := e.Load(s)
+	if err != nil {
+		return nil, err
+	}
+	fb, outcome := ghreview.Decide(reviews, comments, t.File.Src, t.Task.RejectionCount+1)
+	out.Outcome = outcome
+	if fb == nil {
+		return out, nil
+	}
+	out.Review, out.Reviewer, out.Blocking, out.Comments = fb.Review.ID, fb.Review.User.Login, fb.Blocking, fb.Comments
+	res, err := e.transition(id, "reject", func(t *Task) (*change, error) {
+		// Decide again on the task as it is at this tip: a concurrent
+		// import may have added the review meanwhile.
+		fb, outcome := ghreview.Decide(reviews, comments, t.File.Src, t.Task.RejectionCount+1)
+		if fb == nil {
+			out.Outcome = outcome
+			return nil, nil
+		}
+		return e.rejectChange(t, Rejection{Sources: fb.Sources, Verdict: "CHANGES_REQUESTED",
+			Summary: fmt.Sprintf("GitHub review %d by %s requested changes (%d blocking, %d comment(s)).", fb.Review.ID, fb.Review.User.Login, fb.Blocking, fb.Comments),
+			Data:    map[string]any{"source": "github", "review_id": fb.Review.ID, "reviewer": fb.Review.User.Login, "pr_number": t.Task.PRNumber}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res != nil && !res.Commit.IsZero() && res.From != res.To {
+		out.To, out.Commit = string(res.To), res.Commit.String()
+	}
+	return out, nil
+}
+
+// SubmitCheck runs every check of submit without committing anything, so
+// that `submit --create-pr` never opens a pull request for a submission
+// that would be refused.
+func (e *Engine) SubmitCheck(id string) (*Task, error) {
+	s := e.Store.SummaryByID(id)
+	if s == nil {
+		return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+	}
+	if err := e.editable(s); err != nil {
+		return nil, err
+	}
+	if err := CheckTransition("submit", id, s.Task.Queue); err != nil {
+		return nil, err
+	}
+	t, err := e.Load(s)
+	if err != nil {
+		return nil, err
+	}
+	if t.Task.ClaimedBy != "" && t.Task.ClaimedBy != e.Actor {
+		return nil, &RuleError{Rule: "not_claimer", Msg: fmt.Sprintf("%s is claimed by %s, not %s", id, t.Task.ClaimedBy, e.Actor), Hint: "submit as the claimer: --agent " + t.Task.ClaimedBy}
+	}
+	if err := e.submitGuards(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}

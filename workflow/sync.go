@@ -1,0 +1,347 @@
+package workflow
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// Several machines share one queue through a remote: `orch sync` fetches
+// the remote's state branch, merges it task by task, and pushes with a
+// lease, retrying when another clone pushed first.
+//
+// The merge: a file changed on one side takes that side. A task file changed
+// on both is merged frontmatter key by key and body as text; event logs are
+// a union of lines; other files are merged as text. A true conflict (both
+// sides changed the same key, or the same lines, differently) is resolved by
+// one rule: the remote's version wins, because it was pushed first; the
+// local version is reported in the output, kept in the merge commit's
+// message and in a sync.conflict event, and a local body that lost is kept
+// under "## Sync conflict" in the task, so nothing is silently dropped. A file
+// deleted on one side and changed on the other is kept, changed.
+
+// SyncConflict is one conflict the merge resolved by the rule.
+type SyncConflict struct {
+	Path   string `json:"path"`
+	Task   string `json:"task,omitempty"`
+	Key    string `json:"key"` // "" for the body or a whole file
+	Local  string `json:"local"`
+	Remote string `json:"remote"`
+	Kept   string `json:"kept"` // "remote", or "both" for bodies
+}
+
+// SyncResult reports a sync.
+type SyncResult struct {
+	Remote    string         `json:"remote"`
+	Action    string         `json:"action"` // up_to_date | pushed | fast_forward | merged | created_remote
+	Local     string         `json:"local"`
+	RemoteTip string         `json:"remote_tip"`
+	Merge     string         `json:"merge_commit,omitempty"`
+	Changed   []string       `json:"changed"`
+	Conflicts []SyncConflict `json:"conflicts"`
+	Attempts  int            `json:"attempts"`
+}
+
+// MergeRemote brings the remote tip into the local state branch, under the
+// lock: fast-forward when local is behind, a merge commit when both moved.
+// It returns what it did ("up_to_date", "ahead", "fast_forward", "merged").
+func (e *Engine) MergeRemote(remote string, rtip plumbing.Hash, res *SyncResult) error {
+	st := e.Store
+	ltip := st.Snapshot().Tip
+	res.RemoteTip = hashText(rtip)
+	switch {
+	case rtip.IsZero() || rtip == ltip:
+		res.Action = "up_to_date"
+		if rtip.IsZero() {
+			res.Action = "ahead"
+		}
+		return nil
+	case ltip.IsZero():
+		if err := st.MoveTo(rtip, e.Signature(), "orch: sync from "+remote); err != nil {
+			return err
+		}
+		res.Action = "fast_forward"
+		return e.afterMove()
+	}
+	base, err := st.MergeBase(ltip, rtip)
+	if err != nil {
+		return err
+	}
+	switch base {
+	case rtip:
+		res.Action = "ahead"
+		return nil
+	case ltip:
+		if err := st.MoveTo(rtip, e.Signature(), "orch: sync from "+remote+" (fast-forward)"); err != nil {
+			return err
+		}
+		res.Action = "fast_forward"
+		return e.afterMove()
+	}
+	// Both moved: merge on top of the local tip.
+	var bs *gitstore.Snapshot
+	if base.IsZero() {
+		bs, err = st.SnapshotOf(plumbing.ZeroHash)
+	} else {
+		bs, err = st.SnapshotOf(base)
+	}
+	if err != nil {
+		return err
+	}
+	rs, err := st.SnapshotOf(rtip)
+	if err != nil {
+		return err
+	}
+	h, err := st.Update(func(ls *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		changes, conflicts, changed, err := e.mergeSnapshots(bs, ls, rs)
+		if err != nil {
+			return nil, err
+		}
+		res.Conflicts, res.Changed = conflicts, changed
+		var msg strings.Builder
+		fmt.Fprintf(&msg, "orch: sync with %s\n\nMerged %s (remote) into %s (local): %d file(s) changed, %d conflict(s).\n", remote, rtip.String()[:7], ls.Tip.String()[:7], len(changed), len(conflicts))
+		for _, c := range conflicts {
+			fmt.Fprintf(&msg, "\nConflict in %s %s: local %q, remote %q; kept %s.", c.Path, orDash(c.Key), clipText(c.Local), clipText(c.Remote), c.Kept)
+		}
+		if len(conflicts) > 0 {
+			msg.WriteString("\n")
+		}
+		fmt.Fprintf(&msg, "\nOrch-Action: sync\nOrch-Remote: %s\nOrch-Actor: %s\n", remote, e.Actor)
+		if len(conflicts) > 0 {
+			ev, err := e.eventChange(&mergedSnapshot{ls, changes}, Event{Time: taskfile.FormatTime(e.Now()), Action: "sync.conflict", Actor: e.Actor,
+				Data: map[string]any{"remote": remote, "conflicts": conflicts}})
+			if err != nil {
+				return nil, err
+			}
+			changes = mergeChange(changes, ev)
+		}
+		return &gitstore.CommitRequest{Changes: changes, Message: msg.String(), Author: e.Signature(), MergeParents: []plumbing.Hash{rtip}}, nil
+	})
+	if err != nil {
+		return err
+	}
+	res.Action, res.Merge = "merged", h.String()
+	return nil
+}
+
+// mergedSnapshot lets eventChange see the events file as a commit's other
+// changes leave it.
+type mergedSnapshot struct {
+	*gitstore.Snapshot
+	changes []gitstore.Change
+}
+
+func (m *mergedSnapshot) Read(path string) ([]byte, error) {
+	for _, c := range m.changes {
+		if c.Path == path {
+			if c.Delete {
+				return nil, fmt.Errorf("%s: deleted", path)
+			}
+			return c.Data, nil
+		}
+	}
+	return m.Snapshot.Read(path)
+}
+
+func mergeChange(changes []gitstore.Change, c gitstore.Change) []gitstore.Change {
+	for i := range changes {
+		if changes[i].Path == c.Path {
+			changes[i] = c
+			return changes
+		}
+	}
+	return append(changes, c)
+}
+
+func clipText(s string) string {
+	s = oneLine(s)
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+// afterMove brings the view in step after the branch moved under it.
+func (e *Engine) afterMove() error {
+	rep, err := e.Store.Reconcile(e.policy())
+	if err != nil {
+		return err
+	}
+	e.Reconciled = rep
+	e.loadConfig()
+	return nil
+}
+
+// mergeSnapshots computes the changes that turn ours into the merge of ours
+// and theirs over base.
+func (e *Engine) mergeSnapshots(base, ours, theirs *gitstore.Snapshot) ([]gitstore.Change, []SyncConflict, []string, error) {
+	files := map[string][3]plumbing.Hash{}
+	for i, s := range []*gitstore.Snapshot{base, ours, theirs} {
+		for _, fe := range s.AllFiles() {
+			v := files[fe.Path]
+			v[i] = fe.Blob
+			files[fe.Path] = v
+		}
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	read := func(s *gitstore.Snapshot, h plumbing.Hash) ([]byte, error) {
+		if h.IsZero() {
+			return nil, nil
+		}
+		return s.ReadBlob(h)
+	}
+	var changes []gitstore.Change
+	var conflicts []SyncConflict
+	var changed []string
+	for _, p := range paths {
+		v := files[p]
+		b, o, t := v[0], v[1], v[2]
+		if o == t || b == t {
+			continue
+		}
+		if b == o {
+			if t.IsZero() {
+				changes = append(changes, gitstore.Change{Path: p, Delete: true})
+			} else {
+				data, err := read(theirs, t)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				changes = append(changes, gitstore.Change{Path: p, Data: data})
+			}
+			changed = append(changed, p)
+			continue
+		}
+		bd, err := read(base, b)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		od, err := read(ours, o)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		td, err := read(theirs, t)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		switch {
+		case o.IsZero(): // deleted here, changed there: keep it
+			changes = append(changes, gitstore.Change{Path: p, Data: td})
+			conflicts = append(conflicts, SyncConflict{Path: p, Local: "deleted", Remote: "changed", Kept: "remote"})
+			changed = append(changed, p)
+			continue
+		case t.IsZero(): // deleted there, changed here: keep ours
+			conflicts = append(conflicts, SyncConflict{Path: p, Local: "changed", Remote: "deleted", Kept: "local"})
+			continue
+		}
+		var merged []byte
+		var cs []SyncConflict
+		switch {
+		case strings.HasPrefix(p, gitstore.EventsDir+"/"):
+			merged = unionLines(od, td)
+		case strings.HasPrefix(p, gitstore.TasksDir+"/") && strings.HasSuffix(p, ".md"):
+			merged, cs = e.mergeTaskFile(p, bd, od, td)
+		default:
+			text, ok := taskfile.MergeText(string(bd), string(od), string(td))
+			merged = []byte(text)
+			if !ok {
+				merged = td
+				cs = []SyncConflict{{Path: p, Local: "edited", Remote: "edited", Kept: "remote"}}
+			}
+		}
+		conflicts = append(conflicts, cs...)
+		if !bytes.Equal(merged, od) {
+			changes = append(changes, gitstore.Change{Path: p, Data: merged})
+			changed = append(changed, p)
+		}
+	}
+	return changes, conflicts, changed, nil
+}
+
+// unionLines keeps every line of ours, then the lines of theirs that ours
+// lacks: event logs are append-only.
+func unionLines(ours, theirs []byte) []byte {
+	have := map[string]bool{}
+	var out bytes.Buffer
+	for _, l := range bytes.SplitAfter(ours, []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		have[strings.TrimRight(string(l), "\n")] = true
+		out.Write(l)
+		if l[len(l)-1] != '\n' {
+			out.WriteByte('\n')
+		}
+	}
+	for _, l := range bytes.SplitAfter(theirs, []byte("\n")) {
+		k := strings.TrimRight(string(l), "\n")
+		if k == "" || have[k] {
+			continue
+		}
+		have[k] = true
+		out.WriteString(k + "\n")
+	}
+	return out.Bytes()
+}
+
+// mergeTaskFile merges one task file: key by key and body as text, the
+// remote winning true conflicts, a losing local body kept in a section.
+func (e *Engine) mergeTaskFile(p string, bd, od, td []byte) ([]byte, []SyncConflict) {
+	bf, err1 := taskfile.Parse(p, bd)
+	of, err2 := taskfile.Parse(p, od)
+	tf, err3 := taskfile.Parse(p, td)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return td, []SyncConflict{{Path: p, Local: "edited", Remote: "edited", Kept: "remote"}}
+	}
+	merged, cs, err := taskfile.Merge3(bf, of, tf)
+	if err != nil {
+		return td, []SyncConflict{{Path: p, Local: "edited", Remote: "edited", Kept: "remote"}}
+	}
+	var out []SyncConflict
+	id := tf.Task.ID
+	for _, c := range cs {
+		if c.Key == "" {
+			continue
+		}
+		if m, err := taskfile.TakeField(merged, tf, c.Key); err == nil {
+			merged = m
+		}
+		out = append(out, SyncConflict{Path: p, Task: id, Key: c.Key, Local: c.Ours, Remote: c.Theirs, Kept: "remote"})
+	}
+	for _, c := range cs {
+		if c.Key != "" {
+			continue
+		}
+		// The body: take the remote's and keep the local one below it.
+		fence := "~~~~"
+		for strings.Contains(string(of.Body()), fence) {
+			fence += "~"
+		}
+		body := strings.TrimRight(string(tf.Body()), "\n") + fmt.Sprintf("\n\n## Sync conflict (%s, %s)\n\nThis task's body was changed here and on the remote in the same place; the remote's text is above. The local text was:\n\n%s\n%s\n%s\n",
+			e.Actor, taskfile.FormatTime(e.Now()), fence, strings.TrimRight(string(of.Body()), "\n"), fence)
+		if m, err := merged.WithBody([]byte(body)); err == nil {
+			merged = m
+		}
+		out = append(out, SyncConflict{Path: p, Task: id, Key: "", Local: "body edited", Remote: "body edited", Kept: "both"})
+	}
+	return merged.Src, out
+}
+
+// SyncOptions control one sync.
+type SyncOptions struct {
+	Remote string
+}
+
+// ErrSyncRace is a push that kept losing.
+var ErrSyncRace = errors.New("the remote kept moving; sync again")
