@@ -74,14 +74,22 @@ func (r *Repo) Fetch(remote, ref string) (plumbing.Hash, error) {
 	if !ValidRefName(track) {
 		return plumbing.ZeroHash, fmt.Errorf("invalid remote %q", remote)
 	}
-	stderr, err := r.git("fetch", "--quiet", "--no-tags", "--", remote, "+"+ref+":"+track)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		stderr, err := r.git("fetch", "--quiet", "--no-tags", "--", remote, "+"+ref+":"+track)
+		if err == nil {
+			return r.ReadRef(track)
+		}
 		if strings.Contains(stderr, "couldn't find remote ref") {
 			return plumbing.ZeroHash, nil
 		}
+		// Another orch process of this clone is fetching into the same
+		// tracking ref: wait for it and fetch again.
+		if strings.Contains(stderr, "cannot lock ref") && attempt < 20 {
+			time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+			continue
+		}
 		return plumbing.ZeroHash, err
 	}
-	return r.ReadRef(track)
 }
 
 // Push pushes commit h to the remote's ref, expecting the remote to be at
@@ -95,9 +103,9 @@ func (r *Repo) Push(remote, ref string, h, expected plumbing.Hash) error {
 	if !expected.IsZero() {
 		lease += expected.String()
 	}
-	stderr, err := r.git("push", "--quiet", "--porcelain", lease, "--", remote, h.String()+":"+ref)
+	stderr, err := r.git("push", "--quiet", lease, "--", remote, h.String()+":"+ref)
 	if err != nil {
-		if strings.Contains(stderr, "stale info") || strings.Contains(stderr, "rejected") || strings.Contains(stderr, "non-fast-forward") || strings.Contains(stderr, "fetch first") {
+		if lostPushRace(stderr) {
 			return ErrPushRejected
 		}
 		return err
@@ -110,6 +118,18 @@ func (r *Repo) Push(remote, ref string, h, expected plumbing.Hash) error {
 func mustRead(r *Repo, ref string) plumbing.Hash {
 	h, _ := r.ReadRef(ref)
 	return h
+}
+
+// lostPushRace recognises the ways git reports that the remote ref moved
+// under a push: the lease failed, the update was not a fast-forward, or the
+// remote could not lock the ref because another push held it.
+func lostPushRace(stderr string) bool {
+	for _, s := range []string{"stale info", "non-fast-forward", "fetch first", "cannot lock ref", "failed to update ref", "but expected", "incorrect old value"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // SnapshotOf loads the tree of any commit.

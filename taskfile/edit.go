@@ -416,13 +416,25 @@ func plainSafe(s string, inFlow bool) bool {
 	if inFlow && strings.ContainsAny(s, ",[]{}") {
 		return false
 	}
+	// Check by reading it back where it will stand: inside [...] the YAML
+	// library reads less as plain text ("a?" fails there).
+	doc := "k: " + s
+	if inFlow {
+		doc = "k: [" + s + "]"
+	}
 	var n yaml.Node
-	if err := yaml.Unmarshal([]byte("k: "+s), &n); err != nil {
+	if err := yaml.Unmarshal([]byte(doc), &n); err != nil {
 		return false
 	}
 	if len(n.Content) != 1 || len(n.Content[0].Content) != 2 {
 		return false
 	}
 	v := n.Content[0].Content[1]
+	if inFlow {
+		if v.Kind != yaml.SequenceNode || len(v.Content) != 1 {
+			return false
+		}
+		v = v.Content[0]
+	}
 	return v.Kind == yaml.ScalarNode && v.Tag == "!!str" && v.Value == s
 }

@@ -96,14 +96,15 @@ func (f *File) takeField(other *File, key string) (*File, error) {
 	} else if f.hasFM {
 		start, end = f.fmEnd, f.fmEnd
 	} else {
-		return nil, &EditError{Path: f.Path, Key: key, Msg: "file has no frontmatter"}
+		// No frontmatter yet (a task written by hand): the key starts one.
+		text = append(append([]byte("---\n"), text...), "---\n"...)
 	}
 	src := make([]byte, 0, len(f.Src)+len(text))
 	src = append(src, f.Src[:start]...)
 	src = append(src, text...)
 	src = append(src, f.Src[end:]...)
 	out, err := Parse(f.Path, src)
-	if err != nil || !nodeEqual(out.Node(key), other.Node(key), 0) {
+	if err != nil || !nodeEqual(out.Node(key), other.Node(key), 0) || string(out.Body()) != string(f.Body()) {
 		return nil, &EditError{Path: f.Path, Key: key, Msg: "cannot merge this key without disturbing the others"}
 	}
 	for _, k := range f.Keys() {

@@ -202,11 +202,22 @@ func (f *File) valueEnd(v *yaml.Node, vpos, limit, keyIndent int) (int, int) {
 		first := f.lineIndex(vpos)
 		last := first
 		isSeq := v.Kind == yaml.SequenceNode
+		// "|+" and ">+" keep the blank lines that follow the text: they
+		// are part of the value, and a key added after it goes below them.
+		keep := false
+		for i := vpos + 1; v.Kind == yaml.ScalarNode && i < limit && i < vpos+3; i++ {
+			if src[i] == '+' {
+				keep = true
+			}
+		}
 		for li := first + 1; li < len(f.lines) && f.lines[li] < limit; li++ {
 			t := f.lineText(li)
 			if isBlankOrComment(t) {
-				if v.Kind == yaml.ScalarNode && indentOf(t) > keyIndent && len(t) > indentOf(t) {
+				switch {
+				case v.Kind == yaml.ScalarNode && indentOf(t) > keyIndent && len(t) > indentOf(t):
 					last = li // a '#' line inside a block scalar is text
+				case keep && len(t) == indentOf(t) && last == li-1:
+					last = li
 				}
 				continue
 			}

@@ -68,7 +68,7 @@ func (e *Engine) MergeRemote(remote string, rtip plumbing.Hash, res *SyncResult)
 			return err
 		}
 		res.Action = "fast_forward"
-		return e.afterMove()
+		return e.AfterMove()
 	}
 	base, err := st.MergeBase(ltip, rtip)
 	if err != nil {
@@ -83,7 +83,7 @@ func (e *Engine) MergeRemote(remote string, rtip plumbing.Hash, res *SyncResult)
 			return err
 		}
 		res.Action = "fast_forward"
-		return e.afterMove()
+		return e.AfterMove()
 	}
 	// Both moved: merge on top of the local tip.
 	var bs *gitstore.Snapshot
@@ -168,8 +168,8 @@ func clipText(s string) string {
 	return s
 }
 
-// afterMove brings the view in step after the branch moved under it.
-func (e *Engine) afterMove() error {
+// AfterMove brings the view in step after the branch moved under it.
+func (e *Engine) AfterMove() error {
 	rep, err := e.Store.Reconcile(e.policy())
 	if err != nil {
 		return err

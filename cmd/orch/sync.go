@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/cobra"
@@ -16,7 +18,15 @@ type syncOptions struct {
 }
 
 // syncAttempts bounds the fetch-merge-push loop.
-const syncAttempts = 20
+const syncAttempts = 40
+
+// backoff waits a random time, growing with the attempt, after a lost push:
+// without it the clone whose attempts take longer (it has to merge) can lose
+// every race to a faster one.
+func backoff(attempt int) {
+	limit := 10 * time.Millisecond << min(attempt, 5)
+	time.Sleep(time.Duration(rand.Int64N(int64(limit))))
+}
 
 func newSyncCmd(g *globalOptions) *cobra.Command {
 	o := &syncOptions{g: g}
@@ -106,6 +116,7 @@ func runSync(o *syncOptions, remoteArg string) error {
 		}
 		err = repo.Push(remote, refOf(o.g), local, rtip)
 		if errors.Is(err, gitstore.ErrPushRejected) {
+			backoff(attempt)
 			continue // another clone pushed first: fetch and merge again
 		}
 		if err != nil {
