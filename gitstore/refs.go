@@ -140,7 +140,10 @@ func (r *Repo) UpdateRef(u RefUpdate) error {
 	}
 	// Noted only once the lock is ours: noting before would overwrite the
 	// name of a killed orch that createLockFile needs to recognise its lock.
+	// Cleared once the lock is gone (deferred first, so it runs last), so a
+	// note names a process that holds the lock, never one that held it.
 	r.noteLockOwner()
+	defer r.clearLockOwner()
 	committed := false
 	defer func() {
 		if !committed {
@@ -173,8 +176,8 @@ func (r *Repo) UpdateRef(u RefUpdate) error {
 	return nil
 }
 
-// noteLockOwner records, before orch creates a ref .lock file, which
-// process is about to hold it. Only the holder of the orch flock writes this
+// noteLockOwner records, right after orch created a ref .lock file, which
+// process holds it. Only the holder of the orch flock writes this
 // file, so when a .lock file outlives the process named here it was left by a
 // killed orch and can be taken over at once, instead of after
 // StaleRefLockAge.
@@ -183,6 +186,15 @@ func (r *Repo) noteLockOwner() {
 		return
 	}
 	_ = os.WriteFile(r.ownerFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o666)
+}
+
+// clearLockOwner removes the note once orch's ref lock is released: a note
+// left naming a finished orch would let the next one take over a lock that a
+// live git process holds.
+func (r *Repo) clearLockOwner() {
+	if r.ownerFile != "" {
+		_ = os.Remove(r.ownerFile)
+	}
 }
 
 func (r *Repo) leftByDeadOrch(lockPath string, lockInfo os.FileInfo) bool {
@@ -200,11 +212,13 @@ func (r *Repo) leftByDeadOrch(lockPath string, lockInfo os.FileInfo) bool {
 	if err := syscall.Kill(pid, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
 		return false // alive (or not ours to judge)
 	}
-	// The lock must be younger than the dead process's note, or it may be
-	// a git process's lock that merely coincides.
-	// Also give a live git process holding a fresh lock time to finish.
+	// The lock must date from the dead process's note (which follows its
+	// creation at once), or it may be a git process's lock that merely
+	// coincides. Also give a live git process holding a fresh lock time to
+	// finish.
 	fi, err := os.Stat(r.ownerFile)
 	return err == nil && !lockInfo.ModTime().Before(fi.ModTime().Add(-time.Second)) &&
+		!lockInfo.ModTime().After(fi.ModTime().Add(time.Second)) &&
 		time.Since(lockInfo.ModTime()) > time.Second
 }
 

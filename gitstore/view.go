@@ -93,7 +93,15 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 		err := st.reconcilePaths(sorted, pol, rep)
 		if errors.Is(err, ErrRefMoved) && attempt < MaxRetries {
 			// Another writer moved the branch while we committed a hand
-			// edit: look at every path again against the new tip.
+			// edit: look at every path again against the new tip,
+			// including files the new tip added.
+			for _, d := range append([]string{""}, mirroredDirs...) {
+				for _, fe := range st.snap.Files(d) {
+					if Mirrored(fe.Path) {
+						paths[fe.Path] = true
+					}
+				}
+			}
 			sorted = sorted[:0]
 			for p := range paths {
 				sorted = append(sorted, p)

@@ -1,0 +1,162 @@
+#!/bin/sh
+# bench/run.sh BIN — orch's budgets (DESIGN §11) measured side by side with
+# `git add && git commit` of one task file in the same repository.
+#
+#   make bench                  # = ./bench/run.sh bin/orch
+#   BENCH_RUNS=50 ./bench/run.sh bin/orch
+#
+# For each size (10,000 and 1,000 tasks, BENCH_HISTORY commits of history,
+# default 1,000), bench/gen writes a repository with git fast-import, and
+# bench/runner times each operation (warm-ups first, then BENCH_RUNS runs)
+# and reports the median, p90 and peak RSS (the child's ru_maxrss). It
+# prints one markdown table row per operation; "ratio to git commit" is the
+# operation's median over the median of `git add && git commit` measured on
+# the same repository in the same run. The last column, the median CPU time
+# (user + system), is less disturbed than wall time by a busy machine, but
+# does not count waiting for the disk (fsync).
+#
+# The git baseline commits in a linked worktree of the SAME repository, on a
+# throwaway branch (bench-scratch) started at the state branch's tip, so its
+# index and worktree hold all the task files (what `git commit` of one task
+# file costs in a repository of that size) while main, the state branch and
+# the view stay untouched. The state branch itself cannot be used: orch
+# refuses to move a checked-out branch.
+#
+# Environment: BENCH_RUNS (20), BENCH_WARMUP (2), BENCH_HISTORY (1000),
+# BENCH_SIZES ("10000 1000"), BENCH_OUT (a directory to keep the
+# repositories in; default a temp dir, removed at the end), GO (go).
+set -eu
+
+if [ $# -ne 1 ]; then
+	echo "usage: $0 ORCH_BINARY" >&2
+	exit 2
+fi
+case $1 in
+/*) BIN=$1 ;;
+*) BIN=$(pwd)/$1 ;;
+esac
+[ -x "$BIN" ] || { echo "bench: $BIN is not an executable" >&2; exit 2; }
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+GO=${GO:-go}
+RUNS=${BENCH_RUNS:-20}
+WARM=${BENCH_WARMUP:-2}
+HISTORY=${BENCH_HISTORY:-1000}
+SIZES=${BENCH_SIZES:-"10000 1000"}
+SHORT_HISTORY=100
+
+if [ -n "${BENCH_OUT:-}" ]; then
+	OUT=$BENCH_OUT
+	mkdir -p "$OUT"
+else
+	OUT=$(mktemp -d "${TMPDIR:-/tmp}/orch-bench.XXXXXX")
+	trap 'rm -rf "$OUT"' EXIT INT TERM
+fi
+
+# Only this repository's config counts: no user or system config, a fixed
+# identity (bench/gen also sets one in each repository).
+export GIT_CONFIG_NOSYSTEM=1
+export HOME="$OUT/home"
+export XDG_CONFIG_HOME="$HOME/.config"
+unset ORCH_AGENT ORCH_STATE_BRANCH GIT_DIR GIT_WORK_TREE || true
+mkdir -p "$HOME"
+printf '[user]\n\tname = bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n' >"$HOME/.gitconfig"
+
+echo "bench: building bench/gen and bench/runner" >&2
+(cd "$ROOT" && "$GO" build -o "$OUT/gen" ./bench/gen && "$GO" build -o "$OUT/runner" ./bench/runner)
+
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
+ROWS=$OUT/rows.md
+: >"$ROWS"
+
+# measure LABEL TASKS BASE_MEDIAN RUNNER_ARGS... : one table row.
+# BASE_MEDIAN "-" means this row is the baseline (ratio 1.00).
+measure() {
+	label=$1 tasks=$2 base=$3
+	shift 3
+	echo "bench: $label ($tasks tasks)" >&2
+	if ! fig=$("$OUT/runner" -n "$RUNS" -warmup "$WARM" -tsv "$@"); then
+		printf '| %s | %s | failed | | | | |\n' "$label" "$tasks" >>"$ROWS"
+		return 0
+	fi
+	med=$(echo "$fig" | cut -f1)
+	p90=$(echo "$fig" | cut -f2)
+	rss=$(echo "$fig" | cut -f3)
+	cpu=$(echo "$fig" | cut -f4)
+	if [ "$base" = "-" ]; then
+		ratio=1.00
+		LAST_MEDIAN=$med
+	else
+		ratio=$(awk -v a="$med" -v b="$base" 'BEGIN { printf "%.2f", a / b }')
+	fi
+	printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$tasks" "$med" "$p90" "$rss" "$ratio" "$cpu" >>"$ROWS"
+}
+
+skip() {
+	printf '| %s | %s | skipped: %s | | | | |\n' "$1" "$2" "$3" >>"$ROWS"
+}
+
+has_verb() { "$BIN" "$1" --help >/dev/null 2>&1; }
+
+GEN_NOTES=$OUT/gen.txt
+: >"$GEN_NOTES"
+BASE10K=
+
+for N in $SIZES; do
+	REPO=$OUT/repo-$N
+	echo "bench: generating $N tasks, $HISTORY commits" >&2
+	"$OUT/gen" -o "$REPO" -tasks "$N" -commits "$HISTORY" -orch "$BIN" | tee -a "$GEN_NOTES" >&2
+	MAN=$REPO/.git/bench
+
+	# Baseline: git add && git commit of one task file, in a scratch
+	# worktree of this repository on a throwaway branch.
+	SCRATCH=$OUT/scratch-$N
+	git -C "$REPO" worktree add -q -b bench-scratch "$SCRATCH" refs/heads/orch
+	FILE=$(cut -d' ' -f3 "$MAN/all.txt" | head -n 1)
+	measure '`git add <task> && git commit -q`' "$N" - \
+		-dir "$SCRATCH" -pre "echo '<!-- bench edit '\$(date +%s%N)' -->' >>'$FILE'" \
+		-- git add "$FILE" '&&' git commit -q -m 'bench: edit one task'
+	BASE=$LAST_MEDIAN
+	[ "$N" = 10000 ] && BASE10K=$BASE
+
+	measure '`orch new`' "$N" "$BASE" -dir "$REPO" -- "$BIN" new 'Bench task' --label bench
+	measure '`orch list --json`' "$N" "$BASE" -dir "$REPO" -- "$BIN" list --json
+	SHOW_ID=$(head -n 1 "$MAN/rejected.txt")
+	measure '`orch show <id>`' "$N" "$BASE" -dir "$REPO" -- "$BIN" show "$SHOW_ID"
+
+	# Verbs the lead is adding: measured once they exist.
+	if has_verb claim; then
+		measure '`orch claim`' "$N" "$BASE" -dir "$REPO" -- "$BIN" claim --agent agent-c --json
+	else
+		skip '`orch claim`' "$N" '`orch claim --help` fails (verb not built yet)'
+	fi
+	if has_verb reject; then
+		if [ "$(wc -l <"$MAN/provisional.txt")" -ge $((RUNS + WARM)) ]; then
+			measure '`orch reject <id>`' "$N" "$BASE" -dir "$REPO" -each "$MAN/provisional.txt" -- \
+				"$BIN" reject '{}' -m 'Bench rejection: the handler drops the retry.' --agent lead
+		else
+			skip '`orch reject <id>`' "$N" "fewer than $((RUNS + WARM)) provisional tasks"
+		fi
+	else
+		skip '`orch reject <id>`' "$N" '`orch reject --help` fails (verb not built yet)'
+	fi
+done
+
+# Cost flat in history length: orch new at 10,000 tasks with 100 commits of
+# history (the ratio is to the git commit of the 10,000-task repository
+# above).
+if [ -n "$BASE10K" ] && [ "$HISTORY" != "$SHORT_HISTORY" ]; then
+	REPO=$OUT/repo-10000-h$SHORT_HISTORY
+	echo "bench: generating 10000 tasks, $SHORT_HISTORY commits" >&2
+	"$OUT/gen" -o "$REPO" -tasks 10000 -commits "$SHORT_HISTORY" -orch "$BIN" | tee -a "$GEN_NOTES" >&2
+	measure "\`orch new\` (BENCH_HISTORY=$SHORT_HISTORY)" 10000 "$BASE10K" -dir "$REPO" -- "$BIN" new 'Bench task' --label bench
+fi
+
+echo
+echo "orch $("$BIN" version 2>/dev/null | head -n 1 || echo '?'); $(git --version); $(nproc 2>/dev/null || echo '?') cores; history $HISTORY commits unless noted; $RUNS runs after $WARM warm-ups; load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') at the end"
+echo
+sed -n 's/^gen: /- /p' "$GEN_NOTES"
+echo
+echo '| operation | tasks | median ms | p90 ms | peak RSS MB | ratio to git commit | median CPU ms |'
+echo '|---|---:|---:|---:|---:|---:|---:|'
+cat "$ROWS"

@@ -1,0 +1,12 @@
+// Package e2e holds orch's multi-process tests: the orch binary, built once
+// by TestMain, run as many real processes at once from linked worktrees of
+// real repositories, beside git CLI processes that commit, pack refs, gc and
+// update refs. The tests check the invariants of DESIGN §2 and §11: no lost
+// commit, no duplicate, one linear state branch, `git fsck` clean, no
+// worktree or index touched.
+//
+// `go test ./e2e` runs the full-size races; `go test -short ./e2e` runs
+// small ones. The reusable parts (repositories, worktrees, running N
+// processes at once, background git loops, fsck and status checks) are in
+// helpers_test.go.
+package e2e

@@ -1,0 +1,448 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// TestMain gives every git process of the package's tests (and the store's
+// own config look-ups) a private, predictable configuration.
+func TestMain(m *testing.M) {
+	home, err := os.MkdirTemp("", "gitstore-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg := "[user]\n\tname = Test User\n\temail = test@example.com\n" +
+		"[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[gc]\n\tautoDetach = false\n"
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(cfg), 0o666); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("HOME", home)
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	os.Setenv("TZ", "UTC")
+	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_GLOBAL", "GIT_OBJECT_DIRECTORY",
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES", "GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE",
+		"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"} {
+		os.Unsetenv(k)
+	}
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
+}
+
+// gitCmd runs git in dir and returns its trimmed stdout; it fails the test
+// on a non-zero exit.
+func gitCmd(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitRun(dir, nil, "", args...)
+	if err != nil {
+		t.Fatalf("git %s (in %s): %v", strings.Join(args, " "), dir, err)
+	}
+	return out
+}
+
+// gitRun runs git with extra environment and stdin.
+func gitRun(dir string, env []string, stdin string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return strings.TrimSpace(stdout.String()), fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// realPath resolves symlinks so paths from git and from the store compare.
+func realPath(t testing.TB, p string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// makeRepo creates a non-bare repository with one commit on main (a README)
+// and returns its top directory.
+func makeRepo(t testing.TB) string {
+	t.Helper()
+	dir := realPath(t, t.TempDir())
+	dir = filepath.Join(dir, "repo")
+	gitCmd(t, "", "init", "-q", dir)
+	writeFile(t, filepath.Join(dir, "README.md"), "hello\n")
+	gitCmd(t, dir, "add", "README.md")
+	gitCmd(t, dir, "commit", "-q", "-m", "initial")
+	return dir
+}
+
+// makeBareRepo creates an empty bare repository.
+func makeBareRepo(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(realPath(t, t.TempDir()), "bare.git")
+	gitCmd(t, "", "init", "-q", "--bare", dir)
+	return dir
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// openStore opens and locks the store of the repository around dir: one
+// orch "command". The store is closed at the end of the test unless the
+// caller closes it first.
+func openStore(t testing.TB, dir string) *Store {
+	t.Helper()
+	st, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	if err := st.Lock(); err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// closeStore closes a store opened by openStore and fails on error.
+func closeStore(t testing.TB, st *Store) {
+	t.Helper()
+	if err := st.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+var testActor = Signature{Name: "Ada Tester", Email: "ada@example.com", When: time.Date(2026, 2, 6, 10, 0, 0, 0, time.UTC)}
+
+// commitFiles commits path/content pairs ("" content with a leading "-" on
+// the path deletes it) on the store and returns the commit.
+func commitFiles(t testing.TB, st *Store, msg string, pairs ...string) plumbing.Hash {
+	t.Helper()
+	var changes []Change
+	for i := 0; i+1 < len(pairs); i += 2 {
+		p := pairs[i]
+		if strings.HasPrefix(p, "-") {
+			changes = append(changes, Change{Path: p[1:], Delete: true})
+			continue
+		}
+		changes = append(changes, Change{Path: p, Data: []byte(pairs[i+1])})
+	}
+	h, err := st.Commit(&CommitRequest{Changes: changes, Message: msg, Author: testActor})
+	if err != nil {
+		t.Fatalf("Commit(%s): %v", msg, err)
+	}
+	return h
+}
+
+// taskDoc is a valid task file.
+func taskDoc(id, title, queue, body string) string {
+	return "---\nid: " + id + "\ntitle: " + title + "\nqueue: " + queue +
+		"\npriority: P2\ncreated: 2026-02-06T10:00:00Z\n---\n# " + title + "\n\n" + body + "\n"
+}
+
+// taskPath is where a task with this id lives on the branch.
+func taskPath(id string) string { return "tasks/" + id + "-" + taskfile.Slug(id) + ".md" }
+
+// initStore creates the state branch with a config file and the given tasks
+// (id → body) and returns the repository's top directory.
+func initStore(t testing.TB, dir string, ids ...string) {
+	t.Helper()
+	st := openStore(t, dir)
+	pairs := []string{ConfigFile, "id_prefix: T\n", "prompts/implementer.md", "Do the work.\n"}
+	for _, id := range ids {
+		pairs = append(pairs, taskPath(id), taskDoc(id, "Task "+id, "incoming", "Body of "+id+"."))
+	}
+	commitFiles(t, st, "orch: init", pairs...)
+	if _, err := st.Reconcile(testPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, st)
+}
+
+var idCounter atomic.Int64
+
+// testPolicy completes hand-made task files the way the workflow does: a
+// fresh id when there is none or the id is taken, a queue and a created time.
+func testPolicy() Policy {
+	return Policy{
+		Actor: testActor,
+		PrepareNewTask: func(path string, data []byte, taken func(string) bool) ([]byte, string, error) {
+			f, err := taskfile.Parse(path, data)
+			if err != nil {
+				return nil, "", err
+			}
+			var edits []taskfile.Edit
+			id := f.Task.ID
+			if id != "" && !taskfile.ValidID(id) {
+				return nil, "", &taskfile.ParseError{Path: path, Line: f.Line(taskfile.KeyID), Msg: "bad id"}
+			}
+			if id == "" || taken(id) {
+				for {
+					id = fmt.Sprintf("T-n%05d", idCounter.Add(1))
+					if !taken(id) {
+						break
+					}
+				}
+				edits = append(edits, taskfile.Set(taskfile.KeyID, taskfile.String(id)))
+			}
+			if !f.Has(taskfile.KeyQueue) {
+				edits = append(edits, taskfile.Set(taskfile.KeyQueue, taskfile.String("incoming")))
+			}
+			if !f.Has(taskfile.KeyCreated) {
+				edits = append(edits, taskfile.Set(taskfile.KeyCreated, taskfile.Time(testActor.When)))
+			}
+			out, err := f.Apply(edits...)
+			if err != nil {
+				return nil, "", err
+			}
+			if errs := out.Validate(); len(errs) > 0 {
+				return nil, "", errs[0]
+			}
+			return out.Src, id, nil
+		},
+		CheckFile: func(path string, data []byte) error {
+			if strings.Contains(string(data), "INVALID") {
+				return &taskfile.ParseError{Path: path, Line: 1, Msg: "contains INVALID"}
+			}
+			return nil
+		},
+	}
+}
+
+// branchFiles lists every file of the state branch with its blob, as the
+// git CLI sees it.
+func branchFiles(t testing.TB, dir, rev string) map[string]string {
+	t.Helper()
+	out := gitCmd(t, dir, "ls-tree", "-r", "--full-tree", rev)
+	files := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if line == "" {
+			continue
+		}
+		meta, path, _ := strings.Cut(line, "\t")
+		f := strings.Fields(meta)
+		files[path] = f[2]
+	}
+	return files
+}
+
+// showFile reads a file of the state branch with the git CLI.
+func showFile(t testing.TB, dir, rev, path string) string {
+	t.Helper()
+	cmd := exec.Command("git", "cat-file", "blob", rev+":"+path)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git cat-file %s:%s: %v", rev, path, err)
+	}
+	return string(out)
+}
+
+// revParse returns the commit a rev names, or "" when it does not exist.
+func revParse(dir, rev string) string {
+	out, err := gitRun(dir, nil, "", "rev-parse", "-q", "--verify", rev)
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// gitMoveBranch commits changes to the state branch with the git CLI alone
+// (temporary index, commit-tree, update-ref with the old value), the way a
+// person or another tool would. A pair whose path starts with "-" deletes it.
+func gitMoveBranch(t testing.TB, dir, msg string, pairs ...string) string {
+	t.Helper()
+	old := revParse(dir, "refs/heads/orch")
+	idx := filepath.Join(t.TempDir(), "index")
+	env := []string{"GIT_INDEX_FILE=" + idx}
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		out, err := gitRun(dir, env, stdin, args...)
+		if err != nil {
+			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		}
+		return out
+	}
+	if old != "" {
+		run("", "read-tree", old)
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		p := pairs[i]
+		if strings.HasPrefix(p, "-") {
+			run("", "update-index", "--force-remove", p[1:])
+			continue
+		}
+		blob := run(pairs[i+1], "hash-object", "-w", "--stdin")
+		run("", "update-index", "--add", "--cacheinfo", "100644,"+blob+","+p)
+	}
+	tree := run("", "write-tree")
+	args := []string{"commit-tree", tree, "-m", msg}
+	if old != "" {
+		args = append(args, "-p", old)
+	}
+	c := run("", args...)
+	uargs := []string{"update-ref", "-m", msg, "refs/heads/orch", c}
+	if old != "" {
+		uargs = append(uargs, old)
+	} else {
+		uargs = append(uargs, strings.Repeat("0", 40))
+	}
+	run("", uargs...)
+	return c
+}
+
+// fsck runs git fsck --strict and fails on any error it reports.
+func fsck(t testing.TB, dir string) {
+	t.Helper()
+	out, err := gitRun(dir, nil, "", "fsck", "--strict", "--no-progress")
+	if err != nil {
+		t.Fatalf("git fsck --strict: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if line != "" && !strings.HasPrefix(line, "dangling ") {
+			t.Fatalf("git fsck --strict: %s", out)
+		}
+	}
+}
+
+// scratchSummaries computes the task summaries of rev from nothing: the git
+// CLI lists and reads the blobs, summarize parses them.
+func scratchSummaries(t testing.TB, dir, rev string) []*Summary {
+	t.Helper()
+	out, err := gitRun(dir, nil, "", "ls-tree", rev+":"+TasksDir)
+	if err != nil {
+		return []*Summary{}
+	}
+	var paths []string
+	var blobs []string
+	for _, line := range strings.Split(out, "\n") {
+		if line == "" {
+			continue
+		}
+		meta, name, _ := strings.Cut(line, "\t")
+		f := strings.Fields(meta)
+		if f[1] != "blob" || !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		paths = append(paths, TasksDir+"/"+name)
+		blobs = append(blobs, f[2])
+	}
+	cmd := exec.Command("git", "cat-file", "--batch")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(strings.Join(blobs, "\n") + "\n")
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git cat-file --batch: %v", err)
+	}
+	rd := bufio.NewReader(bytes.NewReader(raw))
+	res := []*Summary{}
+	for i, p := range paths {
+		hdr, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(hdr)
+		n, _ := strconv.Atoi(f[2])
+		data := make([]byte, n+1)
+		if _, err := io.ReadFull(rd, data); err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, summarize(p, plumbing.NewHash(blobs[i]), data[:n]))
+	}
+	sort.Slice(res, func(i, j int) bool { return res[i].Path < res[j].Path })
+	return res
+}
+
+// normSummary makes empty and nil lists compare equal; everything else,
+// times included, must be identical.
+func normSummary(s *Summary) Summary {
+	c := *s
+	for _, l := range []*[]string{&c.Task.LockedOut, &c.Task.DependsOn, &c.Task.Labels} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	return c
+}
+
+func sameSummaries(t testing.TB, what string, got, want []*Summary) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d summaries, want %d\n got: %v\nwant: %v", what, len(got), len(want), summaryPaths(got), summaryPaths(want))
+	}
+	for i := range got {
+		g, w := normSummary(got[i]), normSummary(want[i])
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("%s: summary %d differs\n got: %+v\nwant: %+v", what, i, g, w)
+		}
+	}
+}
+
+func summaryPaths(l []*Summary) []string {
+	var out []string
+	for _, s := range l {
+		out = append(out, s.Path)
+	}
+	return out
+}
+
+// viewFile is the absolute path of a view file of the repository at dir.
+func viewFile(dir, p string) string { return filepath.Join(dir, ViewDirName, filepath.FromSlash(p)) }
+
+// reconcile opens the store around dir, reconciles with the test policy and
+// closes it, like one orch command. It returns the report and the store
+// (closed) for inspection of Notes, BrokenFile and Conflicted.
+func reconcile(t testing.TB, dir string) (*Reconciled, *Store) {
+	t.Helper()
+	st := openStore(t, dir)
+	rep, err := st.Reconcile(testPolicy())
+	if err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	closeStore(t, st)
+	return rep, st
+}
+
+// tip is the state branch's commit as the git CLI sees it.
+func tip(t testing.TB, dir string) string {
+	t.Helper()
+	return revParse(dir, "refs/heads/orch")
+}
