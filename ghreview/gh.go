@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -49,7 +50,15 @@ func (e *Error) Error() string {
 	if len(msg) > 500 {
 		msg = msg[:500] + "..."
 	}
-	return fmt.Sprintf("%s failed: %s", strings.Join(e.Args, " "), msg)
+	// Name the command, not the text it was given (a pull request's body).
+	args := make([]string, len(e.Args))
+	for i, a := range e.Args {
+		if strings.ContainsAny(a, "\n\r") || len(a) > 120 {
+			a = "..."
+		}
+		args[i] = a
+	}
+	return fmt.Sprintf("%s failed: %s", strings.Join(args, " "), msg)
 }
 
 // Run runs gh with args and returns its stdout.
@@ -57,6 +66,11 @@ func (g *GH) Run(args ...string) ([]byte, error) {
 	path, err := exec.LookPath(g.Bin)
 	if err != nil {
 		return nil, &Error{Args: append([]string{g.Bin}, args...), Missing: true, Err: err}
+	}
+	// A relative ORCH_GH names a file from here, not from g.Dir, where
+	// exec would look for it.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.Timeout)
 	defer cancel()

@@ -90,9 +90,11 @@ func decodePages[T any](what string, data []byte) ([]T, error) {
 		for i, it := range items {
 			it = bytes.TrimSpace(it)
 			if len(it) > 0 && it[0] == '[' { // --slurp: an array of pages
-				inner, err := decodePages[T](what, it)
-				if err != nil {
-					return nil, err
+				// One level only: recursing re-reads the input once per
+				// level of nesting, which is quadratic on hostile input.
+				var inner []T
+				if err := json.Unmarshal(it, &inner); err != nil {
+					return nil, &ParseError{what, fmt.Sprintf("page %d: %v", i+1, err)}
 				}
 				out = append(out, inner...)
 				continue
@@ -131,8 +133,8 @@ func ParseComments(data []byte) ([]Comment, error) {
 		return nil, err
 	}
 	for i, c := range cs {
-		if c.ID == 0 {
-			return nil, &ParseError{"comments", fmt.Sprintf("item %d has no id: not a review comment", i+1)}
+		if c.ID == 0 || c.Path == "" {
+			return nil, &ParseError{"comments", fmt.Sprintf("item %d has no id or path: not a review comment", i+1)}
 		}
 	}
 	return cs, nil
@@ -246,7 +248,8 @@ func Decide(reviews []Review, comments []Comment, src []byte, round int) (*Feedb
 		issues = append(issues, taskfile.Issue{ID: fmt.Sprintf("R%d.%d", round, n), Severity: sev, Blocking: blocking, Location: loc, Problem: body})
 	}
 	fb.Comments = n
-	text := strings.TrimSpace(newest.Body)
+	// GitHub bodies often end lines with CRLF; the task file must not.
+	text := strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(newest.Body, "\r\n", "\n"), "\r", "\n"))
 	if text == "" {
 		text = "Changes requested on GitHub."
 	}

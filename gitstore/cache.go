@@ -1,12 +1,14 @@
 package gitstore
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"os"
 	"path/filepath"
 	"time"
+	"unsafe"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -20,7 +22,7 @@ import (
 // index (for reconciling with stat calls instead of reads). It is a pure
 // cache: a missing, stale or corrupt file is detected (version, ref, tip,
 // checksum) and rebuilt from the branch and the view.
-const cacheMagic = "orch-state-cache v6\n"
+const cacheMagic = "orch-state-cache v8\n"
 
 // Summary is what orch knows about a task without reading its file again.
 type Summary struct {
@@ -29,6 +31,8 @@ type Summary struct {
 	Task        taskfile.Task
 	Problem     string // why the committed file does not parse, if it does not
 	ProblemLine int
+
+	raw []byte // its encoding in the loaded cache (nil once changed)
 }
 
 // indexEntry is the view's sync index for one path: the blob last written to
@@ -44,19 +48,33 @@ type indexEntry struct {
 	// conflictW and conflictR are set while the view file is in conflict:
 	// the view's and the branch's blobs when the conflict was found.
 	conflictW, conflictR plumbing.Hash
+
+	raw []byte // its encoding when read (journal.go compares to find changes)
 }
 
 type stateCache struct {
+	raw       []byte  // the file as loaded: decoded strings point into it
+	gen       [8]byte // ties a journal to its base file
 	ref       string
 	tip       plumbing.Hash
 	root      plumbing.Hash
 	dirs      map[string]*dirTree
 	summaries map[string]*Summary // by path
 	index     map[string]*indexEntry
+
+	// What changed since the base and journal were read (see journal.go).
+	loadedDirs   map[string]*dirTree
+	loadedTip    plumbing.Hash
+	delSummaries map[string]bool
+	delIndex     map[string]bool
+	journalSize  int64
+	journalRaw   [][]byte // journal batches as read: decoded strings point into them
+	overlays     map[string]*dirOverlay
 }
 
 func newStateCache(ref string) *stateCache {
-	return &stateCache{ref: ref, dirs: map[string]*dirTree{}, summaries: map[string]*Summary{}, index: map[string]*indexEntry{}}
+	return &stateCache{ref: ref, dirs: map[string]*dirTree{}, summaries: map[string]*Summary{}, index: map[string]*indexEntry{},
+		loadedDirs: map[string]*dirTree{}, delSummaries: map[string]bool{}, delIndex: map[string]bool{}}
 }
 
 type enc struct{ b []byte }
@@ -65,9 +83,6 @@ func (e *enc) uv(v uint64)          { e.b = binary.AppendUvarint(e.b, v) }
 func (e *enc) sv(v int64)           { e.b = binary.AppendVarint(e.b, v) }
 func (e *enc) str(s string)         { e.uv(uint64(len(s))); e.b = append(e.b, s...) }
 func (e *enc) hash(h plumbing.Hash) { e.b = append(e.b, h[:]...) }
-
-// time keeps the instant exactly: a presence flag (the Unix epoch is a
-// valid time, not "unset"), the seconds and the nanoseconds.
 func (e *enc) time(t time.Time) {
 	if t.IsZero() {
 		e.uv(0)
@@ -84,52 +99,60 @@ func (e *enc) strs(l []string) {
 	}
 }
 
+// dec reads the cache. Strings point into buf instead of being copied (buf
+// is never written after loading), which makes loading 10,000 summaries cost
+// a few allocations instead of a few hundred thousand.
 type dec struct {
-	b   []byte
+	buf []byte
+	pos int
 	err error
 }
 
 var errCorrupt = errors.New("corrupt cache")
 
+func (d *dec) fail() {
+	d.err = errCorrupt
+	d.pos = len(d.buf)
+}
+
 func (d *dec) uv() uint64 {
-	v, n := binary.Uvarint(d.b)
+	v, n := binary.Uvarint(d.buf[d.pos:])
 	if n <= 0 {
-		d.err = errCorrupt
-		d.b = nil
+		d.fail()
 		return 0
 	}
-	d.b = d.b[n:]
+	d.pos += n
 	return v
 }
 func (d *dec) sv() int64 {
-	v, n := binary.Varint(d.b)
+	v, n := binary.Varint(d.buf[d.pos:])
 	if n <= 0 {
-		d.err = errCorrupt
-		d.b = nil
+		d.fail()
 		return 0
 	}
-	d.b = d.b[n:]
+	d.pos += n
 	return v
 }
 func (d *dec) str() string {
 	n := d.uv()
-	if n > uint64(len(d.b)) {
-		d.err = errCorrupt
-		d.b = nil
+	if n > uint64(len(d.buf)-d.pos) {
+		d.fail()
 		return ""
 	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
+	if n == 0 {
+		return ""
+	}
+	s := unsafe.String(&d.buf[d.pos], int(n))
+	d.pos += int(n)
 	return s
 }
 func (d *dec) hash() (h plumbing.Hash) {
-	if len(d.b) < len(h) {
-		d.err = errCorrupt
-		d.b = nil
+	if len(d.buf)-d.pos < len(h) {
+		d.fail()
 		return
 	}
-	copy(h[:], d.b)
-	d.b = d.b[len(h):]
+	copy(h[:], d.buf[d.pos:])
+	d.pos += len(h)
 	return
 }
 func (d *dec) time() time.Time {
@@ -141,9 +164,8 @@ func (d *dec) time() time.Time {
 }
 func (d *dec) strs() []string {
 	n := d.uv()
-	if n > uint64(len(d.b)) {
-		d.err = errCorrupt
-		d.b = nil
+	if n > uint64(len(d.buf)-d.pos) {
+		d.fail()
 		return nil
 	}
 	if n == 0 {
@@ -204,14 +226,80 @@ func decodeTask(d *dec, t *taskfile.Task) {
 	t.RejectedAt = d.str()
 }
 
+// Index entry flags.
+const (
+	ieRacy     = 1
+	ieConflict = 2
+)
+
+// encodeIndexEntry writes one sync-index entry (without its path).
+func encodeIndexEntry(e *enc, ie *indexEntry) {
+	e.hash(ie.blob)
+	e.sv(ie.size)
+	e.sv(ie.mtime)
+	e.sv(ie.ctime)
+	e.uv(ie.ino)
+	flags := uint64(0)
+	if ie.racy {
+		flags |= ieRacy
+	}
+	if !ie.conflictW.IsZero() || !ie.conflictR.IsZero() {
+		flags |= ieConflict
+	}
+	e.uv(flags)
+	e.uv(uint64(len(ie.prev)))
+	for _, p := range ie.prev {
+		e.hash(p)
+	}
+	if flags&ieConflict != 0 {
+		e.hash(ie.conflictW)
+		e.hash(ie.conflictR)
+	}
+}
+
+// decodeIndexEntry reads what encodeIndexEntry wrote.
+func decodeIndexEntry(d *dec, ie *indexEntry) {
+	start := d.pos
+	ie.blob, ie.size, ie.mtime, ie.ctime, ie.ino = d.hash(), d.sv(), d.sv(), d.sv(), d.uv()
+	flags := d.uv()
+	ie.racy = flags&ieRacy != 0
+	np := d.uv()
+	if np > 16 {
+		d.fail()
+		return
+	}
+	ie.prev = nil
+	for j := uint64(0); j < np; j++ {
+		ie.prev = append(ie.prev, d.hash())
+	}
+	ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+	if flags&ieConflict != 0 {
+		ie.conflictW, ie.conflictR = d.hash(), d.hash()
+	}
+	if d.err == nil {
+		ie.raw = d.buf[start:d.pos:d.pos]
+	}
+}
+
+// encode writes the cache. Summaries and directories that did not change
+// since the cache was loaded are copied as the bytes they were loaded from.
 func (c *stateCache) encode() []byte {
-	e := &enc{b: make([]byte, 0, 256*(len(c.summaries)+1)+64*len(c.index))}
+	size := len(c.raw) + 256
+	if size < 1<<16 {
+		size = 1 << 16
+	}
+	e := &enc{b: make([]byte, 0, size)}
 	e.b = append(e.b, cacheMagic...)
+	e.b = append(e.b, c.gen[:]...)
 	e.str(c.ref)
 	e.hash(c.tip)
 	e.hash(c.root)
 	e.uv(uint64(len(c.dirs)))
 	for path, d := range c.dirs {
+		if d.raw != nil && d.rawPath == path {
+			e.b = append(e.b, d.raw...)
+			continue
+		}
 		e.str(path)
 		e.hash(d.hash)
 		e.uv(uint64(len(d.entries)))
@@ -223,6 +311,10 @@ func (c *stateCache) encode() []byte {
 	}
 	e.uv(uint64(len(c.summaries)))
 	for _, s := range c.summaries {
+		if s.raw != nil {
+			e.b = append(e.b, s.raw...)
+			continue
+		}
 		e.str(s.Path)
 		e.hash(s.Blob)
 		e.str(s.Problem)
@@ -232,76 +324,82 @@ func (c *stateCache) encode() []byte {
 	e.uv(uint64(len(c.index)))
 	for path, ie := range c.index {
 		e.str(path)
-		e.hash(ie.blob)
-		e.sv(ie.size)
-		e.sv(ie.mtime)
-		e.sv(ie.ctime)
-		e.uv(ie.ino)
-		if ie.racy {
-			e.uv(1)
-		} else {
-			e.uv(0)
-		}
-		e.uv(uint64(len(ie.prev)))
-		for _, p := range ie.prev {
-			e.hash(p)
-		}
-		e.hash(ie.conflictW)
-		e.hash(ie.conflictR)
+		encodeIndexEntry(e, ie)
 	}
-	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(e.b))
+	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
 	return e.b
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func decodeStateCache(b []byte) (*stateCache, error) {
 	if len(b) < len(cacheMagic)+4 || string(b[:len(cacheMagic)]) != cacheMagic {
 		return nil, errCorrupt
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.ChecksumIEEE(body) != sum {
+	if crc32.Checksum(body, castagnoli) != sum {
 		return nil, errCorrupt
 	}
-	d := &dec{b: body[len(cacheMagic):]}
+	if len(body) < len(cacheMagic)+8 {
+		return nil, errCorrupt
+	}
+	d := &dec{buf: body, pos: len(cacheMagic) + 8}
 	c := newStateCache(d.str())
+	copy(c.gen[:], body[len(cacheMagic):])
+	c.raw = b
 	c.tip = d.hash()
 	c.root = d.hash()
 	nd := d.uv()
+	if nd > uint64(len(body)) {
+		return nil, errCorrupt
+	}
 	for i := uint64(0); i < nd && d.err == nil; i++ {
+		start := d.pos
 		path := d.str()
 		dt := &dirTree{hash: d.hash()}
 		ne := d.uv()
-		if ne > uint64(len(d.b)) {
+		if ne > uint64(len(body)-d.pos) {
 			return nil, errCorrupt
 		}
 		dt.entries = make([]treeEntry, ne)
 		for j := range dt.entries {
 			dt.entries[j] = treeEntry{name: d.str(), mode: uint32(d.uv()), hash: d.hash()}
 		}
+		dt.raw, dt.rawPath = body[start:d.pos:d.pos], path
 		c.dirs[path] = dt
 	}
 	ns := d.uv()
+	if ns > uint64(len(body)) {
+		return nil, errCorrupt
+	}
+	c.summaries = make(map[string]*Summary, ns)
+	all := make([]Summary, ns)
 	for i := uint64(0); i < ns && d.err == nil; i++ {
-		s := &Summary{Path: d.str(), Blob: d.hash(), Problem: d.str(), ProblemLine: int(d.uv())}
+		start := d.pos
+		s := &all[i]
+		s.Path, s.Blob, s.Problem, s.ProblemLine = d.str(), d.hash(), d.str(), int(d.uv())
 		decodeTask(d, &s.Task)
+		s.raw = body[start:d.pos:d.pos]
 		c.summaries[s.Path] = s
 	}
 	ni := d.uv()
-	for i := uint64(0); i < ni && d.err == nil; i++ {
-		path := d.str()
-		ie := &indexEntry{blob: d.hash(), size: d.sv(), mtime: d.sv(), ctime: d.sv(), ino: d.uv(), racy: d.uv() == 1}
-		np := d.uv()
-		if np > 16 {
-			return nil, errCorrupt
-		}
-		for j := uint64(0); j < np; j++ {
-			ie.prev = append(ie.prev, d.hash())
-		}
-		ie.conflictW, ie.conflictR = d.hash(), d.hash()
-		c.index[path] = ie
-	}
-	if d.err != nil || len(d.b) != 0 {
+	if ni > uint64(len(body)) {
 		return nil, errCorrupt
 	}
+	c.index = make(map[string]*indexEntry, ni)
+	entries := make([]indexEntry, ni)
+	for i := uint64(0); i < ni && d.err == nil; i++ {
+		path := d.str()
+		decodeIndexEntry(d, &entries[i])
+		c.index[path] = &entries[i]
+	}
+	if d.err != nil || d.pos != len(body) {
+		return nil, errCorrupt
+	}
+	for p, dt := range c.dirs {
+		c.loadedDirs[p] = dt
+	}
+	c.loadedTip = c.tip
 	return c, nil
 }
 
@@ -310,17 +408,36 @@ func loadStateCache(path, ref string) *stateCache {
 	if err != nil {
 		return newStateCache(ref)
 	}
+	Trace("  read cache file")
 	c, err := decodeStateCache(b)
 	if err != nil || c.ref != ref {
 		return newStateCache(ref)
 	}
+	Trace("  decode cache")
+	c.applyJournal(path + journalSuffix)
+	Trace("  apply journal")
 	return c
 }
 
-// save writes the cache atomically. It is not fsynced: losing it costs a
-// rebuild, never data.
+// save records what changed: a batch appended to the journal, or, when the
+// journal has grown large (or there is no base yet), a new base file. It is
+// not fsynced: losing it costs a rebuild, never data.
 func (c *stateCache) save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		return err
+	}
+	if c.raw != nil && c.journalSize < journalLimit(len(c.raw)) {
+		if done, err := c.appendJournal(path + journalSuffix); done || err != nil {
+			return err
+		}
+	}
+	return c.writeBase(path)
+}
+
+// writeBase writes the whole cache as a new base, under a new generation,
+// and drops the journal.
+func (c *stateCache) writeBase(path string) error {
+	if _, err := rand.Read(c.gen[:]); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".cache-")
@@ -336,5 +453,11 @@ func (c *stateCache) save(path string) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// A journal of the old generation is ignored on load; removing it only
+	// saves reading it.
+	_ = os.Remove(path + journalSuffix)
+	return nil
 }

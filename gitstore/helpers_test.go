@@ -391,10 +391,11 @@ func scratchSummaries(t testing.TB, dir, rev string) []*Summary {
 	return res
 }
 
-// normSummary makes empty and nil lists compare equal; everything else,
-// times included, must be identical.
+// normSummary makes empty and nil lists compare equal and drops the cache's
+// private encoding; everything else, times included, must be identical.
 func normSummary(s *Summary) Summary {
 	c := *s
+	c.raw = nil
 	for _, l := range []*[]string{&c.Task.LockedOut, &c.Task.DependsOn, &c.Task.Labels} {
 		if len(*l) == 0 {
 			*l = nil

@@ -1,7 +1,9 @@
 package gitstore
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +45,14 @@ type viewScan struct {
 	skipped []string // names in mirrored dirs that orch does not mirror
 }
 
+// scanWorkers is how many goroutines stat the view's files.
+var scanWorkers = func() int {
+	if n, err := strconv.Atoi(os.Getenv("ORCH_SCAN_WORKERS")); err == nil && n > 0 && n <= 16 {
+		return n
+	}
+	return 1
+}()
+
 // mirroredDirs are the directories of the state branch that the view holds.
 var mirroredDirs = []string{TasksDir, PromptsDir, MessagesDir, EventsDir}
 
@@ -78,8 +88,9 @@ func (s *viewScan) run(view string) {
 			continue
 		}
 		names := readNames(fd)
-		// Two cores are typical; more workers only add contention.
-		const workers = 3
+		// One worker: the scan runs on one core while the command loads its
+		// cache on the other; more workers only fight the command for CPU.
+		workers := scanWorkers
 		var wg sync.WaitGroup
 		for w := 0; w < workers; w++ {
 			wg.Add(1)

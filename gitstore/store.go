@@ -157,14 +157,17 @@ func (st *Store) PrivDir() string { return st.priv }
 // Lock takes the store lock and loads the state branch. Every command that
 // may write runs between Lock and Close.
 func (st *Store) Lock() error {
+	Trace("open")
 	l, err := acquireLock(filepath.Join(st.priv, "lock"), false)
 	if err != nil {
 		return err
 	}
 	st.lock = l
+	Trace("lock")
 	if err := st.load(); err != nil {
 		return err
 	}
+	Trace("load cache")
 	if st.snap != nil && !st.snap.Tip.IsZero() {
 		st.claimView()
 	}
@@ -177,6 +180,7 @@ func (st *Store) Close() error {
 	if st.dirty && st.lock != nil {
 		err = st.cache.save(st.cachePath())
 		st.dirty = false
+		Trace("save cache")
 	}
 	st.lock.release()
 	st.lock = nil
@@ -192,7 +196,7 @@ func (st *Store) load() error {
 		return err
 	}
 	if tip == st.cache.tip && len(st.cache.dirs) > 0 || tip.IsZero() && st.cache.tip.IsZero() {
-		st.snap = &Snapshot{Tip: tip, Root: st.cache.root, dirs: st.cache.dirs, objs: st.objs}
+		st.snap = &Snapshot{Tip: tip, Root: st.cache.root, dirs: st.cache.dirs, objs: st.objs, view: st.readView}
 		if tip.IsZero() {
 			st.snap = emptySnapshot(st.objs)
 		}
@@ -201,12 +205,67 @@ func (st *Store) load() error {
 		if err != nil {
 			return err
 		}
+		snap.view = st.readView
 		st.snap = snap
 		st.cache.tip, st.cache.root, st.cache.dirs = snap.Tip, snap.Root, snap.dirs
 		st.dirty = true
+		st.refreshSummaries(nil)
+		return nil
 	}
-	st.refreshSummaries(nil)
+	// The cache was saved with the summaries of exactly this tip; a count
+	// that disagrees means it is not to be trusted.
+	if len(st.cache.summaries) != st.countTaskFiles() {
+		st.refreshSummaries(nil)
+	}
+	st.byID = nil
 	return nil
+}
+
+func (st *Store) countTaskFiles() int {
+	d := st.snap.dirs[TasksDir]
+	if d == nil {
+		return 0
+	}
+	n := 0
+	for _, e := range d.entries {
+		if (e.mode == modeFile || e.mode == modeExec) && strings.HasSuffix(e.name, ".md") {
+			n++
+		}
+	}
+	return n
+}
+
+// updateSummaries brings the summaries of the task files a commit changed
+// up to date (the others cannot have changed).
+func (st *Store) updateSummaries(changes []Change) {
+	for _, c := range changes {
+		if !strings.HasPrefix(c.Path, TasksDir+"/") || !strings.HasSuffix(c.Path, ".md") || strings.Count(c.Path, "/") != 1 {
+			continue
+		}
+		if c.Delete {
+			st.cache.dropSummary(c.Path)
+			continue
+		}
+		blob, _ := st.snap.Get(c.Path)
+		st.cache.summaries[c.Path] = summarize(c.Path, blob, c.Data)
+	}
+	st.byID = nil
+}
+
+// readView returns the view's copy of path when the sync index says it holds
+// blob h and its content hashes to h.
+func (st *Store) readView(p string, h plumbing.Hash) ([]byte, bool) {
+	if st.View == "" || !Mirrored(p) {
+		return nil, false
+	}
+	if ie := st.cache.index[p]; ie == nil || ie.blob != h || !ie.conflictW.IsZero() {
+		return nil, false
+	}
+	data, err := readLimited(viewPath(st.View, p))
+	if err != nil || HashBlob(data) != h {
+		return nil, false
+	}
+	return data, true
 }
 
 // reload re-reads the branch tip after another writer moved it.
@@ -249,7 +308,7 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 	}
 	for p := range st.cache.summaries {
 		if !seen[p] {
-			delete(st.cache.summaries, p)
+			st.cache.dropSummary(p)
 			st.dirty = true
 		}
 	}
@@ -288,6 +347,14 @@ func (st *Store) Summaries() []*Summary {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// EachSummary calls fn for every task, in no particular order (cheaper than
+// Summaries when the caller sorts anyway).
+func (st *Store) EachSummary(fn func(*Summary)) {
+	for _, s := range st.cache.summaries {
+		fn(s)
+	}
 }
 
 // SummaryByID returns the task with exactly this id.
@@ -337,10 +404,13 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, &ErrCheckedOut{Ref: st.Ref, Worktrees: wts}
 	}
 	base := st.snap
-	next, err := base.apply(req.Changes)
+	Trace("commit: prepare")
+	objs := st.objs.newBatch()
+	next, err := base.apply(req.Changes, objs)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	Trace("commit: trees and blobs")
 	if next.Root == base.Root && !base.Tip.IsZero() && len(req.MergeParents) == 0 {
 		return base.Tip, nil // nothing changed: no empty commits
 	}
@@ -356,11 +426,13 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 	author := req.Author
 	author.When = when
 	raw := encodeCommit(next.Root, parents, author, author, req.Message)
-	h, err := st.objs.write(plumbing.CommitObject, raw)
-	if err != nil {
+	h := objs.add(plumbing.CommitObject, raw)
+	if err := objs.flush(); err != nil {
 		return plumbing.ZeroHash, err
 	}
+	Trace("commit: objects written")
 	st.objs.syncDirs()
+	Trace("commit: commit object, dirs synced")
 	err = st.Repo.UpdateRef(RefUpdate{Name: st.Ref, Old: base.Tip, New: h, Who: author.String(), Message: "orch: " + firstLine(req.Message)})
 	if errors.Is(err, ErrRefMoved) {
 		if rerr := st.reload(); rerr != nil {
@@ -371,17 +443,14 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	Trace("commit: ref")
 	next.Tip = h
+	next.view = st.readView
 	st.snap = next
 	st.cache.tip, st.cache.root, st.cache.dirs = h, next.Root, next.dirs
-	changed := map[string][]byte{}
-	for _, c := range req.Changes {
-		if !c.Delete {
-			changed[c.Path] = c.Data
-		}
-	}
-	st.refreshSummaries(changed)
+	st.updateSummaries(req.Changes)
 	st.dirty = true
+	Trace("commit: summaries")
 	for _, c := range req.Changes {
 		if c.Delete {
 			st.removeView(c.Path)
@@ -390,6 +459,7 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 			st.writeView(c.Path, c.Data, blob)
 		}
 	}
+	Trace("commit: view")
 	return h, nil
 }
 

@@ -33,6 +33,11 @@ func (e treeEntry) isTree() bool { return e.mode == modeTree }
 type dirTree struct {
 	hash    plumbing.Hash
 	entries []treeEntry
+
+	// raw is its encoding in the loaded cache, for path rawPath; a changed
+	// directory is a new dirTree, so raw is only ever copied unchanged.
+	raw     []byte
+	rawPath string
 }
 
 // Snapshot is the tree of one commit of the state branch, flattened into its
@@ -43,6 +48,7 @@ type Snapshot struct {
 	Root plumbing.Hash // root tree
 	dirs map[string]*dirTree
 	objs *objectStore
+	view func(path string, h plumbing.Hash) ([]byte, bool) // read from the view when it holds h
 }
 
 func emptySnapshot(objs *objectStore) *Snapshot {
@@ -69,6 +75,18 @@ func (s *Snapshot) Read(path string) ([]byte, error) {
 	h, ok := s.Get(path)
 	if !ok {
 		return nil, fmt.Errorf("%s: not on the state branch", path)
+	}
+	return s.ReadAt(path, h)
+}
+
+// ReadAt returns blob h, which is the content of path: from the view file
+// when it holds exactly that blob (one small read instead of a trip through
+// the object store and its pack index), else from the object store.
+func (s *Snapshot) ReadAt(path string, h plumbing.Hash) ([]byte, error) {
+	if s.view != nil {
+		if data, ok := s.view(path, h); ok {
+			return data, nil
+		}
 	}
 	return s.objs.read(plumbing.BlobObject, h)
 }
@@ -252,7 +270,7 @@ type Change struct {
 // apply returns a new snapshot with the changes made, writing the new blobs
 // and the trees on the path of each change. Unchanged directories keep
 // their tree ids.
-func (s *Snapshot) apply(changes []Change) (*Snapshot, error) {
+func (s *Snapshot) apply(changes []Change, b *batch) (*Snapshot, error) {
 	out := &Snapshot{Tip: s.Tip, dirs: make(map[string]*dirTree, len(s.dirs)), objs: s.objs}
 	for k, v := range s.dirs {
 		out.dirs[k] = v
@@ -288,10 +306,7 @@ func (s *Snapshot) apply(changes []Change) (*Snapshot, error) {
 			}
 			ents = append(ents[:i], ents[i+1:]...)
 		} else {
-			h, err := s.objs.write(plumbing.BlobObject, c.Data)
-			if err != nil {
-				return nil, err
-			}
+			h := b.add(plumbing.BlobObject, c.Data)
 			mode := uint32(modeFile)
 			if exists {
 				if ents[i].mode == modeExec {
@@ -337,10 +352,7 @@ func (s *Snapshot) apply(changes []Change) (*Snapshot, error) {
 			}
 			continue
 		}
-		h, err := s.objs.write(plumbing.TreeObject, encodeTree(d.entries))
-		if err != nil {
-			return nil, err
-		}
+		h := b.add(plumbing.TreeObject, encodeTree(d.entries))
 		out.dirs[dir] = &dirTree{hash: h, entries: d.entries}
 		if dir == "" {
 			out.Root = h
@@ -351,10 +363,7 @@ func (s *Snapshot) apply(changes []Change) (*Snapshot, error) {
 	if len(dirty) == 0 {
 		out.Root = s.Root
 		if out.Root.IsZero() {
-			h, err := s.objs.write(plumbing.TreeObject, nil)
-			if err != nil {
-				return nil, err
-			}
+			h := b.add(plumbing.TreeObject, nil)
 			out.Root = h
 		}
 	}

@@ -142,6 +142,9 @@ func NormalizePriority(s string) (string, bool) {
 
 // PriorityRank is 0 for P0 (highest) to 3 for P3.
 func PriorityRank(p string) int {
+	if len(p) == 2 && p[0] == 'P' && p[1] >= '0' && p[1] <= '3' {
+		return int(p[1] - '0') // already normal (summaries are)
+	}
 	if n, ok := NormalizePriority(p); ok {
 		return int(n[1] - '0')
 	}

@@ -310,7 +310,7 @@ func (e *Engine) Resolve(ref string) (*gitstore.Summary, error) {
 
 // Load parses the committed file of a task.
 func (e *Engine) Load(s *gitstore.Summary) (*Task, error) {
-	data, err := e.Store.Snapshot().ReadBlob(s.Blob)
+	data, err := e.Store.Snapshot().ReadAt(s.Path, s.Blob)
 	if err != nil {
 		return nil, err
 	}

@@ -305,7 +305,7 @@ func (e *Engine) nextClaimable(roles []string) (*gitstore.Summary, []string) {
 			candidates = append(candidates, s)
 		}
 	}
-	sort.Slice(candidates, func(i, j int) bool { return ClaimLess(&candidates[i].Task, &candidates[j].Task) })
+	SortClaimOrder(candidates, false)
 	counts := map[string]int{}
 	for _, s := range candidates {
 		rule, _ := e.whyNot(s, roles)

@@ -68,6 +68,12 @@ func (e *Engine) MergeRemote(remote string, rtip plumbing.Hash, res *SyncResult)
 			return err
 		}
 		res.Action = "fast_forward"
+		if st.View != "" {
+			// A fresh clone: keep the view out of git status, as init does.
+			if _, err := ensureExclude(st.Repo.CommonDir); err != nil {
+				return err
+			}
+		}
 		return e.AfterMove()
 	}
 	base, err := st.MergeBase(ltip, rtip)

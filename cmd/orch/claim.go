@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 
 	"github.com/spf13/cobra"
 
@@ -99,6 +100,7 @@ func runClaimSync(o *claimOptions) error {
 				if err := e.Store.MoveTo(before, e.Signature(), "orch: undo claim of "+res.Task.Task.ID+" (lost the race on "+remote+")"); err != nil {
 					return err
 				}
+				dropClaimBranch(e, res)
 				fmt.Fprintf(o.g.io.Err, "orch: another clone moved %s first; undid the claim of %s and trying again\n", remote, res.Task.Task.ID)
 				return e.AfterMove()
 			}
@@ -106,6 +108,7 @@ func runClaimSync(o *claimOptions) error {
 				if err := e.Store.MoveTo(before, e.Signature(), "orch: undo claim of "+res.Task.Task.ID+" (push failed)"); err != nil {
 					return err
 				}
+				dropClaimBranch(e, res)
 				_ = e.AfterMove()
 				return remoteFailure(perr)
 			}
@@ -120,6 +123,22 @@ func runClaimSync(o *claimOptions) error {
 		backoff(attempt)
 	}
 	return &workflow.ConflictError{Msg: fmt.Sprintf("every claim lost the race on %s %d times", remote, syncAttempts), Hint: "run orch claim --sync again"}
+}
+
+// dropClaimBranch deletes the branch an undone claim created (git
+// update-ref -d, only if it is still where the claim put it), so that a
+// lost race leaves no branch behind and a later claim is not told it
+// continues on a branch with no work.
+func dropClaimBranch(e *workflow.Engine, res *workflow.ClaimResult) {
+	if res.BranchReused || res.Branch == "" {
+		return
+	}
+	ref := "refs/heads/" + res.Branch
+	h, err := e.Store.ReadRef(ref)
+	if err != nil || h.IsZero() {
+		return
+	}
+	_ = exec.Command("git", "--git-dir", e.Store.Repo.CommonDir, "update-ref", "-d", ref, h.String()).Run()
 }
 
 func printClaim(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) error {

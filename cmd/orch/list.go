@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -60,15 +62,23 @@ func runList(o *listOptions) error {
 			return err
 		}
 		tasks := e.List(workflow.ListFilter{Queues: qs, Ready: o.Ready})
+		gitstore.Trace("list")
 		if o.g.JSON {
-			out := make([]taskJSON, len(tasks))
+			b := make([]byte, 0, 64+400*len(tasks))
+			b = append(b, `{"schema_version":1,"count":`...)
+			b = strconv.AppendInt(b, int64(len(tasks)), 10)
+			b = append(b, `,"tasks":[`...)
 			for i, s := range tasks {
-				out[i] = toTaskJSON(e, s)
+				if i > 0 {
+					b = append(b, ',')
+				}
+				tj := toTaskJSON(e, s)
+				b = tj.appendJSON(b)
 			}
-			return writeJSON(o.g.io.Out, struct {
-				Count int        `json:"count"`
-				Tasks []taskJSON `json:"tasks"`
-			}{len(out), out})
+			b = append(b, "]}\n"...)
+			_, err := o.g.io.Out.Write(b)
+			gitstore.Trace("output")
+			return err
 		}
 		if len(tasks) == 0 {
 			fmt.Fprintln(o.g.io.Err, "no tasks")

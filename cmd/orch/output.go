@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
@@ -64,7 +63,7 @@ func toTaskJSON(e *workflow.Engine, s *gitstore.Summary) taskJSON {
 		BaseBranch: t.BaseBranch, PRNumber: t.PRNumber, RejectionCount: t.RejectionCount, NoProgress: t.NoProgress, Attempts: t.Attempts,
 		ClaimedBy: t.ClaimedBy, ClaimedAt: t.ClaimedAt, SubmittedBy: t.SubmittedBy, AssignedTo: t.AssignedTo,
 		LockedOut: t.LockedOut, DependsOn: t.DependsOn, Labels: t.Labels, Created: t.Created,
-		Path:    filepath.ToSlash(filepath.Join(gitstore.ViewDirName, s.Path)),
+		Path:    gitstore.ViewDirName + "/" + s.Path, // branch paths are clean and slash-separated
 		Problem: s.Problem,
 	}
 	if s.Problem == "" {

@@ -112,10 +112,17 @@ func printImports(g *globalOptions, res []*workflow.PRImport) error {
 		}{res})
 	}
 	for _, r := range res {
+		what := fmt.Sprintf("%s: PR #%d", r.Task, r.PR)
+		if r.PR == 0 { // pr import for a task without a pr_number
+			what = r.Task + ":"
+		}
 		if r.To != "" {
-			fmt.Fprintf(g.io.Out, "%s: PR #%d review %d by %s requested changes: provisional -> %s (%d blocking, %d comments)\n", r.Task, r.PR, r.Review, r.Reviewer, r.To, r.Blocking, r.Comments)
+			fmt.Fprintf(g.io.Out, "%s review %d by %s requested changes: provisional -> %s (%d blocking, %d comments)\n", what, r.Review, r.Reviewer, r.To, r.Blocking, r.Comments)
 		} else {
-			fmt.Fprintf(g.io.Out, "%s: PR #%d: %s, nothing to import\n", r.Task, r.PR, r.Outcome)
+			if r.PR > 0 {
+				what += ":"
+			}
+			fmt.Fprintf(g.io.Out, "%s %s, nothing to import\n", what, r.Outcome)
 		}
 	}
 	if len(res) == 0 {

@@ -87,8 +87,11 @@ func runSync(o *syncOptions, remoteArg string) error {
 	res := &workflow.SyncResult{Remote: remote}
 	all := []workflow.SyncConflict{}
 	var changed []string
+	done := false
 	for attempt := 1; attempt <= syncAttempts; attempt++ {
 		res.Attempts = attempt
+		// What this attempt merged; earlier attempts' are in all already.
+		res.Conflicts, res.Changed = nil, nil
 		rtip, err := o.g.fetchRemote(remote)
 		if err != nil {
 			return err
@@ -112,6 +115,7 @@ func runSync(o *syncOptions, remoteArg string) error {
 		changed = append(changed, res.Changed...)
 		res.Local = local.String()
 		if local == rtip {
+			done = true
 			break
 		}
 		err = repo.Push(remote, refOf(o.g), local, rtip)
@@ -124,12 +128,15 @@ func runSync(o *syncOptions, remoteArg string) error {
 		}
 		if rtip.IsZero() {
 			res.Action = "created_remote"
+		} else if res.Merge != "" {
+			res.Action = "merged" // by an earlier attempt, pushed by this one
 		} else if res.Action == "ahead" || res.Action == "up_to_date" {
 			res.Action = "pushed"
 		}
+		done = true
 		break
 	}
-	if res.Attempts == syncAttempts && res.Local != res.RemoteTip && res.Action == "" {
+	if !done { // every push lost the race: nothing was shared
 		return &workflow.ConflictError{Msg: workflow.ErrSyncRace.Error(), Hint: "run orch sync again"}
 	}
 	res.Conflicts, res.Changed = all, nonNil(changed)

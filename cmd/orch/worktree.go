@@ -81,6 +81,18 @@ func runWorktree(o *worktreeOptions, ref string) error {
 		return err
 	}
 	created := false
+	var live []string
+	for _, p := range existing {
+		if _, err := os.Stat(p); err == nil {
+			live = append(live, p)
+		}
+	}
+	if len(live) < len(existing) {
+		// A worktree deleted without git worktree remove: prune it, so that
+		// it is not printed as if it were there and can be made again.
+		_ = exec.Command("git", "--git-dir", gitDir, "worktree", "prune").Run()
+	}
+	existing = live
 	if len(existing) > 0 {
 		path = existing[0]
 	} else {

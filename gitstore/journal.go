@@ -1,0 +1,422 @@
+package gitstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// The cache journal. Rewriting the whole cache (4 MB at 10,000 tasks) after
+// every transition cost more than the transition; instead a command appends
+// one batch describing what it changed, and a command that finds the
+// journal large writes a new base. A batch is all or nothing: length,
+// CRC-32C, then its operations; a torn or damaged batch, and everything after
+// it, is ignored (the cache then notices the branch moved and catches up,
+// as it does when the file is missing).
+const (
+	journalSuffix = ".journal"
+	journalMagic  = "orch-cache-journal v1\n"
+)
+
+// journalLimit is the journal size at which the next save writes a base.
+func journalLimit(base int) int64 {
+	l := int64(base / 4)
+	if l < 256<<10 {
+		l = 256 << 10
+	}
+	return l
+}
+
+// Journal operations.
+const (
+	opTip byte = iota + 1
+	opDir
+	opDirDel
+	opSum
+	opSumDel
+	opIdx
+	opIdxDel
+	opDirDelta // a directory as changes to the entries it had when read
+)
+
+// applyJournal replays the journal of this base generation.
+func (c *stateCache) applyJournal(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil || len(data) < len(journalMagic)+8 || string(data[:len(journalMagic)]) != journalMagic ||
+		!bytes.Equal(data[len(journalMagic):len(journalMagic)+8], c.gen[:]) {
+		return
+	}
+	pos := len(journalMagic) + 8
+	for pos < len(data) {
+		n, k := binary.Uvarint(data[pos:])
+		if k <= 0 || n > uint64(len(data)) || uint64(len(data)-pos-k) < n+4 {
+			break
+		}
+		sum := binary.LittleEndian.Uint32(data[pos+k:])
+		batch := data[pos+k+4 : pos+k+4+int(n)]
+		if crc32.Checksum(batch, castagnoli) != sum || !c.applyBatch(batch) {
+			break
+		}
+		pos += k + 4 + int(n)
+	}
+	for p := range c.overlays {
+		c.flushOverlay(p)
+	}
+	c.journalSize = int64(pos)
+	c.journalRaw = append(c.journalRaw, data)
+	// Everything applied is now "as loaded": the next save appends only
+	// what changes after this point.
+	for p, dt := range c.dirs {
+		c.loadedDirs[p] = dt
+	}
+	for p := range c.loadedDirs {
+		if c.dirs[p] == nil {
+			delete(c.loadedDirs, p)
+		}
+	}
+	c.loadedTip = c.tip
+}
+
+// applyBatch applies one batch; it reports false (and applies nothing more)
+// on a malformed one. A batch's operations are applied in order, so a
+// malformed batch can leave part of itself applied only if its checksum
+// matched, which a torn write cannot do.
+func (c *stateCache) applyBatch(b []byte) bool {
+	d := &dec{buf: b}
+	for d.pos < len(b) && d.err == nil {
+		op := b[d.pos]
+		d.pos++
+		switch op {
+		case opTip:
+			c.tip, c.root = d.hash(), d.hash()
+		case opDir:
+			path := d.str()
+			c.flushOverlay(path)
+			dt := &dirTree{hash: d.hash()}
+			ne := d.uv()
+			if ne > uint64(len(b)) {
+				return false
+			}
+			dt.entries = make([]treeEntry, ne)
+			for j := range dt.entries {
+				dt.entries[j] = treeEntry{name: d.str(), mode: uint32(d.uv()), hash: d.hash()}
+			}
+			c.dirs[path] = dt
+		case opDirDel:
+			path := d.str()
+			c.flushOverlay(path)
+			delete(c.dirs, path)
+		case opDirDelta:
+			path := d.str()
+			if c.dirs[path] == nil {
+				return false
+			}
+			h := d.hash()
+			nu, nd := d.uv(), d.uv()
+			if nu > uint64(len(b)) || nd > uint64(len(b)) {
+				return false
+			}
+			ov := c.overlay(path)
+			ov.hash = h
+			for j := uint64(0); j < nu; j++ {
+				en := treeEntry{name: d.str(), mode: uint32(d.uv()), hash: d.hash()}
+				ov.put[en.name] = en
+			}
+			for j := uint64(0); j < nd; j++ {
+				en := treeEntry{name: d.str(), mode: uint32(d.uv())}
+				ov.put[en.name] = treeEntry{name: en.name, mode: 0} // deleted
+			}
+		case opSum:
+			start := d.pos
+			s := &Summary{}
+			s.Path, s.Blob, s.Problem, s.ProblemLine = d.str(), d.hash(), d.str(), int(d.uv())
+			decodeTask(d, &s.Task)
+			if d.err != nil {
+				return false
+			}
+			s.raw = b[start:d.pos:d.pos]
+			c.summaries[s.Path] = s
+		case opSumDel:
+			delete(c.summaries, d.str())
+		case opIdx:
+			path := d.str()
+			ie := &indexEntry{}
+			decodeIndexEntry(d, ie)
+			c.index[path] = ie
+		case opIdxDel:
+			delete(c.index, d.str())
+		default:
+			return false
+		}
+	}
+	return d.err == nil
+}
+
+// appendJournal appends a batch with everything that changed since the
+// cache was read. It reports false when a base must be written instead.
+func (c *stateCache) appendJournal(path string) (bool, error) {
+	e := &enc{b: make([]byte, 0, 4096)}
+	if c.tip != c.loadedTip {
+		e.b = append(e.b, opTip)
+		e.hash(c.tip)
+		e.hash(c.root)
+	}
+	for p, dt := range c.dirs {
+		old := c.loadedDirs[p]
+		if old == dt {
+			continue
+		}
+		if old != nil {
+			ups, dels := diffEntries(old.entries, dt.entries)
+			e.b = append(e.b, opDirDelta)
+			e.str(p)
+			e.hash(dt.hash)
+			e.uv(uint64(len(ups)))
+			e.uv(uint64(len(dels)))
+			for _, en := range ups {
+				e.str(en.name)
+				e.uv(uint64(en.mode))
+				e.hash(en.hash)
+			}
+			for _, en := range dels {
+				e.str(en.name)
+				e.uv(uint64(en.mode))
+			}
+			continue
+		}
+		e.b = append(e.b, opDir)
+		e.str(p)
+		e.hash(dt.hash)
+		e.uv(uint64(len(dt.entries)))
+		for _, en := range dt.entries {
+			e.str(en.name)
+			e.uv(uint64(en.mode))
+			e.hash(en.hash)
+		}
+	}
+	for p := range c.loadedDirs {
+		if c.dirs[p] == nil {
+			e.b = append(e.b, opDirDel)
+			e.str(p)
+		}
+	}
+	for p := range c.delSummaries {
+		if c.summaries[p] == nil {
+			e.b = append(e.b, opSumDel)
+			e.str(p)
+		}
+	}
+	for _, s := range c.summaries {
+		if s.raw != nil {
+			continue // as read
+		}
+		e.b = append(e.b, opSum)
+		e.str(s.Path)
+		e.hash(s.Blob)
+		e.str(s.Problem)
+		e.uv(uint64(s.ProblemLine))
+		encodeTask(e, &s.Task)
+	}
+	for p := range c.delIndex {
+		if c.index[p] == nil {
+			e.b = append(e.b, opIdxDel)
+			e.str(p)
+		}
+	}
+	scratch := &enc{b: make([]byte, 0, 256)}
+	for p, ie := range c.index {
+		scratch.b = scratch.b[:0]
+		encodeIndexEntry(scratch, ie)
+		if ie.raw != nil && bytes.Equal(scratch.b, ie.raw) {
+			continue
+		}
+		e.b = append(e.b, opIdx)
+		e.str(p)
+		e.b = append(e.b, scratch.b...)
+	}
+	if len(e.b) == 0 {
+		return true, nil // nothing changed
+	}
+	// A batch that touches most of the cache is better written as a base.
+	if int64(len(e.b)) > journalLimit(len(c.raw))/2 {
+		return false, nil
+	}
+	var rec []byte
+	rec = binary.AppendUvarint(rec, uint64(len(e.b)))
+	rec = binary.LittleEndian.AppendUint32(rec, crc32.Checksum(e.b, castagnoli))
+	rec = append(rec, e.b...)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	hdrLen := int64(len(journalMagic) + 8)
+	off := st.Size()
+	switch {
+	case c.journalSize >= hdrLen && off >= c.journalSize:
+		// Our journal; anything past what we read is a torn batch.
+		off = c.journalSize
+	case c.journalSize == 0:
+		// No journal of this generation: start one.
+		if err := f.Truncate(0); err != nil {
+			return false, err
+		}
+		hdr := append([]byte(journalMagic), c.gen[:]...)
+		if _, err := f.WriteAt(hdr, 0); err != nil {
+			return false, err
+		}
+		off = hdrLen
+	default:
+		// The journal we read is gone or shorter: write a base instead.
+		return false, nil
+	}
+	if _, err := f.WriteAt(rec, off); err != nil {
+		return false, err
+	}
+	if err := f.Truncate(off + int64(len(rec))); err != nil {
+		return false, err
+	}
+	c.journalSize = off + int64(len(rec))
+	return true, nil
+}
+
+// entryCmp orders tree entries as git does.
+func entryCmp(a, b *treeEntry) int {
+	switch {
+	case gitLess(a.name, a.isTree(), b.name, b.isTree()):
+		return -1
+	case gitLess(b.name, b.isTree(), a.name, a.isTree()):
+		return 1
+	}
+	return 0
+}
+
+// diffEntries compares two sorted entry lists: the entries of b that are new
+// or different, and those of a that b lacks.
+func diffEntries(a, b []treeEntry) (ups, dels []treeEntry) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && entryCmp(&a[i], &b[j]) < 0):
+			dels = append(dels, a[i])
+			i++
+		case i == len(a) || entryCmp(&a[i], &b[j]) > 0:
+			ups = append(ups, b[j])
+			j++
+		default:
+			if a[i].hash != b[j].hash || a[i].mode != b[j].mode {
+				ups = append(ups, b[j])
+			}
+			i++
+			j++
+		}
+	}
+	return ups, dels
+}
+
+// patchEntries applies diffEntries' result to a, giving a new sorted list.
+func patchEntries(a, ups, dels []treeEntry) []treeEntry {
+	out := make([]treeEntry, 0, len(a)+len(ups))
+	i, u, k := 0, 0, 0
+	for i < len(a) || u < len(ups) {
+		if i < len(a) && k < len(dels) && entryCmp(&a[i], &dels[k]) == 0 {
+			i++
+			k++
+			continue
+		}
+		switch {
+		case u == len(ups) || (i < len(a) && entryCmp(&a[i], &ups[u]) < 0):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || entryCmp(&a[i], &ups[u]) > 0:
+			out = append(out, ups[u])
+			u++
+		default:
+			out = append(out, ups[u])
+			i++
+			u++
+		}
+	}
+	return out
+}
+
+// dirOverlay collects a directory's deltas while a journal is replayed, so
+// that a directory changed by many batches is rebuilt once, not once per
+// batch.
+type dirOverlay struct {
+	hash [20]byte
+	put  map[string]treeEntry // mode 0: deleted
+}
+
+func (c *stateCache) overlay(path string) *dirOverlay {
+	if c.overlays == nil {
+		c.overlays = map[string]*dirOverlay{}
+	}
+	ov := c.overlays[path]
+	if ov == nil {
+		ov = &dirOverlay{put: map[string]treeEntry{}}
+		c.overlays[path] = ov
+	}
+	return ov
+}
+
+// flushOverlay applies the collected deltas of a directory.
+func (c *stateCache) flushOverlay(path string) {
+	ov := c.overlays[path]
+	if ov == nil {
+		return
+	}
+	delete(c.overlays, path)
+	base := c.dirs[path]
+	if base == nil {
+		return
+	}
+	var ups, dels []treeEntry
+	for _, en := range ov.put {
+		if en.mode == 0 {
+			dels = append(dels, en)
+		} else {
+			ups = append(ups, en)
+		}
+	}
+	byGit := func(a, b treeEntry) int { return entryCmp(&a, &b) }
+	slices.SortFunc(ups, byGit)
+	// Deleted entries are matched by name whatever their mode.
+	slices.SortFunc(dels, func(a, b treeEntry) int { return strings.Compare(a.name, b.name) })
+	gone := map[string]bool{}
+	for _, en := range dels {
+		gone[en.name] = true
+	}
+	kept := make([]treeEntry, 0, len(base.entries))
+	for _, en := range base.entries {
+		if !gone[en.name] {
+			kept = append(kept, en)
+		}
+	}
+	c.dirs[path] = &dirTree{hash: ov.hash, entries: patchEntries(kept, ups, nil)}
+}
+
+// dropSummary removes a summary and remembers it for the journal.
+func (c *stateCache) dropSummary(p string) {
+	delete(c.summaries, p)
+	c.delSummaries[p] = true
+}
+
+// dropIndex removes a sync-index entry and remembers it for the journal.
+func (c *stateCache) dropIndex(p string) {
+	delete(c.index, p)
+	c.delIndex[p] = true
+}

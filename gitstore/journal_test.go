@@ -1,0 +1,237 @@
+package gitstore
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+func sampleCache(n int) *stateCache {
+	c := newStateCache("refs/heads/orch")
+	c.tip = plumbing.NewHash("1111111111111111111111111111111111111111")
+	c.root = plumbing.NewHash("2222222222222222222222222222222222222222")
+	var ents []treeEntry
+	for i := 0; i < n; i++ {
+		p := fmt.Sprintf("tasks/T-%06d-x.md", i)
+		h := HashBlob([]byte(p))
+		ents = append(ents, treeEntry{name: filepath.Base(p), mode: modeFile, hash: h})
+		c.summaries[p] = &Summary{Path: p, Blob: h, Task: taskfile.Task{ID: fmt.Sprintf("T-%06d", i), Title: "t", Queue: taskfile.Incoming, Labels: []string{"a"}}}
+		c.index[p] = &indexEntry{blob: h, size: int64(i), mtime: int64(i) * 7, ino: uint64(i)}
+	}
+	c.dirs["tasks"] = &dirTree{hash: plumbing.NewHash("3333333333333333333333333333333333333333"), entries: ents}
+	c.dirs[""] = &dirTree{hash: c.root, entries: []treeEntry{{name: "tasks", mode: modeTree, hash: c.dirs["tasks"].hash}}}
+	return c
+}
+
+// view of a cache that ignores the private bookkeeping.
+func cacheView(c *stateCache) map[string]any {
+	out := map[string]any{"tip": c.tip, "root": c.root}
+	for p, s := range c.summaries {
+		n := normSummary(s)
+		out["s "+p] = n
+	}
+	for p, ie := range c.index {
+		e := *ie
+		e.raw = nil
+		if len(e.prev) == 0 {
+			e.prev = nil
+		}
+		out["i "+p] = e
+	}
+	for p, d := range c.dirs {
+		out["d "+p] = fmt.Sprint(d.hash, d.entries)
+	}
+	return out
+}
+
+func keysOf(m map[string]any) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func TestJournalRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	c := sampleCache(50)
+	if err := c.save(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + journalSuffix); err == nil {
+		t.Fatal("a first save wrote a journal, want a base")
+	}
+	// Change a little, save: a journal batch, not a base.
+	c2 := loadStateCache(path, "refs/heads/orch")
+	baseBefore, _ := os.ReadFile(path)
+	c2.tip = plumbing.NewHash("4444444444444444444444444444444444444444")
+	c2.summaries["tasks/T-000001-x.md"] = &Summary{Path: "tasks/T-000001-x.md", Task: taskfile.Task{ID: "T-000001", Queue: taskfile.Claimed}}
+	c2.dropSummary("tasks/T-000002-x.md")
+	c2.index["tasks/T-000003-x.md"].racy = true
+	c2.dropIndex("tasks/T-000004-x.md")
+	c2.index["tasks/new.md"] = &indexEntry{blob: HashBlob([]byte("n")), conflictW: HashBlob([]byte("w"))}
+	nd := *c2.dirs["tasks"]
+	nd.entries = nd.entries[1:]
+	nd.raw = nil
+	c2.dirs["tasks"] = &nd
+	delete(c2.dirs, "")
+	if err := c2.save(path); err != nil {
+		t.Fatal(err)
+	}
+	if baseAfter, _ := os.ReadFile(path); string(baseAfter) != string(baseBefore) {
+		t.Fatal("a small change rewrote the base")
+	}
+	if fi, err := os.Stat(path + journalSuffix); err != nil || fi.Size() > 5000 {
+		t.Fatalf("journal: %v %v", fi, err)
+	}
+	c3 := loadStateCache(path, "refs/heads/orch")
+	want, got := cacheView(c2), cacheView(c3)
+	if !reflect.DeepEqual(want, got) {
+		for _, k := range keysOf(want) {
+			if !reflect.DeepEqual(want[k], got[k]) {
+				t.Errorf("%s: got %v, want %v", k, got[k], want[k])
+			}
+		}
+		t.Fatalf("reloaded cache differs (%d vs %d keys)", len(got), len(want))
+	}
+	// A second batch on top of the first.
+	c3.index["tasks/T-000005-x.md"].size = 999
+	if err := c3.save(path); err != nil {
+		t.Fatal(err)
+	}
+	c4 := loadStateCache(path, "refs/heads/orch")
+	if !reflect.DeepEqual(cacheView(c3), cacheView(c4)) {
+		t.Fatal("second batch lost")
+	}
+	// Nothing changed: nothing written.
+	fi1, _ := os.Stat(path + journalSuffix)
+	if err := c4.save(path); err != nil {
+		t.Fatal(err)
+	}
+	fi2, _ := os.Stat(path + journalSuffix)
+	if fi1.Size() != fi2.Size() {
+		t.Fatal("an unchanged cache appended to the journal")
+	}
+}
+
+func TestJournalTornAndForeign(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	c := sampleCache(20)
+	if err := c.save(path); err != nil {
+		t.Fatal(err)
+	}
+	c2 := loadStateCache(path, "refs/heads/orch")
+	c2.index["tasks/T-000001-x.md"].size = 1001
+	if err := c2.save(path); err != nil {
+		t.Fatal(err)
+	}
+	good := cacheView(loadStateCache(path, "refs/heads/orch"))
+	c3 := loadStateCache(path, "refs/heads/orch")
+	c3.index["tasks/T-000002-x.md"].size = 1002
+	if err := c3.save(path); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := os.ReadFile(path + journalSuffix)
+	// Tear the last batch: the first still applies, the torn one does not.
+	for cut := 1; cut < 12; cut++ {
+		if err := os.WriteFile(path+journalSuffix, j[:len(j)-cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := cacheView(loadStateCache(path, "refs/heads/orch")); !reflect.DeepEqual(got, good) {
+			t.Fatalf("torn by %d bytes: the cache is not the state before the torn batch", cut)
+		}
+	}
+	// After a torn tail, the next save appends after the good part.
+	c4 := loadStateCache(path, "refs/heads/orch")
+	c4.index["tasks/T-000003-x.md"].size = 1003
+	if err := c4.save(path); err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheView(loadStateCache(path, "refs/heads/orch")); !reflect.DeepEqual(got, cacheView(c4)) {
+		t.Fatal("save after a torn tail lost data")
+	}
+	// A flipped byte in a batch: that batch and what follows are ignored.
+	j, _ = os.ReadFile(path + journalSuffix)
+	bad := append([]byte(nil), j...)
+	bad[len(bad)-3] ^= 0xff
+	os.WriteFile(path+journalSuffix, bad, 0o600)
+	if got := cacheView(loadStateCache(path, "refs/heads/orch")); !reflect.DeepEqual(got, good) {
+		t.Fatal("a damaged batch was applied")
+	}
+	// A journal of another generation is ignored.
+	os.WriteFile(path+journalSuffix, j, 0o600)
+	other := sampleCache(20)
+	other.summaries["tasks/T-000000-x.md"].Task.Title = "other"
+	if err := other.save(path); err != nil { // new base, new generation
+		t.Fatal(err)
+	}
+	os.WriteFile(path+journalSuffix, j, 0o600) // the old generation's journal
+	if got := cacheView(loadStateCache(path, "refs/heads/orch")); !reflect.DeepEqual(got, cacheView(other)) {
+		t.Fatal("a journal of another generation was applied")
+	}
+}
+
+func TestJournalCompacts(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	if err := sampleCache(200).save(path); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2000; i++ {
+		c := loadStateCache(path, "refs/heads/orch")
+		c.summaries[fmt.Sprintf("tasks/T-%06d-x.md", i%200)] = &Summary{Path: fmt.Sprintf("tasks/T-%06d-x.md", i%200), Task: taskfile.Task{ID: fmt.Sprint(i), Title: "a long enough title to grow the journal quickly"}}
+		if err := c.save(path); err != nil {
+			t.Fatal(err)
+		}
+		base, _ := os.Stat(path)
+		if fi, err := os.Stat(path + journalSuffix); err == nil && fi.Size() > journalLimit(int(base.Size()))+64<<10 {
+			t.Fatalf("journal grew to %d bytes (base %d) without a new base", fi.Size(), base.Size())
+		}
+	}
+	c := loadStateCache(path, "refs/heads/orch")
+	if s := c.summaries["tasks/T-000199-x.md"]; s == nil || s.Task.ID != "1999" {
+		t.Fatalf("last change lost: %+v", s)
+	}
+}
+
+func TestDiffPatchEntries(t *testing.T) {
+	mk := func(specs ...string) []treeEntry {
+		var out []treeEntry
+		for _, s := range specs {
+			mode := uint32(modeFile)
+			name := s
+			if s[len(s)-1] == '/' {
+				mode, name = modeTree, s[:len(s)-1]
+			}
+			out = append(out, treeEntry{name: name, mode: mode, hash: HashBlob([]byte(s))})
+		}
+		return out
+	}
+	cases := [][2][]treeEntry{
+		{mk(), mk("a")},
+		{mk("a"), mk()},
+		{mk("a", "b", "c"), mk("a", "c", "d")},
+		{mk("a", "a-b", "a/"), mk("a-b", "a/", "b")},
+		{mk("x", "y", "z"), mk("x", "y", "z")},
+	}
+	changed := mk("a", "b")
+	changed[1].hash = HashBlob([]byte("other"))
+	cases = append(cases, [2][]treeEntry{mk("a", "b"), changed})
+	for i, c := range cases {
+		ups, dels := diffEntries(c[0], c[1])
+		got := patchEntries(c[0], ups, dels)
+		if fmt.Sprint(got) != fmt.Sprint(c[1]) {
+			t.Errorf("case %d: patch(diff) = %v, want %v (ups %v dels %v)", i, got, c[1], ups, dels)
+		}
+	}
+}
