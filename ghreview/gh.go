@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -108,10 +107,10 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-var repoRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+var repoRE = lazyRegexp(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
 // ValidRepo reports whether s looks like owner/name.
-func ValidRepo(s string) bool { return repoRE.MatchString(s) && !strings.Contains(s, "..") }
+func ValidRepo(s string) bool { return repoRE().MatchString(s) && !strings.Contains(s, "..") }
 
 // Repo returns the configured owner/name, or asks gh.
 func (g *GH) Repo(configured string) (string, error) {
@@ -150,7 +149,7 @@ func (g *GH) Comments(repo string, pr int) ([]Comment, error) {
 	return ParseComments(out)
 }
 
-var prURLRE = regexp.MustCompile(`/pull/(\d+)\b`)
+var prURLRE = lazyRegexp(`/pull/(\d+)\b`)
 
 // CreatePR opens a draft pull request for branch and returns its number.
 func (g *GH) CreatePR(repo, branch, base, title, body string) (int, string, error) {
@@ -162,7 +161,7 @@ func (g *GH) CreatePR(repo, branch, base, title, body string) (int, string, erro
 	if err != nil {
 		return 0, "", err
 	}
-	m := prURLRE.FindStringSubmatch(string(out))
+	m := prURLRE().FindStringSubmatch(string(out))
 	if m == nil {
 		return 0, "", fmt.Errorf("gh pr create did not print a pull request URL: %q", strings.TrimSpace(string(out)))
 	}

@@ -234,11 +234,11 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 	}
 	scratch := &enc{b: make([]byte, 0, 256)}
 	for p, ie := range c.index {
+		if ie.raw != nil {
+			continue // as read: every change to an entry clears raw
+		}
 		scratch.b = scratch.b[:0]
 		encodeIndexEntry(scratch, ie)
-		if ie.raw != nil && bytes.Equal(scratch.b, ie.raw) {
-			continue
-		}
 		e.b = append(e.b, opIdx)
 		e.str(p)
 		e.b = append(e.b, scratch.b...)

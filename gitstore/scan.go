@@ -41,23 +41,24 @@ func (e *indexEntry) matches(s fileStat) bool {
 type viewScan struct {
 	done    chan struct{}
 	exists  bool
-	files   map[string]fileStat
+	dirs    map[string]map[string]fileStat // dir ("" for the root) -> name -> stat
+	n       int
 	skipped []string // names in mirrored dirs that orch does not mirror
 }
+
+// mirroredDirs are the directories of the state branch that the view holds.
+var mirroredDirs = []string{TasksDir, PromptsDir, MessagesDir, EventsDir}
 
 // scanWorkers is how many goroutines stat the view's files.
 var scanWorkers = func() int {
 	if n, err := strconv.Atoi(os.Getenv("ORCH_SCAN_WORKERS")); err == nil && n > 0 && n <= 16 {
 		return n
 	}
-	return 1
+	return 2
 }()
 
-// mirroredDirs are the directories of the state branch that the view holds.
-var mirroredDirs = []string{TasksDir, PromptsDir, MessagesDir, EventsDir}
-
 func startScan(view string) *viewScan {
-	s := &viewScan{done: make(chan struct{}), files: map[string]fileStat{}}
+	s := &viewScan{done: make(chan struct{}), dirs: map[string]map[string]fileStat{}}
 	go func() {
 		defer close(s.done)
 		s.run(view)
@@ -70,6 +71,26 @@ func (s *viewScan) wait() *viewScan {
 	return s
 }
 
+// get returns the stat data of a view path.
+func (s *viewScan) get(path string) (fileStat, bool) {
+	dir, name := splitPath(path)
+	st, ok := s.dirs[dir][name]
+	return st, ok
+}
+
+// each calls fn for every file found.
+func (s *viewScan) each(fn func(path string)) {
+	for dir, files := range s.dirs {
+		for name := range files {
+			if dir == "" {
+				fn(name)
+			} else {
+				fn(dir + "/" + name)
+			}
+		}
+	}
+}
+
 func (s *viewScan) run(view string) {
 	root, err := unix.Open(view, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -79,49 +100,53 @@ func (s *viewScan) run(view string) {
 	s.exists = true
 	var st unix.Stat_t
 	if unix.Fstatat(root, ConfigFile, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-		s.files[ConfigFile] = statOf(&st)
+		s.dirs[""] = map[string]fileStat{ConfigFile: statOf(&st)}
+		s.n++
 	}
-	var mu sync.Mutex
 	for _, dir := range mirroredDirs {
 		fd, err := unix.Openat(root, dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 		if err != nil {
 			continue
 		}
 		names := readNames(fd)
-		// One worker: the scan runs on one core while the command loads its
-		// cache on the other; more workers only fight the command for CPU.
+		// Each worker stats a stripe of the names into its own slots; the
+		// map is built once at the end, without a lock or a path string
+		// per file.
+		stats := make([]fileStat, len(names))
+		ok := make([]bool, len(names))
 		workers := scanWorkers
+		if len(names) < 256 {
+			workers = 1
+		}
 		var wg sync.WaitGroup
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
 				var st unix.Stat_t
-				local := make(map[string]fileStat, len(names)/workers+1)
-				var skipped []string
 				for i := w; i < len(names); i += workers {
-					name := names[i]
-					if !MirroredName(dir, name) {
-						if !ignoredName(name) {
-							skipped = append(skipped, dir+"/"+name)
-						}
+					if !MirroredName(dir, names[i]) {
 						continue
 					}
-					if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+					if unix.Fstatat(fd, names[i], &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 						continue
 					}
-					local[dir+"/"+name] = statOf(&st)
+					stats[i], ok[i] = statOf(&st), true
 				}
-				mu.Lock()
-				for k, v := range local {
-					s.files[k] = v
-				}
-				s.skipped = append(s.skipped, skipped...)
-				mu.Unlock()
 			}(w)
 		}
 		wg.Wait()
 		unix.Close(fd)
+		files := make(map[string]fileStat, len(names))
+		for i, name := range names {
+			if ok[i] {
+				files[name] = stats[i]
+			} else if !ignoredName(name) && !MirroredName(dir, name) {
+				s.skipped = append(s.skipped, dir+"/"+name)
+			}
+		}
+		s.dirs[dir] = files
+		s.n += len(files)
 	}
 }
 

@@ -88,7 +88,8 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 // reconcile.
 func (st *Store) pendingPaths(scan *viewScan) []string {
 	pending := map[string]bool{}
-	seen := 0 // index entries matched with a file of the branch
+	seen := 0     // index entries matched with a file of the branch
+	scanHits := 0 // view files matched with an index entry and a branch file
 	var buf []byte
 	for _, d := range append([]string{""}, mirroredDirs...) {
 		dt := st.snap.dirs[d]
@@ -108,7 +109,10 @@ func (st *Store) pendingPaths(scan *viewScan) []string {
 			ie, known := st.cache.index[string(buf)]
 			if known {
 				seen++
-				ws, wok := scan.files[string(buf)]
+				ws, wok := scan.dirs[d][e.name]
+				if wok {
+					scanHits++
+				}
 				if wok && ie.matches(ws) && e.hash == ie.blob && ie.conflictW.IsZero() {
 					continue // the common case: nothing changed anywhere
 				}
@@ -128,9 +132,19 @@ func (st *Store) pendingPaths(scan *viewScan) []string {
 			}
 		}
 	}
-	for p := range scan.files {
-		if _, known := st.cache.index[p]; !known {
-			pending[p] = true // made by hand (or the index was lost)
+	for dir, files := range scan.dirs {
+		if scanHits == scan.n {
+			break // every view file was matched above
+		}
+		for name := range files {
+			buf = buf[:0]
+			if dir != "" {
+				buf = append(append(buf, dir...), '/')
+			}
+			buf = append(buf, name...)
+			if _, known := st.cache.index[string(buf)]; !known {
+				pending[string(buf)] = true // made by hand (or the index was lost)
+			}
 		}
 	}
 	sorted := make([]string, 0, len(pending))
@@ -274,6 +288,7 @@ func (st *Store) record(p string, h plumbing.Hash, s fileStat) {
 			ie.prev = ie.prev[:4]
 		}
 	}
+	ie.raw = nil // changed: the journal records it
 	ie.blob = h
 	ie.size, ie.mtime, ie.ctime, ie.ino = s.size, s.mtime, s.ctime, s.ino
 	ie.racy = isRacy(s)
@@ -603,6 +618,7 @@ func (st *Store) markConflict(p string, rep *Reconciled, ie *indexEntry, w, r pl
 		st.cache.index[p] = ie
 	}
 	if ie.conflictW != w || ie.conflictR != r {
+		ie.raw = nil
 		ie.conflictW, ie.conflictR = w, r
 		if ie.blob.IsZero() {
 			ie.blob = r
@@ -644,10 +660,12 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 				return nil
 			}
 		}
+		ie.raw = nil
 		ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
 		return st.merge(p, pol, rep, ie.blob, wdata, w, r, ws)
 	}
 	if !rok {
+		ie.raw = nil
 		ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
 		return st.handNew(p, pol, rep, wdata, ws)
 	}
@@ -659,6 +677,7 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 		}
 	}
 	seenR := ie.conflictR
+	ie.raw = nil
 	ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
 	if base := st.resolutionBase(p, ie.blob, seenR, wdata); base != nil {
 		ie.blob = seenR

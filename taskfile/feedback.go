@@ -2,7 +2,6 @@ package taskfile
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,10 +91,10 @@ func ValidSeverity(s string) bool {
 }
 
 var (
-	roundRE    = regexp.MustCompile(`^(?:Review Feedback \(rejection #(\d+)\)|Review \(round (\d+)\))\s*$`)
-	sourceRE   = regexp.MustCompile(`^From (.+?)(?: \((\S+)\))?\s*$`)
-	issueRE    = regexp.MustCompile("^- \\[( |x|X)\\] \\*\\*(R\\d+\\.\\d+)\\*\\*\\s+([A-Za-z]+)(?:\\s+`([^`]*)`)?(?:\\s*(?:—|--|-)\\s*(.*))?\\s*$")
-	responseRE = regexp.MustCompile(`^\s+- Response: ([A-Za-z]+)(?: \(([0-9a-fA-F]{4,40})\))?(?:\s*(?:—|--|-)\s*(.*))?\s*$`)
+	roundRE    = lazyRegexp(`^(?:Review Feedback \(rejection #(\d+)\)|Review \(round (\d+)\))\s*$`)
+	sourceRE   = lazyRegexp(`^From (.+?)(?: \((\S+)\))?\s*$`)
+	issueRE    = lazyRegexp("^- \\[( |x|X)\\] \\*\\*(R\\d+\\.\\d+)\\*\\*\\s+([A-Za-z]+)(?:\\s+`([^`]*)`)?(?:\\s*(?:—|--|-)\\s*(.*))?\\s*$")
+	responseRE = lazyRegexp(`^\s+- Response: ([A-Za-z]+)(?: \(([0-9a-fA-F]{4,40})\))?(?:\s*(?:—|--|-)\s*(.*))?\s*$`)
 )
 
 // FeedbackRounds parses every review round of the body, newest first (the
@@ -107,7 +106,7 @@ func (f *File) FeedbackRounds() []Round {
 		if s.Level != 2 {
 			continue
 		}
-		m := roundRE.FindStringSubmatch(s.Title)
+		m := roundRE().FindStringSubmatch(s.Title)
 		if m == nil {
 			continue
 		}
@@ -120,7 +119,7 @@ func (f *File) FeedbackRounds() []Round {
 			if sub.Level != 3 {
 				continue
 			}
-			sm := sourceRE.FindStringSubmatch(sub.Title)
+			sm := sourceRE().FindStringSubmatch(sub.Title)
 			if sm == nil {
 				continue
 			}
@@ -139,10 +138,10 @@ func (f *File) FeedbackRounds() []Round {
 	return rounds
 }
 
-var verdictRE = regexp.MustCompile(`(?m)^Verdict: ([A-Z_]+)`)
+var verdictRE = lazyRegexp(`(?m)^Verdict: ([A-Z_]+)`)
 
 func verdictOf(text string) string {
-	if m := verdictRE.FindStringSubmatch(text); m != nil {
+	if m := verdictRE().FindStringSubmatch(text); m != nil {
 		return m[1]
 	}
 	return ""
@@ -158,7 +157,7 @@ func parseIssues(src []byte, start, end int) (string, []Issue) {
 	line := lineOf(src, start)
 	for i, raw := range lines {
 		l := strings.TrimRight(raw, "\r\n")
-		if m := issueRE.FindStringSubmatch(l); m != nil {
+		if m := issueRE().FindStringSubmatch(l); m != nil {
 			issues = append(issues, Issue{
 				ID: m[2], Severity: strings.ToUpper(m[3]), Location: m[4], Title: strings.TrimSpace(m[5]),
 				Resolved: m[1] != " ", Line: line + i,
@@ -171,7 +170,7 @@ func parseIssues(src []byte, start, end int) (string, []Issue) {
 			continue
 		}
 		if cur != nil && (strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "\t")) {
-			if rm := responseRE.FindStringSubmatch(l); rm != nil {
+			if rm := responseRE().FindStringSubmatch(l); rm != nil {
 				cur.Responses = append(cur.Responses, Response{Status: strings.ToUpper(rm[1]), Commit: rm[2], Text: strings.TrimSpace(rm[3])})
 				continue
 			}

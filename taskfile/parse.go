@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -183,7 +182,7 @@ func (f *File) splitFrontmatter() error {
 	return nil
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLineRE = lazyRegexp(`^yaml: line (\d+): (.*)$`)
 
 func (f *File) parseYAML() error {
 	text := f.Src[f.fmStart:f.fmEnd]
@@ -239,7 +238,7 @@ func (f *File) yamlError(err error) error {
 		first = "yaml: " + strings.TrimPrefix(strings.TrimSpace(te.Errors[0]), "yaml: ")
 	}
 	line := 0
-	if m := yamlLineRE.FindStringSubmatch(first); m != nil {
+	if m := yamlLineRE().FindStringSubmatch(first); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		first = m[2]
 	} else {

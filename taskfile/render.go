@@ -2,7 +2,6 @@ package taskfile
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 )
@@ -48,9 +47,9 @@ func Render(path string, fields []Edit, body string) (*File, error) {
 	return Parse(path, []byte(b.String()))
 }
 
-var keyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+var keyRE = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 
-func validKey(k string) bool { return keyRE.MatchString(k) }
+func validKey(k string) bool { return keyRE().MatchString(k) }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")

@@ -2,25 +2,24 @@ package taskfile
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
 // IDPattern is the shape of a task ID: a prefix (default "T-") and lowercase
 // base32 characters. Validating it keeps IDs usable in file and branch names.
-var IDPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,15}-[0-9a-z]{4,16}$`)
+var IDPattern = lazyRegexp(`^[A-Za-z][A-Za-z0-9]{0,15}-[0-9a-z]{4,16}$`)
 
 // ValidID reports whether id can name a task.
-func ValidID(id string) bool { return IDPattern.MatchString(id) }
+func ValidID(id string) bool { return IDPattern().MatchString(id) }
 
 // namePattern is what an agent, role or label name may look like: no
 // slashes, spaces at the ends, control characters or leading dashes, so it
 // can never become a path, a flag or a ref.
-var namePattern = regexp.MustCompile(`^[\p{L}\p{N}_][\p{L}\p{N}_.@+ -]{0,63}$`)
+var namePattern = lazyRegexp(`^[\p{L}\p{N}_][\p{L}\p{N}_.@+ -]{0,63}$`)
 
 // ValidName reports whether s can be an agent, role or label name.
 func ValidName(s string) bool {
-	return namePattern.MatchString(s) && !strings.HasSuffix(s, " ") && !strings.Contains(s, "..")
+	return namePattern().MatchString(s) && !strings.HasSuffix(s, " ") && !strings.Contains(s, "..")
 }
 
 // Validate reports every problem with the task's fields, each with its line.

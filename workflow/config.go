@@ -66,12 +66,12 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return []byte(strconv.Quote(time.Duration(d).String())), nil
 }
 
-var dayRE = regexp.MustCompile(`^(\d+)d$`)
+var dayRE = lazyRegexp(`^(\d+)d$`)
 
 // ParseDuration accepts Go durations ("90m", "2h30m") and whole days ("3d").
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
-	if m := dayRE.FindStringSubmatch(s); m != nil {
+	if m := dayRE().FindStringSubmatch(s); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
@@ -113,7 +113,7 @@ github:
   repo: ""                 # owner/name; empty: ask "gh repo view"
 `
 
-var cfgLineRE = regexp.MustCompile(`line (\d+): (.*)`)
+var cfgLineRE = lazyRegexp(`line (\d+): (.*)`)
 
 // ParseConfig reads config.yaml. Unknown keys are errors: a misspelt
 // setting silently ignored is worse than a refusal.
@@ -134,7 +134,7 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 		}
 		msg = strings.TrimPrefix(msg, "yaml: ")
 		line := 0
-		if m := cfgLineRE.FindStringSubmatch(msg); m != nil {
+		if m := cfgLineRE().FindStringSubmatch(msg); m != nil {
 			line, _ = strconv.Atoi(m[1])
 			msg = m[2]
 		}

@@ -28,6 +28,9 @@ type Options struct {
 	// NoReconcile skips syncing the view (completion uses it: it must be
 	// fast and must not commit anything).
 	NoReconcile bool
+	// DeferReconcile leaves the reconcile to the caller (Engine.Reconcile),
+	// so that read-only work can overlap with the view scan.
+	DeferReconcile bool
 }
 
 // Engine runs workflow operations on one repository. Open takes the store
@@ -58,16 +61,28 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.loadConfig()
-	if !opts.NoReconcile && st.Exists() {
-		rep, err := st.Reconcile(e.policy())
-		if err != nil {
+	if !opts.NoReconcile && !opts.DeferReconcile {
+		if err := e.Reconcile(); err != nil {
 			st.Close()
 			return nil, err
 		}
-		e.Reconciled = rep
-		e.loadConfig() // a hand edit may have changed it
 	}
 	return e, nil
+}
+
+// Reconcile brings the view and the branch in step (Open does it unless
+// told to defer it).
+func (e *Engine) Reconcile() error {
+	if !e.Store.Exists() {
+		return nil
+	}
+	rep, err := e.Store.Reconcile(e.policy())
+	if err != nil {
+		return err
+	}
+	e.Reconciled = rep
+	e.loadConfig() // a hand edit may have changed it
+	return nil
 }
 
 // Close saves caches and releases the lock.

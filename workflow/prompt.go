@@ -3,7 +3,6 @@ package workflow
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/orch-tool/orch/gitstore"
@@ -14,7 +13,7 @@ import (
 // noteSections are the sections orch writes at the top of a task's body for
 // the next reader; a prompt shows them in their own places, so they are cut
 // from the task description it shows.
-var noteSectionRE = regexp.MustCompile(`^(Review Feedback \(rejection #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\))$`)
+var noteSectionRE = lazyRegexp(`^(Review Feedback \(rejection #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\))$`)
 
 // Prompt renders the prompt for a task and role ("" picks reviewer for a
 // submitted task, else implementer).
@@ -125,7 +124,7 @@ func description(f *taskfile.File) string {
 	var keep strings.Builder
 	pos := off
 	for _, sec := range f.Sections() {
-		if sec.Level == 2 && noteSectionRE.MatchString(sec.Title) && sec.Start >= pos {
+		if sec.Level == 2 && noteSectionRE().MatchString(sec.Title) && sec.Start >= pos {
 			keep.Write(f.Src[pos:sec.Start])
 			pos = sec.End
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -86,12 +85,12 @@ func jsonErrorAt(path string, data []byte, err error) string {
 	return fmt.Sprintf("%s:%d:%d: %s", path, line, col, msg)
 }
 
-var issueFlagSev = regexp.MustCompile(`^[A-Za-z]+$`)
+var issueFlagSev = lazyRegexp(`^[A-Za-z]+$`)
 
 // ParseIssueFlag reads --issue 'SEVERITY|TITLE[|LOCATION[|PROBLEM[|FIX[|WHY]]]]'.
 func ParseIssueFlag(s string) (ReviewIssue, error) {
 	parts := strings.Split(s, "|")
-	if len(parts) < 2 || !issueFlagSev.MatchString(strings.TrimSpace(parts[0])) {
+	if len(parts) < 2 || !issueFlagSev().MatchString(strings.TrimSpace(parts[0])) {
 		return ReviewIssue{}, &UsageError{Msg: fmt.Sprintf("--issue %q: want SEVERITY|TITLE[|LOCATION[|PROBLEM[|FIX[|WHY]]]]", printable(s)), Hint: `--issue 'HIGH|SQL injection|src/api/users.py:56|input is interpolated|use a parameterised query'`}
 	}
 	for len(parts) < 6 {
@@ -338,7 +337,7 @@ func issueLess(a, b string) bool {
 // Response statuses.
 var responseStatuses = map[string]string{"fixed": "FIXED", "deferred": "DEFERRED", "rejected": "REJECTED"}
 
-var shaRE = regexp.MustCompile(`^[0-9a-fA-F]{4,40}$`)
+var shaRE = lazyRegexp(`^[0-9a-fA-F]{4,40}$`)
 
 // Respond records an implementer's answer to a review issue, under the issue
 // in the task file.
@@ -355,7 +354,7 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		}
 		return nil, &UsageError{Msg: "a response needs a text (-m TEXT)", Hint: hint}
 	}
-	if commit != "" && !shaRE.MatchString(commit) {
+	if commit != "" && !shaRE().MatchString(commit) {
 		return nil, &UsageError{Msg: fmt.Sprintf("--commit %q is not a commit id", printable(commit))}
 	}
 	return e.transitionAny(id, "respond", func(t *Task) (*change, error) {

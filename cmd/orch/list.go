@@ -57,9 +57,9 @@ func runList(o *listOptions) error {
 	if err != nil {
 		return err
 	}
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.withEngineDeferred(func(e *workflow.Engine) (func() error, error) {
 		if err := e.RequireInit(); err != nil {
-			return err
+			return nil, err
 		}
 		tasks := e.List(workflow.ListFilter{Queues: qs, Ready: o.Ready})
 		gitstore.Trace("list")
@@ -76,45 +76,51 @@ func runList(o *listOptions) error {
 				b = tj.appendJSON(b)
 			}
 			b = append(b, "]}\n"...)
-			_, err := o.g.io.Out.Write(b)
 			gitstore.Trace("output")
-			return err
+			return func() error {
+				_, err := o.g.io.Out.Write(b)
+				return err
+			}, nil
 		}
-		if len(tasks) == 0 {
-			fmt.Fprintln(o.g.io.Err, "no tasks")
-			return nil
-		}
-		tw := tabwriter.NewWriter(o.g.io.Out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tQUEUE\tPRI\tTITLE\tNOTE")
-		for _, s := range tasks {
-			t := s.Task
-			note := ""
-			switch {
-			case s.Problem != "":
-				note = "invalid: " + s.Problem
-			case t.Queue == taskfile.Claimed || t.Queue == taskfile.Provisional:
-				who := t.ClaimedBy
-				if who == "" {
-					who = t.SubmittedBy
-				}
-				if who != "" {
-					note = "by " + who
-				}
-			}
-			if ok, pending := e.DepsDone(&t); !ok && t.Queue.Open() {
-				note = strings.TrimSpace(note + " waits for " + strings.Join(pending, ", "))
-			}
-			if t.RejectionCount > 0 {
-				note = strings.TrimSpace(fmt.Sprintf("%s rejected %dx", note, t.RejectionCount))
-			}
-			id := t.ID
-			if id == "" {
-				id = "?"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, t.Queue, t.Priority, clip(t.Title, 60), note)
-		}
-		return tw.Flush()
+		return func() error { return printTaskTable(o.g, e, tasks) }, nil
 	})
+}
+
+func printTaskTable(g *globalOptions, e *workflow.Engine, tasks []*gitstore.Summary) error {
+	if len(tasks) == 0 {
+		fmt.Fprintln(g.io.Err, "no tasks")
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tQUEUE\tPRI\tTITLE\tNOTE")
+	for _, s := range tasks {
+		t := s.Task
+		note := ""
+		switch {
+		case s.Problem != "":
+			note = "invalid: " + s.Problem
+		case t.Queue == taskfile.Claimed || t.Queue == taskfile.Provisional:
+			who := t.ClaimedBy
+			if who == "" {
+				who = t.SubmittedBy
+			}
+			if who != "" {
+				note = "by " + who
+			}
+		}
+		if ok, pending := e.DepsDone(&t); !ok && t.Queue.Open() {
+			note = strings.TrimSpace(note + " waits for " + strings.Join(pending, ", "))
+		}
+		if t.RejectionCount > 0 {
+			note = strings.TrimSpace(fmt.Sprintf("%s rejected %dx", note, t.RejectionCount))
+		}
+		id := t.ID
+		if id == "" {
+			id = "?"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, t.Queue, t.Priority, clip(t.Title, 60), note)
+	}
+	return tw.Flush()
 }
 
 func clip(s string, n int) string {

@@ -218,6 +218,34 @@ func (g *globalOptions) printNotes(e *workflow.Engine) {
 	}
 }
 
+// withEngineDeferred is withEngine for read-only verbs that prepare their
+// answer while the view is still being scanned: fn runs before the reconcile
+// and again after it only if the reconcile moved the branch (it committed a
+// hand edit). The answer is printed by fn's returned function.
+func (g *globalOptions) withEngineDeferred(fn func(e *workflow.Engine) (func() error, error)) error {
+	e, err := workflow.Open(workflow.Options{Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, DeferReconcile: true})
+	if err != nil {
+		return err
+	}
+	before := e.Store.Snapshot().Tip
+	print, ferr := fn(e)
+	if rerr := e.Reconcile(); rerr != nil {
+		_ = g.close(e)
+		return rerr
+	}
+	if e.Store.Snapshot().Tip != before {
+		print, ferr = fn(e)
+	}
+	if ferr == nil && print != nil {
+		ferr = print()
+	}
+	cerr := g.close(e)
+	if ferr != nil {
+		return ferr
+	}
+	return cerr
+}
+
 // withEngine runs fn with an open engine and always closes it.
 func (g *globalOptions) withEngine(fn func(e *workflow.Engine) error) error {
 	e, err := g.open()
