@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -42,25 +38,8 @@ func TestClaimRace(t *testing.T) {
 	gitWT := r.AddWorktree("git-wt", "side")
 	wts := r.AddWorktrees("claimer-", workers)
 
-	var gitMu sync.Mutex
-	var gitMade []string
-	gitLoop := StartLoop("git commit on side", gitCommits, 5*time.Millisecond, func(i int) error {
-		name := fmt.Sprintf("f-%02d.txt", i%20)
-		if err := os.WriteFile(filepath.Join(gitWT, name), []byte(fmt.Sprintf("%d\n", i)), 0o666); err != nil {
-			return err
-		}
-		if err := r.GitStep(gitWT, "add", name); err != nil {
-			return err
-		}
-		msg := fmt.Sprintf("side %d", i)
-		if err := r.GitStep(gitWT, "commit", "-q", "-m", msg); err != nil {
-			return err
-		}
-		gitMu.Lock()
-		gitMade = append(gitMade, msg)
-		gitMu.Unlock()
-		return nil
-	})
+	git := r.StartGitCommitter(gitWT, gitCommits)
+	gitLoop := git.Loop
 	t.Cleanup(func() { gitLoop.Stop() })
 
 	results := RunWorkersUntil(workers, func(w, i int) (Result, bool) {
@@ -132,9 +111,7 @@ func TestClaimRace(t *testing.T) {
 		}
 	}
 	side := r.RevList("side")
-	gitMu.Lock()
-	made := len(gitMade)
-	gitMu.Unlock()
+	made := len(git.Made())
 	if got := len(side) - 1; got < made {
 		t.Errorf("branch side has %d commits beyond its base, want at least the %d the git CLI made", got, made)
 	}

@@ -49,25 +49,8 @@ func TestConcurrentNewBesideGitCommits(t *testing.T) {
 
 	// The git user: one commit per step on branch side, at least gitCommits
 	// of them, going on for as long as the orch workers run.
-	var gitMu sync.Mutex
-	var gitMade []string
-	gitLoop := StartLoop("git commit on side", gitCommits, 5*time.Millisecond, func(i int) error {
-		name := fmt.Sprintf("file-%03d.txt", i%50)
-		if err := os.WriteFile(filepath.Join(gitWT, name), []byte(fmt.Sprintf("change %d\n", i)), 0o666); err != nil {
-			return err
-		}
-		if err := r.GitStep(gitWT, "add", name); err != nil {
-			return err
-		}
-		msg := fmt.Sprintf("side commit %d", i)
-		if err := r.GitStep(gitWT, "commit", "-q", "-m", msg); err != nil {
-			return err
-		}
-		gitMu.Lock()
-		gitMade = append(gitMade, msg)
-		gitMu.Unlock()
-		return nil
-	})
+	git := r.StartGitCommitter(gitWT, gitCommits)
+	gitLoop := git.Loop
 	t.Cleanup(func() { gitLoop.Stop() })
 	news := runNewRace(r, agentWTs, iters)
 	StopAll(t, gitLoop)
@@ -146,9 +129,7 @@ func TestConcurrentNewBesideGitCommits(t *testing.T) {
 	}
 
 	// The git user's commits are all on side, in order, and nothing else is.
-	gitMu.Lock()
-	made := append([]string(nil), gitMade...)
-	gitMu.Unlock()
+	made := git.Made()
 	if len(made) < gitCommits {
 		t.Errorf("the git loop made %d commits, want at least %d", len(made), gitCommits)
 	}

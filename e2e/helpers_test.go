@@ -627,3 +627,42 @@ func scale(full, short int) int {
 	}
 	return full
 }
+
+// GitCommitter is the git user of a race test: commits on a branch in its
+// own worktree, in a loop, beside orch.
+type GitCommitter struct {
+	Loop *Loop
+	mu   sync.Mutex
+	made []string
+}
+
+// StartGitCommitter commits in worktree wt, at least min times and for as
+// long as the test's orch processes run (until StopAll).
+func (r *Repo) StartGitCommitter(wt string, min int) *GitCommitter {
+	g := &GitCommitter{}
+	g.Loop = StartLoop("git commit in "+filepath.Base(wt), min, 5*time.Millisecond, func(i int) error {
+		name := fmt.Sprintf("file-%03d.txt", i%50)
+		if err := os.WriteFile(filepath.Join(wt, name), []byte(fmt.Sprintf("change %d\n", i)), 0o666); err != nil {
+			return err
+		}
+		if err := r.GitStep(wt, "add", name); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("side commit %d", i)
+		if err := r.GitStep(wt, "commit", "-q", "-m", msg); err != nil {
+			return err
+		}
+		g.mu.Lock()
+		g.made = append(g.made, msg)
+		g.mu.Unlock()
+		return nil
+	})
+	return g
+}
+
+// Made returns the messages of the commits made so far.
+func (g *GitCommitter) Made() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.made...)
+}

@@ -232,6 +232,53 @@ const (
 	ieConflict = 2
 )
 
+// encodeDir writes a directory: path, tree id and entries.
+func encodeDir(e *enc, path string, d *dirTree) {
+	e.str(path)
+	e.hash(d.hash)
+	e.uv(uint64(len(d.entries)))
+	for _, en := range d.entries {
+		e.str(en.name)
+		e.uv(uint64(en.mode))
+		e.hash(en.hash)
+	}
+}
+
+// decodeDir reads what encodeDir wrote (nil on a corrupt count).
+func decodeDir(d *dec) (string, *dirTree) {
+	path := d.str()
+	dt := &dirTree{hash: d.hash()}
+	ne := d.uv()
+	if ne > uint64(len(d.buf)-d.pos) {
+		d.fail()
+		return path, nil
+	}
+	dt.entries = make([]treeEntry, ne)
+	for j := range dt.entries {
+		dt.entries[j] = treeEntry{name: d.str(), mode: uint32(d.uv()), hash: d.hash()}
+	}
+	return path, dt
+}
+
+// encodeSummary writes a task summary.
+func encodeSummary(e *enc, s *Summary) {
+	e.str(s.Path)
+	e.hash(s.Blob)
+	e.str(s.Problem)
+	e.uv(uint64(s.ProblemLine))
+	encodeTask(e, &s.Task)
+}
+
+// decodeSummary reads what encodeSummary wrote; raw keeps its bytes.
+func decodeSummary(d *dec, s *Summary) {
+	start := d.pos
+	s.Path, s.Blob, s.Problem, s.ProblemLine = d.str(), d.hash(), d.str(), int(d.uv())
+	decodeTask(d, &s.Task)
+	if d.err == nil {
+		s.raw = d.buf[start:d.pos:d.pos]
+	}
+}
+
 // encodeIndexEntry writes one sync-index entry (without its path).
 func encodeIndexEntry(e *enc, ie *indexEntry) {
 	e.hash(ie.blob)
@@ -300,14 +347,7 @@ func (c *stateCache) encode() []byte {
 			e.b = append(e.b, d.raw...)
 			continue
 		}
-		e.str(path)
-		e.hash(d.hash)
-		e.uv(uint64(len(d.entries)))
-		for _, en := range d.entries {
-			e.str(en.name)
-			e.uv(uint64(en.mode))
-			e.hash(en.hash)
-		}
+		encodeDir(e, path, d)
 	}
 	e.uv(uint64(len(c.summaries)))
 	for _, s := range c.summaries {
@@ -315,11 +355,7 @@ func (c *stateCache) encode() []byte {
 			e.b = append(e.b, s.raw...)
 			continue
 		}
-		e.str(s.Path)
-		e.hash(s.Blob)
-		e.str(s.Problem)
-		e.uv(uint64(s.ProblemLine))
-		encodeTask(e, &s.Task)
+		encodeSummary(e, s)
 	}
 	e.uv(uint64(len(c.index)))
 	for path, ie := range c.index {
@@ -355,15 +391,9 @@ func decodeStateCache(b []byte) (*stateCache, error) {
 	}
 	for i := uint64(0); i < nd && d.err == nil; i++ {
 		start := d.pos
-		path := d.str()
-		dt := &dirTree{hash: d.hash()}
-		ne := d.uv()
-		if ne > uint64(len(body)-d.pos) {
+		path, dt := decodeDir(d)
+		if dt == nil {
 			return nil, errCorrupt
-		}
-		dt.entries = make([]treeEntry, ne)
-		for j := range dt.entries {
-			dt.entries[j] = treeEntry{name: d.str(), mode: uint32(d.uv()), hash: d.hash()}
 		}
 		dt.raw, dt.rawPath = body[start:d.pos:d.pos], path
 		c.dirs[path] = dt
@@ -375,11 +405,8 @@ func decodeStateCache(b []byte) (*stateCache, error) {
 	c.summaries = make(map[string]*Summary, ns)
 	all := make([]Summary, ns)
 	for i := uint64(0); i < ns && d.err == nil; i++ {
-		start := d.pos
 		s := &all[i]
-		s.Path, s.Blob, s.Problem, s.ProblemLine = d.str(), d.hash(), d.str(), int(d.uv())
-		decodeTask(d, &s.Task)
-		s.raw = body[start:d.pos:d.pos]
+		decodeSummary(d, s)
 		c.summaries[s.Path] = s
 	}
 	ni := d.uv()

@@ -99,17 +99,11 @@ func (c *stateCache) applyBatch(b []byte) bool {
 		case opTip:
 			c.tip, c.root = d.hash(), d.hash()
 		case opDir:
-			path := d.str()
-			c.flushOverlay(path)
-			dt := &dirTree{hash: d.hash()}
-			ne := d.uv()
-			if ne > uint64(len(b)) {
+			path, dt := decodeDir(d)
+			if dt == nil {
 				return false
 			}
-			dt.entries = make([]treeEntry, ne)
-			for j := range dt.entries {
-				dt.entries[j] = treeEntry{name: d.str(), mode: uint32(d.uv()), hash: d.hash()}
-			}
+			c.flushOverlay(path)
 			c.dirs[path] = dt
 		case opDirDel:
 			path := d.str()
@@ -136,14 +130,10 @@ func (c *stateCache) applyBatch(b []byte) bool {
 				ov.put[en.name] = treeEntry{name: en.name, mode: 0} // deleted
 			}
 		case opSum:
-			start := d.pos
 			s := &Summary{}
-			s.Path, s.Blob, s.Problem, s.ProblemLine = d.str(), d.hash(), d.str(), int(d.uv())
-			decodeTask(d, &s.Task)
-			if d.err != nil {
+			if decodeSummary(d, s); d.err != nil {
 				return false
 			}
-			s.raw = b[start:d.pos:d.pos]
 			c.summaries[s.Path] = s
 		case opSumDel:
 			delete(c.summaries, d.str())
@@ -194,14 +184,7 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 			continue
 		}
 		e.b = append(e.b, opDir)
-		e.str(p)
-		e.hash(dt.hash)
-		e.uv(uint64(len(dt.entries)))
-		for _, en := range dt.entries {
-			e.str(en.name)
-			e.uv(uint64(en.mode))
-			e.hash(en.hash)
-		}
+		encodeDir(e, p, dt)
 	}
 	for p := range c.loadedDirs {
 		if c.dirs[p] == nil {
@@ -220,11 +203,7 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 			continue // as read
 		}
 		e.b = append(e.b, opSum)
-		e.str(s.Path)
-		e.hash(s.Blob)
-		e.str(s.Problem)
-		e.uv(uint64(s.ProblemLine))
-		encodeTask(e, &s.Task)
+		encodeSummary(e, s)
 	}
 	for p := range c.delIndex {
 		if c.index[p] == nil {
