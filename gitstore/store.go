@@ -22,6 +22,7 @@ const ViewDirName = ".orchestrator"
 
 // Options configure Open.
 type Options struct {
+	Repo        *Repo  // the repository, when the caller found it already
 	Dir         string // where to start looking for the repository
 	StateBranch string // branch name or full ref; default "orch"
 }
@@ -72,9 +73,12 @@ func (e *ErrNoStateBranch) Error() string {
 // view scan starts at once in the background so that its stat calls overlap
 // with waiting for the lock.
 func Open(opts Options) (*Store, error) {
-	repo, err := Discover(opts.Dir)
-	if err != nil {
-		return nil, err
+	repo := opts.Repo
+	if repo == nil {
+		var err error
+		if repo, err = Discover(opts.Dir); err != nil {
+			return nil, err
+		}
 	}
 	ref := opts.StateBranch
 	if ref == "" {

@@ -21,6 +21,7 @@ import (
 
 // Options open an Engine.
 type Options struct {
+	Repo        *gitstore.Repo // found already (saves discovering it twice)
 	Dir         string
 	StateBranch string
 	Actor       string
@@ -49,7 +50,7 @@ type Engine struct {
 // Open opens the repository around opts.Dir, locks the store and brings the
 // view in step with the branch.
 func Open(opts Options) (*Engine, error) {
-	st, err := gitstore.Open(gitstore.Options{Dir: opts.Dir, StateBranch: opts.StateBranch})
+	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch})
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,14 @@ func (e *Engine) Reconcile() error {
 		return err
 	}
 	e.Reconciled = rep
-	e.loadConfig() // a hand edit may have changed it
+	for _, list := range [][]string{rep.Committed, rep.Pulled, rep.Restored} {
+		for _, p := range list {
+			if p == gitstore.ConfigFile {
+				e.loadConfig() // a hand edit, or the branch, changed it
+				return nil
+			}
+		}
+	}
 	return nil
 }
 
@@ -321,6 +329,15 @@ func (e *Engine) Resolve(ref string) (*gitstore.Summary, error) {
 		return e.FindForWorktree()
 	}
 	return e.Find(ref)
+}
+
+// Lookup is what every verb with a task argument starts with: the store must
+// be set up, and ref must name one task (or, empty, the current worktree's).
+func (e *Engine) Lookup(ref string) (*gitstore.Summary, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	return e.Resolve(ref)
 }
 
 // Load parses the committed file of a task.

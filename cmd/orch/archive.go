@@ -28,10 +28,7 @@ does not delete the task: orch restores it.`,
 
 func runArchive(o *archiveOptions, ref string) error {
 	return o.g.withEngine(func(e *workflow.Engine) error {
-		if err := e.RequireInit(); err != nil {
-			return err
-		}
-		s, err := e.Find(ref)
+		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}

@@ -51,10 +51,7 @@ UNCLEAR_REQUIREMENTS defer; SCOPE_CREEP decomposes; INFEASIBLE reformulates.`,
 
 func runDecide(o *decideOptions, ref, decision string) error {
 	return o.g.withEngine(func(e *workflow.Engine) error {
-		if err := e.RequireInit(); err != nil {
-			return err
-		}
-		s, err := e.Find(ref)
+		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}

@@ -97,10 +97,7 @@ func (g *globalOptions) printTransition(e *workflow.Engine, verb string, res *wo
 // runs a transition on it.
 func (g *globalOptions) taskVerb(ref, verb string, fn func(e *workflow.Engine, id string) (*workflow.Result, error)) error {
 	return g.withEngine(func(e *workflow.Engine) error {
-		if err := e.RequireInit(); err != nil {
-			return err
-		}
-		s, err := e.Resolve(ref)
+		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}

@@ -29,7 +29,9 @@ with "BLOCKING:", else a suggestion. A review is never imported twice;
 approved and comment-only pull requests are left alone. Without gh, without
 network, or when gh fails, nothing changes and the command exits 1.`,
 		Args: exactArgs(0, "pr poll | pr import ID --reviews FILE --comments FILE"),
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return &workflow.UsageError{Msg: "orch pr needs a subcommand: poll or import", Hint: "usage: orch pr poll | orch pr import ID --reviews FILE --comments FILE"}
+		},
 	}
 	poll := &cobra.Command{
 		Use:   "poll",
@@ -84,10 +86,7 @@ func runPRImport(o *prOptions, ref string) error {
 		}
 	}
 	return o.g.withEngine(func(e *workflow.Engine) error {
-		if err := e.RequireInit(); err != nil {
-			return err
-		}
-		s, err := e.Find(ref)
+		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}

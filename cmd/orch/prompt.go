@@ -36,10 +36,7 @@ reviewer for a submitted task and to the task's role otherwise.`,
 
 func runPrompt(o *promptOptions, ref string) error {
 	return o.g.withEngine(func(e *workflow.Engine) error {
-		if err := e.RequireInit(); err != nil {
-			return err
-		}
-		s, err := e.Resolve(ref)
+		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}

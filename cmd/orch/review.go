@@ -74,10 +74,7 @@ func runReview(o *reviewOptions, ref string) error {
 		in.Reopen, in.Notes = o.Reopen, o.Notes
 	}
 	return o.g.withEngine(func(e *workflow.Engine) error {
-		if err := e.RequireInit(); err != nil {
-			return err
-		}
-		s, err := e.Resolve(ref)
+		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}

@@ -34,6 +34,7 @@ type globalOptions struct {
 	JSON        bool
 	Agent       string
 	StateBranch string
+	repo        *gitstore.Repo // discovered once, in resolveAgent
 }
 
 // Main runs orch with args and returns the exit code.
@@ -168,8 +169,8 @@ func (g *globalOptions) resolveAgent() error {
 		g.Agent = os.Getenv("ORCH_AGENT")
 	}
 	if g.Agent == "" {
-		if repo, err := gitstore.Discover(g.Dir); err == nil {
-			g.Agent = repo.GitConfig("user", "name")
+		if g.discover() != nil {
+			g.Agent = g.repo.GitConfig("user", "name")
 		}
 	}
 	if g.Agent == "" {
@@ -186,10 +187,19 @@ func (g *globalOptions) resolveAgent() error {
 	return nil
 }
 
+// discover finds the repository once per command (nil outside one; Open
+// then reports the error).
+func (g *globalOptions) discover() *gitstore.Repo {
+	if g.repo == nil {
+		g.repo, _ = gitstore.Discover(g.Dir)
+	}
+	return g.repo
+}
+
 // open opens the engine: lock, load, reconcile the view. Notes from the
 // reconcile go to stderr.
 func (g *globalOptions) open() (*workflow.Engine, error) {
-	e, err := workflow.Open(workflow.Options{Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent})
+	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent})
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +233,7 @@ func (g *globalOptions) printNotes(e *workflow.Engine) {
 // and again after it only if the reconcile moved the branch (it committed a
 // hand edit). The answer is printed by fn's returned function.
 func (g *globalOptions) withEngineDeferred(fn func(e *workflow.Engine) (func() error, error)) error {
-	e, err := workflow.Open(workflow.Options{Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, DeferReconcile: true})
+	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, DeferReconcile: true})
 	if err != nil {
 		return err
 	}

@@ -41,10 +41,7 @@ type sectionJSON struct {
 
 func runShow(o *showOptions, ref string) error {
 	return o.g.withEngine(func(e *workflow.Engine) error {
-		if err := e.RequireInit(); err != nil {
-			return err
-		}
-		s, err := e.Resolve(ref)
+		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}

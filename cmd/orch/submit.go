@@ -67,10 +67,7 @@ func createPR(o *submitOptions, ref string) (int, string, error) {
 	var branch, base, title, id, repoCfg, dir string
 	prNow := 0
 	err := o.g.withEngine(func(e *workflow.Engine) error {
-		if err := e.RequireInit(); err != nil {
-			return err
-		}
-		s, err := e.Resolve(ref)
+		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}

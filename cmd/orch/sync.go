@@ -64,7 +64,7 @@ func remoteOrDefault(r string) (string, error) {
 // syncOnce fetches and merges; it returns the local tip and the remote tip
 // the push must expect. The caller holds no lock.
 func (g *globalOptions) fetchRemote(remote string) (plumbing.Hash, error) {
-	st, err := gitstore.Open(gitstore.Options{Dir: g.Dir, StateBranch: g.StateBranch})
+	st, err := gitstore.Open(gitstore.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch})
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

@@ -40,10 +40,7 @@ func runWorktree(o *worktreeOptions, ref string) error {
 	var id, branch, path, gitDir string
 	var existing []string
 	err := o.g.withEngine(func(e *workflow.Engine) error {
-		if err := e.RequireInit(); err != nil {
-			return err
-		}
-		s, err := e.Resolve(ref)
+		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}
