@@ -22,7 +22,13 @@
 # the view stay untouched. The state branch itself cannot be used: orch
 # refuses to move a checked-out branch.
 #
+# Then: `orch new` and `orch claim` at 1,000 tasks with BENCH_LONG_HISTORY
+# (10,000) commits (cost flat in history), and BENCH_SWARM (16) processes
+# claiming at once from their own worktrees over 1,000 incoming tasks
+# (bench/swarm: claims per second, double claims, lost commits, fsck).
+#
 # Environment: BENCH_RUNS (20), BENCH_WARMUP (2), BENCH_HISTORY (1000),
+# BENCH_LONG_HISTORY (10000; 0 skips), BENCH_SWARM (16; 0 skips),
 # BENCH_SIZES ("10000 1000"), BENCH_OUT (a directory to keep the
 # repositories in; default a temp dir, removed at the end), GO (go).
 set -eu
@@ -63,7 +69,7 @@ mkdir -p "$HOME"
 printf '[user]\n\tname = bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n' >"$HOME/.gitconfig"
 
 echo "bench: building bench/gen and bench/runner" >&2
-(cd "$ROOT" && "$GO" build -o "$OUT/gen" ./bench/gen && "$GO" build -o "$OUT/runner" ./bench/runner)
+(cd "$ROOT" && "$GO" build -o "$OUT/gen" ./bench/gen && "$GO" build -o "$OUT/runner" ./bench/runner && "$GO" build -o "$OUT/swarm" ./bench/swarm)
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
 ROWS=$OUT/rows.md
@@ -101,6 +107,7 @@ has_verb() { "$BIN" "$1" --help >/dev/null 2>&1; }
 GEN_NOTES=$OUT/gen.txt
 : >"$GEN_NOTES"
 BASE10K=
+BASE1K=
 
 for N in $SIZES; do
 	REPO=$OUT/repo-$N
@@ -118,6 +125,7 @@ for N in $SIZES; do
 		-- git add "$FILE" '&&' git commit -q -m 'bench: edit one task'
 	BASE=$LAST_MEDIAN
 	[ "$N" = 10000 ] && BASE10K=$BASE
+	[ "$N" = 1000 ] && BASE1K=$BASE
 
 	measure '`orch new`' "$N" "$BASE" -dir "$REPO" -- "$BIN" new 'Bench task' --label bench
 	measure '`orch list --json`' "$N" "$BASE" -dir "$REPO" -- "$BIN" list --json
@@ -152,6 +160,34 @@ if [ -n "$BASE10K" ] && [ "$HISTORY" != "$SHORT_HISTORY" ]; then
 	measure "\`orch new\` (BENCH_HISTORY=$SHORT_HISTORY)" 10000 "$BASE10K" -dir "$REPO" -- "$BIN" new 'Bench task' --label bench
 fi
 
+# Cost flat in history length, the other way: 1,000 tasks with 10,000
+# commits of history against the 1,000-task repository above.
+if [ -n "$BASE1K" ] && [ "${BENCH_LONG_HISTORY:-10000}" != 0 ]; then
+	LONG=${BENCH_LONG_HISTORY:-10000}
+	REPO=$OUT/repo-1000-h$LONG
+	echo "bench: generating 1000 tasks, $LONG commits" >&2
+	"$OUT/gen" -o "$REPO" -tasks 1000 -commits "$LONG" -orch "$BIN" | tee -a "$GEN_NOTES" >&2
+	measure "\`orch new\` (BENCH_HISTORY=$LONG)" 1000 "$BASE1K" -dir "$REPO" -- "$BIN" new 'Bench task' --label bench
+	if has_verb claim; then
+		measure "\`orch claim\` (BENCH_HISTORY=$LONG)" 1000 "$BASE1K" -dir "$REPO" -- "$BIN" claim --agent agent-c --json
+	fi
+fi
+
+# 16 agents claiming at once, each from its own worktree, over 1,000
+# incoming tasks: aggregate claims per second, and the race's invariants.
+SWARM_LINE=
+if has_verb claim && [ "${BENCH_SWARM:-16}" != 0 ]; then
+	AGENTS=${BENCH_SWARM:-16}
+	REPO=$OUT/swarm-1000
+	echo "bench: $AGENTS concurrent claimers over 1000 incoming tasks" >&2
+	"$OUT/gen" -o "$REPO" -tasks 1000 -commits 100 -queue incoming -orch "$BIN" >/dev/null
+	if fig=$("$OUT/swarm" -repo "$REPO" -orch "$BIN" -agents "$AGENTS" -tsv); then
+		SWARM_LINE=$(echo "$fig" | awk -F'\t' -v a="$AGENTS" '{ printf "%s concurrent claimers (one worktree each) over 1,000 incoming tasks: %s claims in %s s = **%s claims/s**; double claims %s; commits missing %s; git fsck %s", a, $1, $2, $3, $4, $5, $6 }')
+	else
+		SWARM_LINE="$AGENTS concurrent claimers: FAILED ($fig)"
+	fi
+fi
+
 echo
 echo "orch $("$BIN" version 2>/dev/null | head -n 1 || echo '?'); $(git --version); $(nproc 2>/dev/null || echo '?') cores; history $HISTORY commits unless noted; $RUNS runs after $WARM warm-ups; load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') at the end"
 echo
@@ -160,3 +196,7 @@ echo
 echo '| operation | tasks | median ms | p90 ms | peak RSS MB | ratio to git commit | median CPU ms |'
 echo '|---|---:|---:|---:|---:|---:|---:|'
 cat "$ROWS"
+if [ -n "$SWARM_LINE" ]; then
+	echo
+	echo "$SWARM_LINE"
+fi

@@ -29,7 +29,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	orchBin, err = buildOrch(dir)
+	// ORCH_E2E_BIN: a binary built beforehand (to run the tests as a user
+	// who cannot run go build).
+	if orchBin = os.Getenv("ORCH_E2E_BIN"); orchBin == "" {
+		orchBin, err = buildOrch(dir)
+	}
 	if err != nil {
 		os.RemoveAll(dir)
 		fmt.Fprintln(os.Stderr, "e2e: building orch:", err)
@@ -134,7 +138,12 @@ const gitconfig = `[user]
 // init`. Every process the Repo starts gets its environment.
 func NewRepo(t testing.TB) *Repo {
 	t.Helper()
-	root := tempDir(t)
+	return NewRepoIn(t, tempDir(t))
+}
+
+// NewRepoIn is NewRepo in the directory root (which the caller removes).
+func NewRepoIn(t testing.TB, root string) *Repo {
+	t.Helper()
 	r := &Repo{t: t, Root: root, Home: filepath.Join(root, "home"), Main: filepath.Join(root, "repo")}
 	for _, d := range []string{r.Home, r.Main} {
 		if err := os.MkdirAll(d, 0o777); err != nil {

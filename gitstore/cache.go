@@ -22,7 +22,7 @@ import (
 // index (for reconciling with stat calls instead of reads). It is a pure
 // cache: a missing, stale or corrupt file is detected (version, ref, tip,
 // checksum) and rebuilt from the branch and the view.
-const cacheMagic = "orch-state-cache v8\n"
+const cacheMagic = "orch-state-cache v9\n"
 
 // Summary is what orch knows about a task without reading its file again.
 type Summary struct {
@@ -33,6 +33,27 @@ type Summary struct {
 	ProblemLine int
 
 	raw []byte // its encoding in the loaded cache (nil once changed)
+	// lazy: only the header (Path, Blob, Problem, ProblemLine, Task.ID,
+	// Task.Queue) is decoded; load decodes the rest from raw. A transition
+	// touches a handful of the 10,000 summaries a cache holds, and decoding
+	// them all cost it 6 ms.
+	lazy bool
+}
+
+// load decodes the rest of a lazily decoded summary. Every exported way to
+// get a summary out of the store loads it first.
+func (s *Summary) load() *Summary {
+	if s.lazy {
+		d := &dec{buf: s.raw}
+		decodeSummary(d, s)
+		if d.err != nil {
+			// The file's checksum matched, so this cannot happen short
+			// of a bug; say so rather than hand out half a task.
+			s.Problem, s.ProblemLine = "orch's state cache is corrupt (run orch doctor --fix)", 0
+		}
+		s.lazy = false
+	}
+	return s
 }
 
 // indexEntry is the view's sync index for one path: the blob last written to
@@ -60,7 +81,12 @@ type stateCache struct {
 	root      plumbing.Hash
 	dirs      map[string]*dirTree
 	summaries map[string]*Summary // by path
-	index     map[string]*indexEntry
+	// ids lists every summary ever put, with its ID, in one contiguous
+	// slice: SummaryByID scans it instead of chasing 10,000 pointers (or
+	// building a map) for the one or two lookups of a transition. Entries
+	// replaced or dropped since are skipped by checking the map.
+	ids   []idRef
+	index map[string]*indexEntry
 
 	// What changed since the base and journal were read (see journal.go).
 	loadedDirs   map[string]*dirTree
@@ -70,6 +96,41 @@ type stateCache struct {
 	journalSize  int64
 	journalRaw   [][]byte // journal batches as read: decoded strings point into them
 	overlays     map[string]*dirOverlay
+}
+
+type idRef struct {
+	id string
+	s  *Summary
+}
+
+// putSummary adds or replaces a summary.
+func (c *stateCache) putSummary(s *Summary) {
+	c.summaries[s.Path] = s
+	c.ids = append(c.ids, idRef{s.Task.ID, s})
+}
+
+// byID returns the current summary with this id and the smallest path.
+func (c *stateCache) byID(id string) *Summary {
+	var found *Summary
+	if len(c.ids) < len(c.summaries) {
+		// Some summaries went into the map without putSummary.
+		for _, s := range c.summaries {
+			if s.Task.ID == id && (found == nil || s.Path < found.Path) {
+				found = s
+			}
+		}
+		return found
+	}
+	for i := range c.ids {
+		r := &c.ids[i]
+		if r.id != id || c.summaries[r.s.Path] != r.s {
+			continue
+		}
+		if found == nil || r.s.Path < found.Path {
+			found = r.s
+		}
+	}
+	return found
 }
 
 func newStateCache(ref string) *stateCache {
@@ -178,10 +239,12 @@ func (d *dec) strs() []string {
 	return out
 }
 
+// encodeTask writes a task; ID and Queue come first because they are part of
+// a summary's header (see decodeSummaryHeader).
 func encodeTask(e *enc, t *taskfile.Task) {
 	e.str(t.ID)
-	e.str(t.Title)
 	e.str(string(t.Queue))
+	e.str(t.Title)
 	e.str(t.Priority)
 	e.str(t.Role)
 	e.str(t.Branch)
@@ -204,8 +267,8 @@ func encodeTask(e *enc, t *taskfile.Task) {
 
 func decodeTask(d *dec, t *taskfile.Task) {
 	t.ID = d.str()
-	t.Title = d.str()
 	t.Queue = taskfile.Queue(d.str())
+	t.Title = d.str()
 	t.Priority = d.str()
 	t.Role = d.str()
 	t.Branch = d.str()
@@ -260,23 +323,61 @@ func decodeDir(d *dec) (string, *dirTree) {
 	return path, dt
 }
 
-// encodeSummary writes a task summary.
+// encodeSummary writes a task summary: its length, then path, blob,
+// problem and task, so that a reader can decode the header and skip the rest.
 func encodeSummary(e *enc, s *Summary) {
-	e.str(s.Path)
-	e.hash(s.Blob)
-	e.str(s.Problem)
-	e.uv(uint64(s.ProblemLine))
-	encodeTask(e, &s.Task)
+	body := &enc{b: make([]byte, 0, 256)}
+	body.str(s.Path)
+	body.hash(s.Blob)
+	body.str(s.Problem)
+	body.uv(uint64(s.ProblemLine))
+	encodeTask(body, &s.Task)
+	e.uv(uint64(len(body.b)))
+	e.b = append(e.b, body.b...)
 }
 
-// decodeSummary reads what encodeSummary wrote; raw keeps its bytes.
+// decodeSummaryHeader reads what encodeSummary wrote, but of the task only
+// its ID and queue; raw keeps the record's bytes for load (and for writing
+// it back unchanged).
+func decodeSummaryHeader(d *dec, s *Summary) {
+	start := d.pos
+	n := d.uv()
+	if n > uint64(len(d.buf)-d.pos) {
+		d.fail()
+		return
+	}
+	end := d.pos + int(n)
+	body := &dec{buf: d.buf[:end], pos: d.pos}
+	s.Path, s.Blob, s.Problem, s.ProblemLine = body.str(), body.hash(), body.str(), int(body.uv())
+	s.Task.ID, s.Task.Queue = body.str(), taskfile.Queue(body.str())
+	if body.err != nil {
+		d.fail()
+		return
+	}
+	d.pos = end
+	s.raw = d.buf[start:end:end]
+	s.lazy = true
+}
+
+// decodeSummary reads a whole summary record.
 func decodeSummary(d *dec, s *Summary) {
 	start := d.pos
-	s.Path, s.Blob, s.Problem, s.ProblemLine = d.str(), d.hash(), d.str(), int(d.uv())
-	decodeTask(d, &s.Task)
-	if d.err == nil {
-		s.raw = d.buf[start:d.pos:d.pos]
+	n := d.uv()
+	if n > uint64(len(d.buf)-d.pos) {
+		d.fail()
+		return
 	}
+	end := d.pos + int(n)
+	body := &dec{buf: d.buf[:end], pos: d.pos}
+	s.Path, s.Blob, s.Problem, s.ProblemLine = body.str(), body.hash(), body.str(), int(body.uv())
+	decodeTask(body, &s.Task)
+	if body.err != nil || body.pos != end {
+		d.fail()
+		return
+	}
+	d.pos = end
+	s.raw = d.buf[start:end:end]
+	s.lazy = false
 }
 
 // encodeIndexEntry writes one sync-index entry (without its path).
@@ -403,11 +504,12 @@ func decodeStateCache(b []byte) (*stateCache, error) {
 		return nil, errCorrupt
 	}
 	c.summaries = make(map[string]*Summary, ns)
+	c.ids = make([]idRef, 0, ns+64)
 	all := make([]Summary, ns)
 	for i := uint64(0); i < ns && d.err == nil; i++ {
 		s := &all[i]
-		decodeSummary(d, s)
-		c.summaries[s.Path] = s
+		decodeSummaryHeader(d, s)
+		c.putSummary(s)
 	}
 	ni := d.uv()
 	if ni > uint64(len(body)) {

@@ -394,7 +394,7 @@ func scratchSummaries(t testing.TB, dir, rev string) []*Summary {
 // normSummary makes empty and nil lists compare equal and drops the cache's
 // private encoding; everything else, times included, must be identical.
 func normSummary(s *Summary) Summary {
-	c := *s
+	c := *s.load()
 	c.raw = nil
 	for _, l := range []*[]string{&c.Task.LockedOut, &c.Task.DependsOn, &c.Task.Labels} {
 		if len(*l) == 0 {

@@ -22,9 +22,10 @@ import (
 // objectStore reads objects through go-git (loose and packed, with deltas
 // and alternates) and writes new loose objects.
 type objectStore struct {
-	zw       *zlib.Writer
-	batching bool   // inside batch.flush: one flush for all objects
-	dir      string // <common>/objects
+	zw       *zlib.Writer // level 1, for small objects
+	zwLarge  *zlib.Writer // Huffman only, for large ones (see compressor)
+	batching bool         // inside batch.flush: one flush for all objects
+	dir      string       // <common>/objects
 	once     sync.Once
 	storage  *filesystem.Storage
 	written  []string // loose object files this process created, to fsync
@@ -38,7 +39,7 @@ func newObjectStore(commonDir string) *objectStore {
 func (o *objectStore) gogit() *filesystem.Storage {
 	o.once.Do(func() {
 		fs := osfs.New(filepath.Dir(o.dir), osfs.WithBoundOS())
-		o.storage = filesystem.NewStorageWithOptions(fs, cache.NewObjectLRU(8<<20), filesystem.Options{})
+		o.storage = filesystem.NewStorageWithOptions(fs, cache.NewObjectLRU(2<<20), filesystem.Options{})
 	})
 	return o.storage
 }
@@ -196,17 +197,19 @@ func (b *batch) flush() error {
 	// One after the other: with a single flush at the end, writing in
 	// parallel only makes goroutines fight over the journal and allocate
 	// a compressor each.
-	errs := make([]error, len(b.list))
-	for i, p := range b.list {
+	// The first failure ends the batch: on a full disk or a read-only
+	// repository every later write fails the same way, and one clear error
+	// beats one per object.
+	list := b.list
+	b.list = nil
+	for _, p := range list {
 		dir, err := b.objs.writeOne(p.t, p.data, p.hash)
-		errs[i] = err
 		if dir != "" {
 			b.objs.syncDir[dir] = true
 		}
-	}
-	b.list = nil
-	if err := errors.Join(errs...); err != nil {
-		return err
+		if err != nil {
+			return fmt.Errorf("writing the commit's objects: %w", err)
+		}
 	}
 	if fullFsync {
 		return nil // each file was synced; syncDirs does the directories
@@ -278,15 +281,7 @@ func (o *objectStore) writeOne(t plumbing.ObjectType, data []byte, h plumbing.Ha
 			os.Remove(tmp.Name())
 		}
 	}()
-	// Level 1, as git writes loose objects (core.looseCompression); git gc
-	// recompresses them into packs. One compressor is reused: each new one
-	// allocates (and the kernel zeroes) most of a megabyte of tables.
-	if o.zw == nil {
-		o.zw, _ = zlib.NewWriterLevel(tmp, zlib.BestSpeed)
-	} else {
-		o.zw.Reset(tmp)
-	}
-	zw := o.zw
+	zw := o.compressor(len(data), tmp)
 	if _, err := zw.Write([]byte(t.String() + " " + strconv.Itoa(len(data)) + "\x00")); err != nil {
 		return "", err
 	}
@@ -319,6 +314,30 @@ func (o *objectStore) writeOne(t plumbing.ObjectType, data []byte, h plumbing.Ha
 	os.Remove(tmp.Name())
 	ok = true
 	return dir, nil
+}
+
+// largeObject is the size from which an object is only Huffman-coded.
+const largeObject = 64 << 10
+
+// compressor returns a reset zlib writer for an object of size n. Small
+// objects get level 1, as git writes loose objects (core.looseCompression);
+// git gc recompresses them all into packs. A large one (in practice the
+// tasks tree: 700 KB at 10,000 tasks, rewritten by every transition) is
+// Huffman-coded only: 2.4 ms instead of level 1's 6.6 ms for a file 20%
+// larger (measured on that tree), which is most of the compression cost of a
+// transition. Each kind of compressor is made once and reused: a new one
+// allocates (and the kernel zeroes) most of a megabyte of tables.
+func (o *objectStore) compressor(n int, w io.Writer) *zlib.Writer {
+	zp, level := &o.zw, zlib.BestSpeed
+	if n >= largeObject {
+		zp, level = &o.zwLarge, zlib.HuffmanOnly
+	}
+	if *zp == nil {
+		*zp, _ = zlib.NewWriterLevel(w, level)
+	} else {
+		(*zp).Reset(w)
+	}
+	return *zp
 }
 
 // syncDirs makes the directory entries of new objects durable before the ref

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -138,12 +139,10 @@ func (r *Repo) UpdateRef(u RefUpdate) error {
 	if err != nil {
 		return err
 	}
-	// Noted only once the lock is ours: noting before would overwrite the
-	// name of a killed orch that createLockFile needs to recognise its lock.
-	// Cleared once the lock is gone (deferred first, so it runs last), so a
-	// note names a process that holds the lock, never one that held it.
-	r.noteLockOwner()
-	defer r.clearLockOwner()
+	// createLockFile noted us as the lock's owner. The note is cleared once
+	// the lock is gone (deferred first, so it runs last), so a note names a
+	// process that holds the lock, never one that held it.
+	defer r.clearLockOwner(lockPath)
 	committed := false
 	defer func() {
 		if !committed {
@@ -176,58 +175,115 @@ func (r *Repo) UpdateRef(u RefUpdate) error {
 	return nil
 }
 
-// noteLockOwner records, right after orch created a ref .lock file, which
-// process holds it. Only the holder of the orch flock writes this
-// file, so when a .lock file outlives the process named here it was left by a
+// ownerNote is the file naming the orch process that holds lockPath: one
+// note per ref, so that updating one ref (a claim creates the task's branch)
+// never overwrites the note that lets the next orch recognise a lock on
+// another ref (the state branch) left by a killed orch.
+func (r *Repo) ownerNote(lockPath string) string {
+	if r.ownerFile == "" {
+		return ""
+	}
+	rel, err := filepath.Rel(r.CommonDir, strings.TrimSuffix(lockPath, ".lock"))
+	if err != nil {
+		rel = lockPath
+	}
+	return r.ownerFile + "." + url.PathEscape(filepath.ToSlash(rel))
+}
+
+// noteLockOwner records which orch process holds (or is about to create)
+// a ref .lock file. Only the holder of the orch flock writes notes, so when
+// a .lock file outlives the process named in its note it was left by a
 // killed orch and can be taken over at once, instead of after
 // StaleRefLockAge.
-func (r *Repo) noteLockOwner() {
-	if r.ownerFile == "" {
-		return
+func (r *Repo) noteLockOwner(lockPath string) {
+	if note := r.ownerNote(lockPath); note != "" {
+		_ = os.WriteFile(note, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o666)
 	}
-	_ = os.WriteFile(r.ownerFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o666)
 }
 
 // clearLockOwner removes the note once orch's ref lock is released: a note
 // left naming a finished orch would let the next one take over a lock that a
 // live git process holds.
-func (r *Repo) clearLockOwner() {
-	if r.ownerFile != "" {
+func (r *Repo) clearLockOwner(lockPath string) {
+	if note := r.ownerNote(lockPath); note != "" {
+		_ = os.Remove(note)
+		// The one note of older orch versions (read by LockOwner too): no
+		// orch holds a ref lock now but us, so it names none.
 		_ = os.Remove(r.ownerFile)
 	}
 }
 
+// LockOwner returns the pid noted as the owner of the ref .lock file
+// lockPath (see noteLockOwner), and when it was noted.
+func (r *Repo) LockOwner(lockPath string) (pid int, noted time.Time, ok bool) {
+	for _, note := range []string{r.ownerNote(lockPath), r.ownerFile} {
+		if note == "" {
+			continue
+		}
+		b, err := os.ReadFile(note)
+		if err != nil {
+			continue // the per-ref note, else the one an older orch wrote
+		}
+		fi, err := os.Stat(note)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			pid = -1
+		}
+		return pid, fi.ModTime(), true
+	}
+	return 0, time.Time{}, false
+}
+
 func (r *Repo) leftByDeadOrch(lockPath string, lockInfo os.FileInfo) bool {
-	if r.ownerFile == "" {
-		return false
-	}
-	b, err := os.ReadFile(r.ownerFile)
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 || pid == os.Getpid() {
+	pid, noted, ok := r.LockOwner(lockPath)
+	if !ok || pid <= 0 || pid == os.Getpid() {
 		return false
 	}
 	if err := syscall.Kill(pid, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
 		return false // alive (or not ours to judge)
 	}
-	// The lock must date from the dead process's note (which follows its
-	// creation at once), or it may be a git process's lock that merely
-	// coincides. Also give a live git process holding a fresh lock time to
-	// finish.
-	fi, err := os.Stat(r.ownerFile)
-	return err == nil && !lockInfo.ModTime().Before(fi.ModTime().Add(-time.Second)) &&
-		!lockInfo.ModTime().After(fi.ModTime().Add(time.Second)) &&
+	// The lock must date from the dead process's note (written just before
+	// it created the lock, or, if a git process held the lock then, just
+	// after), or it may be a git process's lock that merely coincides. Also
+	// give a live git process holding a fresh lock time to finish.
+	return !lockInfo.ModTime().Before(noted.Add(-time.Second)) &&
+		!lockInfo.ModTime().After(noted.Add(time.Second)) &&
 		time.Since(lockInfo.ModTime()) > time.Second
 }
 
-func (r *Repo) createLockFile(lockPath string) (*os.File, error) {
+// createLockFile creates lockPath with O_EXCL, waiting for another process
+// to release it, and notes this process as its owner.
+//
+// The note is written before the lock is created, whenever no lock exists:
+// a kill -9 at any moment after the lock appears then leaves a note naming
+// a dead process, so the next orch takes the lock over at once. (Noting
+// after the lock appeared left a moment in which a killed orch left a lock
+// with no note, which blocked every orch command for StaleRefLockAge.) While
+// a lock exists the note is left alone: it may name the killed orch that
+// left that lock.
+func (r *Repo) createLockFile(lockPath string) (_ *os.File, err error) {
 	deadline := time.Now().Add(RefLockTimeout)
 	delay := time.Millisecond
+	noted := false
+	defer func() {
+		if err != nil && noted {
+			r.clearLockOwner(lockPath) // ours, and we hold no lock
+		}
+	}()
 	for {
+		fresh := false
+		if _, serr := os.Lstat(lockPath); errors.Is(serr, os.ErrNotExist) {
+			r.noteLockOwner(lockPath)
+			noted, fresh = true, true
+		}
 		f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 		if err == nil {
+			if !fresh {
+				r.noteLockOwner(lockPath) // the note must date from the lock
+			}
 			return f, nil
 		}
 		if !errors.Is(err, os.ErrExist) {

@@ -47,9 +47,80 @@ type Store struct {
 	dirty     bool
 	scan      *viewScan
 	byID      map[string]*Summary
+	byIDScans int // lookups answered by a scan (see SummaryByID)
 	conflicts map[string][]taskfile.Conflict
 	broken    map[string]error
 	notes     []string
+
+	// An optimistic command (see Defer) runs before the reconcile has
+	// finished; settle finishes it.
+	// Progress, when set, hears how far a long reconcile (a cold view of
+	// thousands of files) has got; it must not print when not a terminal.
+	Progress func(what string, done, total int)
+
+	deferred   bool
+	deferPol   Policy
+	settledRep *Reconciled
+	pre        *prePending
+}
+
+// prePending is the first step of a deferred reconcile, done in the
+// background: which paths the view scan shows to differ from the sync
+// index or the branch at snap.
+type prePending struct {
+	done  chan struct{}
+	snap  *Snapshot
+	paths []string
+}
+
+// ErrViewChanged is an optimistic command finding, when the reconcile it
+// deferred finished, that the view held something the command had to see
+// first: a hand edit (now committed), a file that does not parse or is in
+// conflict. Nothing was committed; the caller runs the command again.
+var ErrViewChanged = errors.New("gitstore: the view changed under an optimistic command")
+
+// Defer makes the reconcile optimistic: the command works on the branch as
+// it is while the view is still being scanned, and the reconcile finishes
+// at the first Settle, which Commit calls after writing its objects and
+// before moving the ref. When the view holds no hand edit (the common
+// case) this hides the scan of 10,000 files behind the command's own work.
+// When it does, Settle commits the hand edits as usual and reports
+// ErrViewChanged, and the command is run again on the new state.
+func (st *Store) Defer(pol Policy) {
+	st.deferred, st.deferPol = true, pol
+	if st.View == "" || st.scan == nil || st.snap.Tip.IsZero() {
+		return
+	}
+	// Compare the scan with the sync index as soon as the scan is done,
+	// beside the command's own work. Until Settle nothing writes the index
+	// or the snapshot's directories (a commit builds new ones), so this
+	// only reads what it shares.
+	pre := &prePending{done: make(chan struct{}), snap: st.snap}
+	st.pre = pre
+	go func() {
+		defer close(pre.done)
+		pre.paths = st.pendingPathsAt(pre.snap, st.scan.wait())
+	}()
+}
+
+// Settle finishes a deferred reconcile (a no-op otherwise) and returns its
+// report. It reports ErrViewChanged when the reconcile moved the branch or
+// found a broken or conflicted file.
+func (st *Store) Settle() (*Reconciled, error) {
+	if !st.deferred {
+		return st.settledRep, nil
+	}
+	st.deferred = false
+	before := st.snap.Tip
+	rep, err := st.Reconcile(st.deferPol)
+	st.settledRep = rep
+	if err != nil {
+		return rep, err
+	}
+	if st.snap.Tip != before || len(rep.Broken) > 0 || len(rep.Conflicts) > 0 {
+		return rep, ErrViewChanged
+	}
+	return rep, nil
 }
 
 // ErrCheckedOut is returned when the state branch is checked out somewhere.
@@ -181,8 +252,20 @@ func (st *Store) Lock() error {
 // Close saves the caches and releases the lock.
 func (st *Store) Close() error {
 	var err error
+	if st.deferred && st.lock != nil {
+		// Every command reconciles, also one that ended early.
+		if _, serr := st.Settle(); serr != nil && !errors.Is(serr, ErrViewChanged) {
+			err = serr
+		}
+	}
 	if st.dirty && st.lock != nil {
-		err = st.cache.save(st.cachePath())
+		// The cache is rebuilt from the branch and the view when it is
+		// missing or stale, so failing to save it is no failure of the
+		// command: one that committed must not report an error (a retried
+		// orch new would make the task twice).
+		if serr := st.cache.save(st.cachePath()); serr != nil {
+			st.note("could not save the state cache (%v); the next command rebuilds it", serr)
+		}
 		st.dirty = false
 		Trace("save cache")
 	}
@@ -251,7 +334,7 @@ func (st *Store) updateSummaries(changes []Change) {
 			continue
 		}
 		blob, _ := st.snap.Get(c.Path)
-		st.cache.summaries[c.Path] = summarize(c.Path, blob, c.Data)
+		st.cache.putSummary(summarize(c.Path, blob, c.Data))
 	}
 	st.byID = nil
 }
@@ -302,12 +385,12 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 			var err error
 			data, err = st.objs.read(plumbing.BlobObject, fe.Blob)
 			if err != nil {
-				st.cache.summaries[fe.Path] = &Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()}
+				st.cache.putSummary(&Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()})
 				st.dirty = true
 				continue
 			}
 		}
-		st.cache.summaries[fe.Path] = summarize(fe.Path, fe.Blob, data)
+		st.cache.putSummary(summarize(fe.Path, fe.Blob, data))
 		st.dirty = true
 	}
 	for p := range st.cache.summaries {
@@ -347,7 +430,7 @@ func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
 func (st *Store) Summaries() []*Summary {
 	out := make([]*Summary, 0, len(st.cache.summaries))
 	for _, s := range st.cache.summaries {
-		out = append(out, s)
+		out = append(out, s.load())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
@@ -357,12 +440,46 @@ func (st *Store) Summaries() []*Summary {
 // Summaries when the caller sorts anyway).
 func (st *Store) EachSummary(fn func(*Summary)) {
 	for _, s := range st.cache.summaries {
-		fn(s)
+		fn(s.load())
 	}
 }
 
+// EachSummaryIn calls fn for every task in one of the queues (all when
+// queues is empty), in no particular order. Tasks in other queues are not
+// decoded: a claim looks at the open queues, not at thousands of done tasks.
+func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)) {
+	for _, s := range st.cache.summaries {
+		if len(queues) == 0 || queues[s.Task.Queue] {
+			fn(s.load())
+		}
+	}
+}
+
+// EachTaskID calls fn with every task's ID and queue, without decoding the
+// rest of the task (for resolving ID prefixes).
+func (st *Store) EachTaskID(fn func(id string, q taskfile.Queue)) {
+	for _, s := range st.cache.summaries {
+		fn(s.Task.ID, s.Task.Queue)
+	}
+}
+
+// byIDAfter is how many lookups SummaryByID answers by a scan before it
+// builds a map: a transition looks up one or two tasks, and building a
+// 10,000-entry map costs more than a few scans.
+const byIDAfter = 4
+
 // SummaryByID returns the task with exactly this id.
 func (st *Store) SummaryByID(id string) *Summary {
+	if id == "" {
+		return nil
+	}
+	if st.byID == nil && st.byIDScans < byIDAfter {
+		st.byIDScans++
+		if s := st.cache.byID(id); s != nil {
+			return s.load()
+		}
+		return nil
+	}
 	if st.byID == nil {
 		st.byID = make(map[string]*Summary, len(st.cache.summaries))
 		for _, s := range st.cache.summaries {
@@ -373,11 +490,19 @@ func (st *Store) SummaryByID(id string) *Summary {
 			}
 		}
 	}
-	return st.byID[id]
+	if s := st.byID[id]; s != nil {
+		return s.load()
+	}
+	return nil
 }
 
 // Summary returns the task at path.
-func (st *Store) Summary(path string) *Summary { return st.cache.summaries[path] }
+func (st *Store) Summary(path string) *Summary {
+	if s := st.cache.summaries[path]; s != nil {
+		return s.load()
+	}
+	return nil
+}
 
 // Well-known paths on the state branch.
 const (
@@ -395,6 +520,12 @@ type CommitRequest struct {
 	Author  Signature
 	// MergeParents are further parents after the tip (a sync merge).
 	MergeParents []plumbing.Hash
+	// BeforeRef runs after the objects are written and a deferred
+	// reconcile has settled, just before the ref moves: side effects
+	// outside the state branch (a claim creating the task's branch) go
+	// here, so that a command run again after ErrViewChanged has not done
+	// them already.
+	BeforeRef func() error
 }
 
 // Commit writes the changes as one commit on top of the current tip and
@@ -437,6 +568,20 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 	Trace("commit: objects written")
 	st.objs.syncDirs()
 	Trace("commit: commit object, dirs synced")
+	if st.deferred {
+		// An optimistic command: the objects are written (and the disk
+		// flush overlapped the scan); the ref moves only if the view held
+		// nothing this commit had to see first.
+		if _, err := st.Settle(); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		Trace("commit: settled")
+	}
+	if req.BeforeRef != nil {
+		if err := req.BeforeRef(); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
 	err = st.Repo.UpdateRef(RefUpdate{Name: st.Ref, Old: base.Tip, New: h, Who: author.String(), Message: "orch: " + firstLine(req.Message)})
 	if errors.Is(err, ErrRefMoved) {
 		if rerr := st.reload(); rerr != nil {

@@ -66,7 +66,19 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 		return rep, nil // nothing to mirror yet
 	}
 	for attempt := 0; ; attempt++ {
-		err := st.reconcilePaths(st.pendingPaths(scan), pol, rep)
+		var paths []string
+		if pre := st.pre; pre != nil && attempt == 0 {
+			<-pre.done
+			if pre.snap == st.snap {
+				paths = pre.paths
+			} else {
+				paths = st.pendingPaths(scan)
+			}
+		} else {
+			paths = st.pendingPaths(scan)
+		}
+		st.pre = nil
+		err := st.reconcilePaths(paths, pol, rep)
 		if errors.Is(err, ErrRefMoved) && attempt < MaxRetries {
 			// Another writer moved the branch while we committed a hand
 			// edit: look at every path again against the new tip.
@@ -86,13 +98,17 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 // and the branch disagree. Finding them costs map lookups, not reads or
 // allocations: at 10,000 unchanged tasks this is the whole cost of a
 // reconcile.
-func (st *Store) pendingPaths(scan *viewScan) []string {
+func (st *Store) pendingPaths(scan *viewScan) []string { return st.pendingPathsAt(st.snap, scan) }
+
+// pendingPathsAt is pendingPaths against snap. It only reads the store, so
+// an optimistic command runs it in the background (see Defer).
+func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 	pending := map[string]bool{}
 	seen := 0     // index entries matched with a file of the branch
 	scanHits := 0 // view files matched with an index entry and a branch file
 	var buf []byte
 	for _, d := range append([]string{""}, mirroredDirs...) {
-		dt := st.snap.dirs[d]
+		dt := snap.dirs[d]
 		if dt == nil {
 			continue
 		}
@@ -127,7 +143,7 @@ func (st *Store) pendingPaths(scan *viewScan) []string {
 	if seen != len(st.cache.index) {
 		// Some index entries have no file on the branch (deleted there).
 		for p := range st.cache.index {
-			if _, ok := st.snap.Get(p); !ok {
+			if _, ok := snap.Get(p); !ok {
 				pending[p] = true
 			}
 		}
@@ -156,7 +172,13 @@ func (st *Store) pendingPaths(scan *viewScan) []string {
 }
 
 func (st *Store) reconcilePaths(paths []string, pol Policy, rep *Reconciled) error {
-	for _, p := range paths {
+	if st.Progress != nil && len(paths) > 0 {
+		defer st.Progress("syncing .orchestrator/", len(paths), len(paths))
+	}
+	for i, p := range paths {
+		if st.Progress != nil {
+			st.Progress("syncing .orchestrator/", i, len(paths))
+		}
 		err := st.reconcilePath(p, pol, rep)
 		var co *ErrCheckedOut
 		if errors.As(err, &co) {
@@ -783,6 +805,15 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 		if err := pol.CheckFile(st.rel(p), wdata); err != nil {
 			rep.Broken[p] = err
 			return nil
+		}
+	}
+	if !bytes.Equal(result, wdata) {
+		// Keep the person's version as an object: if this process dies
+		// between the commit and the view write, the next reconcile (no
+		// sync record, W = this, R = orch's completed copy) then pulls R
+		// instead of reporting W as a broken hand edit for ever.
+		if _, err := st.objs.write(plumbing.BlobObject, wdata); err != nil {
+			return err
 		}
 	}
 	if err := st.commitHandEdit(p, id, action, result, pol); err != nil {

@@ -160,7 +160,10 @@ type rawEvent struct {
 // do not parse are skipped (orch check reports them).
 func (e *Engine) scanEvents(fn func(*rawEvent)) error {
 	snap := e.Store.Snapshot()
-	for _, fe := range snap.Files(gitstore.EventsDir) {
+	files := snap.Files(gitstore.EventsDir)
+	defer e.progress("reading the event log", len(files), len(files))
+	for i, fe := range files {
+		e.progress("reading the event log", i, len(files))
 		if !strings.HasSuffix(fe.Path, ".jsonl") {
 			continue
 		}

@@ -32,6 +32,14 @@ type Options struct {
 	// DeferReconcile leaves the reconcile to the caller (Engine.Reconcile),
 	// so that read-only work can overlap with the view scan.
 	DeferReconcile bool
+	// Optimistic lets the command run on the branch while the view is
+	// scanned; the reconcile settles at the first commit or at Settle, and
+	// gitstore.ErrViewChanged says the command must run again (see
+	// gitstore.Store.Defer).
+	Optimistic bool
+	// Progress, when set, hears how far a long operation has got (see
+	// Engine.Progress).
+	Progress func(what string, done, total int)
 }
 
 // Engine runs workflow operations on one repository. Open takes the store
@@ -45,6 +53,17 @@ type Engine struct {
 	// defaults are used meanwhile and `orch check` reports it.
 	ConfigErr  error
 	Reconciled *gitstore.Reconciled
+	// Progress, when set, is told how far a long operation (a reconcile of
+	// thousands of files, a sweep, stats over the event log) has got, with
+	// done == total at the end. The command decides whether to show it.
+	Progress func(what string, done, total int)
+}
+
+// progress reports how far a long operation has got (see Progress).
+func (e *Engine) progress(what string, done, total int) {
+	if e.Progress != nil {
+		e.Progress(what, done, total)
+	}
 }
 
 // Open opens the repository around opts.Dir, locks the store and brings the
@@ -54,7 +73,8 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now}
+	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress}
+	st.Progress = opts.Progress
 	if e.Now == nil {
 		e.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 	}
@@ -62,6 +82,10 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.loadConfig()
+	if opts.Optimistic && !opts.NoReconcile {
+		st.Defer(e.policy())
+		return e, nil
+	}
 	if !opts.NoReconcile && !opts.DeferReconcile {
 		if err := e.Reconcile(); err != nil {
 			st.Close()
@@ -92,6 +116,21 @@ func (e *Engine) Reconcile() error {
 	}
 	return nil
 }
+
+// Settle finishes an optimistic command's reconcile (see Options.Optimistic)
+// and records its report.
+func (e *Engine) Settle() error {
+	rep, err := e.Store.Settle()
+	if rep != nil {
+		e.Reconciled = rep
+	}
+	return err
+}
+
+// ViewChanged readies the engine to run a command again after
+// gitstore.ErrViewChanged: the reconcile may have committed a hand edit of
+// config.yaml.
+func (e *Engine) ViewChanged() { e.loadConfig() }
 
 // Close saves caches and releases the lock.
 func (e *Engine) Close() error { return e.Store.Close() }
@@ -259,28 +298,26 @@ func (e *Engine) Find(ref string) (*gitstore.Summary, error) {
 		return s, nil
 	}
 	lower := strings.ToLower(ref)
-	var matches []*gitstore.Summary
-	for _, s := range e.Store.Summaries() {
-		id := strings.ToLower(s.Task.ID)
-		if id == "" {
-			continue
+	var ids []string
+	seen := map[string]bool{}
+	e.Store.EachTaskID(func(tid string, _ taskfile.Queue) {
+		id := strings.ToLower(tid)
+		if id == "" || seen[tid] {
+			return
 		}
 		_, rnd, _ := strings.Cut(id, "-")
 		if strings.HasPrefix(id, lower) || (!strings.Contains(lower, "-") && strings.HasPrefix(rnd, lower)) {
-			matches = append(matches, s)
+			seen[tid] = true
+			ids = append(ids, tid)
 		}
-	}
-	switch len(matches) {
+	})
+	switch len(ids) {
 	case 0:
 		// clipArg, not printable: Error() quotes with %q, which escapes
 		// control characters once (printable would escape them twice).
 		return nil, &NotFoundError{What: "task", Ref: clipArg(ref), Hint: "orch list shows the tasks"}
 	case 1:
-		return matches[0], nil
-	}
-	ids := make([]string, len(matches))
-	for i, m := range matches {
-		ids[i] = m.Task.ID
+		return e.Store.SummaryByID(ids[0]), nil
 	}
 	sort.Strings(ids)
 	return nil, &AmbiguousError{Prefix: clipArg(ref), Matches: ids}
@@ -309,6 +346,14 @@ func printable(s string) string {
 func (e *Engine) FindForWorktree() (*gitstore.Summary, error) {
 	br := e.Store.Repo.HeadBranch()
 	if br != "" {
+		// orch names branches task/<id>-<slug>: try that task first.
+		if rest, ok := strings.CutPrefix(br, "task/"); ok {
+			for i := len(rest); i > 0; i = strings.LastIndexByte(rest[:i], '-') {
+				if s := e.Store.SummaryByID(rest[:i]); s != nil && s.Task.Branch == br {
+					return s, nil
+				}
+			}
+		}
 		for _, s := range e.Store.Summaries() {
 			if s.Task.Branch == br {
 				return s, nil

@@ -24,6 +24,9 @@ type change struct {
 	extra    []gitstore.Change
 	created  []createdTask // tasks this change creates: each gets its own "new" event
 	trailers []string
+	// beforeRef is a side effect outside the state branch, run just before
+	// the ref moves (see gitstore.CommitRequest.BeforeRef).
+	beforeRef func() error
 }
 
 // transition applies fn to one task as one commit. fn runs inside the
@@ -110,9 +113,10 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 			msgFrom, msgTo = "", ""
 		}
 		return &gitstore.CommitRequest{
-			Changes: changes,
-			Message: commitMessage(id, verb, msgFrom, msgTo, e.Actor, c.body, c.trailers...),
-			Author:  e.Signature(),
+			Changes:   changes,
+			Message:   commitMessage(id, verb, msgFrom, msgTo, e.Actor, c.body, c.trailers...),
+			Author:    e.Signature(),
+			BeforeRef: c.beforeRef,
 		}, nil
 	})
 	if err != nil {
@@ -247,7 +251,7 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 		if rule, msg := e.whyNot(t.Summary, roles); rule != "" {
 			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", t.Task.ID, msg), Hint: claimHint(rule, t.Task.ID)}
 		}
-		branch, reused, note, err := e.ensureBranch(t)
+		branch, reused, note, create, err := e.ensureBranch(t)
 		if err != nil {
 			return nil, err
 		}
@@ -269,8 +273,9 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 		}
 		return &change{
 			file: f, to: taskfile.Claimed,
-			body: fmt.Sprintf("Claimed by %s (attempt %d); %s.", e.Actor, out.Attempt, how),
-			data: map[string]any{"branch": branch, "branch_reused": reused, "attempt": out.Attempt, "pr_number": t.Task.PRNumber},
+			body:      fmt.Sprintf("Claimed by %s (attempt %d); %s.", e.Actor, out.Attempt, how),
+			data:      map[string]any{"branch": branch, "branch_reused": reused, "attempt": out.Attempt, "pr_number": t.Task.PRNumber},
+			beforeRef: create,
 		}, nil
 	})
 	if err != nil {
@@ -300,11 +305,9 @@ func claimHint(rule, id string) string {
 // otherwise says why nothing is claimable.
 func (e *Engine) nextClaimable(roles []string) (*gitstore.Summary, []string) {
 	var candidates []*gitstore.Summary
-	for _, s := range e.Store.Summaries() {
-		if _, ok := claimQueueRank[s.Task.Queue]; ok {
-			candidates = append(candidates, s)
-		}
-	}
+	e.Store.EachSummaryIn(claimQueues, func(s *gitstore.Summary) {
+		candidates = append(candidates, s)
+	})
 	SortClaimOrder(candidates, false)
 	counts := map[string]int{}
 	for _, s := range candidates {
@@ -344,23 +347,25 @@ func (e *Engine) BranchName(t *taskfile.Task, path string) string {
 	return e.Config.BranchPrefix + t.ID + "-" + slug
 }
 
-// ensureBranch creates the task's branch from its base on a first claim and
-// reuses it afterwards. It is idempotent, so a retried claim is harmless.
-func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string, err error) {
+// ensureBranch decides the task's branch: created from its base on a first
+// claim (create does it; the claim's commit runs it just before moving the
+// state branch) and reused afterwards. Creating is idempotent, so a retried
+// claim is harmless.
+func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string, create func() error, err error) {
 	branch = t.Task.Branch
 	if branch == "" {
 		branch = e.BranchName(&t.Task, t.Path)
 	}
 	if !taskfile.ValidBranch(branch) {
-		return "", false, "", &RuleError{Rule: "branch", Msg: fmt.Sprintf("%q is not a valid branch name", branch), Hint: "fix branch: in the task file"}
+		return "", false, "", nil, &RuleError{Rule: "branch", Msg: fmt.Sprintf("%q is not a valid branch name", branch), Hint: "fix branch: in the task file"}
 	}
 	ref := "refs/heads/" + branch
 	cur, err := e.Store.ReadRef(ref)
 	if err != nil {
-		return "", false, "", err
+		return "", false, "", nil, err
 	}
 	if !cur.IsZero() {
-		return branch, true, "", nil
+		return branch, true, "", nil, nil
 	}
 	base := t.Task.BaseBranch
 	if base == "" {
@@ -368,18 +373,21 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 	}
 	baseHash, err := e.Store.ReadRef("refs/heads/" + base)
 	if err != nil {
-		return "", false, "", err
+		return "", false, "", nil, err
 	}
 	if baseHash.IsZero() {
-		return "", false, "", &RuleError{Rule: "base_branch", Msg: fmt.Sprintf("the base branch %s does not exist, so the task's branch cannot be created", base), Hint: "create it (git commit on " + base + "), or set base_branch in config.yaml or the task"}
+		return "", false, "", nil, &RuleError{Rule: "base_branch", Msg: fmt.Sprintf("the base branch %s does not exist, so the task's branch cannot be created", base), Hint: "create it (git commit on " + base + "), or set base_branch in config.yaml or the task"}
 	}
-	if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+base); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {
-		return "", false, "", err
+	create = func() error {
+		if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+base); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {
+			return err
+		}
+		return nil
 	}
 	if t.Task.Branch != "" {
 		note = "the branch " + branch + " was missing and was created again from " + base
 	}
-	return branch, false, note, nil
+	return branch, false, note, create, nil
 }
 
 // ---- submit ---------------------------------------------------------------
@@ -833,14 +841,16 @@ func (e *Engine) Sweep(olderThan time.Duration) ([]*Result, error) {
 	}
 	cutoff := e.Now().Add(-olderThan)
 	var ids []string
-	for _, s := range e.Store.Summaries() {
-		if s.Task.Queue == taskfile.Claimed && !s.Task.ClaimedAt.IsZero() && s.Task.ClaimedAt.Before(cutoff) {
+	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Claimed: true}, func(s *gitstore.Summary) {
+		if !s.Task.ClaimedAt.IsZero() && s.Task.ClaimedAt.Before(cutoff) {
 			ids = append(ids, s.Task.ID)
 		}
-	}
+	})
 	sort.Strings(ids)
 	var out []*Result
-	for _, id := range ids {
+	defer e.progress("sweeping stale claims", len(ids), len(ids))
+	for i, id := range ids {
+		e.progress("sweeping stale claims", i, len(ids))
 		res, err := e.transition(id, "sweep", func(t *Task) (*change, error) {
 			if t.Task.ClaimedAt.IsZero() || !t.Task.ClaimedAt.Before(cutoff) {
 				return nil, nil // claimed again meanwhile

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/orch-tool/orch/ghreview"
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -17,11 +18,11 @@ type PRTarget struct {
 // PRTargets lists the provisional tasks that have a pr_number.
 func (e *Engine) PRTargets() []PRTarget {
 	var out []PRTarget
-	for _, s := range e.Store.Summaries() {
-		if s.Task.Queue == taskfile.Provisional && s.Task.PRNumber > 0 && s.Problem == "" {
+	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Provisional: true}, func(s *gitstore.Summary) {
+		if s.Task.PRNumber > 0 && s.Problem == "" {
 			out = append(out, PRTarget{ID: s.Task.ID, PR: s.Task.PRNumber})
 		}
-	}
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }

@@ -116,13 +116,8 @@ type ReviewResult struct {
 // Review records a structured review of submitted work and moves the task by
 // its verdict.
 func (e *Engine) Review(id string, in *ReviewInput) (*ReviewResult, error) {
-	for i, is := range in.Issues {
-		if !validReviewSeverity(is.Severity) {
-			return nil, &UsageError{Msg: fmt.Sprintf("issue %d: severity %q is not one of CRITICAL, HIGH, MEDIUM, LOW", i+1, printable(is.Severity)), Hint: "CRITICAL and HIGH block approval; MEDIUM and LOW are suggestions"}
-		}
-		if strings.TrimSpace(is.Title) == "" {
-			return nil, &UsageError{Msg: fmt.Sprintf("issue %d has no title", i+1)}
-		}
+	if err := checkReviewInput(in); err != nil {
+		return nil, err
 	}
 	out := &ReviewResult{}
 	res, err := e.transition(id, "review", func(t *Task) (*change, error) {
@@ -136,6 +131,26 @@ func (e *Engine) Review(id string, in *ReviewInput) (*ReviewResult, error) {
 	}
 	out.Result = *res
 	return out, nil
+}
+
+// checkReviewInput checks what Review needs of every issue.
+func checkReviewInput(in *ReviewInput) error {
+	for i, is := range in.Issues {
+		if !validReviewSeverity(is.Severity) {
+			return &UsageError{Msg: fmt.Sprintf("issue %d: severity %q is not one of CRITICAL, HIGH, MEDIUM, LOW", i+1, printable(is.Severity)), Hint: "CRITICAL and HIGH block approval; MEDIUM and LOW are suggestions"}
+		}
+		if strings.TrimSpace(is.Title) == "" {
+			return &UsageError{Msg: fmt.Sprintf("issue %d has no title", i+1)}
+		}
+	}
+	return nil
+}
+
+// reviewIssue is the i-th (0-based) new issue of review round n.
+func reviewIssue(n, i int, is ReviewIssue) taskfile.Issue {
+	sev := strings.ToUpper(strings.TrimSpace(is.Severity))
+	return taskfile.Issue{ID: fmt.Sprintf("R%d.%d", n, i+1), Severity: sev, Blocking: taskfile.Blocking(sev), Location: is.Location,
+		Title: is.Title, Problem: is.Problem, Fix: is.Fix, Why: is.Why}
 }
 
 func validReviewSeverity(s string) bool {
@@ -174,8 +189,7 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 			return nil, &RuleError{Rule: "new_suggestion_on_rereview", Msg: fmt.Sprintf("issue %d (%s %q): a re-review may not raise new suggestions, only new blocking issues (CRITICAL, HIGH)", i+1, sev, is.Title),
 				Hint: "drop it, or raise it as a new task"}
 		}
-		news = append(news, taskfile.Issue{ID: fmt.Sprintf("R%d.%d", n, i+1), Severity: sev, Blocking: taskfile.Blocking(sev), Location: is.Location,
-			Title: is.Title, Problem: is.Problem, Fix: is.Fix, Why: is.Why})
+		news = append(news, reviewIssue(n, i, is))
 	}
 	// Earlier issues not re-opened are resolved.
 	resolved := map[string]bool{}

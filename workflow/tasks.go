@@ -251,6 +251,9 @@ type ListFilter struct {
 
 var claimQueueRank = map[taskfile.Queue]int{taskfile.Rejected: 0, taskfile.NeedsContinuation: 1, taskfile.Incoming: 2}
 
+// claimQueues are the queues a claim takes from.
+var claimQueues = map[taskfile.Queue]bool{taskfile.Rejected: true, taskfile.NeedsContinuation: true, taskfile.Incoming: true}
+
 // ClaimLess orders tasks the way claim takes them: rejected, then
 // needs_continuation, then incoming; then priority, age, id.
 func ClaimLess(a, b *taskfile.Task) bool {
@@ -315,11 +318,21 @@ func (e *Engine) List(f ListFilter) []*gitstore.Summary {
 	for _, q := range f.Queues {
 		want[q] = true
 	}
-	var out []*gitstore.Summary
-	e.Store.EachSummary(func(s *gitstore.Summary) {
-		if len(want) > 0 && !want[s.Task.Queue] {
-			return
+	if f.Ready {
+		// Only the claim queues can be ready: the others are not decoded.
+		only := map[taskfile.Queue]bool{}
+		for q := range claimQueues {
+			if len(want) == 0 || want[q] {
+				only[q] = true
+			}
 		}
+		if len(only) == 0 {
+			return nil
+		}
+		want = only
+	}
+	var out []*gitstore.Summary
+	e.Store.EachSummaryIn(want, func(s *gitstore.Summary) {
 		if f.Ready && (s.Problem != "" || !e.Ready(&s.Task)) {
 			return
 		}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/bench/repogen"
+	"github.com/orch-tool/orch/taskfile"
 )
 
 func main() {
@@ -33,18 +34,19 @@ func main() {
 	seed := flag.Int64("seed", 1, "random seed (same seed, same repository content)")
 	orch := flag.String("orch", "orch", "orch binary to run `orch list` with once at the end (\"\" to skip)")
 	validate := flag.Bool("validate", true, "parse every generated task file with the taskfile package")
+	queue := flag.String("queue", "", "put every task in this queue (default: a realistic mix)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: gen -o DIR [-tasks N] [-commits H] [-seed S] [-orch BIN]")
 		os.Exit(2)
 	}
-	if err := run(*out, *tasks, *commits, *seed, *orch, *validate); err != nil {
+	if err := run(*out, *tasks, *commits, *seed, *orch, *validate, taskfile.Queue(*queue)); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, tasks, commits int, seed int64, orch string, validate bool) error {
+func run(dir string, tasks, commits int, seed int64, orch string, validate bool, queue taskfile.Queue) error {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return fmt.Errorf("%s exists and is not empty", dir)
 	}
@@ -78,7 +80,7 @@ func run(dir string, tasks, commits int, seed int64, orch string, validate bool)
 	if err := git("config", "user.email", "bench@example.com"); err != nil {
 		return err
 	}
-	res, err := repogen.Generate(dir, repogen.Options{Tasks: tasks, Commits: commits, Seed: seed, Main: true, Validate: validate})
+	res, err := repogen.Generate(dir, repogen.Options{Tasks: tasks, Commits: commits, Seed: seed, Main: true, Validate: validate, Queue: queue})
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ does not delete the task: orch restores it.`,
 }
 
 func runArchive(o *archiveOptions, ref string) error {
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err

@@ -57,7 +57,7 @@ func runClaim(o *claimOptions) error {
 	if o.Sync {
 		return runClaimSync(o)
 	}
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		res, err := e.Claim(workflow.ClaimOptions{Task: o.Task, Role: o.Role})
 		if err != nil {
 			return err

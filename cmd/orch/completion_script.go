@@ -13,8 +13,17 @@ import (
 // go to orch's stdout (cobra captures os.Stdout when the command is built),
 // --json wraps the script in one document, and an unknown shell is a usage
 // error instead of a help page that exits 0.
+// completionExamples are the completion subcommands' examples.
+var completionExamples = map[string]string{
+	"bash":       "  source <(orch completion bash)\n  orch completion bash --no-descriptions",
+	"zsh":        "  orch completion zsh > \"${fpath[1]}/_orch\"",
+	"fish":       "  orch completion fish | source",
+	"powershell": "  orch completion powershell | Out-String | Invoke-Expression",
+}
+
 func setupCompletion(g *globalOptions, c *cobra.Command) {
 	c.Short = "Print a shell completion script (bash, zsh, fish, powershell)"
+	c.Example = "  source <(orch completion bash)\n  orch completion fish --json"
 	c.Args = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return &workflow.UsageError{Msg: fmt.Sprintf("%q is not a shell orch completes", args[0]), Hint: "usage: orch completion bash|zsh|fish|powershell"}
@@ -24,6 +33,7 @@ func setupCompletion(g *globalOptions, c *cobra.Command) {
 	c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
 	for _, sub := range c.Commands() {
 		shell := sub.Name()
+		sub.Example = completionExamples[shell]
 		sub.RunE = func(cmd *cobra.Command, args []string) error {
 			noDesc, _ := cmd.Flags().GetBool("no-descriptions")
 			var b bytes.Buffer

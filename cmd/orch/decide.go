@@ -50,7 +50,7 @@ UNCLEAR_REQUIREMENTS defer; SCOPE_CREEP decomposes; INFEASIBLE reformulates.`,
 }
 
 func runDecide(o *decideOptions, ref, decision string) error {
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err

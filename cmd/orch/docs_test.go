@@ -9,17 +9,25 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
 
 	"github.com/orch-tool/orch/workflow"
 )
 
-// The CLI reference in README.md (between the markers) and docs/cli.md are
-// generated from the commands themselves: `make docs` rewrites them, and this
-// test fails when the committed docs differ from what the code generates.
-var updateDocs = flag.Bool("update-docs", false, "rewrite README.md's reference section and docs/cli.md")
+// The CLI reference, the transitions, the exit codes and the agent
+// instructions in README.md (between the markers), docs/cli.md and the man
+// pages in docs/man/ are generated from the commands themselves: `make docs`
+// rewrites them, and this test fails when the committed docs differ from what
+// the code generates.
+var updateDocs = flag.Bool("update-docs", false, "rewrite README.md's generated sections, docs/cli.md and docs/man/")
+
+// manDate is the date the man pages carry: fixed, so that generating them
+// twice gives the same bytes.
+var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 const (
 	refBegin = "<!-- BEGIN GENERATED CLI REFERENCE (make docs) -->"
@@ -28,6 +36,8 @@ const (
 	tblEnd   = "<!-- END GENERATED TRANSITIONS -->"
 	exitBeg  = "<!-- BEGIN GENERATED EXIT CODES (make docs) -->"
 	exitEnd  = "<!-- END GENERATED EXIT CODES -->"
+	instBeg  = "<!-- BEGIN GENERATED INSTRUCTIONS (make docs) -->"
+	instEnd  = "<!-- END GENERATED INSTRUCTIONS -->"
 )
 
 func visibleCommands(root *cobra.Command) []*cobra.Command {
@@ -128,6 +138,8 @@ func TestDocsUpToDate(t *testing.T) {
 	g := &globalOptions{io: &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}}
 	root := newRootCmd(g)
 	ref := cliReference(root)
+	// The man pages from a root of their own: manPages rewrites the help.
+	man := manPages(t, newRootCmd(&globalOptions{io: g.io}))
 	readmePath := filepath.Join("..", "..", "README.md")
 	readme, err := os.ReadFile(readmePath)
 	if err != nil {
@@ -138,6 +150,7 @@ func TestDocsUpToDate(t *testing.T) {
 		{refBegin, refEnd, ref},
 		{tblBegin, tblEnd, workflow.TransitionTable()},
 		{exitBeg, exitEnd, exitCodeTable()},
+		{instBeg, instEnd, readmeInstructions(root)},
 	} {
 		if doc, err = replaceBetween(doc, r.begin, r.end, r.body); err != nil {
 			t.Fatalf("README.md: %v", err)
@@ -156,6 +169,7 @@ func TestDocsUpToDate(t *testing.T) {
 		if err := os.WriteFile(cliPath, []byte(cli), 0o666); err != nil {
 			t.Fatal(err)
 		}
+		writeManPages(t, man)
 		return
 	}
 	if !bytes.Equal(readme, []byte(doc)) {
@@ -163,5 +177,125 @@ func TestDocsUpToDate(t *testing.T) {
 	}
 	if cur, err := os.ReadFile(cliPath); err != nil || !bytes.Equal(cur, []byte(cli)) {
 		t.Errorf("docs/cli.md differs from the code: run `make docs` and commit the result")
+	}
+	checkManPages(t, man)
+}
+
+// readmeInstructions is `orch instructions` (the implementer's, with the
+// default policy), fenced so that its headings stay inside the example.
+func readmeInstructions(root *cobra.Command) string {
+	md, _ := instructionsMarkdown(root, roleImplementer, workflow.DefaultConfig())
+	return "````markdown\n" + md + "````\n"
+}
+
+var manDir = filepath.Join("..", "..", "docs", "man")
+
+// manPages renders one man page per command (cobra/doc), by file name.
+func manPages(t *testing.T, root *cobra.Command) map[string][]byte {
+	t.Helper()
+	dir := t.TempDir()
+	root.DisableAutoGenTag = true
+	// cobra/doc reads Short and Long as markdown; orch's help is plain
+	// text, so that "<id>" or "needs_continuation" must come out as written.
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Short, c.Long = manText(c.Short), manText(c.Long)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	header := &doc.GenManHeader{Title: "ORCH", Section: "1", Date: &manDate, Source: "orch", Manual: "orch manual"}
+	if err := doc.GenManTree(root, header, dir); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := map[string][]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[e.Name()] = b
+	}
+	return pages
+}
+
+// manText turns plain help text into markdown that renders as written:
+// paragraphs whose lines are all indented (tables, commands) become code
+// blocks, and in the others markdown's special characters are escaped.
+func manText(s string) string {
+	paras := strings.Split(s, "\n\n")
+	for i, p := range paras {
+		lines := strings.Split(p, "\n")
+		indented := true
+		for _, l := range lines {
+			if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "  ") {
+				indented = false
+			}
+		}
+		for j, l := range lines {
+			if indented {
+				lines[j] = "    " + l
+				continue
+			}
+			var b strings.Builder
+			for _, r := range l {
+				if strings.ContainsRune("\\`*_[]<>|#", r) {
+					b.WriteByte('\\')
+				}
+				b.WriteRune(r)
+			}
+			lines[j] = b.String()
+		}
+		paras[i] = strings.Join(lines, "\n")
+	}
+	return strings.Join(paras, "\n\n")
+}
+
+// writeManPages replaces docs/man/ by the pages (a page of a removed
+// command goes too).
+func writeManPages(t *testing.T, pages map[string][]byte) {
+	t.Helper()
+	if err := os.MkdirAll(manDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := filepath.Glob(filepath.Join(manDir, "*.1"))
+	for _, p := range old {
+		if _, ok := pages[filepath.Base(p)]; !ok {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for name, b := range pages {
+		if err := os.WriteFile(filepath.Join(manDir, name), b, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkManPages fails when docs/man/ differs from the pages: a page
+// missing, different or left over from a removed command.
+func checkManPages(t *testing.T, pages map[string][]byte) {
+	t.Helper()
+	var bad []string
+	for name, b := range pages {
+		if cur, err := os.ReadFile(filepath.Join(manDir, name)); err != nil || !bytes.Equal(cur, b) {
+			bad = append(bad, name)
+		}
+	}
+	old, _ := filepath.Glob(filepath.Join(manDir, "*.1"))
+	for _, p := range old {
+		if _, ok := pages[filepath.Base(p)]; !ok {
+			bad = append(bad, filepath.Base(p)+" (no such command)")
+		}
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		t.Errorf("docs/man differs from the code (%s): run `make docs` and commit the result", strings.Join(bad, ", "))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
@@ -65,6 +66,7 @@ func classify(err error) classified {
 		missing   *gitstore.ErrObjectMissing
 		refusal   *workflow.InvalidRefusalError
 		external  *workflow.ExternalError
+		unhealthy *workflow.UnhealthyError
 	)
 	switch {
 	case errors.As(err, &usage):
@@ -75,6 +77,12 @@ func classify(err error) classified {
 		return classified{exitNotFound, "not_found", notFound.Error(), notFound.Hint}
 	case errors.As(err, &nothing):
 		return classified{exitNotFound, "nothing_to_claim", nothing.Error(), "orch list --ready shows what is ready; orch list shows every task"}
+	case errors.As(err, &unhealthy):
+		hint := "run orch doctor --fix"
+		if unhealthy.Fixed || unhealthy.Fixable == 0 {
+			hint = "repair them as each check's hint says, then run orch doctor again"
+		}
+		return classified{exitFailure, "unhealthy", unhealthy.Error(), hint}
 	case errors.As(err, &external):
 		return classified{exitFailure, "external", external.Msg, external.Hint}
 	case errors.As(err, &refusal):
@@ -115,6 +123,10 @@ func classify(err error) classified {
 		return classified{exitFailure, "not_a_repository", notRepo.Error(), "run orch inside a git repository, or pass -C DIR"}
 	case errors.As(err, &missing):
 		return classified{exitFailure, "object_missing", missing.Error(), "run git fsck; if the repository is a partial or shallow clone, fetch the state branch again"}
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return classified{exitFailure, "no_space", "no space left on the device that holds the repository: " + err.Error(), "free some space there (df -h shows it), then run the command again; orch log shows whether the change was recorded"}
+	case errors.Is(err, syscall.EROFS):
+		return classified{exitFailure, "read_only", "the repository is on a read-only file system: " + err.Error(), "orch records every command under .git/ (orch list too reconciles the view under a lock): run it where the repository is writable"}
 	case errors.Is(err, os.ErrPermission):
 		return classified{exitFailure, "permission", err.Error(), "check that you may write to the repository (orch writes under .git/ and .orchestrator/)"}
 	}

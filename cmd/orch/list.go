@@ -64,18 +64,7 @@ func runList(o *listOptions) error {
 		tasks := e.List(workflow.ListFilter{Queues: qs, Ready: o.Ready})
 		gitstore.Trace("list")
 		if o.g.JSON {
-			b := make([]byte, 0, 64+400*len(tasks))
-			b = append(b, `{"schema_version":1,"count":`...)
-			b = strconv.AppendInt(b, int64(len(tasks)), 10)
-			b = append(b, `,"tasks":[`...)
-			for i, s := range tasks {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				tj := toTaskJSON(e, s)
-				b = tj.appendJSON(b)
-			}
-			b = append(b, "]}\n"...)
+			b := appendTaskListJSON(e, tasks)
 			gitstore.Trace("output")
 			return func() error {
 				_, err := o.g.io.Out.Write(b)
@@ -84,6 +73,48 @@ func runList(o *listOptions) error {
 		}
 		return func() error { return printTaskTable(o.g, e, tasks) }, nil
 	})
+}
+
+// appendTaskListJSON renders the list document. Readiness needs the
+// engine (dependency lookups), so it is computed first; the rest is pure
+// formatting of 10,000 tasks (4 MB), split between two goroutines: by then
+// the view scan is done and a core is idle.
+func appendTaskListJSON(e *workflow.Engine, tasks []*gitstore.Summary) []byte {
+	js := make([]taskJSON, len(tasks))
+	for i, s := range tasks {
+		js[i] = toTaskJSON(e, s)
+	}
+	head := `{"schema_version":1,"count":` + strconv.Itoa(len(tasks)) + `,"tasks":[`
+	half := len(js) / 2
+	if len(js) < 512 {
+		half = len(js)
+	}
+	render := func(part []taskJSON, b []byte) []byte {
+		for i := range part {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = part[i].appendJSON(b)
+		}
+		return b
+	}
+	var second []byte
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if half < len(js) {
+			second = render(js[half:], make([]byte, 0, 1+400*(len(js)-half)))
+		}
+	}()
+	b := make([]byte, 0, len(head)+400*len(js)+4)
+	b = append(b, head...)
+	b = render(js[:half], b)
+	<-done
+	if len(second) > 0 {
+		b = append(b, ',')
+		b = append(b, second...)
+	}
+	return append(b, "]}\n"...)
 }
 
 func printTaskTable(g *globalOptions, e *workflow.Engine, tasks []*gitstore.Summary) error {

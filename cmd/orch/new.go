@@ -58,7 +58,7 @@ func runNew(o *newOptions, title string) error {
 		}
 		body = string(b)
 	}
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		res, err := e.New(workflow.NewTask{Title: title, Priority: o.Priority, Role: o.Role, Assign: o.Assign, DependsOn: o.DependsOn, Labels: o.Labels, Body: body})
 		if err != nil {
 			return err

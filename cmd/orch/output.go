@@ -96,7 +96,7 @@ func (g *globalOptions) printTransition(e *workflow.Engine, verb string, res *wo
 // taskVerb resolves the task argument (or the current worktree's task) and
 // runs a transition on it.
 func (g *globalOptions) taskVerb(ref, verb string, fn func(e *workflow.Engine, id string) (*workflow.Result, error)) error {
-	return g.withEngine(func(e *workflow.Engine) error {
+	return g.withEngineOptimistic(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err

@@ -28,6 +28,8 @@ path:line, BLOCKING when it comes from the changes-requested review or starts
 with "BLOCKING:", else a suggestion. A review is never imported twice;
 approved and comment-only pull requests are left alone. Without gh, without
 network, or when gh fails, nothing changes and the command exits 1.`,
+		Example: `  orch pr poll
+  orch pr import T-4k9x2m --reviews reviews.json --comments comments.json`,
 		Args: exactArgs(0, "pr poll | pr import ID --reviews FILE --comments FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return &workflow.UsageError{Msg: "orch pr needs a subcommand: poll or import", Hint: "usage: orch pr poll | orch pr import ID --reviews FILE --comments FILE"}

@@ -35,7 +35,7 @@ reviewer for a submitted task and to the task's role otherwise.`,
 }
 
 func runPrompt(o *promptOptions, ref string) error {
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if f, ok := stdout.(*os.File); ok {
 		s.OutTTY = isTerminal(f)
+	}
+	if f, ok := stderr.(*os.File); ok {
+		s.Progress = isTerminal(f) && os.Getenv("TERM") != "dumb"
 	}
 	_, s.NoColor = os.LookupEnv("NO_COLOR")
 	if os.Getenv("TERM") == "dumb" {
@@ -113,6 +117,7 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		newInitCmd(g),
 		newNewCmd(g),
 		newListCmd(g),
+		newBoardCmd(g),
 		newShowCmd(g),
 		newEditCmd(g),
 		newCheckCmd(g),
@@ -139,6 +144,8 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		newPRCmd(g),
 		newWorktreeCmd(g),
 		newSyncCmd(g),
+		newDoctorCmd(g),
+		newInstructionsCmd(g),
 	)
 	addCompletions(g, root)
 	root.InitDefaultCompletionCmd()
@@ -199,7 +206,7 @@ func (g *globalOptions) discover() *gitstore.Repo {
 // open opens the engine: lock, load, reconcile the view. Notes from the
 // reconcile go to stderr.
 func (g *globalOptions) open() (*workflow.Engine, error) {
-	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent})
+	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc()})
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +240,7 @@ func (g *globalOptions) printNotes(e *workflow.Engine) {
 // and again after it only if the reconcile moved the branch (it committed a
 // hand edit). The answer is printed by fn's returned function.
 func (g *globalOptions) withEngineDeferred(fn func(e *workflow.Engine) (func() error, error)) error {
-	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, DeferReconcile: true})
+	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(), DeferReconcile: true})
 	if err != nil {
 		return err
 	}
@@ -248,6 +255,42 @@ func (g *globalOptions) withEngineDeferred(fn func(e *workflow.Engine) (func() e
 	}
 	if ferr == nil && print != nil {
 		ferr = print()
+	}
+	cerr := g.close(e)
+	if ferr != nil {
+		return ferr
+	}
+	return cerr
+}
+
+// withEngineOptimistic is withEngine for verbs whose only effects are on the
+// state branch and their output: fn runs while the view is still being
+// scanned, on the branch as it is (see gitstore.Store.Defer). Its output is
+// held back until the reconcile has settled; when the view held a hand edit
+// (or a broken or conflicted file) the output is dropped and fn runs again
+// after the full reconcile, so the result is the one a reconcile-first run
+// gives. Verbs that read stdin inside fn, open an editor or talk to a
+// remote must not use it.
+func (g *globalOptions) withEngineOptimistic(fn func(e *workflow.Engine) error) error {
+	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(), Optimistic: true})
+	if err != nil {
+		return err
+	}
+	out, errOut := g.io.Out, g.io.Err
+	var heldOut, heldErr bytes.Buffer
+	g.io.Out, g.io.Err = &heldOut, &heldErr
+	ferr := fn(e)
+	g.io.Out, g.io.Err = out, errOut
+	serr := e.Settle()
+	if errors.Is(ferr, gitstore.ErrViewChanged) || errors.Is(serr, gitstore.ErrViewChanged) {
+		e.ViewChanged()
+		ferr = fn(e) // on the reconciled state, printing as it goes
+	} else {
+		if ferr == nil {
+			ferr = serr
+		}
+		_, _ = out.Write(heldOut.Bytes())
+		_, _ = errOut.Write(heldErr.Bytes())
 	}
 	cerr := g.close(e)
 	if ferr != nil {

@@ -40,7 +40,7 @@ type sectionJSON struct {
 }
 
 func runShow(o *showOptions, ref string) error {
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err

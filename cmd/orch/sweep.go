@@ -39,7 +39,7 @@ func runSweep(o *sweepOptions) error {
 			return &workflow.UsageError{Msg: fmt.Sprintf("--older-than: %q is not a duration", o.OlderThan), Hint: "like 90m, 2h or 1d"}
 		}
 	}
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		res, err := e.Sweep(d)
 		if err != nil {
 			return err

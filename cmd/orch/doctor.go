@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+type doctorOptions struct {
+	g   *globalOptions
+	Fix bool
+}
+
+func newDoctorCmd(g *globalOptions) *cobra.Command {
+	o := &doctorOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "doctor [--fix]",
+		Short: "Find (and with --fix repair) what can go wrong with orch's state",
+		Long: `Check orch's state in this repository without going through the normal path
+(which takes the lock, trusts the cache and reconciles the view), so it works
+when other commands fail:
+
+  state_branch  the state branch exists and can be read; missing here but
+                present on a remote (refs/remotes/REMOTE/orch)
+  objects       the tip's commit and trees can be read, every file's object is present
+  stale_lock    <ref>.lock files of the state branch left by a killed process
+  temp_files    temp files left in the view or in <git common dir>/orch/
+  cache         the state cache decodes and matches the branch tip
+  view          view files out of step with the branch (missing, extra,
+                edited, older, or differing where the sync index says unchanged)
+  conflicts     view files kept uncommitted after a conflict, with the command
+                that resolves each
+  checked_out   the state branch checked out in a worktree (orch refuses to write)
+  exclude       /.orchestrator/ listed in .git/info/exclude
+
+Without --fix nothing changes. --fix removes stale locks and temp files,
+creates a missing state branch from its remote-tracking copy (fetching it
+when there is none), rebuilds an untrustworthy cache (keeping the view's sync
+index), adds the exclude entry, and runs the reconcile every command runs. It
+never picks a side in a conflict and never touches a worktree.
+
+Prints one line per check: ok, problem or fixed. Exits 0 when every check is
+ok (or fixed) and 1 when problems remain. With --json the report
+({"ok": ..., "checks": [{"check", "status", "detail", "hint"}]}) is printed
+on stdout either way.`,
+		Example: `  orch doctor
+  orch doctor --fix
+  orch doctor --json`,
+		Args: exactArgs(0, "doctor [--fix]"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runDoctor(o) },
+	}
+	cmd.Flags().BoolVar(&o.Fix, "fix", false, "repair what can be repaired")
+	return cmd
+}
+
+func runDoctor(o *doctorOptions) error {
+	g := o.g
+	rep, err := workflow.Doctor(workflow.DoctorOptions{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Fix: o.Fix})
+	if err != nil {
+		return err
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(g.io.Err, "orch: "+n)
+	}
+	problems := rep.Problems()
+	if g.JSON {
+		if err := writeJSON(g.io.Out, rep); err != nil {
+			return err
+		}
+		if problems > 0 {
+			return &silentExit{code: exitFailure}
+		}
+		return nil
+	}
+	width := 0
+	for _, c := range rep.Checks {
+		width = max(width, len(c.Check))
+	}
+	fixed := 0
+	for _, c := range rep.Checks {
+		fmt.Fprintf(g.io.Out, "%-7s  %-*s  %s\n", c.Status, width, c.Check, oneLineText(c.Detail))
+		if c.Status == workflow.StatusFixed {
+			fixed++
+		}
+	}
+	for _, c := range rep.Checks {
+		if c.Status == workflow.StatusProblem && c.Hint != "" {
+			fmt.Fprintf(g.io.Err, "hint: %s: %s\n", c.Check, c.Hint)
+		}
+	}
+	if problems > 0 {
+		return &workflow.UnhealthyError{Problems: problems, Fixable: rep.Fixable(), Fixed: o.Fix}
+	}
+	switch {
+	case fixed > 0:
+		fmt.Fprintf(g.io.Err, "ok: fixed %d problem(s)\n", fixed)
+	default:
+		fmt.Fprintln(g.io.Err, "ok: no problems")
+	}
+	return nil
+}

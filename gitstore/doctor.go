@@ -1,0 +1,750 @@
+package gitstore
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// What orch doctor needs from the store: read-only looks at the ref locks,
+// temp files, the state cache, the view and the objects, none of which goes
+// through Lock (which loads, and trusts, the cache), and the few repairs
+// that cannot be made by the normal path. The workflow decides what is a
+// problem and in which order to repair.
+
+// DoctorLockWait bounds how long orch doctor waits for the orch lock.
+var DoctorLockWait = 10 * time.Second
+
+// StaleTempAge is the age after which a temp file found without holding the
+// orch lock is taken to be left by a killed process.
+const StaleTempAge = 10 * time.Minute
+
+// DoctorLock takes the orch lock for orch doctor: shared to look, exclusive
+// to repair. Looking creates nothing: without a lock file no orch process
+// holds the lock. It fails with *ErrLockTimeout after DoctorLockWait.
+func (st *Store) DoctorLock(exclusive bool) (release func(), err error) {
+	path := filepath.Join(st.priv, "lock")
+	var f *os.File
+	if exclusive {
+		if err := os.MkdirAll(st.priv, 0o777); err != nil {
+			return nil, err
+		}
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	} else {
+		f, err = os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return func() {}, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	deadline := time.Now().Add(DoctorLockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+			f.Close()
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			holder, _ := os.ReadFile(path)
+			return nil, &ErrLockTimeout{Path: path, Holder: strings.TrimSpace(string(holder))}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if exclusive {
+		l := finishLock(f, path, false)
+		return l.release, nil
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// RefLockFile is a <ref>.lock file of the state branch or of one of its
+// remote-tracking refs.
+type RefLockFile struct {
+	Path  string // absolute
+	Ref   string
+	Age   time.Duration
+	Stale bool   // left by a process that is gone: safe to remove
+	Why   string // why it is (or is not) taken to be stale
+}
+
+// RefLockFiles lists the .lock files of the state branch and of its
+// remote-tracking refs, judged the way UpdateRef judges them before taking
+// one over: older than StaleRefLockAge, or left by an orch process that is
+// gone.
+func (st *Store) RefLockFiles() []RefLockFile {
+	refs := []string{st.Ref}
+	if strings.HasPrefix(st.Ref, "refs/heads/") {
+		for _, rem := range st.Repo.Remotes() {
+			if tr := TrackingRef(rem, st.Ref); ValidRefName(tr) {
+				refs = append(refs, tr)
+			}
+		}
+	}
+	var out []RefLockFile
+	for _, ref := range refs {
+		p := filepath.Join(st.Repo.CommonDir, filepath.FromSlash(ref)) + ".lock"
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		l := RefLockFile{Path: p, Ref: ref, Age: time.Since(fi.ModTime())}
+		l.Stale, l.Why = st.refLockStale(p, fi)
+		out = append(out, l)
+	}
+	return out
+}
+
+func (st *Store) refLockStale(p string, fi os.FileInfo) (bool, string) {
+	if st.Repo.leftByDeadOrch(p, fi) {
+		pid, _, _ := st.Repo.LockOwner(p)
+		return true, fmt.Sprintf("left by orch process %d, which is gone", pid)
+	}
+	if age := time.Since(fi.ModTime()); age > StaleRefLockAge {
+		return true, fmt.Sprintf("%s old: git holds a ref lock for milliseconds, so no live process owns it", roundAge(age))
+	}
+	return false, fmt.Sprintf("%s old: a git process may be updating the ref", roundAge(time.Since(fi.ModTime())))
+}
+
+func roundAge(d time.Duration) time.Duration {
+	if d < 0 {
+		return 0
+	}
+	return d.Round(time.Second)
+}
+
+// RemoveStaleRefLock removes a ref .lock file after judging it stale again
+// (it may have been replaced since it was listed). The caller holds the
+// exclusive orch lock.
+func (st *Store) RemoveStaleRefLock(path string) (bool, error) {
+	for _, l := range st.RefLockFiles() {
+		if l.Path != path {
+			continue
+		}
+		if !l.Stale {
+			return false, nil
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// lockOwnerNotes lists the ref-lock-owner notes: one per ref
+// (<common>/orch/ref-lock-owner.<ref>), and the single one older orch
+// versions wrote.
+func (st *Store) lockOwnerNotes() []string {
+	if st.Repo.ownerFile == "" {
+		return nil
+	}
+	notes, _ := filepath.Glob(st.Repo.ownerFile + ".*")
+	if _, err := os.Stat(st.Repo.ownerFile); err == nil {
+		notes = append([]string{st.Repo.ownerFile}, notes...)
+	}
+	return notes
+}
+
+// noteStale reads a note: the pid it names, and whether that process is
+// gone (or the note holds no pid at all).
+func noteStale(note string) (int, bool) {
+	b, err := os.ReadFile(note)
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return -1, true
+	}
+	if pid == os.Getpid() {
+		return pid, false
+	}
+	if err := syscall.Kill(pid, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
+		return pid, false
+	}
+	return pid, true
+}
+
+// StaleLockOwnerNote reports a ref-lock-owner note naming a process that is
+// gone (or holding no pid at all): UpdateRef removes its note when it
+// releases the ref lock, so such a note was left by a killed orch.
+func (st *Store) StaleLockOwnerNote() (path string, pid int, stale bool) {
+	for _, note := range st.lockOwnerNotes() {
+		if pid, stale := noteStale(note); stale {
+			return note, pid, true
+		}
+	}
+	return "", 0, false
+}
+
+// RemoveStaleLockOwnerNote removes every note that is still stale.
+func (st *Store) RemoveStaleLockOwnerNote() error {
+	for _, note := range st.lockOwnerNotes() {
+		if _, stale := noteStale(note); stale {
+			if err := os.Remove(note); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Temp file prefixes: view files being written, cache files being written.
+const (
+	viewTempPrefix  = ".orch-tmp-"
+	cacheTempPrefix = ".cache-"
+)
+
+// TempFiles lists the temp files orch writes and renames (view files, the
+// state cache) that were left behind. orch writes them only while holding
+// the orch lock, so a caller holding it passes minAge 0; one that does not
+// passes StaleTempAge.
+func (st *Store) TempFiles(minAge time.Duration) []string {
+	var out []string
+	look := func(dir, prefix string) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil || time.Since(fi.ModTime()) < minAge {
+				continue
+			}
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	if st.View != "" {
+		look(st.View, viewTempPrefix)
+		for _, d := range mirroredDirs {
+			if fi, err := os.Lstat(filepath.Join(st.View, d)); err == nil && fi.IsDir() {
+				look(filepath.Join(st.View, d), viewTempPrefix)
+			}
+		}
+	}
+	look(st.priv, cacheTempPrefix)
+	sort.Strings(out)
+	return out
+}
+
+// RemoveTempFile removes a file TempFiles listed (and nothing else).
+func (st *Store) RemoveTempFile(path string) error {
+	dir, name := filepath.Split(path)
+	dir = filepath.Clean(dir)
+	ok := dir == filepath.Clean(st.priv) && strings.HasPrefix(name, cacheTempPrefix)
+	if st.View != "" && strings.HasPrefix(name, viewTempPrefix) {
+		if dir == filepath.Clean(st.View) {
+			ok = true
+		}
+		for _, d := range mirroredDirs {
+			if dir == filepath.Join(st.View, d) {
+				ok = true
+			}
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%s is not a temp file of orch", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Remotes lists the remotes configured in the repository, origin first.
+func (r *Repo) Remotes() []string {
+	f, err := os.Open(filepath.Join(r.CommonDir, "config"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "[") {
+			continue
+		}
+		end := strings.IndexByte(line, ']')
+		if end < 0 {
+			continue
+		}
+		sec := strings.TrimSpace(line[1:end])
+		kind, rest, ok := strings.Cut(sec, " ")
+		if !ok || !strings.EqualFold(kind, "remote") {
+			continue
+		}
+		name := strings.Trim(strings.TrimSpace(rest), "\"")
+		if ValidRemote(name) && !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if (out[i] == "origin") != (out[j] == "origin") {
+			return out[i] == "origin"
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// RemoteStateRef is a remote-tracking copy of the state branch.
+type RemoteStateRef struct {
+	Remote string
+	Ref    string // refs/remotes/<remote>/<branch>
+	Commit plumbing.Hash
+}
+
+// RemoteStateRefs lists the remote-tracking copies of ref (origin first).
+func (r *Repo) RemoteStateRefs(ref string) []RemoteStateRef {
+	if !strings.HasPrefix(ref, "refs/heads/") {
+		return nil
+	}
+	var out []RemoteStateRef
+	for _, rem := range r.Remotes() {
+		tr := TrackingRef(rem, ref)
+		if !ValidRefName(tr) {
+			continue
+		}
+		if h, err := r.ReadRef(tr); err == nil && !h.IsZero() {
+			out = append(out, RemoteStateRef{Remote: rem, Ref: tr, Commit: h})
+		}
+	}
+	return out
+}
+
+// LastReflogCommit is the commit the reflog of ref last recorded (ZeroHash
+// if none): where a ref whose file was damaged pointed.
+func (r *Repo) LastReflogCommit(ref string) plumbing.Hash {
+	if !ValidRefName(ref) {
+		return plumbing.ZeroHash
+	}
+	b, err := os.ReadFile(filepath.Join(r.CommonDir, "logs", filepath.FromSlash(ref)))
+	if err != nil {
+		return plumbing.ZeroHash
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) >= 2 && plumbing.IsHash(f[1]) {
+			if h := plumbing.NewHash(f[1]); !h.IsZero() {
+				return h
+			}
+		}
+	}
+	return plumbing.ZeroHash
+}
+
+// Checkup is a read-only look at the store for orch doctor: the branch tip
+// and its tree read from the objects, and the state cache and sync index
+// read from disk without trusting or changing them.
+type Checkup struct {
+	st *Store
+	// Tip is the state branch's commit (ZeroHash: no branch); TipErr says
+	// why the ref could not be read.
+	Tip    plumbing.Hash
+	TipErr error
+	// SnapErr says why the tip's commit or trees could not be read.
+	SnapErr error
+
+	snap      *Snapshot
+	cache     *stateCache // as loaded (nil: none, or it did not decode)
+	cacheErr  string      // why it did not load
+	cacheSeen bool        // the cache file exists
+	journal   string      // a problem with the journal
+}
+
+// Checkup reads the branch and the cache for orch doctor.
+func (st *Store) Checkup() *Checkup {
+	cu := &Checkup{st: st}
+	cu.Tip, cu.TipErr = st.Repo.ReadRef(st.Ref)
+	if cu.TipErr == nil && !cu.Tip.IsZero() {
+		cu.snap, cu.SnapErr = loadSnapshot(st.objs, cu.Tip, nil)
+	}
+	cu.loadCache()
+	return cu
+}
+
+func (cu *Checkup) loadCache() {
+	path := cu.st.cachePath()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			cu.cacheSeen, cu.cacheErr = true, err.Error()
+		} else if _, jerr := os.Stat(path + journalSuffix); jerr == nil {
+			cu.journal = "a journal without its cache file (ignored)"
+		}
+		return
+	}
+	cu.cacheSeen = true
+	c, err := decodeStateCache(b)
+	if err != nil {
+		cu.cacheErr = "it does not decode (damaged: wrong format, size or checksum)"
+		if magic, _, _ := strings.Cut(cacheMagic, " v"); strings.HasPrefix(string(b), magic+" v") && !strings.HasPrefix(string(b), cacheMagic) {
+			cu.cacheErr = "it was written by another version of orch"
+		}
+		return
+	}
+	if c.ref != cu.st.Ref {
+		cu.cacheErr = fmt.Sprintf("it is the cache of %s, not of %s", c.ref, cu.st.Ref)
+		return
+	}
+	jpath := path + journalSuffix
+	if fi, err := os.Stat(jpath); err == nil {
+		c.applyJournal(jpath)
+		switch {
+		case c.journalSize == 0:
+			cu.journal = "its journal belongs to another generation of the cache or is damaged at the start (ignored)"
+		case c.journalSize < fi.Size():
+			cu.journal = fmt.Sprintf("its journal is damaged at byte %d of %d (the rest is ignored)", c.journalSize, fi.Size())
+		}
+	}
+	cu.cache = c
+}
+
+// CacheHealth is what orch doctor finds in the state cache.
+type CacheHealth struct {
+	Path    string
+	Exists  bool
+	Tip     plumbing.Hash // the tip the cache describes
+	Tasks   int
+	Corrupt []string // reasons to rebuild it: it cannot be trusted
+	Stale   bool     // it describes another tip (the next command catches up)
+}
+
+// Cache checks the state cache: it decodes, its journal is whole, and when
+// it describes the branch tip its trees and task summaries are those of
+// that tip.
+func (cu *Checkup) Cache() CacheHealth {
+	h := CacheHealth{Path: cu.st.cachePath(), Exists: cu.cacheSeen}
+	if cu.cacheErr != "" {
+		h.Corrupt = append(h.Corrupt, cu.cacheErr)
+	}
+	if cu.journal != "" {
+		h.Corrupt = append(h.Corrupt, cu.journal)
+	}
+	c := cu.cache
+	if c == nil {
+		return h
+	}
+	h.Tip, h.Tasks = c.tip, len(c.summaries)
+	if cu.TipErr != nil || c.tip != cu.Tip {
+		h.Stale = true
+		return h
+	}
+	if cu.snap == nil {
+		return h
+	}
+	if c.root != cu.snap.Root {
+		h.Corrupt = append(h.Corrupt, fmt.Sprintf("it names root tree %s, the tip has %s", short(c.root), short(cu.snap.Root)))
+	}
+	var bad []string
+	for d, want := range cu.snap.dirs {
+		got := c.dirs[d]
+		if got == nil || got.hash != want.hash || !sameEntries(got.entries, want.entries) {
+			bad = append(bad, dirName(d))
+		}
+	}
+	for d := range c.dirs {
+		if cu.snap.dirs[d] == nil {
+			bad = append(bad, dirName(d))
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		h.Corrupt = append(h.Corrupt, "its trees differ from the tip's in "+strings.Join(bad, ", "))
+	}
+	var wrong []string
+	tasks := map[string]bool{}
+	for _, fe := range cu.snap.Files(TasksDir) {
+		if !strings.HasSuffix(fe.Path, ".md") {
+			continue
+		}
+		tasks[fe.Path] = true
+		if s := c.summaries[fe.Path]; s == nil || s.Blob != fe.Blob {
+			wrong = append(wrong, fe.Path)
+		}
+	}
+	for p := range c.summaries {
+		if !tasks[p] {
+			wrong = append(wrong, p)
+		}
+	}
+	if len(wrong) > 0 {
+		sort.Strings(wrong)
+		h.Corrupt = append(h.Corrupt, fmt.Sprintf("%d task summaries differ from the tip (%s)", len(wrong), clipList(wrong, 3)))
+	}
+	return h
+}
+
+func dirName(d string) string {
+	if d == "" {
+		return "the root"
+	}
+	return d + "/"
+}
+
+func short(h plumbing.Hash) string { return h.String()[:7] }
+
+func clipList(l []string, n int) string {
+	if len(l) <= n {
+		return strings.Join(l, ", ")
+	}
+	return strings.Join(l[:n], ", ") + fmt.Sprintf(" and %d more", len(l)-n)
+}
+
+func sameEntries(a, b []treeEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].name != b[i].name || a[i].mode != b[i].mode || a[i].hash != b[i].hash {
+			return false
+		}
+	}
+	return true
+}
+
+// RebuildCache replaces the state cache with one that holds only the view's
+// sync index (when the old cache still decodes: it records which view files
+// orch wrote, and which are in conflict), so that the next Lock rebuilds the
+// trees and task summaries from the branch. It reports whether the index
+// was kept. The caller holds the exclusive orch lock (DoctorLock).
+func (st *Store) RebuildCache() (keptIndex bool, err error) {
+	path := st.cachePath()
+	fresh := newStateCache(st.Ref)
+	if b, err := os.ReadFile(path); err == nil {
+		if c, err := decodeStateCache(b); err == nil && c.ref == st.Ref {
+			c.applyJournal(path + journalSuffix)
+			for p, ie := range c.index {
+				cp := *ie
+				cp.raw = nil
+				cp.prev = append([]plumbing.Hash(nil), ie.prev...)
+				fresh.index[p] = &cp
+			}
+			keptIndex = true
+		}
+	}
+	if !keptIndex {
+		for _, p := range []string{path, path + journalSuffix} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return false, err
+			}
+		}
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		return false, err
+	}
+	return true, fresh.writeBase(path)
+}
+
+// View drift kinds: how a view file and the branch disagree before the
+// reconcile every command runs.
+const (
+	DriftMissing    = "missing"     // on the branch, not in the view: restored
+	DriftBehind     = "behind"      // the view holds an older version: updated
+	DriftEdited     = "edited"      // changed in the view: committed as a hand edit (or merged)
+	DriftExtra      = "extra"       // only in the view: committed as made by hand
+	DriftRemoved    = "removed"     // removed on the branch, still in the view: removed
+	DriftStaleIndex = "stale_index" // differs from what the sync index says, with the same stat data: no command would notice
+	DriftUnreadable = "unreadable"  // the view file cannot be read
+)
+
+// ViewDrift is one view file out of step with the branch.
+type ViewDrift struct {
+	Path string // path on the state branch (tasks/x.md)
+	Kind string
+	Data []byte // the view file's content (edited and extra files)
+	Err  error  // DriftUnreadable
+}
+
+// ViewDrift compares the view with the branch tip and the sync index, file
+// by file, reading every view file (the reconcile trusts stat data; this
+// does not). Files in conflict are left to Conflicts.
+func (cu *Checkup) ViewDrift() []ViewDrift {
+	st := cu.st
+	if st.View == "" || st.scan == nil || cu.snap == nil {
+		return nil
+	}
+	scan := st.scan.wait()
+	index := map[string]*indexEntry{}
+	if cu.cache != nil {
+		index = cu.cache.index
+	}
+	paths := map[string]bool{}
+	for _, fe := range cu.snap.AllFiles() {
+		if Mirrored(fe.Path) {
+			paths[fe.Path] = true
+		}
+	}
+	scan.each(func(p string) { paths[p] = true })
+	sorted := make([]string, 0, len(paths))
+	for p := range paths {
+		sorted = append(sorted, p)
+	}
+	sort.Strings(sorted)
+	var out []ViewDrift
+	for _, p := range sorted {
+		ie := index[p]
+		if ie != nil && !ie.conflictW.IsZero() {
+			continue
+		}
+		r, rok := cu.snap.Get(p)
+		ws, wok := lstatPath(viewPath(st.View, p))
+		if !wok {
+			if rok {
+				out = append(out, ViewDrift{Path: p, Kind: DriftMissing})
+			}
+			continue
+		}
+		data, err := readLimited(viewPath(st.View, p))
+		if err != nil {
+			out = append(out, ViewDrift{Path: p, Kind: DriftUnreadable, Err: err})
+			continue
+		}
+		w := HashBlob(data)
+		switch {
+		case rok && w == r:
+			// In step (a stale index entry is simply recorded again).
+		case ie != nil && ie.matches(ws) && w != ie.blob:
+			out = append(out, ViewDrift{Path: p, Kind: DriftStaleIndex, Data: data})
+		case !rok && ie == nil:
+			out = append(out, ViewDrift{Path: p, Kind: DriftExtra, Data: data})
+		case !rok && w == ie.blob:
+			out = append(out, ViewDrift{Path: p, Kind: DriftRemoved})
+		case ie != nil && rok && w == ie.blob:
+			out = append(out, ViewDrift{Path: p, Kind: DriftBehind})
+		case ie == nil && rok && st.objs.has(w):
+			// The index was lost and the view holds an older version.
+			out = append(out, ViewDrift{Path: p, Kind: DriftBehind})
+		default:
+			out = append(out, ViewDrift{Path: p, Kind: DriftEdited, Data: data})
+		}
+	}
+	return out
+}
+
+// DistrustViewStat marks the sync-index entries of paths as racy, so that
+// the next reconcile reads those files instead of trusting their stat data.
+// The caller holds the exclusive orch lock.
+func (st *Store) DistrustViewStat(paths []string) error {
+	path := st.cachePath()
+	c := loadStateCache(path, st.Ref)
+	changed := false
+	for _, p := range paths {
+		if ie := c.index[p]; ie != nil {
+			ie.racy, ie.raw = true, nil
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return c.save(path)
+}
+
+// ConflictedFile is a view file kept uncommitted after both it and the
+// branch changed in ways that could not be merged.
+type ConflictedFile struct {
+	Path      string // path on the state branch
+	Conflicts []taskfile.Conflict
+	// Changed: the view file changed since the conflict was found (the
+	// person's resolution, which the next reconcile commits) or is gone.
+	Changed bool
+	// BranchGone: the branch no longer has the file.
+	BranchGone bool
+}
+
+// Conflicts lists the view files the sync index marks as in conflict.
+func (cu *Checkup) Conflicts() []ConflictedFile {
+	st := cu.st
+	if st.View == "" || cu.cache == nil || cu.snap == nil {
+		return nil
+	}
+	var out []ConflictedFile
+	for p, ie := range cu.cache.index {
+		if ie.conflictW.IsZero() {
+			continue
+		}
+		cf := ConflictedFile{Path: p}
+		r, rok := cu.snap.Get(p)
+		cf.BranchGone = !rok
+		data, err := readLimited(viewPath(st.View, p))
+		var w plumbing.Hash
+		if err == nil {
+			w = HashBlob(data)
+		}
+		switch {
+		case err == nil && rok && w == r:
+			continue // settled: the view holds the branch's version
+		case err != nil || w != ie.conflictW:
+			cf.Changed = true
+		case !rok:
+			cf.Conflicts = []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "removed from the state branch"}}
+		default:
+			cf.Conflicts = st.describeConflict(p, ie.blob, data, r)
+		}
+		out = append(out, cf)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// ObjectsHealth is what orch doctor finds reading the tip's objects.
+type ObjectsHealth struct {
+	Trees   int
+	Files   int
+	Missing []string // files whose blob the repository lacks
+}
+
+// Objects checks that the tip's commit and trees could be read (SnapErr)
+// and that every file's blob is present (without reading it).
+func (cu *Checkup) Objects() ObjectsHealth {
+	var h ObjectsHealth
+	if cu.snap == nil {
+		return h
+	}
+	h.Trees = len(cu.snap.dirs)
+	for _, fe := range cu.snap.AllFiles() {
+		h.Files++
+		if !cu.st.objs.has(fe.Blob) {
+			h.Missing = append(h.Missing, fe.Path)
+		}
+	}
+	return h
+}
+
+// HasObject reports whether the repository has an object (for a commit
+// found in a remote-tracking ref or a reflog).
+func (r *Repo) HasObject(h plumbing.Hash) bool { return newObjectStore(r.CommonDir).has(h) }

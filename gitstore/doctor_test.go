@@ -1,0 +1,325 @@
+package gitstore
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// checkup opens the store around dir without locking it, as orch doctor
+// does, and looks.
+func checkup(t *testing.T, dir string) (*Store, *Checkup) {
+	t.Helper()
+	st, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, st.Checkup()
+}
+
+func TestDoctorHealthyStore(t *testing.T) {
+	dir := makeRepo(t)
+	initStore(t, dir, "T-aaaaaa", "T-bbbbbb")
+	st, cu := checkup(t, dir)
+	if cu.TipErr != nil || cu.SnapErr != nil || cu.Tip.String() != tip(t, dir) {
+		t.Fatalf("tip %s %v %v, want %s", cu.Tip, cu.TipErr, cu.SnapErr, tip(t, dir))
+	}
+	if h := cu.Cache(); !h.Exists || h.Stale || len(h.Corrupt) > 0 || h.Tasks != 2 {
+		t.Fatalf("cache: %+v", h)
+	}
+	if d := cu.ViewDrift(); len(d) > 0 {
+		t.Fatalf("drift: %+v", d)
+	}
+	if c := cu.Conflicts(); len(c) > 0 {
+		t.Fatalf("conflicts: %+v", c)
+	}
+	if o := cu.Objects(); len(o.Missing) > 0 || o.Files != 4 {
+		t.Fatalf("objects: %+v", o)
+	}
+	if l := st.RefLockFiles(); len(l) > 0 {
+		t.Fatalf("locks: %+v", l)
+	}
+	if tf := st.TempFiles(0); len(tf) > 0 {
+		t.Fatalf("temp files: %v", tf)
+	}
+}
+
+// A view file whose content changed while its stat data still matches the
+// sync index: the reconcile trusts the stat data and never notices; the
+// doctor reads the file, and DistrustViewStat makes the reconcile read it.
+func TestDoctorStaleIndex(t *testing.T) {
+	dir := makeRepo(t)
+	initStore(t, dir, "T-aaaaaa")
+	p := taskPath("T-aaaaaa")
+	full := viewFile(dir, p)
+	orig := readFile(t, full)
+	edited := strings.Replace(orig, "priority: P2", "priority: P1", 1)
+	writeFile(t, full, edited)
+	// Make the index claim the edited file is the committed blob.
+	st, _ := checkup(t, dir)
+	c := loadStateCache(st.cachePath(), st.Ref)
+	ie := c.index[p]
+	ws, ok := lstatPath(full)
+	if ie == nil || !ok {
+		t.Fatal("no index entry or view file")
+	}
+	ie.size, ie.mtime, ie.ctime, ie.ino, ie.racy, ie.raw = ws.size, ws.mtime, ws.ctime, ws.ino, false, nil
+	if err := c.save(st.cachePath()); err != nil {
+		t.Fatal(err)
+	}
+	before := tip(t, dir)
+	rep, _ := reconcile(t, dir)
+	if len(rep.Committed) > 0 || tip(t, dir) != before {
+		t.Fatalf("the reconcile noticed after all: %+v", rep)
+	}
+
+	st, cu := checkup(t, dir)
+	drift := cu.ViewDrift()
+	if len(drift) != 1 || drift[0].Path != p || drift[0].Kind != DriftStaleIndex {
+		t.Fatalf("drift: %+v", drift)
+	}
+	release, err := st.DoctorLock(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DistrustViewStat([]string{p}); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	rep, _ = reconcile(t, dir)
+	if len(rep.Committed) != 1 || showFile(t, dir, "orch", p) != edited {
+		t.Fatalf("hand edit not committed: %+v", rep)
+	}
+	if _, cu := checkup(t, dir); len(cu.ViewDrift()) > 0 {
+		t.Fatalf("still out of step: %+v", cu.ViewDrift())
+	}
+}
+
+func TestDoctorViewDriftKinds(t *testing.T) {
+	dir := makeRepo(t)
+	initStore(t, dir, "T-aaaaaa", "T-bbbbbb", "T-cccccc")
+	os.Remove(viewFile(dir, taskPath("T-aaaaaa")))
+	writeFile(t, viewFile(dir, "tasks/new.md"), "---\ntitle: New\n---\n")
+	writeFile(t, viewFile(dir, taskPath("T-bbbbbb")), taskDoc("T-bbbbbb", "Edited", "incoming", "x"))
+	gitMoveBranch(t, dir, "moved", taskPath("T-cccccc"), taskDoc("T-cccccc", "Moved", "incoming", "y"))
+	_, cu := checkup(t, dir)
+	got := map[string]string{}
+	for _, d := range cu.ViewDrift() {
+		got[d.Path] = d.Kind
+	}
+	want := map[string]string{
+		taskPath("T-aaaaaa"): DriftMissing,
+		"tasks/new.md":       DriftExtra,
+		taskPath("T-bbbbbb"): DriftEdited,
+		taskPath("T-cccccc"): DriftBehind,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("drift %v, want %v", got, want)
+	}
+	for p, k := range want {
+		if got[p] != k {
+			t.Errorf("%s: %q, want %q", p, got[p], k)
+		}
+	}
+	if h := cu.Cache(); !h.Stale {
+		t.Errorf("cache not stale after the branch moved: %+v", h)
+	}
+}
+
+func TestDoctorCacheProblems(t *testing.T) {
+	dir := makeRepo(t)
+	initStore(t, dir, "T-aaaaaa")
+	st, _ := checkup(t, dir)
+	path := st.cachePath()
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A flipped byte: the checksum fails.
+	bad := append([]byte(nil), good...)
+	bad[len(bad)/2] ^= 0xff
+	writeFile(t, path, string(bad))
+	if _, cu := checkup(t, dir); len(cu.Cache().Corrupt) == 0 {
+		t.Fatal("flipped byte not found")
+	}
+
+	// Another version's format.
+	writeFile(t, path, "orch-state-cache v1\nold")
+	if _, cu := checkup(t, dir); len(cu.Cache().Corrupt) != 1 || !strings.Contains(cu.Cache().Corrupt[0], "another version of orch") {
+		t.Fatalf("old format: %+v", cu.Cache())
+	}
+
+	// A cache that decodes but lies about the tip's tasks.
+	c, err := decodeStateCache(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.summaries {
+		s.Blob, s.raw = plumbing.ZeroHash, nil
+	}
+	if err := c.writeBase(path); err != nil {
+		t.Fatal(err)
+	}
+	_, cu := checkup(t, dir)
+	if h := cu.Cache(); len(h.Corrupt) != 1 || !strings.Contains(h.Corrupt[0], "task summaries differ") {
+		t.Fatalf("lying summaries: %+v", h)
+	}
+
+	// A torn journal batch.
+	writeFile(t, path, string(good))
+	st = openStore(t, dir)
+	commitFiles(t, st, "two", taskPath("T-bbbbbb"), taskDoc("T-bbbbbb", "Two", "incoming", "b"))
+	closeStore(t, st)
+	f, err := os.OpenFile(path+journalSuffix, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{0x7f, 1, 2, 3, 4, 5})
+	f.Close()
+	st, cu = checkup(t, dir)
+	if h := cu.Cache(); len(h.Corrupt) != 1 || !strings.Contains(h.Corrupt[0], "journal is damaged") {
+		t.Fatalf("torn journal: %+v", h)
+	}
+}
+
+// RebuildCache keeps the sync index (and with it the conflict marks) and
+// drops what the branch can rebuild.
+func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
+	dir := makeRepo(t)
+	initStore(t, dir, "T-aaaaaa")
+	p := taskPath("T-aaaaaa")
+	st, _ := checkup(t, dir)
+	c := loadStateCache(st.cachePath(), st.Ref)
+	c.index[p].conflictW, c.index[p].conflictR, c.index[p].raw = plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222"), nil
+	if err := c.save(st.cachePath()); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := st.RebuildCache()
+	if err != nil || !kept {
+		t.Fatalf("RebuildCache: %v %v", kept, err)
+	}
+	c = loadStateCache(st.cachePath(), st.Ref)
+	if !c.tip.IsZero() || len(c.dirs) > 0 || len(c.summaries) > 0 || c.index[p] == nil || c.index[p].conflictW.IsZero() {
+		t.Fatalf("rebuilt cache: tip %s, %d dirs, %d summaries, index %+v", c.tip, len(c.dirs), len(c.summaries), c.index[p])
+	}
+	writeFile(t, viewFile(dir, p), taskDoc("T-aaaaaa", "Mine", "incoming", "x"))
+	_, cu := checkup(t, dir)
+	if cf := cu.Conflicts(); len(cf) != 1 || cf[0].Path != p || !cf[0].Changed {
+		t.Fatalf("conflict lost: %+v", cf)
+	}
+	closeStore(t, openStore(t, dir))
+	if _, cu := checkup(t, dir); cu.Cache().Stale || len(cu.Cache().Corrupt) > 0 {
+		t.Fatalf("not rebuilt: %+v", cu.Cache())
+	}
+
+	// A cache that does not decode is removed.
+	writeFile(t, st.cachePath(), "garbage")
+	if kept, err := st.RebuildCache(); err != nil || kept {
+		t.Fatalf("RebuildCache of garbage: %v %v", kept, err)
+	}
+	if _, err := os.Stat(st.cachePath()); !os.IsNotExist(err) {
+		t.Fatalf("garbage kept: %v", err)
+	}
+}
+
+func TestDoctorRefLocksAndTempFiles(t *testing.T) {
+	dir := makeRepo(t)
+	initStore(t, dir, "T-aaaaaa")
+	gitCmd(t, dir, "remote", "add", "origin", "https://example.invalid/x.git")
+	st, _ := checkup(t, dir)
+	lock := filepath.Join(st.Repo.CommonDir, "refs", "heads", "orch.lock")
+	tracking := filepath.Join(st.Repo.CommonDir, "refs", "remotes", "origin", "orch.lock")
+	writeFile(t, lock, "")
+	writeFile(t, tracking, "")
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(tracking, old, old)
+	locks := st.RefLockFiles()
+	if len(locks) != 2 || locks[0].Path != lock || locks[0].Stale || locks[1].Ref != "refs/remotes/origin/orch" || !locks[1].Stale {
+		t.Fatalf("locks: %+v", locks)
+	}
+	if ok, err := st.RemoveStaleRefLock(lock); ok || err != nil {
+		t.Fatalf("a fresh lock was removed: %v %v", ok, err)
+	}
+	if ok, err := st.RemoveStaleRefLock(tracking); !ok || err != nil {
+		t.Fatalf("a stale lock was kept: %v %v", ok, err)
+	}
+
+	// Left by an orch process that is gone.
+	writeFile(t, st.Repo.ownerFile, "2147483000\n")
+	mt := time.Now().Add(-5 * time.Second)
+	os.Chtimes(lock, mt, mt)
+	os.Chtimes(st.Repo.ownerFile, mt, mt)
+	if l := st.RefLockFiles(); len(l) != 1 || !l[0].Stale || !strings.Contains(l[0].Why, "2147483000") {
+		t.Fatalf("dead orch's lock: %+v", l)
+	}
+	if _, pid, stale := st.StaleLockOwnerNote(); !stale || pid != 2147483000 {
+		t.Fatalf("note: %d %v", pid, stale)
+	}
+	if err := st.RemoveStaleLockOwnerNote(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, st.Repo.ownerFile, "1\n") // init: alive
+	if _, _, stale := st.StaleLockOwnerNote(); stale {
+		t.Fatal("a live process's note is stale")
+	}
+
+	tmpView := viewFile(dir, "tasks/.orch-tmp-1")
+	tmpCache := filepath.Join(st.PrivDir(), ".cache-1")
+	writeFile(t, tmpView, "x")
+	writeFile(t, tmpCache, "x")
+	writeFile(t, viewFile(dir, "tasks/.other"), "x")
+	if tf := st.TempFiles(0); len(tf) != 2 {
+		t.Fatalf("temp files: %v", tf)
+	}
+	if tf := st.TempFiles(StaleTempAge); len(tf) != 0 {
+		t.Fatalf("fresh temp files counted as stale: %v", tf)
+	}
+	if err := st.RemoveTempFile(viewFile(dir, "tasks/.other")); err == nil {
+		t.Fatal("removed a file that is not orch's temp file")
+	}
+	for _, p := range st.TempFiles(0) {
+		if err := st.RemoveTempFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tf := st.TempFiles(0); len(tf) != 0 {
+		t.Fatalf("left: %v", tf)
+	}
+}
+
+// Looking takes a shared lock and creates nothing; a held exclusive lock
+// makes it wait, then fail.
+func TestDoctorLock(t *testing.T) {
+	dir := makeRepo(t)
+	st, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := st.DoctorLock(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if _, err := os.Stat(st.PrivDir()); !os.IsNotExist(err) {
+		t.Fatalf("looking created %s", st.PrivDir())
+	}
+	held, err := st.DoctorLock(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held()
+	old := DoctorLockWait
+	DoctorLockWait = 50 * time.Millisecond
+	defer func() { DoctorLockWait = old }()
+	st2, _ := Open(Options{Dir: dir})
+	if _, err := st2.DoctorLock(false); err == nil {
+		t.Fatal("shared lock taken while held exclusively")
+	} else if _, ok := err.(*ErrLockTimeout); !ok {
+		t.Fatalf("error %T %v", err, err)
+	}
+}
