@@ -140,7 +140,11 @@ func (c *stateCache) applyBatch(b []byte) bool {
 			}
 			c.putSummary(s)
 		case opSumDel:
-			delete(c.summaries, d.str())
+			p := d.str()
+			if old := c.summaries[p]; old != nil {
+				old.gone = true
+			}
+			delete(c.summaries, p)
 		case opIdx:
 			path := d.str()
 			ie := &indexEntry{}
@@ -394,6 +398,9 @@ func (c *stateCache) flushOverlay(path string) {
 
 // dropSummary removes a summary and remembers it for the journal.
 func (c *stateCache) dropSummary(p string) {
+	if old := c.summaries[p]; old != nil {
+		old.gone = true
+	}
 	delete(c.summaries, p)
 	c.delSummaries[p] = true
 }

@@ -22,8 +22,7 @@ import (
 // objectStore reads objects through go-git (loose and packed, with deltas
 // and alternates) and writes new loose objects.
 type objectStore struct {
-	zw       *zlib.Writer // level 1, for small objects
-	zwLarge  *zlib.Writer // Huffman only, for large ones (see compressor)
+	zw       *zlib.Writer // reused for every object (see compressor)
 	batching bool         // inside batch.flush: one flush for all objects
 	dir      string       // <common>/objects
 	once     sync.Once
@@ -281,7 +280,7 @@ func (o *objectStore) writeOne(t plumbing.ObjectType, data []byte, h plumbing.Ha
 			os.Remove(tmp.Name())
 		}
 	}()
-	zw := o.compressor(len(data), tmp)
+	zw := o.compressor(tmp)
 	if _, err := zw.Write([]byte(t.String() + " " + strconv.Itoa(len(data)) + "\x00")); err != nil {
 		return "", err
 	}
@@ -316,28 +315,20 @@ func (o *objectStore) writeOne(t plumbing.ObjectType, data []byte, h plumbing.Ha
 	return dir, nil
 }
 
-// largeObject is the size from which an object is only Huffman-coded.
-const largeObject = 64 << 10
-
-// compressor returns a reset zlib writer for an object of size n. Small
-// objects get level 1, as git writes loose objects (core.looseCompression);
-// git gc recompresses them all into packs. A large one (in practice the
-// tasks tree: 700 KB at 10,000 tasks, rewritten by every transition) is
-// Huffman-coded only: 2.4 ms instead of level 1's 6.6 ms for a file 20%
-// larger (measured on that tree), which is most of the compression cost of a
-// transition. Each kind of compressor is made once and reused: a new one
-// allocates (and the kernel zeroes) most of a megabyte of tables.
-func (o *objectStore) compressor(n int, w io.Writer) *zlib.Writer {
-	zp, level := &o.zw, zlib.BestSpeed
-	if n >= largeObject {
-		zp, level = &o.zwLarge, zlib.HuffmanOnly
-	}
-	if *zp == nil {
-		*zp, _ = zlib.NewWriterLevel(w, level)
+// compressor returns the reset zlib writer for the next object. Objects are
+// Huffman-coded only (no LZ77 matching): for the object that dominates, the
+// 700 KB tasks tree at 10,000 tasks that every transition rewrites, that is
+// 2.4 ms instead of level 1's 6.6 ms for a file 20% larger, and one writer of
+// one kind serves every object (each kind allocates, and the kernel zeroes,
+// most of a megabyte of tables). git gc recompresses loose objects into
+// packs in any case, as it does git's own level-1 ones.
+func (o *objectStore) compressor(w io.Writer) *zlib.Writer {
+	if o.zw == nil {
+		o.zw, _ = zlib.NewWriterLevel(w, zlib.HuffmanOnly)
 	} else {
-		(*zp).Reset(w)
+		o.zw.Reset(w)
 	}
-	return *zp
+	return o.zw
 }
 
 // syncDirs makes the directory entries of new objects durable before the ref

@@ -98,6 +98,7 @@ func (s *viewScan) run(view string) {
 	}
 	defer unix.Close(root)
 	s.exists = true
+	var direntBuf []byte
 	var st unix.Stat_t
 	if unix.Fstatat(root, ConfigFile, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
 		s.dirs[""] = map[string]fileStat{ConfigFile: statOf(&st)}
@@ -108,7 +109,7 @@ func (s *viewScan) run(view string) {
 		if err != nil {
 			continue
 		}
-		names := readNames(fd)
+		names := readNames(fd, &direntBuf)
 		// Each worker stats a stripe of the names into its own slots; the
 		// map is built once at the end, without a lock or a path string
 		// per file.
@@ -124,11 +125,13 @@ func (s *viewScan) run(view string) {
 			go func(w int) {
 				defer wg.Done()
 				var st unix.Stat_t
+				var name []byte
 				for i := w; i < len(names); i += workers {
 					if !MirroredName(dir, names[i]) {
 						continue
 					}
-					if unix.Fstatat(fd, names[i], &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+					name = append(append(name[:0], names[i]...), 0)
+					if fstatat(fd, name, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 						continue
 					}
 					stats[i], ok[i] = statOf(&st), true
@@ -150,15 +153,19 @@ func (s *viewScan) run(view string) {
 	}
 }
 
-func readNames(fd int) []string {
-	buf := make([]byte, 256<<10)
+// readNames lists a directory; *buf is the getdents buffer, kept for the
+// next directory.
+func readNames(fd int, buf *[]byte) []string {
+	if *buf == nil {
+		*buf = make([]byte, 128<<10)
+	}
 	var names []string
 	for {
-		n, err := unix.ReadDirent(fd, buf)
+		n, err := unix.ReadDirent(fd, *buf)
 		if err != nil || n <= 0 {
 			break
 		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+		_, _, names = unix.ParseDirent((*buf)[:n], -1, names)
 	}
 	return names
 }

@@ -331,12 +331,23 @@ func (st *Store) updateSummaries(changes []Change) {
 		}
 		if c.Delete {
 			st.cache.dropSummary(c.Path)
+			st.byID = nil
 			continue
 		}
 		blob, _ := st.snap.Get(c.Path)
-		st.cache.putSummary(summarize(c.Path, blob, c.Data))
+		s := summarize(c.Path, blob, c.Data)
+		st.cache.putSummary(s)
+		if st.byID != nil {
+			// Keep the map (rebuilding it costs more than the commit's
+			// other bookkeeping at 10,000 tasks), unless the change could
+			// make another file the holder of an id.
+			if old := st.byID[s.Task.ID]; s.Task.ID == "" || old != nil && old.Path != s.Path && old.Path < s.Path {
+				st.byID = nil
+			} else {
+				st.byID[s.Task.ID] = s
+			}
+		}
 	}
-	st.byID = nil
 }
 
 // readView returns the view's copy of path when the sync index says it holds
@@ -481,14 +492,7 @@ func (st *Store) SummaryByID(id string) *Summary {
 		return nil
 	}
 	if st.byID == nil {
-		st.byID = make(map[string]*Summary, len(st.cache.summaries))
-		for _, s := range st.cache.summaries {
-			if s.Task.ID != "" {
-				if old := st.byID[s.Task.ID]; old == nil || s.Path < old.Path {
-					st.byID[s.Task.ID] = s
-				}
-			}
-		}
+		st.byID = st.cache.byIDMap()
 	}
 	if s := st.byID[id]; s != nil {
 		return s.load()

@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 )
 
 // startProfile writes a CPU profile of the whole command to the file named
-// by ORCH_CPUPROFILE, when that is set (for bench/ and `go tool pprof`; not
-// a user feature). The returned function stops the profile.
+// by ORCH_CPUPROFILE, when that is set, and with it an allocation profile to
+// ORCH_MEMPROFILE (for bench/ and `go tool pprof`; not a user feature). The
+// returned function stops the profiles.
 func startProfile() func() {
 	p := os.Getenv("ORCH_CPUPROFILE")
 	if p == "" {
@@ -24,8 +26,18 @@ func startProfile() func() {
 		f.Close()
 		return func() {}
 	}
+	mem := os.Getenv("ORCH_MEMPROFILE")
+	if mem != "" {
+		runtime.MemProfileRate = 4096
+	}
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		if mem != "" {
+			if mf, err := os.Create(mem); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(mf, 0)
+				mf.Close()
+			}
+		}
 	}
 }
