@@ -70,6 +70,12 @@ func (s *Snapshot) Get(path string) (plumbing.Hash, bool) {
 	return plumbing.ZeroHash, false
 }
 
+// Has reports whether path is a file at this snapshot.
+func (s *Snapshot) Has(path string) bool {
+	_, ok := s.Get(path)
+	return ok
+}
+
 // Read returns the content at path.
 func (s *Snapshot) Read(path string) ([]byte, error) {
 	h, ok := s.Get(path)

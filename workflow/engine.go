@@ -57,6 +57,8 @@ type Engine struct {
 	// thousands of files, a sweep, stats over the event log) has got, with
 	// done == total at the end. The command decides whether to show it.
 	Progress func(what string, done, total int)
+
+	clone string // this clone's ID in event file names, once read
 }
 
 // progress reports how far a long operation has got (see Progress).
@@ -420,6 +422,7 @@ type Event struct {
 // fileReader reads a file of the state branch as a commit will leave it.
 type fileReader interface {
 	Read(path string) ([]byte, error)
+	Has(path string) bool
 }
 
 // maxEventFile is where an events file is closed and a new one started, so
@@ -436,22 +439,25 @@ func (e *Engine) eventChange(snap fileReader, ev Event) (gitstore.Change, error)
 	}
 	day := e.Now().UTC().Format("2006-01-02")
 	clone := e.cloneID()
-	var path string
+	name := func(n int) string {
+		if n == 1 {
+			return fmt.Sprintf("%s/%s-%s.jsonl", gitstore.EventsDir, day, clone)
+		}
+		return fmt.Sprintf("%s/%s-%s-%d.jsonl", gitstore.EventsDir, day, clone, n)
+	}
+	// The day's newest file is the last that exists; only it is read (a
+	// busy day has many full ones before it).
+	n := 1
+	for n < 100000 && snap.Has(name(n+1)) {
+		n++
+	}
+	path := name(n)
 	var data []byte
-	for n := 1; n < 100000; n++ {
-		name := fmt.Sprintf("%s-%s.jsonl", day, clone)
-		if n > 1 {
-			name = fmt.Sprintf("%s-%s-%d.jsonl", day, clone, n)
-		}
-		path = gitstore.EventsDir + "/" + name
-		cur, err := snap.Read(path)
-		if err != nil {
-			data = nil
-			break // new file
-		}
+	if cur, err := snap.Read(path); err == nil {
 		if len(cur) < maxEventFile {
 			data = cur
-			break
+		} else {
+			path = name(n + 1)
 		}
 	}
 	data = append(append(data, line...), '\n')
@@ -461,9 +467,13 @@ func (e *Engine) eventChange(snap fileReader, ev Event) (gitstore.Change, error)
 // cloneID names this clone in event file names. It is random and kept in
 // the private state; losing it only starts new event files.
 func (e *Engine) cloneID() string {
+	if e.clone != "" {
+		return e.clone
+	}
 	p := filepath.Join(e.Store.PrivDir(), "clone-id")
 	if b, err := os.ReadFile(p); err == nil {
 		if s := strings.TrimSpace(string(b)); len(s) == 6 && strings.Trim(s, idAlphabet) == "" {
+			e.clone = s
 			return s
 		}
 	}
@@ -474,7 +484,8 @@ func (e *Engine) cloneID() string {
 	}
 	_ = os.MkdirAll(filepath.Dir(p), 0o777)
 	_ = os.WriteFile(p, []byte(b.String()+"\n"), 0o666)
-	return b.String()
+	e.clone = b.String()
+	return e.clone
 }
 
 // Result is what a state-changing operation reports.

@@ -156,6 +156,16 @@ func (m *mergedSnapshot) Read(path string) ([]byte, error) {
 	return m.Snapshot.Read(path)
 }
 
+// Has reports whether path exists as the commit will leave it.
+func (m *mergedSnapshot) Has(path string) bool {
+	for _, c := range m.changes {
+		if c.Path == path {
+			return !c.Delete
+		}
+	}
+	return m.Snapshot.Has(path)
+}
+
 func mergeChange(changes []gitstore.Change, c gitstore.Change) []gitstore.Change {
 	for i := range changes {
 		if changes[i].Path == c.Path {
