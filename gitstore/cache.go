@@ -372,28 +372,12 @@ func encodeSummary(e *enc, s *Summary) {
 // decodeSummaryHeader reads what encodeSummary wrote, but of the task only
 // its ID and queue; raw keeps the record's bytes for load (and for writing
 // it back unchanged).
-func decodeSummaryHeader(d *dec, s *Summary) {
-	start := d.pos
-	n := d.uv()
-	if n > uint64(len(d.buf)-d.pos) {
-		d.fail()
-		return
-	}
-	end := d.pos + int(n)
-	body := &dec{buf: d.buf[:end], pos: d.pos}
-	s.Path, s.Blob, s.Problem, s.ProblemLine = body.str(), body.hash(), body.str(), int(body.uv())
-	s.Task.ID, s.Task.Queue = body.str(), taskfile.Queue(body.str())
-	if body.err != nil {
-		d.fail()
-		return
-	}
-	d.pos = end
-	s.raw = d.buf[start:end:end]
-	s.lazy = true
-}
+func decodeSummaryHeader(d *dec, s *Summary) { decodeSummaryRecord(d, s, false) }
 
 // decodeSummary reads a whole summary record.
-func decodeSummary(d *dec, s *Summary) {
+func decodeSummary(d *dec, s *Summary) { decodeSummaryRecord(d, s, true) }
+
+func decodeSummaryRecord(d *dec, s *Summary, full bool) {
 	start := d.pos
 	n := d.uv()
 	if n > uint64(len(d.buf)-d.pos) {
@@ -403,14 +387,18 @@ func decodeSummary(d *dec, s *Summary) {
 	end := d.pos + int(n)
 	body := &dec{buf: d.buf[:end], pos: d.pos}
 	s.Path, s.Blob, s.Problem, s.ProblemLine = body.str(), body.hash(), body.str(), int(body.uv())
-	decodeTask(body, &s.Task)
-	if body.err != nil || body.pos != end {
+	if full {
+		decodeTask(body, &s.Task)
+	} else {
+		s.Task.ID, s.Task.Queue = body.str(), taskfile.Queue(body.str())
+	}
+	if body.err != nil || full && body.pos != end {
 		d.fail()
 		return
 	}
 	d.pos = end
 	s.raw = d.buf[start:end:end]
-	s.lazy = false
+	s.lazy = !full
 }
 
 // encodeIndexEntry writes one sync-index entry (without its path).
