@@ -4,7 +4,7 @@ BIN     ?= bin/orch
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build install test test-short fuzz race demo bench lint docs clean
+.PHONY: all build install test test-short fuzz race demo bench gobench lint docs clean
 
 all: build
 
@@ -16,21 +16,43 @@ install:
 
 # Every test: unit, package tests on real repositories, the testscript
 # scripts, the multi-process concurrency tests, and a few seconds of each
-# fuzz target.
+# fuzz target, and the race detector on the packages that run goroutines.
 test: lint
 	$(GO) test -count=1 ./...
+	$(MAKE) race
 	$(MAKE) fuzz
 
 # A count, not a duration: Go 1.26's time-limited fuzzing can end in a spurious
 # "context deadline exceeded" on a loaded machine (golang/go#75804).
-FUZZTIME ?= 3000x
+# Each target runs from its seed corpus in testdata/fuzz/<Name>/ plus
+# FUZZTIME new inputs: about 2-5 s per target on a 2-core machine.
+FUZZTIME ?= 20000x
+FUZZ_TARGETS = \
+	./taskfile:FuzzParse ./taskfile:FuzzEdit ./taskfile:FuzzMergeText \
+	./workflow:FuzzReview ./workflow:FuzzRefusal \
+	./ghreview:FuzzParseReviews ./ghreview:FuzzParseComments \
+	./cmd/orch:FuzzJSONString
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./taskfile
-	$(GO) test -run '^$$' -fuzz '^FuzzEdit$$' -fuzztime $(FUZZTIME) ./taskfile
-	$(GO) test -run '^$$' -fuzz '^FuzzMergeText$$' -fuzztime $(FUZZTIME) ./taskfile
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*})"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
 
+# The race detector over every package and test, except two that start no
+# goroutines and are slow under it: the testscript scripts (every orch a
+# script runs is the race-instrumented test binary, and the scripts alone
+# then pass the default 10-minute timeout on a 2-core machine) and the
+# hostile-input sizes of taskfile (a minute of single-threaded parsing). The
+# goroutines (the view scan, the background reconcile, board --watch,
+# progress) run under -race in the package tests, and the e2e tests drive
+# real processes.
 race:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -skip '^(TestScripts|TestHostileFiles)$$' ./...
+
+# Go benchmarks of the parser, the surgical editor, the tree-surgery commit
+# and claim selection: a fixed count, to compare runs (benchstat).
+gobench:
+	$(GO) test -run '^$$' -bench . -benchtime 100x ./taskfile ./gitstore ./workflow
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -292,7 +292,12 @@ func readLimited(path string) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > taskfile.MaxFileSize {
-		return nil, &taskfile.ParseError{Path: path, Msg: fmt.Sprintf("file is larger than %d bytes", taskfile.MaxFileSize)}
+		// Name the file as every other message does: from the view down.
+		name := path
+		if i := strings.LastIndex(path, string(filepath.Separator)+ViewDirName+string(filepath.Separator)); i >= 0 {
+			name = filepath.ToSlash(path[i+1:])
+		}
+		return nil, &taskfile.ParseError{Path: name, Msg: fmt.Sprintf("file is larger than %d bytes (%d MiB), the limit for a file orch reads", taskfile.MaxFileSize, taskfile.MaxFileSize>>20)}
 	}
 	return data, nil
 }

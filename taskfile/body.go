@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"strings"
 
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 )
 
@@ -22,14 +22,31 @@ type Section struct {
 	ContentText string `json:"-"`
 }
 
-var markdown = goldmark.New()
+// blockParser reads the block structure of markdown only. Headings need
+// nothing more, and inline parsing (links, emphasis, code spans) is where a
+// hostile body costs quadratic time: 800 KB of "[a](" took minutes.
+var blockParser = parser.NewParser(
+	parser.WithBlockParsers(parser.DefaultBlockParsers()...),
+	parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
+)
+
+// maxNesting bounds the container prefix (quote markers, list markers and
+// indentation) of a body line that Sections hands to the markdown parser,
+// whose cost grows with the square of the nesting: 100 KB of ">" took 10
+// seconds. Bodies with deeper lines are read by a line scan instead.
+const maxNesting = 256
 
 // Sections lists the top-level headings of the body in order. Headings inside
 // code blocks, lists or quotes are text, not sections, which is why this uses
-// a markdown parser rather than a line scan.
+// a markdown parser rather than a line scan (except for pathologically deep
+// bodies, see maxNesting).
 func (f *File) Sections() []Section {
 	body := f.Body()
-	doc := markdown.Parser().Parse(text.NewReader(body))
+	if deeplyNested(body) {
+		return f.finishSections(scanSections(f, body))
+	}
+	doc := blockParser.Parse(text.NewReader(body))
+	lc := lineCounter{src: f.Src, line: 1}
 	var out []Section
 	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
 		h, ok := n.(*ast.Heading)
@@ -62,9 +79,14 @@ func (f *File) Sections() []Section {
 			Title:      strings.TrimSpace(title.String()),
 			Start:      f.bodyStart + start,
 			HeadingEnd: f.bodyStart + end,
-			StartLine:  lineOf(f.Src, f.bodyStart+start),
+			StartLine:  lc.at(f.bodyStart + start),
 		})
 	}
+	return f.finishSections(out)
+}
+
+// finishSections sets where each section ends and its text.
+func (f *File) finishSections(out []Section) []Section {
 	for i := range out {
 		out[i].End = len(f.Src)
 		for j := i + 1; j < len(out); j++ {
@@ -76,6 +98,82 @@ func (f *File) Sections() []Section {
 		out[i].ContentText = string(f.Src[out[i].HeadingEnd:out[i].End])
 	}
 	return out
+}
+
+// deeplyNested reports whether a line of body starts with a container
+// prefix longer than maxNesting bytes.
+func deeplyNested(body []byte) bool {
+	n := 0
+	start := true
+	for _, c := range body {
+		switch {
+		case c == '\n':
+			n, start = 0, true
+		case !start:
+		case c == ' ' || c == '\t' || c == '>' || c == '-' || c == '*' || c == '+' || c == '.' || c == ')' || c >= '0' && c <= '9':
+			if n++; n > maxNesting {
+				return true
+			}
+		default:
+			start = false
+		}
+	}
+	return false
+}
+
+// scanSections finds the ATX headings ("## Title") of body that stand
+// outside fenced code blocks, line by line: the reading of Sections for
+// bodies too deeply nested to parse as markdown.
+func scanSections(f *File, body []byte) []Section {
+	var out []Section
+	var fence []byte
+	lc := lineCounter{src: f.Src, line: 1}
+	for pos := 0; pos < len(body); {
+		end := lineEndIn(body, pos)
+		line := bytes.TrimRight(body[pos:end], "\r\n")
+		trimmed := bytes.TrimLeft(line, " ")
+		indent := len(line) - len(trimmed)
+		switch {
+		case indent > 3:
+		case fence != nil:
+			if bytes.HasPrefix(trimmed, fence) && len(bytes.Trim(trimmed, string(fence[:1])+" \t")) == 0 {
+				fence = nil
+			}
+		case bytes.HasPrefix(trimmed, []byte("```")) || bytes.HasPrefix(trimmed, []byte("~~~")):
+			n := len(trimmed) - len(bytes.TrimLeft(trimmed, string(trimmed[:1])))
+			fence = trimmed[:n]
+		case len(trimmed) > 0 && trimmed[0] == '#':
+			level := len(trimmed) - len(bytes.TrimLeft(trimmed, "#"))
+			rest := trimmed[level:]
+			if level > 6 || len(rest) > 0 && rest[0] != ' ' && rest[0] != '\t' {
+				break
+			}
+			title := bytes.TrimSpace(rest)
+			if t := bytes.TrimRight(title, "#"); len(t) == 0 || t[len(t)-1] == ' ' || t[len(t)-1] == '\t' {
+				title = bytes.TrimSpace(t)
+			}
+			out = append(out, Section{Level: level, Title: string(title), Start: f.bodyStart + pos, HeadingEnd: f.bodyStart + end,
+				StartLine: lc.at(f.bodyStart + pos)})
+		}
+		pos = end
+	}
+	return out
+}
+
+// lineCounter gives the 1-based lines of increasing offsets in src in time
+// linear in the size of src (lineOf for each would be quadratic).
+type lineCounter struct {
+	src       []byte
+	off, line int
+}
+
+func (c *lineCounter) at(off int) int {
+	if off < c.off {
+		c.off, c.line = 0, 1
+	}
+	c.line += bytes.Count(c.src[c.off:off], []byte{'\n'})
+	c.off = off
+	return c.line
 }
 
 // SectionText returns the text under a section (without its heading line).

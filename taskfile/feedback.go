@@ -1,6 +1,7 @@
 package taskfile
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strconv"
@@ -127,7 +128,8 @@ func (f *File) FeedbackRounds() []Round {
 			if sm[2] != "" {
 				src.Time, _ = ParseTime(sm[2])
 			}
-			src.Text, src.Issues = parseIssues(f.Src, sub.HeadingEnd, sub.End)
+			line := sub.StartLine + bytes.Count(f.Src[sub.Start:sub.HeadingEnd], []byte{'\n'})
+			src.Text, src.Issues = parseIssues(f.Src, sub.HeadingEnd, sub.End, line)
 			r.Sources = append(r.Sources, src)
 		}
 		if v := verdictOf(f.SectionText(s)); v != "" {
@@ -147,14 +149,14 @@ func verdictOf(text string) string {
 	return ""
 }
 
-// parseIssues splits a source's text into structured issues and free text.
-func parseIssues(src []byte, start, end int) (string, []Issue) {
+// parseIssues splits a source's text into structured issues and free text;
+// line is the 1-based line of start.
+func parseIssues(src []byte, start, end, line int) (string, []Issue) {
 	text := string(src[start:end])
 	lines := strings.SplitAfter(text, "\n")
 	var free strings.Builder
 	var issues []Issue
 	var cur *Issue
-	line := lineOf(src, start)
 	for i, raw := range lines {
 		l := strings.TrimRight(raw, "\r\n")
 		if m := issueRE().FindStringSubmatch(l); m != nil {
@@ -205,16 +207,20 @@ func RenderIssue(is Issue) string {
 		box = "x"
 	}
 	fmt.Fprintf(&b, "- [%s] **%s** %s", box, is.ID, is.Severity)
-	if is.Location != "" {
-		fmt.Fprintf(&b, " `%s`", strings.ReplaceAll(is.Location, "`", "'"))
+	// One line, or the issue line would not read back as an issue at all.
+	if loc := oneLine(strings.ReplaceAll(is.Location, "`", "'")); loc != "" {
+		fmt.Fprintf(&b, " `%s`", loc)
 	}
 	if is.Title != "" {
 		b.WriteString(" — " + oneLine(is.Title))
 	}
 	b.WriteString("\n")
 	for _, l := range strings.Split(strings.TrimSpace(is.Problem), "\n") {
-		if strings.TrimSpace(l) != "" {
-			b.WriteString("  " + strings.TrimSpace(l) + "\n")
+		if l = strings.TrimSpace(l); l != "" {
+			if responseRE().MatchString("  " + l) {
+				l = `\` + l // text, not a response the implementer never wrote
+			}
+			b.WriteString("  " + l + "\n")
 		}
 	}
 	if is.Fix != "" {
@@ -250,7 +256,7 @@ func RenderSource(s Source) string {
 	}
 	b.WriteString("\n\n")
 	if t := strings.TrimSpace(s.Text); t != "" {
-		b.WriteString(demoteHeadings(t) + "\n")
+		b.WriteString(escapeIssueLines(demoteHeadings(t)) + "\n")
 		if len(s.Issues) > 0 {
 			b.WriteString("\n")
 		}
@@ -276,6 +282,22 @@ func demoteHeadings(t string) string {
 			if n >= 1 && n <= 3 && (len(tl) == n || tl[n] == ' ') {
 				lines[i] = "####" + tl[n:]
 			}
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// escapeIssueLines keeps free text (a reviewer's notes, a GitHub review
+// body) from reading back as structured issues: a line that looks like one
+// gets a backslash, which markdown does not show.
+func escapeIssueLines(t string) string {
+	if !strings.Contains(t, "**R") {
+		return t
+	}
+	lines := strings.Split(t, "\n")
+	for i, l := range lines {
+		if issueRE().MatchString(strings.TrimRight(l, "\r")) {
+			lines[i] = `\` + l
 		}
 	}
 	return strings.Join(lines, "\n")

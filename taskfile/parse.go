@@ -15,7 +15,7 @@ import (
 
 // MaxFileSize bounds what orch will parse. Larger files are refused with a
 // clear message instead of costing unbounded time and memory.
-const MaxFileSize = 16 << 20
+const MaxFileSize = 1 << 20
 
 // File is a parsed task file. Src is never modified in place: edits return a
 // new File built from new bytes.
@@ -112,7 +112,7 @@ func Parse(path string, src []byte) (f *File, err error) {
 		}
 	}()
 	if len(src) > MaxFileSize {
-		return nil, &ParseError{Path: path, Msg: fmt.Sprintf("file is %d bytes; the limit is %d", len(src), MaxFileSize)}
+		return nil, &ParseError{Path: path, Msg: fmt.Sprintf("file is %d bytes; the limit is %d (%d MiB) for a task file", len(src), MaxFileSize, MaxFileSize>>20)}
 	}
 	if bytes.IndexByte(src, 0) >= 0 {
 		return nil, &ParseError{Path: path, Line: lineOf(src, bytes.IndexByte(src, 0)), Msg: "file contains a NUL byte"}

@@ -405,6 +405,11 @@ func asParseError(err error, path string) *taskfile.ParseError {
 	if errors.As(err, &pe) {
 		return pe
 	}
+	var ee *taskfile.EditError
+	if errors.As(err, &ee) {
+		// Its Error() starts with its own path: say the path once.
+		return &taskfile.ParseError{Path: path, Msg: fmt.Sprintf("cannot change %q: %s", ee.Key, ee.Msg)}
+	}
 	return &taskfile.ParseError{Path: path, Msg: err.Error()}
 }
 

@@ -360,16 +360,25 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 		return "", false, "", nil, &RuleError{Rule: "branch", Msg: fmt.Sprintf("%q is not a valid branch name", branch), Hint: "fix branch: in the task file"}
 	}
 	ref := "refs/heads/" + branch
+	base := t.Task.BaseBranch
+	if base == "" {
+		base = e.Config.BaseBranch
+	}
+	// A task's branch is its own: work committed on the state branch or
+	// straight on the base branch would bypass review (or break orch).
+	if ref == e.Store.Ref || branch == base {
+		what := "the state branch"
+		if branch == base {
+			what = "the base branch"
+		}
+		return "", false, "", nil, &RuleError{Rule: "branch", Msg: fmt.Sprintf("%s's branch %q is %s; a task needs a branch of its own", t.Task.ID, branch, what), Hint: "remove branch: from the task file (orch edit " + t.Task.ID + "), and orch names one"}
+	}
 	cur, err := e.Store.ReadRef(ref)
 	if err != nil {
 		return "", false, "", nil, err
 	}
 	if !cur.IsZero() {
 		return branch, true, "", nil, nil
-	}
-	base := t.Task.BaseBranch
-	if base == "" {
-		base = e.Config.BaseBranch
 	}
 	baseHash, err := e.Store.ReadRef("refs/heads/" + base)
 	if err != nil {

@@ -142,8 +142,27 @@ func checkReviewInput(in *ReviewInput) error {
 		if strings.TrimSpace(is.Title) == "" {
 			return &UsageError{Msg: fmt.Sprintf("issue %d has no title", i+1)}
 		}
+		for _, f := range []struct{ name, val string }{{"severity", is.Severity}, {"title", is.Title}, {"location", is.Location}, {"problem", is.Problem}, {"fix", is.Fix}, {"why", is.Why}} {
+			if hasControl(f.val) {
+				return &UsageError{Msg: fmt.Sprintf("issue %d: the %s contains control characters", i+1, f.name), Hint: "a review is text: no NUL, escape or other control characters"}
+			}
+		}
+	}
+	if hasControl(in.Notes) {
+		return &UsageError{Msg: "the notes contain control characters", Hint: "a review is text: no NUL, escape or other control characters"}
 	}
 	return nil
+}
+
+// hasControl reports control characters other than tab and line breaks:
+// they cannot go into a task file (NUL) or would reach a terminal raw.
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 // reviewIssue is the i-th (0-based) new issue of review round n.
