@@ -24,7 +24,7 @@ import (
 // index (for reconciling with stat calls instead of reads). It is a pure
 // cache: a missing, stale or corrupt file is detected (version, ref, tip,
 // checksum) and rebuilt from the branch and the view.
-const cacheMagic = "orch-state-cache v9\n"
+const cacheMagic = "orch-state-cache v10\n"
 
 // Summary is what orch knows about a task without reading its file again.
 type Summary struct {
@@ -36,7 +36,8 @@ type Summary struct {
 
 	raw []byte // its encoding in the loaded cache (nil once changed)
 	// lazy: only the header (Path, Blob, Problem, ProblemLine, Task.ID,
-	// Task.Queue) is decoded; load decodes the rest from raw. A transition
+	// Task.Queue, Task.Priority, Task.Created) is decoded; load decodes
+	// the rest from raw. A transition
 	// touches a handful of the 10,000 summaries a cache holds, and decoding
 	// them all cost it 6 ms.
 	lazy bool
@@ -139,6 +140,32 @@ func (c *stateCache) byID(id string) *Summary {
 		}
 	}
 	return found
+}
+
+// eachSummary calls fn for every summary: in the order of the ID list when
+// it holds each of them once (a walk along the slab they were decoded
+// into, where iterating the map chases pointers at random), else from the
+// map.
+func (c *stateCache) eachSummary(fn func(*Summary)) {
+	if len(c.ids) >= len(c.summaries) {
+		live := 0
+		for i := range c.ids {
+			if !c.ids[i].s.gone {
+				live++
+			}
+		}
+		if live == len(c.summaries) {
+			for i := range c.ids {
+				if s := c.ids[i].s; !s.gone {
+					fn(s)
+				}
+			}
+			return
+		}
+	}
+	for _, s := range c.summaries {
+		fn(s)
+	}
 }
 
 // byIDMap maps every id to its summary (the one with the smallest path when
@@ -272,13 +299,15 @@ func (d *dec) strs() []string {
 	return out
 }
 
-// encodeTask writes a task; ID and Queue come first because they are part of
-// a summary's header (see decodeSummaryHeader).
+// encodeTask writes a task; ID, queue, priority and created come first
+// because they are a summary's header (see decodeSummaryHeader): what
+// claim order sorts by.
 func encodeTask(e *enc, t *taskfile.Task) {
 	e.str(t.ID)
 	e.str(string(t.Queue))
-	e.str(t.Title)
 	e.str(t.Priority)
+	e.time(t.Created)
+	e.str(t.Title)
 	e.str(t.Role)
 	e.str(t.Branch)
 	e.str(t.BaseBranch)
@@ -294,15 +323,12 @@ func encodeTask(e *enc, t *taskfile.Task) {
 	e.strs(t.LockedOut)
 	e.strs(t.DependsOn)
 	e.strs(t.Labels)
-	e.time(t.Created)
 	e.str(t.RejectedAt)
 }
 
 func decodeTask(d *dec, t *taskfile.Task) {
-	t.ID = d.str()
-	t.Queue = taskfile.Queue(d.str())
+	decodeTaskHeader(d, t)
 	t.Title = d.str()
-	t.Priority = d.str()
 	t.Role = d.str()
 	t.Branch = d.str()
 	t.BaseBranch = d.str()
@@ -318,8 +344,15 @@ func decodeTask(d *dec, t *taskfile.Task) {
 	t.LockedOut = d.strs()
 	t.DependsOn = d.strs()
 	t.Labels = d.strs()
-	t.Created = d.time()
 	t.RejectedAt = d.str()
+}
+
+// decodeTaskHeader reads the fields encodeTask writes first.
+func decodeTaskHeader(d *dec, t *taskfile.Task) {
+	t.ID = d.str()
+	t.Queue = taskfile.Queue(d.str())
+	t.Priority = d.str()
+	t.Created = d.time()
 }
 
 // Index entry flags.
@@ -370,7 +403,7 @@ func encodeSummary(e *enc, s *Summary) {
 }
 
 // decodeSummaryHeader reads what encodeSummary wrote, but of the task only
-// its ID and queue; raw keeps the record's bytes for load (and for writing
+// its ID, queue, priority and created time; raw keeps the record's bytes for load (and for writing
 // it back unchanged).
 func decodeSummaryHeader(d *dec, s *Summary) { decodeSummaryRecord(d, s, false) }
 
@@ -390,7 +423,7 @@ func decodeSummaryRecord(d *dec, s *Summary, full bool) {
 	if full {
 		decodeTask(body, &s.Task)
 	} else {
-		s.Task.ID, s.Task.Queue = body.str(), taskfile.Queue(body.str())
+		decodeTaskHeader(body, &s.Task)
 	}
 	if body.err != nil || full && body.pos != end {
 		d.fail()

@@ -450,21 +450,34 @@ func (st *Store) Summaries() []*Summary {
 // EachSummary calls fn for every task, in no particular order (cheaper than
 // Summaries when the caller sorts anyway).
 func (st *Store) EachSummary(fn func(*Summary)) {
-	for _, s := range st.cache.summaries {
-		fn(s.load())
-	}
+	st.cache.eachSummary(func(s *Summary) { fn(s.load()) })
 }
 
 // EachSummaryIn calls fn for every task in one of the queues (all when
 // queues is empty), in no particular order. Tasks in other queues are not
 // decoded: a claim looks at the open queues, not at thousands of done tasks.
 func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)) {
-	for _, s := range st.cache.summaries {
+	st.cache.eachSummary(func(s *Summary) {
 		if len(queues) == 0 || queues[s.Task.Queue] {
 			fn(s.load())
 		}
-	}
+	})
 }
+
+// EachSummaryHeaderIn is EachSummaryIn without decoding the tasks: fn may
+// get a summary of which only the header is set (Path, Blob, Problem,
+// ProblemLine and, of the task, ID, Queue, Priority, Created: what claim
+// order sorts by). Loaded returns the whole summary.
+func (st *Store) EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*Summary)) {
+	st.cache.eachSummary(func(s *Summary) {
+		if len(queues) == 0 || queues[s.Task.Queue] {
+			fn(s)
+		}
+	})
+}
+
+// Loaded returns s with every field decoded (see EachSummaryHeaderIn).
+func (st *Store) Loaded(s *Summary) *Summary { return s.load() }
 
 // EachTaskID calls fn with every task's ID and queue, without decoding the
 // rest of the task (for resolving ID prefixes).

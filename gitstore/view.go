@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -106,36 +108,33 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 	pending := map[string]bool{}
 	seen := 0     // index entries matched with a file of the branch
 	scanHits := 0 // view files matched with an index entry and a branch file
-	var buf []byte
 	for _, d := range append([]string{""}, mirroredDirs...) {
 		dt := snap.dirs[d]
 		if dt == nil {
 			continue
 		}
-		for i := range dt.entries {
-			e := &dt.entries[i]
-			if e.mode != modeFile && e.mode != modeExec {
-				continue
-			}
-			buf = buf[:0]
-			if d != "" {
-				buf = append(append(buf, d...), '/')
-			}
-			buf = append(buf, e.name...)
-			ie, known := st.cache.index[string(buf)]
-			if known {
-				seen++
-				ws, wok := scan.dirs[d][e.name]
-				if wok {
-					scanHits++
-				}
-				if wok && ie.matches(ws) && e.hash == ie.blob && ie.conflictW.IsZero() {
-					continue // the common case: nothing changed anywhere
-				}
-				pending[string(buf)] = true
-				continue
-			}
-			if p := string(buf); Mirrored(p) {
+		// A large directory (tasks/) is compared in two halves at once:
+		// the comparison only reads the maps, and it is on the critical
+		// path of every command.
+		parts := 1
+		if len(dt.entries) >= 2048 {
+			parts = 2
+		}
+		results := make([]dirCompare, parts)
+		var wg sync.WaitGroup
+		for k := 0; k < parts; k++ {
+			lo, hi := k*len(dt.entries)/parts, (k+1)*len(dt.entries)/parts
+			wg.Add(1)
+			go func(r *dirCompare) {
+				defer wg.Done()
+				*r = st.compareEntries(d, dt.entries[lo:hi], scan.dirs[d])
+			}(&results[k])
+		}
+		wg.Wait()
+		for _, r := range results {
+			seen += r.seen
+			scanHits += r.scanHits
+			for _, p := range r.pending {
 				pending[p] = true
 			}
 		}
@@ -148,6 +147,7 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 			}
 		}
 	}
+	var buf []byte
 	for dir, files := range scan.dirs {
 		if scanHits == scan.n {
 			break // every view file was matched above
@@ -169,6 +169,47 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 	}
 	sort.Strings(sorted)
 	return sorted
+}
+
+// dirCompare is what compareEntries found in part of a directory.
+type dirCompare struct {
+	seen, scanHits int
+	pending        []string
+}
+
+// compareEntries compares branch entries of dir with the sync index and
+// the scanned view files; it only reads.
+func (st *Store) compareEntries(d string, entries []treeEntry, files map[string]fileStat) dirCompare {
+	var r dirCompare
+	var buf []byte
+	for i := range entries {
+		e := &entries[i]
+		if e.mode != modeFile && e.mode != modeExec {
+			continue
+		}
+		buf = buf[:0]
+		if d != "" {
+			buf = append(append(buf, d...), '/')
+		}
+		buf = append(buf, e.name...)
+		ie, known := st.cache.index[string(buf)]
+		if known {
+			r.seen++
+			ws, wok := files[e.name]
+			if wok {
+				r.scanHits++
+			}
+			if wok && ie.matches(ws) && e.hash == ie.blob && ie.conflictW.IsZero() {
+				continue // the common case: nothing changed anywhere
+			}
+			r.pending = append(r.pending, string(buf))
+			continue
+		}
+		if p := string(buf); Mirrored(p) {
+			r.pending = append(r.pending, p)
+		}
+	}
+	return r
 }
 
 func (st *Store) reconcilePaths(paths []string, pol Policy, rep *Reconciled) error {
@@ -380,6 +421,13 @@ func (st *Store) writeViewForce(p string, data []byte, blob plumbing.Hash) {
 		return
 	}
 	_ = os.Chmod(tmp.Name(), 0o644)
+	// Date the file viewWriteAge in the past, so that its stat data can be
+	// trusted at once: a person's later write, even within the same clock
+	// tick, stamps the present and so differs from what the index holds.
+	// Without it every file orch writes is racy (see isRacy) and costs the
+	// next command a read and its index entry a rewrite.
+	now := time.Now()
+	_ = os.Chtimes(tmp.Name(), now, now.Add(-viewWriteAge))
 	if err := os.Rename(tmp.Name(), full); err != nil {
 		os.Remove(tmp.Name())
 		st.note("cannot write %s: %v", st.rel(p), err)
@@ -389,6 +437,10 @@ func (st *Store) writeViewForce(p string, data []byte, blob plumbing.Hash) {
 		st.record(p, blob, ws)
 	}
 }
+
+// viewWriteAge is how far in the past orch dates the view files it writes:
+// more than the coarsest timestamp tick isRacy allows for.
+const viewWriteAge = 3 * time.Second
 
 // viewDirOK reports whether the directory of view path p is a real
 // directory of the view, not a symlink to somewhere else: orch never writes

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -625,7 +626,9 @@ func TestReconcilePrivateStateDeleted(t *testing.T) {
 }
 
 // A hand edit made within the same timestamp tick as orch's write, with
-// identical size: stat data cannot tell, so orch must not trust it.
+// identical size. orch dates the files it writes viewWriteAge in the past,
+// so the edit's present mtime tells; and an entry whose stat was taken too
+// close to its mtime (racy) is never trusted: the file is read.
 func TestReconcileRacyEdit(t *testing.T) {
 	t.Parallel()
 	dir := viewRepo(t, "T-racy01")
@@ -637,8 +640,8 @@ func TestReconcileRacyEdit(t *testing.T) {
 	if ie == nil || ie.blob != HashBlob([]byte(v2)) {
 		t.Fatalf("sync index after the write: %+v", ie)
 	}
-	if !ie.racy {
-		t.Fatal("a file stat-ed right after orch wrote it is not marked racy")
+	if ie.racy || time.Since(time.Unix(0, ie.mtime)) < viewWriteAge-time.Second {
+		t.Fatalf("a file orch wrote: racy %v, mtime %v ago; want it dated %v back and trusted", ie.racy, time.Since(time.Unix(0, ie.mtime)), viewWriteAge)
 	}
 	closeStore(t, st)
 	c := tip(t, dir)
@@ -668,10 +671,13 @@ func TestReconcileRacyEdit(t *testing.T) {
 		t.Fatal("setup: no index entry")
 	}
 	e := cache.index[p]
-	if !e.racy {
-		t.Fatal("racy flag not kept in the saved cache")
+	if e.mtime == ws.mtime {
+		t.Fatal("an edit stamped the past mtime orch gave the file")
 	}
+	// A stat taken within the edit's tick (the edit landing between orch's
+	// write and its stat): the same stat data, flagged racy.
 	e.size, e.mtime, e.ctime, e.ino = ws.size, ws.mtime, ws.ctime, ws.ino
+	e.racy = true
 	if err := cache.save(st.cachePath()); err != nil {
 		t.Fatal(err)
 	}

@@ -304,13 +304,17 @@ func claimHint(rule, id string) string {
 // nextClaimable picks the first task in claim order the actor may take, and
 // otherwise says why nothing is claimable.
 func (e *Engine) nextClaimable(roles []string) (*gitstore.Summary, []string) {
+	// Claim order needs only the summaries' headers; a task is decoded
+	// whole when its turn comes (usually the first one is taken).
 	var candidates []*gitstore.Summary
-	e.Store.EachSummaryIn(claimQueues, func(s *gitstore.Summary) {
+	e.Store.EachSummaryHeaderIn(claimQueues, func(s *gitstore.Summary) {
 		candidates = append(candidates, s)
 	})
 	SortClaimOrder(candidates, false)
 	counts := map[string]int{}
-	for _, s := range candidates {
+	for i, s := range candidates {
+		s = e.Store.Loaded(s)
+		candidates[i] = s
 		rule, _ := e.whyNot(s, roles)
 		if rule == "" {
 			return s, nil
