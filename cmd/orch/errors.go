@@ -141,6 +141,7 @@ func classify(err error) classified {
 // returns the exit code.
 func reportError(g *globalOptions, err error) int {
 	if errors.Is(err, errSilent) {
+		g.flushNotes()
 		return exitFailure
 	}
 	c := classify(err)
@@ -150,20 +151,25 @@ func reportError(g *globalOptions, err error) int {
 	}
 	var se *silentExit
 	if errors.As(err, &se) {
+		g.flushNotes()
 		return se.code
 	}
 	if g.JSON {
 		// A struct, not a map: the envelope starts with schema_version, in
-		// the documented order (DESIGN §9).
+		// the documented order (DESIGN §9). What the reconcile did on the
+		// way (a hand edit committed, a file restored) rides along in
+		// notes, so that stderr stays one JSON document.
 		type errorBody struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-			Hint    string `json:"hint"`
+			Code    string   `json:"code"`
+			Message string   `json:"message"`
+			Hint    string   `json:"hint"`
+			Notes   []string `json:"notes,omitempty"`
 		}
 		body := struct {
 			SchemaVersion int       `json:"schema_version"`
 			Error         errorBody `json:"error"`
-		}{1, errorBody{c.code, c.msg, c.hint}}
+		}{1, errorBody{c.code, c.msg, c.hint, g.notes}}
+		g.notes = nil
 		b, _ := json.Marshal(body)
 		fmt.Fprintln(g.io.Err, string(b))
 		return c.exit

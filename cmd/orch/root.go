@@ -36,6 +36,7 @@ type globalOptions struct {
 	Agent       string
 	StateBranch string
 	repo        *gitstore.Repo // discovered once, in resolveAgent
+	notes       []string       // notes held back under --json (see printNotes)
 }
 
 // Main runs orch with args and returns the exit code.
@@ -63,6 +64,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {
+		g.flushNotes()
 		return 0
 	}
 	if !g.JSON {
@@ -221,18 +223,32 @@ func (g *globalOptions) close(e *workflow.Engine) error {
 }
 
 func (g *globalOptions) printNotes(e *workflow.Engine) {
-	for _, n := range e.Notes() {
-		fmt.Fprintln(g.io.Err, "orch: "+n)
-	}
+	notes := append([]string(nil), e.Notes()...)
 	if e.Reconciled != nil {
-		for p, err := range e.Reconciled.Broken {
-			_ = p
-			fmt.Fprintf(g.io.Err, "orch: warning: %v (not committed; orch check lists every problem)\n", err)
+		for _, err := range e.Reconciled.Broken {
+			notes = append(notes, fmt.Sprintf("warning: %v (not committed; orch check lists every problem)", err))
 		}
 		for p := range e.Reconciled.Conflicts {
-			fmt.Fprintf(g.io.Err, "orch: warning: %s/%s is in conflict with the state branch (orch check shows how)\n", gitstore.ViewDirName, p)
+			notes = append(notes, fmt.Sprintf("warning: %s/%s is in conflict with the state branch (orch check shows how)", gitstore.ViewDirName, p))
 		}
 	}
+	if g.JSON {
+		// With --json a failure's stderr is the error envelope alone
+		// (DESIGN §9): the notes wait for the outcome (see Main).
+		g.notes = append(g.notes, notes...)
+		return
+	}
+	for _, n := range notes {
+		fmt.Fprintln(g.io.Err, "orch: "+n)
+	}
+}
+
+// flushNotes prints the notes held back under --json.
+func (g *globalOptions) flushNotes() {
+	for _, n := range g.notes {
+		fmt.Fprintln(g.io.Err, "orch: "+n)
+	}
+	g.notes = nil
 }
 
 // withEngineDeferred is withEngine for read-only verbs that prepare their

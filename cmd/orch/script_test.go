@@ -315,7 +315,8 @@ func cmdJSONDoc(ts *testscript.TestScript, neg bool, args []string) {
 
 // json-error CODE: the last command failed the --json way: stdout empty,
 // stderr exactly {"schema_version":1,"error":{"code":CODE,"message":...,"hint":...}}
-// with a non-empty message.
+// with a non-empty message (and notes, a list of strings, when the reconcile
+// did something on the way).
 func cmdJSONError(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: json-error CODE")
@@ -332,8 +333,21 @@ func cmdJSONError(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("stderr has keys other than schema_version and error: %s", text)
 	}
 	e, ok := doc["error"].(map[string]any)
+	if notes, has := e["notes"]; has {
+		// What the reconcile did on the way: a non-empty list of strings.
+		l, isList := notes.([]any)
+		if !isList || len(l) == 0 {
+			ts.Fatalf("error notes is not a non-empty list: %s", text)
+		}
+		for _, n := range l {
+			if _, isStr := n.(string); !isStr {
+				ts.Fatalf("error notes holds a non-string: %s", text)
+			}
+		}
+		delete(e, "notes")
+	}
 	if !ok || len(e) != 3 {
-		ts.Fatalf("error is not {code, message, hint}: %s", text)
+		ts.Fatalf("error is not {code, message, hint[, notes]}: %s", text)
 	}
 	if e["code"] != args[0] {
 		ts.Fatalf("error code is %v, want %s", e["code"], args[0])
