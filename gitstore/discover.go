@@ -189,7 +189,9 @@ func readConfigValue(path, section, key string) string {
 
 func scanConfig(r interface{ Read([]byte) (int, error) }, section, key string) string {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	// Config files are small and read several times per command: a small
+	// first buffer (the scanner grows it for long lines).
+	sc.Buffer(make([]byte, 4096), 1<<20)
 	cur := ""
 	val := ""
 	for sc.Scan() {

@@ -98,7 +98,6 @@ func (s *viewScan) run(view string) {
 	}
 	defer unix.Close(root)
 	s.exists = true
-	var direntBuf []byte
 	var st unix.Stat_t
 	if unix.Fstatat(root, ConfigFile, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
 		s.dirs[""] = map[string]fileStat{ConfigFile: statOf(&st)}
@@ -109,7 +108,7 @@ func (s *viewScan) run(view string) {
 		if err != nil {
 			continue
 		}
-		names := readNames(fd, &direntBuf)
+		names := readNames(fd)
 		// Each worker stats a stripe of the names into its own slots; the
 		// map is built once at the end, without a lock or a path string
 		// per file.
@@ -151,23 +150,6 @@ func (s *viewScan) run(view string) {
 		s.dirs[dir] = files
 		s.n += len(files)
 	}
-}
-
-// readNames lists a directory; *buf is the getdents buffer, kept for the
-// next directory.
-func readNames(fd int, buf *[]byte) []string {
-	if *buf == nil {
-		*buf = make([]byte, 128<<10)
-	}
-	var names []string
-	for {
-		n, err := unix.ReadDirent(fd, *buf)
-		if err != nil || n <= 0 {
-			break
-		}
-		_, _, names = unix.ParseDirent((*buf)[:n], -1, names)
-	}
-	return names
 }
 
 // ignoredName is a file an editor or orch itself leaves beside real files.

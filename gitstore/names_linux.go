@@ -1,0 +1,45 @@
+package gitstore
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// readNames lists a directory. The names are not copied: each is a string
+// over the getdents buffer it came in (a fresh buffer per call, never
+// written again), which at 10,000 tasks saves ten thousand allocations and
+// the pages they would fault in.
+func readNames(fd int) []string {
+	names := make([]string, 0, 1024)
+	for {
+		buf := make([]byte, 128<<10)
+		n, err := unix.ReadDirent(fd, buf)
+		if err != nil || n <= 0 {
+			break
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8,
+		// name NUL-terminated.
+		for off := 0; off+19 < n; {
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			if reclen <= 19 || off+reclen > n {
+				break
+			}
+			ino := binary.NativeEndian.Uint64(buf[off:])
+			name := buf[off+19 : off+reclen]
+			for i, c := range name {
+				if c == 0 {
+					name = name[:i]
+					break
+				}
+			}
+			off += reclen
+			if ino == 0 || len(name) == 0 || string(name) == "." || string(name) == ".." {
+				continue
+			}
+			names = append(names, unsafe.String(&name[0], len(name)))
+		}
+	}
+	return names
+}
