@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -54,6 +55,9 @@ the claim is undone locally and the next ready task is tried.`,
 }
 
 func runClaim(o *claimOptions) error {
+	if o.Role != "" && !taskfile.ValidName(o.Role) {
+		return &workflow.UsageError{Msg: fmt.Sprintf("--role: %q is not a valid role name", o.Role), Hint: "names are letters, digits, spaces and . _ - + @, up to 64 characters"}
+	}
 	if o.Sync {
 		return runClaimSync(o)
 	}
