@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -504,8 +505,12 @@ func (c *stateCache) encode() []byte {
 		}
 		encodeDir(e, path, d)
 	}
+	// Summaries and index entries in path order: decoded into one slab
+	// each, they then lie in the order of the branch's trees, which the
+	// view comparison walks (in map order, every entry was a cache miss).
 	e.uv(uint64(len(c.summaries)))
-	for _, s := range c.summaries {
+	for _, p := range sortedKeys(c.summaries) {
+		s := c.summaries[p]
 		if s.raw != nil {
 			e.b = append(e.b, s.raw...)
 			continue
@@ -513,15 +518,24 @@ func (c *stateCache) encode() []byte {
 		encodeSummary(e, s)
 	}
 	e.uv(uint64(len(c.index)))
-	for path, ie := range c.index {
+	for _, path := range sortedKeys(c.index) {
 		e.str(path)
-		encodeIndexEntry(e, ie)
+		encodeIndexEntry(e, c.index[path])
 	}
 	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
 	return e.b
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
 
 func decodeStateCache(b []byte) (*stateCache, error) {
 	if len(b) < len(cacheMagic)+4 || string(b[:len(cacheMagic)]) != cacheMagic {
