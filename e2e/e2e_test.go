@@ -246,16 +246,7 @@ func TestConcurrentNewBesideRefMaintenance(t *testing.T) {
 	}
 
 	// Unrelated refs hold what git last wrote; main did not move.
-	refMu.Lock()
-	for ref, v := range want {
-		if got := r.RevParse(ref); got != v {
-			t.Errorf("%s is %s, want %s (the last successful git update-ref)", ref, got, v)
-		}
-	}
-	refMu.Unlock()
-	if got := r.RevParse("main"); got != mainBefore {
-		t.Errorf("main moved from %s to %s", mainBefore, got)
-	}
+	r.RefsKept(t, &refMu, want, mainBefore)
 	r.StatusClean()
 	r.Fsck()
 }

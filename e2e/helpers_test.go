@@ -675,3 +675,20 @@ func (g *GitCommitter) Made() []string {
 	defer g.mu.Unlock()
 	return append([]string(nil), g.made...)
 }
+
+// RefsKept checks what a git CLI beside orch must find afterwards: each
+// unrelated ref at the value its last successful git update-ref wrote
+// (want, guarded by mu), and main where it was.
+func (r *Repo) RefsKept(t *testing.T, mu *sync.Mutex, want map[string]string, mainBefore string) {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	for ref, v := range want {
+		if got := r.RevParse(ref); got != v {
+			t.Errorf("%s is %s, want %s (the last successful git update-ref)", ref, got, v)
+		}
+	}
+	if got := r.RevParse("main"); got != mainBefore {
+		t.Errorf("main moved from %s to %s", mainBefore, got)
+	}
+}

@@ -680,16 +680,7 @@ func TestTortureKillBesideGit(t *testing.T) {
 	t.Logf("git count-objects -v: %s", strings.Join(strings.Fields(r.Git(r.Main, "count-objects", "-v")), " "))
 
 	r.checkAfterStorm(t, results, hands, extra)
-	refMu.Lock()
-	for ref, v := range want {
-		if got := r.RevParse(ref); got != v {
-			t.Errorf("%s is %s, want %s (the last successful git update-ref)", ref, got, v)
-		}
-	}
-	refMu.Unlock()
-	if got := r.RevParse("main"); got != mainBefore {
-		t.Errorf("main moved from %s to %s", mainBefore, got)
-	}
+	r.RefsKept(t, &refMu, want, mainBefore)
 	if st.ok == 0 || st.killed == 0 {
 		t.Errorf("the storm proved nothing: %d successes, %d kills", st.ok, st.killed)
 	}
