@@ -37,13 +37,12 @@ type Summary struct {
 
 	raw []byte // its encoding in the loaded cache (nil once changed)
 	// lazy: only the header (Path, Blob, Problem, ProblemLine, Task.ID,
-	// Task.Queue, Task.Priority, Task.Created) is decoded; load decodes
-	// the rest from raw. A transition
-	// touches a handful of the 10,000 summaries a cache holds, and decoding
-	// them all cost it 6 ms.
+	// Task.Queue, Task.Priority, Task.Created) is decoded; load decodes the
+	// rest from raw. A transition touches a handful of the 10,000 summaries
+	// a cache holds, and decoding them all cost it 6 ms.
 	lazy bool
-	// gone: replaced or dropped from the cache since it was put (the ID
-	// list keeps it; see stateCache.ids).
+	// gone: replaced or dropped from the cache since it was put (see
+	// stateCache.order).
 	gone bool
 }
 
@@ -88,11 +87,10 @@ type stateCache struct {
 	root      plumbing.Hash
 	dirs      map[string]*dirTree
 	summaries map[string]*Summary // by path
-	// ids lists every summary ever put, with its ID, in one contiguous
-	// slice: SummaryByID scans it instead of chasing 10,000 pointers (or
-	// building a map) for the one or two lookups of a transition. Entries
-	// replaced or dropped since are skipped by checking the map.
-	ids   []idRef
+	// order lists every summary ever put, in the order put (for a loaded
+	// cache: the order of the slab it was decoded into); the ones replaced
+	// or dropped since are marked gone. See eachSummary.
+	order []*Summary
 	index map[string]*indexEntry
 
 	// What changed since the base and journal were read (see journal.go).
@@ -105,59 +103,30 @@ type stateCache struct {
 	overlays     map[string]*dirOverlay
 }
 
-type idRef struct {
-	id string
-	s  *Summary
-}
-
 // putSummary adds or replaces a summary.
 func (c *stateCache) putSummary(s *Summary) {
 	if old := c.summaries[s.Path]; old != nil && old != s {
 		old.gone = true
 	}
 	c.summaries[s.Path] = s
-	c.ids = append(c.ids, idRef{s.Task.ID, s})
+	c.order = append(c.order, s)
 }
 
-// byID returns the current summary with this id and the smallest path.
-func (c *stateCache) byID(id string) *Summary {
-	var found *Summary
-	if len(c.ids) < len(c.summaries) {
-		// Some summaries went into the map without putSummary.
-		for _, s := range c.summaries {
-			if s.Task.ID == id && (found == nil || s.Path < found.Path) {
-				found = s
-			}
-		}
-		return found
-	}
-	for i := range c.ids {
-		r := &c.ids[i]
-		if r.id != id || r.s.gone {
-			continue
-		}
-		if found == nil || r.s.Path < found.Path {
-			found = r.s
-		}
-	}
-	return found
-}
-
-// eachSummary calls fn for every summary: in the order of the ID list when
-// it holds each of them once (a walk along the slab they were decoded
-// into, where iterating the map chases pointers at random), else from the
-// map.
+// eachSummary calls fn for every summary: along order when it holds each of
+// them once (a walk along the slab they were decoded into, where iterating
+// the map chases pointers at random), else from the map (a summary put
+// into it directly).
 func (c *stateCache) eachSummary(fn func(*Summary)) {
-	if len(c.ids) >= len(c.summaries) {
+	if len(c.order) >= len(c.summaries) {
 		live := 0
-		for i := range c.ids {
-			if !c.ids[i].s.gone {
+		for _, s := range c.order {
+			if !s.gone {
 				live++
 			}
 		}
 		if live == len(c.summaries) {
-			for i := range c.ids {
-				if s := c.ids[i].s; !s.gone {
+			for _, s := range c.order {
+				if !s.gone {
 					fn(s)
 				}
 			}
@@ -169,28 +138,31 @@ func (c *stateCache) eachSummary(fn func(*Summary)) {
 	}
 }
 
-// byIDMap maps every id to its summary (the one with the smallest path when
-// files share an id).
+// holdsID reports whether s holds id, against found so far: of files
+// sharing an id, the one with the smallest path does.
+func holdsID(s, found *Summary) bool {
+	return found == nil || s.Path < found.Path
+}
+
+// byID returns the summary with this id (a scan: see Store.SummaryByID).
+func (c *stateCache) byID(id string) *Summary {
+	var found *Summary
+	c.eachSummary(func(s *Summary) {
+		if s.Task.ID == id && holdsID(s, found) {
+			found = s
+		}
+	})
+	return found
+}
+
+// byIDMap maps every id to its summary.
 func (c *stateCache) byIDMap() map[string]*Summary {
 	m := make(map[string]*Summary, len(c.summaries))
-	add := func(s *Summary) {
-		if s.Task.ID != "" {
-			if old := m[s.Task.ID]; old == nil || s.Path < old.Path {
-				m[s.Task.ID] = s
-			}
+	c.eachSummary(func(s *Summary) {
+		if s.Task.ID != "" && holdsID(s, m[s.Task.ID]) {
+			m[s.Task.ID] = s
 		}
-	}
-	if len(c.ids) < len(c.summaries) {
-		for _, s := range c.summaries {
-			add(s)
-		}
-		return m
-	}
-	for i := range c.ids {
-		if r := &c.ids[i]; !r.s.gone {
-			add(r.s)
-		}
-	}
+	})
 	return m
 }
 
@@ -404,8 +376,8 @@ func encodeSummary(e *enc, s *Summary) {
 }
 
 // decodeSummaryHeader reads what encodeSummary wrote, but of the task only
-// its ID, queue, priority and created time; raw keeps the record's bytes for load (and for writing
-// it back unchanged).
+// its ID, queue, priority and created time; raw keeps the record's bytes
+// for load (and for writing it back unchanged).
 func decodeSummaryHeader(d *dec, s *Summary) { decodeSummaryRecord(d, s, false) }
 
 // decodeSummary reads a whole summary record.
@@ -572,7 +544,7 @@ func decodeStateCache(b []byte) (*stateCache, error) {
 		return nil, errCorrupt
 	}
 	c.summaries = make(map[string]*Summary, ns)
-	c.ids = make([]idRef, 0, ns+64)
+	c.order = make([]*Summary, 0, ns+64)
 	all := make([]Summary, ns)
 	for i := uint64(0); i < ns && d.err == nil; i++ {
 		s := &all[i]

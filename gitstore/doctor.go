@@ -397,7 +397,7 @@ func (st *Store) Checkup() *Checkup {
 
 func (cu *Checkup) loadCache() {
 	path := cu.st.cachePath()
-	b, err := os.ReadFile(path)
+	b, err := readCacheFile(path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			cu.cacheSeen, cu.cacheErr = true, err.Error()
@@ -628,7 +628,7 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 			}
 			continue
 		}
-		data, err := readLimited(viewPath(st.View, p))
+		data, err := st.readViewFile(p)
 		if err != nil {
 			out = append(out, ViewDrift{Path: p, Kind: DriftUnreadable, Err: err})
 			continue
@@ -700,7 +700,7 @@ func (cu *Checkup) Conflicts() []ConflictedFile {
 		cf := ConflictedFile{Path: p}
 		r, rok := cu.snap.Get(p)
 		cf.BranchGone = !rok
-		data, err := readLimited(viewPath(st.View, p))
+		data, err := st.readViewFile(p)
 		var w plumbing.Hash
 		if err == nil {
 			w = HashBlob(data)

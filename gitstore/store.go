@@ -52,12 +52,12 @@ type Store struct {
 	broken    map[string]error
 	notes     []string
 
-	// An optimistic command (see Defer) runs before the reconcile has
-	// finished; settle finishes it.
 	// Progress, when set, hears how far a long reconcile (a cold view of
 	// thousands of files) has got; it must not print when not a terminal.
 	Progress func(what string, done, total int)
 
+	// An optimistic command (see Defer) runs before the reconcile has
+	// finished; Settle finishes it.
 	deferred   bool
 	deferPol   Policy
 	settledRep *Reconciled
@@ -335,13 +335,14 @@ func (st *Store) updateSummaries(changes []Change) {
 			continue
 		}
 		blob, _ := st.snap.Get(c.Path)
+		prev := st.cache.summaries[c.Path]
 		s := summarize(c.Path, blob, c.Data)
 		st.cache.putSummary(s)
 		if st.byID != nil {
 			// Keep the map (rebuilding it costs more than the commit's
-			// other bookkeeping at 10,000 tasks), unless the change could
-			// make another file the holder of an id.
-			if old := st.byID[s.Task.ID]; s.Task.ID == "" || old != nil && old.Path != s.Path && old.Path < s.Path {
+			// other bookkeeping at 10,000 tasks) when the file kept its
+			// id and holds it; otherwise build it again when next needed.
+			if holder := st.byID[s.Task.ID]; s.Task.ID == "" || prev == nil || prev.Task.ID != s.Task.ID || holder != prev {
 				st.byID = nil
 			} else {
 				st.byID[s.Task.ID] = s
@@ -359,7 +360,7 @@ func (st *Store) readView(p string, h plumbing.Hash) ([]byte, bool) {
 	if ie := st.cache.index[p]; ie == nil || ie.blob != h || !ie.conflictW.IsZero() {
 		return nil, false
 	}
-	data, err := readLimited(viewPath(st.View, p))
+	data, err := st.readViewFile(p)
 	if err != nil || HashBlob(data) != h {
 		return nil, false
 	}
@@ -482,9 +483,7 @@ func (st *Store) Loaded(s *Summary) *Summary { return s.load() }
 // EachTaskID calls fn with every task's ID and queue, without decoding the
 // rest of the task (for resolving ID prefixes).
 func (st *Store) EachTaskID(fn func(id string, q taskfile.Queue)) {
-	for _, s := range st.cache.summaries {
-		fn(s.Task.ID, s.Task.Queue)
-	}
+	st.cache.eachSummary(func(s *Summary) { fn(s.Task.ID, s.Task.Queue) })
 }
 
 // byIDAfter is how many lookups SummaryByID answers by a scan before it

@@ -249,7 +249,7 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 		if ie != nil && ie.matches(ws) {
 			w = ie.blob
 		} else {
-			data, err := readLimited(full)
+			data, err := st.readViewFile(p)
 			if err != nil {
 				rep.Broken[p] = err
 				return nil
@@ -322,8 +322,11 @@ func (st *Store) rel(p string) string {
 	return filepath.ToSlash(filepath.Join(ViewDirName, p))
 }
 
-func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
+// readViewFile reads the view's copy of branch path p, refusing a file
+// larger than taskfile.MaxFileSize (named from the view down, as every
+// message names it).
+func (st *Store) readViewFile(p string) ([]byte, error) {
+	f, err := os.Open(viewPath(st.View, p))
 	if err != nil {
 		return nil, err
 	}
@@ -333,12 +336,7 @@ func readLimited(path string) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > taskfile.MaxFileSize {
-		// Name the file as every other message does: from the view down.
-		name := path
-		if i := strings.LastIndex(path, string(filepath.Separator)+ViewDirName+string(filepath.Separator)); i >= 0 {
-			name = filepath.ToSlash(path[i+1:])
-		}
-		return nil, &taskfile.ParseError{Path: name, Msg: fmt.Sprintf("file is larger than %d bytes (%d MiB), the limit for a file orch reads", taskfile.MaxFileSize, taskfile.MaxFileSize>>20)}
+		return nil, &taskfile.ParseError{Path: st.rel(p), Msg: fmt.Sprintf("file is larger than %d bytes (%d MiB), the limit for a file orch reads", taskfile.MaxFileSize, taskfile.MaxFileSize>>20)}
 	}
 	return data, nil
 }
@@ -383,7 +381,7 @@ func (st *Store) writeView(p string, data []byte, blob plumbing.Hash) {
 	if ws, ok := lstatPath(full); ok {
 		ie := st.cache.index[p]
 		if ie == nil || !ie.matches(ws) {
-			cur, err := readLimited(full)
+			cur, err := st.readViewFile(p)
 			if err != nil || ie == nil || HashBlob(cur) != ie.blob {
 				if err == nil && HashBlob(cur) == blob {
 					st.record(p, blob, ws)
@@ -467,7 +465,7 @@ func (st *Store) removeView(p string) {
 	ie := st.cache.index[p]
 	if ws, ok := lstatPath(full); ok {
 		if ie == nil || !ie.matches(ws) {
-			cur, err := readLimited(full)
+			cur, err := st.readViewFile(p)
 			if err != nil || ie == nil || HashBlob(cur) != ie.blob {
 				return // changed by hand: keep it; reconcile reports it
 			}
@@ -716,7 +714,7 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 		// Unchanged: report it again, with details.
 		if wdata == nil {
 			var err error
-			if wdata, err = readLimited(viewPath(st.View, p)); err != nil {
+			if wdata, err = st.readViewFile(p); err != nil {
 				rep.Broken[p] = err
 				return nil
 			}
@@ -734,7 +732,7 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 		}
 		if wdata == nil {
 			var err error
-			if wdata, err = readLimited(viewPath(st.View, p)); err != nil {
+			if wdata, err = st.readViewFile(p); err != nil {
 				rep.Broken[p] = err
 				return nil
 			}
@@ -750,7 +748,7 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 	}
 	if wdata == nil {
 		var err error
-		if wdata, err = readLimited(viewPath(st.View, p)); err != nil {
+		if wdata, err = st.readViewFile(p); err != nil {
 			rep.Broken[p] = err
 			return nil
 		}
@@ -836,7 +834,7 @@ func (st *Store) describeConflict(p string, b plumbing.Hash, wdata []byte, r plu
 func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws fileStat) error {
 	if wdata == nil {
 		var err error
-		if wdata, err = readLimited(viewPath(st.View, p)); err != nil {
+		if wdata, err = st.readViewFile(p); err != nil {
 			rep.Broken[p] = err
 			return nil
 		}

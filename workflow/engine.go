@@ -29,9 +29,6 @@ type Options struct {
 	// NoReconcile skips syncing the view (completion uses it: it must be
 	// fast and must not commit anything).
 	NoReconcile bool
-	// DeferReconcile leaves the reconcile to the caller (Engine.Reconcile),
-	// so that read-only work can overlap with the view scan.
-	DeferReconcile bool
 	// Optimistic lets the command run on the branch while the view is
 	// scanned; the reconcile settles at the first commit or at Settle, and
 	// gitstore.ErrViewChanged says the command must run again (see
@@ -88,8 +85,8 @@ func Open(opts Options) (*Engine, error) {
 		st.Defer(e.policy())
 		return e, nil
 	}
-	if !opts.NoReconcile && !opts.DeferReconcile {
-		if err := e.Reconcile(); err != nil {
+	if !opts.NoReconcile {
+		if err := e.reconcile(); err != nil {
 			st.Close()
 			return nil, err
 		}
@@ -97,9 +94,9 @@ func Open(opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// Reconcile brings the view and the branch in step (Open does it unless
-// told to defer it).
-func (e *Engine) Reconcile() error {
+// reconcile brings the view and the branch in step (Open does it, unless
+// the command is optimistic: see Settle).
+func (e *Engine) reconcile() error {
 	if !e.Store.Exists() {
 		return nil
 	}

@@ -251,8 +251,14 @@ type ListFilter struct {
 
 var claimQueueRank = map[taskfile.Queue]int{taskfile.Rejected: 0, taskfile.NeedsContinuation: 1, taskfile.Incoming: 2}
 
-// claimQueues are the queues a claim takes from.
-var claimQueues = map[taskfile.Queue]bool{taskfile.Rejected: true, taskfile.NeedsContinuation: true, taskfile.Incoming: true}
+// claimQueues are the queues a claim takes from (those of claimQueueRank).
+var claimQueues = func() map[taskfile.Queue]bool {
+	m := map[taskfile.Queue]bool{}
+	for q := range claimQueueRank {
+		m[q] = true
+	}
+	return m
+}()
 
 // ClaimLess orders tasks the way claim takes them: rejected, then
 // needs_continuation, then incoming; then priority, age, id.

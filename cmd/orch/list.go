@@ -64,57 +64,55 @@ func runList(o *listOptions) error {
 		tasks := e.List(workflow.ListFilter{Queues: qs, Ready: o.Ready})
 		gitstore.Trace("list")
 		if o.g.JSON {
-			b := appendTaskListJSON(e, tasks)
+			doc := taskListJSON(e, tasks)
 			gitstore.Trace("output")
 			return func() error {
-				_, err := o.g.io.Out.Write(b)
-				return err
+				for _, b := range doc {
+					if _, err := o.g.io.Out.Write(b); err != nil {
+						return err
+					}
+				}
+				return nil
 			}, nil
 		}
 		return func() error { return printTaskTable(o.g, e, tasks) }, nil
 	})
 }
 
-// appendTaskListJSON renders the list document. Readiness needs the
-// engine (dependency lookups), so it is computed first; the rest is pure
-// formatting of 10,000 tasks (4 MB), split between two goroutines: by then
-// the view scan is done and a core is idle.
-func appendTaskListJSON(e *workflow.Engine, tasks []*gitstore.Summary) []byte {
+// taskListJSON renders the list document in pieces, written one after the
+// other. Readiness needs the engine (dependency lookups), so it is computed
+// first; the rest is pure formatting of 10,000 tasks (4 MB), its second
+// half on another goroutine: by then the view scan is done and a core is
+// idle.
+func taskListJSON(e *workflow.Engine, tasks []*gitstore.Summary) [][]byte {
 	js := make([]taskJSON, len(tasks))
 	for i, s := range tasks {
 		js[i] = toTaskJSON(e, s)
 	}
-	head := `{"schema_version":1,"count":` + strconv.Itoa(len(tasks)) + `,"tasks":[`
-	half := len(js) / 2
-	if len(js) < 512 {
-		half = len(js)
-	}
-	render := func(part []taskJSON, b []byte) []byte {
+	render := func(b []byte, part []taskJSON, comma bool) []byte {
 		for i := range part {
-			if i > 0 {
+			if i > 0 || comma {
 				b = append(b, ',')
 			}
 			b = part[i].appendJSON(b)
 		}
 		return b
 	}
+	half := len(js)
+	if len(js) >= 512 {
+		half = len(js) / 2
+	}
 	var second []byte
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if half < len(js) {
-			second = render(js[half:], make([]byte, 0, 1+400*(len(js)-half)))
-		}
+		second = render(make([]byte, 0, 400*(len(js)-half)+4), js[half:], half > 0)
+		second = append(second, "]}\n"...)
 	}()
-	b := make([]byte, 0, len(head)+400*len(js)+4)
-	b = append(b, head...)
-	b = render(js[:half], b)
+	first := []byte(`{"schema_version":1,"count":` + strconv.Itoa(len(tasks)) + `,"tasks":[`)
+	first = render(append(make([]byte, 0, len(first)+400*half), first...), js[:half], false)
 	<-done
-	if len(second) > 0 {
-		b = append(b, ',')
-		b = append(b, second...)
-	}
-	return append(b, "]}\n"...)
+	return [][]byte{first, second}
 }
 
 func printTaskTable(g *globalOptions, e *workflow.Engine, tasks []*gitstore.Summary) error {

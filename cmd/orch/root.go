@@ -251,26 +251,31 @@ func (g *globalOptions) flushNotes() {
 	g.notes = nil
 }
 
-// withEngineDeferred is withEngine for read-only verbs that prepare their
-// answer while the view is still being scanned: fn runs before the reconcile
-// and again after it only if the reconcile moved the branch (it committed a
-// hand edit). The answer is printed by fn's returned function.
+// withEngineDeferred runs fn while the view is still being scanned, on the
+// branch as it is (see gitstore.Store.Defer): fn does the verb's work and
+// returns the function that prints its answer. When the reconcile, settled
+// at fn's first commit or after fn, finds a hand edit (or a broken or
+// conflicted file), fn's answer is dropped and fn runs again on the
+// reconciled state, so the answer printed is the one a reconcile-first run
+// gives. Verbs that read stdin inside fn, open an editor or talk to a
+// remote must not use it.
 func (g *globalOptions) withEngineDeferred(fn func(e *workflow.Engine) (func() error, error)) error {
-	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(), DeferReconcile: true})
+	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(), Optimistic: true})
 	if err != nil {
 		return err
 	}
-	before := e.Store.Snapshot().Tip
 	print, ferr := fn(e)
-	if rerr := e.Reconcile(); rerr != nil {
-		_ = g.close(e)
-		return rerr
-	}
-	if e.Store.Snapshot().Tip != before {
+	serr := e.Settle()
+	if errors.Is(ferr, gitstore.ErrViewChanged) || errors.Is(serr, gitstore.ErrViewChanged) {
+		e.ViewChanged()
 		print, ferr = fn(e)
+	} else if ferr == nil {
+		ferr = serr
 	}
-	if ferr == nil && print != nil {
-		ferr = print()
+	if print != nil {
+		if perr := print(); ferr == nil {
+			ferr = perr
+		}
 	}
 	cerr := g.close(e)
 	if ferr != nil {
@@ -279,40 +284,21 @@ func (g *globalOptions) withEngineDeferred(fn func(e *workflow.Engine) (func() e
 	return cerr
 }
 
-// withEngineOptimistic is withEngine for verbs whose only effects are on the
-// state branch and their output: fn runs while the view is still being
-// scanned, on the branch as it is (see gitstore.Store.Defer). Its output is
-// held back until the reconcile has settled; when the view held a hand edit
-// (or a broken or conflicted file) the output is dropped and fn runs again
-// after the full reconcile, so the result is the one a reconcile-first run
-// gives. Verbs that read stdin inside fn, open an editor or talk to a
-// remote must not use it.
+// withEngineOptimistic is withEngineDeferred for verbs that print as they
+// go: their output is held back until the reconcile has settled.
 func (g *globalOptions) withEngineOptimistic(fn func(e *workflow.Engine) error) error {
-	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(), Optimistic: true})
-	if err != nil {
-		return err
-	}
-	out, errOut := g.io.Out, g.io.Err
-	var heldOut, heldErr bytes.Buffer
-	g.io.Out, g.io.Err = &heldOut, &heldErr
-	ferr := fn(e)
-	g.io.Out, g.io.Err = out, errOut
-	serr := e.Settle()
-	if errors.Is(ferr, gitstore.ErrViewChanged) || errors.Is(serr, gitstore.ErrViewChanged) {
-		e.ViewChanged()
-		ferr = fn(e) // on the reconciled state, printing as it goes
-	} else {
-		if ferr == nil {
-			ferr = serr
-		}
-		_, _ = out.Write(heldOut.Bytes())
-		_, _ = errOut.Write(heldErr.Bytes())
-	}
-	cerr := g.close(e)
-	if ferr != nil {
-		return ferr
-	}
-	return cerr
+	return g.withEngineDeferred(func(e *workflow.Engine) (func() error, error) {
+		out, errOut := g.io.Out, g.io.Err
+		var heldOut, heldErr bytes.Buffer
+		g.io.Out, g.io.Err = &heldOut, &heldErr
+		err := fn(e)
+		g.io.Out, g.io.Err = out, errOut
+		return func() error {
+			_, _ = errOut.Write(heldErr.Bytes())
+			_, err := out.Write(heldOut.Bytes())
+			return err
+		}, err
+	})
 }
 
 // withEngine runs fn with an open engine and always closes it.
