@@ -87,10 +87,12 @@ type stateCache struct {
 	root      plumbing.Hash
 	dirs      map[string]*dirTree
 	summaries map[string]*Summary // by path
-	// order lists every summary ever put, in the order put (for a loaded
-	// cache: the order of the slab it was decoded into); the ones replaced
-	// or dropped since are marked gone. See eachSummary.
-	order []*Summary
+	// order lists every summary ever put, with its id, in the order put
+	// (for a loaded cache: the order of the slab it was decoded into); the
+	// ones replaced or dropped since are marked gone, and counted in gone.
+	// See eachSummary.
+	order []idRef
+	gone  int
 	index map[string]*indexEntry
 
 	// What changed since the base and journal were read (see journal.go).
@@ -105,53 +107,65 @@ type stateCache struct {
 
 // putSummary adds or replaces a summary.
 func (c *stateCache) putSummary(s *Summary) {
-	if old := c.summaries[s.Path]; old != nil && old != s {
-		old.gone = true
-	}
+	c.markGone(c.summaries[s.Path], s)
 	c.summaries[s.Path] = s
-	c.order = append(c.order, s)
+	c.order = append(c.order, idRef{s.Task.ID, s})
 }
 
-// eachSummary calls fn for every summary: along order when it holds each of
-// them once (a walk along the slab they were decoded into, where iterating
-// the map chases pointers at random), else from the map (a summary put
-// into it directly).
+// markGone marks old, the summary a path held, as no longer in the cache
+// (replaced by s, or dropped when s is nil).
+func (c *stateCache) markGone(old, s *Summary) {
+	if old != nil && old != s && !old.gone {
+		old.gone = true
+		c.gone++
+	}
+}
+
+// inOrder reports whether order holds every summary once, so that walking
+// it (along the slab the summaries were decoded into; iterating the map
+// chases pointers at random) visits each: false when one went into the map
+// without putSummary.
+func (c *stateCache) inOrder() bool { return len(c.order)-c.gone == len(c.summaries) }
+
+// eachSummary calls fn for every summary.
 func (c *stateCache) eachSummary(fn func(*Summary)) {
-	if len(c.order) >= len(c.summaries) {
-		live := 0
-		for _, s := range c.order {
-			if !s.gone {
-				live++
-			}
+	if !c.inOrder() {
+		for _, s := range c.summaries {
+			fn(s)
 		}
-		if live == len(c.summaries) {
-			for _, s := range c.order {
-				if !s.gone {
-					fn(s)
-				}
-			}
-			return
-		}
+		return
 	}
-	for _, s := range c.summaries {
-		fn(s)
+	for i := range c.order {
+		if s := c.order[i].s; !s.gone {
+			fn(s)
+		}
 	}
 }
 
-// holdsID reports whether s holds id, against found so far: of files
+// holdsID reports whether s holds its id against found so far: of files
 // sharing an id, the one with the smallest path does.
 func holdsID(s, found *Summary) bool {
 	return found == nil || s.Path < found.Path
 }
 
 // byID returns the summary with this id (a scan: see Store.SummaryByID).
+// It compares the ids kept beside the pointers, so that the scan reads
+// 24 bytes per task and not a whole summary.
 func (c *stateCache) byID(id string) *Summary {
 	var found *Summary
-	c.eachSummary(func(s *Summary) {
-		if s.Task.ID == id && holdsID(s, found) {
-			found = s
+	if !c.inOrder() {
+		for _, s := range c.summaries {
+			if s.Task.ID == id && holdsID(s, found) {
+				found = s
+			}
 		}
-	})
+		return found
+	}
+	for i := range c.order {
+		if r := &c.order[i]; r.id == id && !r.s.gone && holdsID(r.s, found) {
+			found = r.s
+		}
+	}
 	return found
 }
 
@@ -164,6 +178,11 @@ func (c *stateCache) byIDMap() map[string]*Summary {
 		}
 	})
 	return m
+}
+
+type idRef struct {
+	id string
+	s  *Summary
 }
 
 func newStateCache(ref string) *stateCache {
@@ -544,7 +563,7 @@ func decodeStateCache(b []byte) (*stateCache, error) {
 		return nil, errCorrupt
 	}
 	c.summaries = make(map[string]*Summary, ns)
-	c.order = make([]*Summary, 0, ns+64)
+	c.order = make([]idRef, 0, ns+64)
 	all := make([]Summary, ns)
 	for i := uint64(0); i < ns && d.err == nil; i++ {
 		s := &all[i]

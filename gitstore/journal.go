@@ -141,9 +141,7 @@ func (c *stateCache) applyBatch(b []byte) bool {
 			c.putSummary(s)
 		case opSumDel:
 			p := d.str()
-			if old := c.summaries[p]; old != nil {
-				old.gone = true
-			}
+			c.markGone(c.summaries[p], nil)
 			delete(c.summaries, p)
 		case opIdx:
 			path := d.str()
@@ -398,9 +396,7 @@ func (c *stateCache) flushOverlay(path string) {
 
 // dropSummary removes a summary and remembers it for the journal.
 func (c *stateCache) dropSummary(p string) {
-	if old := c.summaries[p]; old != nil {
-		old.gone = true
-	}
+	c.markGone(c.summaries[p], nil)
 	delete(c.summaries, p)
 	c.delSummaries[p] = true
 }
