@@ -8,11 +8,13 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 
 all: build
 
+# CGO_ENABLED=0: a static binary. Only pflag's net and os/user would use
+# cgo, for nothing orch needs, and loading libc cost every command 0.8 ms.
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/orch
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/orch
 
 install:
-	$(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/orch
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/orch
 
 # Every test: unit, package tests on real repositories, the testscript
 # scripts, the multi-process concurrency tests, and a few seconds of each

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -835,5 +836,58 @@ func TestReconcileStaleBufferTwoVersionsOld(t *testing.T) {
 	f, err := taskfile.Parse("x", []byte(got))
 	if err != nil || f.Task.Queue != "provisional" || f.Task.SubmittedBy != "agent-a" || f.Task.ClaimedBy != "agent-a" || !strings.Contains(got, "the person's note") {
 		t.Fatalf("stale buffer from two versions ago committed as:\n%s", got)
+	}
+}
+
+// mirroredNameOracle is MirroredName as first written, one rule at a time:
+// the fast path must agree with it.
+func mirroredNameOracle(dir, name string) bool {
+	if ignoredName(name) || len(name) > 200 || !utf8.ValidString(name) || strings.ContainsAny(name, "/\\") {
+		return false
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	if dir == TasksDir {
+		return strings.HasSuffix(name, ".md")
+	}
+	return true
+}
+
+func TestMirroredName(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		dir, name string
+		want      bool
+	}{
+		{TasksDir, "T-1abcde-fix-it.md", true},
+		{TasksDir, "T-1abcde-fix-it.txt", false},
+		{TasksDir, ".hidden.md", false},
+		{TasksDir, "x.md~", false},
+		{TasksDir, "a\\b.md", false},
+		{TasksDir, "tab\there.md", false},
+		{TasksDir, "del\x7f.md", false},
+		{TasksDir, "café.md", true},
+		{TasksDir, "bad\xff.md", false},
+		{TasksDir, "ctl\u0085ok.md", true}, // C1 controls are not refused (as before)
+		{"messages", "note.txt", true},
+		{"messages", strings.Repeat("a", 201), false},
+	}
+	for _, c := range cases {
+		if got := MirroredName(c.dir, c.name); got != c.want {
+			t.Errorf("MirroredName(%q, %q) = %v, want %v", c.dir, c.name, got, c.want)
+		}
+	}
+	// Every byte in every position of a short name, against the oracle.
+	for _, dir := range []string{TasksDir, "messages"} {
+		for b := 0; b < 256; b++ {
+			for _, name := range []string{string(rune(b)) + "x.md", "x" + string([]byte{byte(b)}) + ".md", "é" + string([]byte{byte(b)}) + ".md", string([]byte{byte(b)})} {
+				if got, want := MirroredName(dir, name), mirroredNameOracle(dir, name); got != want {
+					t.Errorf("MirroredName(%q, %q) = %v, oracle says %v", dir, name, got, want)
+				}
+			}
+		}
 	}
 }
