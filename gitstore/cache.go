@@ -25,7 +25,7 @@ import (
 // index (for reconciling with stat calls instead of reads). It is a pure
 // cache: a missing, stale or corrupt file is detected (version, ref, tip,
 // checksum) and rebuilt from the branch and the view.
-const cacheMagic = "orch-state-cache v10\n"
+const cacheMagic = "orch-state-cache v11\n"
 
 // Summary is what orch knows about a task without reading its file again.
 type Summary struct {
@@ -34,32 +34,6 @@ type Summary struct {
 	Task        taskfile.Task
 	Problem     string // why the committed file does not parse, if it does not
 	ProblemLine int
-
-	raw []byte // its encoding in the loaded cache (nil once changed)
-	// lazy: only the header (Path, Blob, Problem, ProblemLine, Task.ID,
-	// Task.Queue, Task.Priority, Task.Created) is decoded; load decodes the
-	// rest from raw. A transition touches a handful of the 10,000 summaries
-	// a cache holds, and decoding them all cost it 6 ms.
-	lazy bool
-	// gone: replaced or dropped from the cache since it was put (see
-	// stateCache.order).
-	gone bool
-}
-
-// load decodes the rest of a lazily decoded summary. Every exported way to
-// get a summary out of the store loads it first.
-func (s *Summary) load() *Summary {
-	if s.lazy {
-		d := &dec{buf: s.raw}
-		decodeSummary(d, s)
-		if d.err != nil {
-			// The file's checksum matched, so this cannot happen short
-			// of a bug; say so rather than hand out half a task.
-			s.Problem, s.ProblemLine = "orch's state cache is corrupt (run orch doctor --fix)", 0
-		}
-		s.lazy = false
-	}
-	return s
 }
 
 // indexEntry is the view's sync index for one path: the blob last written to
@@ -80,19 +54,13 @@ type indexEntry struct {
 }
 
 type stateCache struct {
-	raw       []byte  // the file as loaded: decoded strings point into it
-	gen       [8]byte // ties a journal to its base file
-	ref       string
-	tip       plumbing.Hash
-	root      plumbing.Hash
-	dirs      map[string]*dirTree
-	summaries map[string]*Summary // by path
-	// order lists every summary ever put, with its id, in the order put
-	// (for a loaded cache: the order of the slab it was decoded into); the
-	// ones replaced or dropped since are marked gone, and counted in gone.
-	// See eachSummary.
-	order []idRef
-	gone  int
+	raw   []byte  // the file as loaded: decoded strings point into it
+	gen   [8]byte // ties a journal to its base file
+	ref   string
+	tip   plumbing.Hash
+	root  plumbing.Hash
+	dirs  map[string]*dirTree
+	sums  summarySet
 	index map[string]*indexEntry
 
 	// What changed since the base and journal were read (see journal.go).
@@ -105,88 +73,15 @@ type stateCache struct {
 	overlays     map[string]*dirOverlay
 }
 
-// putSummary adds or replaces a summary.
-func (c *stateCache) putSummary(s *Summary) {
-	c.markGone(c.summaries[s.Path], s)
-	c.summaries[s.Path] = s
-	c.order = append(c.order, idRef{s.Task.ID, s})
-}
-
-// markGone marks old, the summary a path held, as no longer in the cache
-// (replaced by s, or dropped when s is nil).
-func (c *stateCache) markGone(old, s *Summary) {
-	if old != nil && old != s && !old.gone {
-		old.gone = true
-		c.gone++
-	}
-}
-
-// inOrder reports whether order holds every summary once, so that walking
-// it (along the slab the summaries were decoded into; iterating the map
-// chases pointers at random) visits each: false when one went into the map
-// without putSummary.
-func (c *stateCache) inOrder() bool { return len(c.order)-c.gone == len(c.summaries) }
-
-// eachSummary calls fn for every summary.
-func (c *stateCache) eachSummary(fn func(*Summary)) {
-	if !c.inOrder() {
-		for _, s := range c.summaries {
-			fn(s)
-		}
-		return
-	}
-	for i := range c.order {
-		if s := c.order[i].s; !s.gone {
-			fn(s)
-		}
-	}
-}
-
-// holdsID reports whether s holds its id against found so far: of files
-// sharing an id, the one with the smallest path does.
-func holdsID(s, found *Summary) bool {
-	return found == nil || s.Path < found.Path
-}
-
-// byID returns the summary with this id (a scan: see Store.SummaryByID).
-// It compares the ids kept beside the pointers, so that the scan reads
-// 24 bytes per task and not a whole summary.
-func (c *stateCache) byID(id string) *Summary {
-	var found *Summary
-	if !c.inOrder() {
-		for _, s := range c.summaries {
-			if s.Task.ID == id && holdsID(s, found) {
-				found = s
-			}
-		}
-		return found
-	}
-	for i := range c.order {
-		if r := &c.order[i]; r.id == id && !r.s.gone && holdsID(r.s, found) {
-			found = r.s
-		}
-	}
-	return found
-}
-
-// byIDMap maps every id to its summary.
-func (c *stateCache) byIDMap() map[string]*Summary {
-	m := make(map[string]*Summary, len(c.summaries))
-	c.eachSummary(func(s *Summary) {
-		if s.Task.ID != "" && holdsID(s, m[s.Task.ID]) {
-			m[s.Task.ID] = s
-		}
-	})
-	return m
-}
-
-type idRef struct {
-	id string
-	s  *Summary
+// putSummary adds or replaces a summary; it returns its record.
+func (c *stateCache) putSummary(s *Summary) *sumRec {
+	r := newSumRec(s)
+	c.sums.put(r)
+	return r
 }
 
 func newStateCache(ref string) *stateCache {
-	return &stateCache{ref: ref, dirs: map[string]*dirTree{}, summaries: map[string]*Summary{}, index: map[string]*indexEntry{},
+	return &stateCache{ref: ref, dirs: map[string]*dirTree{}, index: map[string]*indexEntry{},
 		loadedDirs: map[string]*dirTree{}, delSummaries: map[string]bool{}, delIndex: map[string]bool{}}
 }
 
@@ -394,15 +289,10 @@ func encodeSummary(e *enc, s *Summary) {
 	e.b = append(e.b, body.b...)
 }
 
-// decodeSummaryHeader reads what encodeSummary wrote, but of the task only
-// its ID, queue, priority and created time; raw keeps the record's bytes
-// for load (and for writing it back unchanged).
-func decodeSummaryHeader(d *dec, s *Summary) { decodeSummaryRecord(d, s, false) }
-
-// decodeSummary reads a whole summary record.
-func decodeSummary(d *dec, s *Summary) { decodeSummaryRecord(d, s, true) }
-
-func decodeSummaryRecord(d *dec, s *Summary, full bool) {
+// decodeSumRec reads what encodeSummary wrote into a record: its header,
+// with raw keeping the record's bytes for sumRec.summary (and for writing it
+// back unchanged).
+func decodeSumRec(d *dec, r *sumRec) {
 	start := d.pos
 	n := d.uv()
 	if n > uint64(len(d.buf)-d.pos) {
@@ -411,19 +301,38 @@ func decodeSummaryRecord(d *dec, s *Summary, full bool) {
 	}
 	end := d.pos + int(n)
 	body := &dec{buf: d.buf[:end], pos: d.pos}
-	s.Path, s.Blob, s.Problem, s.ProblemLine = body.str(), body.hash(), body.str(), int(body.uv())
-	if full {
-		decodeTask(body, &s.Task)
-	} else {
-		decodeTaskHeader(body, &s.Task)
-	}
-	if body.err != nil || full && body.pos != end {
+	r.Path, r.blob = body.str(), body.hash()
+	body.str() // problem
+	body.uv()  // its line
+	r.ID = body.str()
+	r.Queue = taskfile.Queue(body.str())
+	r.Priority = body.str()
+	r.Created = body.time()
+	if body.err != nil {
 		d.fail()
 		return
 	}
 	d.pos = end
-	s.raw = d.buf[start:end:end]
-	s.lazy = !full
+	r.raw = d.buf[start:end:end]
+	r.rec = r
+}
+
+// decodeSummary reads a whole summary record.
+func decodeSummary(d *dec, s *Summary) {
+	n := d.uv()
+	if n > uint64(len(d.buf)-d.pos) {
+		d.fail()
+		return
+	}
+	end := d.pos + int(n)
+	body := &dec{buf: d.buf[:end], pos: d.pos}
+	s.Path, s.Blob, s.Problem, s.ProblemLine = body.str(), body.hash(), body.str(), int(body.uv())
+	decodeTask(body, &s.Task)
+	if body.err != nil || body.pos != end {
+		d.fail()
+		return
+	}
+	d.pos = end
 }
 
 // encodeIndexEntry writes one sync-index entry (without its path).
@@ -499,14 +408,13 @@ func (c *stateCache) encode() []byte {
 	// Summaries and index entries in path order: decoded into one slab
 	// each, they then lie in the order of the branch's trees, which the
 	// view comparison walks (in map order, every entry was a cache miss).
-	e.uv(uint64(len(c.summaries)))
-	for _, p := range sortedKeys(c.summaries) {
-		s := c.summaries[p]
-		if s.raw != nil {
-			e.b = append(e.b, s.raw...)
+	e.uv(uint64(c.sums.n))
+	for _, r := range c.sums.sorted() {
+		if r.raw != nil {
+			e.b = append(e.b, r.raw...)
 			continue
 		}
-		encodeSummary(e, s)
+		encodeSummary(e, r.s)
 	}
 	e.uv(uint64(len(c.index)))
 	for _, path := range sortedKeys(c.index) {
@@ -562,14 +470,17 @@ func decodeStateCache(b []byte) (*stateCache, error) {
 	if ns > uint64(len(body)) {
 		return nil, errCorrupt
 	}
-	c.summaries = make(map[string]*Summary, ns)
-	c.order = make([]idRef, 0, ns+64)
-	all := make([]Summary, ns)
+	// The records are in path order (see encode), which lookups by binary
+	// search rely on: a file that breaks it is corrupt.
+	c.sums.base = make([]sumRec, ns)
 	for i := uint64(0); i < ns && d.err == nil; i++ {
-		s := &all[i]
-		decodeSummaryHeader(d, s)
-		c.putSummary(s)
+		r := &c.sums.base[i]
+		decodeSumRec(d, r)
+		if i > 0 && r.Path <= c.sums.base[i-1].Path {
+			return nil, errCorrupt
+		}
 	}
+	c.sums.n = int(ns)
 	ni := d.uv()
 	if ni > uint64(len(body)) {
 		return nil, errCorrupt

@@ -457,7 +457,7 @@ func (cu *Checkup) Cache() CacheHealth {
 	if c == nil {
 		return h
 	}
-	h.Tip, h.Tasks = c.tip, len(c.summaries)
+	h.Tip, h.Tasks = c.tip, c.sums.n
 	if cu.TipErr != nil || c.tip != cu.Tip {
 		h.Stale = true
 		return h
@@ -491,15 +491,15 @@ func (cu *Checkup) Cache() CacheHealth {
 			continue
 		}
 		tasks[fe.Path] = true
-		if s := c.summaries[fe.Path]; s == nil || s.Blob != fe.Blob {
+		if r := c.sums.get(fe.Path); r == nil || r.blob != fe.Blob {
 			wrong = append(wrong, fe.Path)
 		}
 	}
-	for p := range c.summaries {
-		if !tasks[p] {
-			wrong = append(wrong, p)
+	c.sums.each(func(r *sumRec) {
+		if !tasks[r.Path] {
+			wrong = append(wrong, r.Path)
 		}
-	}
+	})
 	if len(wrong) > 0 {
 		sort.Strings(wrong)
 		h.Corrupt = append(h.Corrupt, fmt.Sprintf("%d task summaries differ from the tip (%s)", len(wrong), clipList(wrong, 3)))

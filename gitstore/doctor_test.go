@@ -159,9 +159,11 @@ func TestDoctorCacheProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range c.summaries {
-		s.Blob, s.raw = plumbing.ZeroHash, nil
-	}
+	c.sums.each(func(r *sumRec) {
+		s := *r.summary()
+		s.Blob = plumbing.ZeroHash
+		r.s, r.blob, r.raw = &s, plumbing.ZeroHash, nil
+	})
 	if err := c.writeBase(path); err != nil {
 		t.Fatal(err)
 	}
@@ -204,8 +206,8 @@ func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
 		t.Fatalf("RebuildCache: %v %v", kept, err)
 	}
 	c = loadStateCache(st.cachePath(), st.Ref)
-	if !c.tip.IsZero() || len(c.dirs) > 0 || len(c.summaries) > 0 || c.index[p] == nil || c.index[p].conflictW.IsZero() {
-		t.Fatalf("rebuilt cache: tip %s, %d dirs, %d summaries, index %+v", c.tip, len(c.dirs), len(c.summaries), c.index[p])
+	if !c.tip.IsZero() || len(c.dirs) > 0 || c.sums.n > 0 || c.index[p] == nil || c.index[p].conflictW.IsZero() {
+		t.Fatalf("rebuilt cache: tip %s, %d dirs, %d summaries, index %+v", c.tip, len(c.dirs), c.sums.n, c.index[p])
 	}
 	writeFile(t, viewFile(dir, p), taskDoc("T-aaaaaa", "Mine", "incoming", "x"))
 	_, cu := checkup(t, dir)

@@ -391,11 +391,10 @@ func scratchSummaries(t testing.TB, dir, rev string) []*Summary {
 	return res
 }
 
-// normSummary makes empty and nil lists compare equal and drops the cache's
-// private encoding; everything else, times included, must be identical.
+// normSummary makes empty and nil lists compare equal; everything else,
+// times included, must be identical.
 func normSummary(s *Summary) Summary {
-	c := *s.load()
-	c.raw = nil
+	c := *s
 	for _, l := range []*[]string{&c.Task.LockedOut, &c.Task.DependsOn, &c.Task.Labels} {
 		if len(*l) == 0 {
 			*l = nil

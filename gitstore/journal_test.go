@@ -22,7 +22,7 @@ func sampleCache(n int) *stateCache {
 		p := fmt.Sprintf("tasks/T-%06d-x.md", i)
 		h := HashBlob([]byte(p))
 		ents = append(ents, treeEntry{name: filepath.Base(p), mode: modeFile, hash: h})
-		c.summaries[p] = &Summary{Path: p, Blob: h, Task: taskfile.Task{ID: fmt.Sprintf("T-%06d", i), Title: "t", Queue: taskfile.Incoming, Labels: []string{"a"}}}
+		c.putSummary(&Summary{Path: p, Blob: h, Task: taskfile.Task{ID: fmt.Sprintf("T-%06d", i), Title: "t", Queue: taskfile.Incoming, Labels: []string{"a"}}})
 		c.index[p] = &indexEntry{blob: h, size: int64(i), mtime: int64(i) * 7, ino: uint64(i)}
 	}
 	c.dirs["tasks"] = &dirTree{hash: plumbing.NewHash("3333333333333333333333333333333333333333"), entries: ents}
@@ -33,10 +33,9 @@ func sampleCache(n int) *stateCache {
 // view of a cache that ignores the private bookkeeping.
 func cacheView(c *stateCache) map[string]any {
 	out := map[string]any{"tip": c.tip, "root": c.root}
-	for p, s := range c.summaries {
-		n := normSummary(s)
-		out["s "+p] = n
-	}
+	c.sums.each(func(r *sumRec) {
+		out["s "+r.Path] = normSummary(r.summary())
+	})
 	for p, ie := range c.index {
 		e := *ie
 		e.raw = nil
@@ -74,7 +73,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	c2 := loadStateCache(path, "refs/heads/orch")
 	baseBefore, _ := os.ReadFile(path)
 	c2.tip = plumbing.NewHash("4444444444444444444444444444444444444444")
-	c2.summaries["tasks/T-000001-x.md"] = &Summary{Path: "tasks/T-000001-x.md", Task: taskfile.Task{ID: "T-000001", Queue: taskfile.Claimed}}
+	c2.putSummary(&Summary{Path: "tasks/T-000001-x.md", Task: taskfile.Task{ID: "T-000001", Queue: taskfile.Claimed}})
 	c2.dropSummary("tasks/T-000002-x.md")
 	touch(c2.index["tasks/T-000003-x.md"]).racy = true
 	c2.dropIndex("tasks/T-000004-x.md")
@@ -171,7 +170,7 @@ func TestJournalTornAndForeign(t *testing.T) {
 	// A journal of another generation is ignored.
 	os.WriteFile(path+journalSuffix, j, 0o600)
 	other := sampleCache(20)
-	other.summaries["tasks/T-000000-x.md"].Task.Title = "other"
+	other.sums.get("tasks/T-000000-x.md").summary().Task.Title = "other"
 	if err := other.save(path); err != nil { // new base, new generation
 		t.Fatal(err)
 	}
@@ -189,7 +188,7 @@ func TestJournalCompacts(t *testing.T) {
 	}
 	for i := 0; i < 2000; i++ {
 		c := loadStateCache(path, "refs/heads/orch")
-		c.summaries[fmt.Sprintf("tasks/T-%06d-x.md", i%200)] = &Summary{Path: fmt.Sprintf("tasks/T-%06d-x.md", i%200), Task: taskfile.Task{ID: fmt.Sprint(i), Title: "a long enough title to grow the journal quickly"}}
+		c.putSummary(&Summary{Path: fmt.Sprintf("tasks/T-%06d-x.md", i%200), Task: taskfile.Task{ID: fmt.Sprint(i), Title: "a long enough title to grow the journal quickly"}})
 		if err := c.save(path); err != nil {
 			t.Fatal(err)
 		}
@@ -199,8 +198,8 @@ func TestJournalCompacts(t *testing.T) {
 		}
 	}
 	c := loadStateCache(path, "refs/heads/orch")
-	if s := c.summaries["tasks/T-000199-x.md"]; s == nil || s.Task.ID != "1999" {
-		t.Fatalf("last change lost: %+v", s)
+	if r := c.sums.get("tasks/T-000199-x.md"); r == nil || r.summary().Task.ID != "1999" {
+		t.Fatalf("last change lost: %+v", r)
 	}
 }
 
@@ -221,15 +220,30 @@ func TestDiffPatchEntries(t *testing.T) {
 		{mk(), mk("a")},
 		{mk("a"), mk()},
 		{mk("a", "b", "c"), mk("a", "c", "d")},
-		{mk("a", "a-b", "a/"), mk("a-b", "a/", "b")},
+		{mk("a-b", "a.x", "b"), mk("a-b", "a.x", "a/")},
+		{mk("a-b", "a/", "b"), mk("a-b", "b")},
 		{mk("x", "y", "z"), mk("x", "y", "z")},
 	}
 	changed := mk("a", "b")
 	changed[1].hash = HashBlob([]byte("other"))
 	cases = append(cases, [2][]treeEntry{mk("a", "b"), changed})
+	// A name that changes kind: a file becomes a directory.
+	cases = append(cases, [2][]treeEntry{mk("a", "b", "c"), mk("a", "b/", "c")})
 	for i, c := range cases {
+		// As a journal replay does: the delta into an overlay, flushed
+		// onto the directory as it was.
 		ups, dels := diffEntries(c[0], c[1])
-		got := patchEntries(c[0], ups, dels)
+		cache := newStateCache("refs/heads/orch")
+		cache.dirs["d"] = &dirTree{entries: c[0]}
+		ov := cache.overlay("d")
+		for _, en := range dels {
+			ov.put[en.name] = treeEntry{name: en.name}
+		}
+		for _, en := range ups {
+			ov.put[en.name] = en
+		}
+		cache.flushOverlay("d")
+		got := cache.dirs["d"].entries
 		if fmt.Sprint(got) != fmt.Sprint(c[1]) {
 			t.Errorf("case %d: patch(diff) = %v, want %v (ups %v dels %v)", i, got, c[1], ups, dels)
 		}

@@ -120,6 +120,12 @@ type RefUpdate struct {
 	New     plumbing.Hash
 	Who     string // "name <email>" for the reflog
 	Message string // reflog message
+	// SyncedLater: the update is made durable by the next ref update this
+	// process makes without it (a claim creates the task's branch just
+	// before it moves the state branch): that update's fsync commits the
+	// filesystem's journal with this one in it, as the objects' one flush
+	// does for them. Saves two fsyncs on the claim's critical path.
+	SyncedLater bool
 }
 
 // UpdateRef moves a ref with git's lockfile protocol: create <ref>.lock with
@@ -160,7 +166,10 @@ func (r *Repo) UpdateRef(u RefUpdate) error {
 	if _, err := lock.WriteString(u.New.String() + "\n"); err != nil {
 		return err
 	}
-	if err := lock.Sync(); err != nil {
+	lazy := u.SyncedLater && !fullFsync
+	if lazy {
+		startWriteback(lock)
+	} else if err := lock.Sync(); err != nil {
 		return err
 	}
 	if err := lock.Close(); err != nil {
@@ -171,7 +180,9 @@ func (r *Repo) UpdateRef(u RefUpdate) error {
 		return err
 	}
 	committed = true
-	syncDir(filepath.Dir(refPath))
+	if !lazy {
+		syncDir(filepath.Dir(refPath))
+	}
 	return nil
 }
 

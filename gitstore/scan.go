@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,13 +42,15 @@ func (e *indexEntry) matches(s fileStat) bool {
 type viewScan struct {
 	done    chan struct{}
 	exists  bool
-	dirs    map[string]map[string]fileStat // dir ("" for the root) -> name -> stat
+	dirs    map[string]*scanFiles // dir ("" for the root) -> its files
 	n       int
 	skipped []string // names in mirrored dirs that orch does not mirror
 }
 
-// mirroredDirs are the directories of the state branch that the view holds.
-var mirroredDirs = []string{TasksDir, PromptsDir, MessagesDir, EventsDir}
+// mirroredDirs are the directories of the state branch that the view holds,
+// the small ones first: the scan goes in this order, and a command waits for
+// the scan to end, so it should end with the big one.
+var mirroredDirs = []string{PromptsDir, MessagesDir, EventsDir, TasksDir}
 
 // scanWorkers is how many goroutines stat the view's files.
 var scanWorkers = func() int {
@@ -58,7 +61,7 @@ var scanWorkers = func() int {
 }()
 
 func startScan(view string) *viewScan {
-	s := &viewScan{done: make(chan struct{}), dirs: map[string]map[string]fileStat{}}
+	s := &viewScan{done: make(chan struct{}), dirs: map[string]*scanFiles{}}
 	go func() {
 		defer close(s.done)
 		s.run(view)
@@ -74,21 +77,65 @@ func (s *viewScan) wait() *viewScan {
 // get returns the stat data of a view path.
 func (s *viewScan) get(path string) (fileStat, bool) {
 	dir, name := splitPath(path)
-	st, ok := s.dirs[dir][name]
-	return st, ok
+	return s.dirs[dir].get(name)
 }
 
 // each calls fn for every file found.
 func (s *viewScan) each(fn func(path string)) {
 	for dir, files := range s.dirs {
-		for name := range files {
+		files.each(func(name string) {
 			if dir == "" {
 				fn(name)
 			} else {
 				fn(dir + "/" + name)
 			}
+		})
+	}
+}
+
+// scanFiles are the files of one directory, by name, in one map per scan
+// worker: each worker fills its own as it goes (names are dealt to workers
+// by a hash), so that no single-threaded pass builds a 10,000-entry map
+// after the last stat, on every command's critical path.
+type scanFiles struct {
+	seed   maphash.Seed
+	shards []map[string]fileStat
+}
+
+func (f *scanFiles) shard(name string) int {
+	if len(f.shards) == 1 {
+		return 0
+	}
+	return int(maphash.String(f.seed, name) % uint64(len(f.shards)))
+}
+
+func (f *scanFiles) get(name string) (fileStat, bool) {
+	if f == nil {
+		return fileStat{}, false
+	}
+	st, ok := f.shards[f.shard(name)][name]
+	return st, ok
+}
+
+func (f *scanFiles) each(fn func(name string)) {
+	if f == nil {
+		return
+	}
+	for _, m := range f.shards {
+		for name := range m {
+			fn(name)
 		}
 	}
+}
+
+func (f *scanFiles) len() int {
+	n := 0
+	if f != nil {
+		for _, m := range f.shards {
+			n += len(m)
+		}
+	}
+	return n
 }
 
 func (s *viewScan) run(view string) {
@@ -100,7 +147,7 @@ func (s *viewScan) run(view string) {
 	s.exists = true
 	var st unix.Stat_t
 	if unix.Fstatat(root, ConfigFile, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-		s.dirs[""] = map[string]fileStat{ConfigFile: statOf(&st)}
+		s.dirs[""] = &scanFiles{shards: []map[string]fileStat{{ConfigFile: statOf(&st)}}}
 		s.n++
 	}
 	for _, dir := range mirroredDirs {
@@ -109,46 +156,50 @@ func (s *viewScan) run(view string) {
 			continue
 		}
 		names := readNames(fd)
-		// Each worker stats a stripe of the names into its own slots; the
-		// map is built once at the end, without a lock or a path string
-		// per file.
-		stats := make([]fileStat, len(names))
-		ok := make([]bool, len(names))
+		if traceOn {
+			Trace("  scan: listed " + dir)
+		}
 		workers := scanWorkers
 		if len(names) < 256 {
 			workers = 1
+		}
+		files := &scanFiles{seed: maphash.MakeSeed(), shards: make([]map[string]fileStat, workers)}
+		deal := make([][]string, workers)
+		for _, name := range names {
+			if !MirroredName(dir, name) {
+				if !ignoredName(name) {
+					s.skipped = append(s.skipped, dir+"/"+name)
+				}
+				continue
+			}
+			w := files.shard(name)
+			deal[w] = append(deal[w], name)
 		}
 		var wg sync.WaitGroup
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
+				m := make(map[string]fileStat, len(deal[w]))
 				var st unix.Stat_t
 				var name []byte
-				for i := w; i < len(names); i += workers {
-					if !MirroredName(dir, names[i]) {
-						continue
-					}
-					name = append(append(name[:0], names[i]...), 0)
+				for _, n := range deal[w] {
+					name = append(append(name[:0], n...), 0)
 					if fstatat(fd, name, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 						continue
 					}
-					stats[i], ok[i] = statOf(&st), true
+					m[n] = statOf(&st)
 				}
+				files.shards[w] = m
 			}(w)
 		}
 		wg.Wait()
-		unix.Close(fd)
-		files := make(map[string]fileStat, len(names))
-		for i, name := range names {
-			if ok[i] {
-				files[name] = stats[i]
-			} else if !ignoredName(name) && !MirroredName(dir, name) {
-				s.skipped = append(s.skipped, dir+"/"+name)
-			}
+		if traceOn {
+			Trace("  scan: stat " + dir)
 		}
+		unix.Close(fd)
 		s.dirs[dir] = files
-		s.n += len(files)
+		s.n += files.len()
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -46,7 +45,7 @@ type Store struct {
 	snap      *Snapshot
 	dirty     bool
 	scan      *viewScan
-	byID      map[string]*Summary
+	byID      map[string]*sumRec
 	byIDScans int // lookups answered by a scan (see SummaryByID)
 	conflicts map[string][]taskfile.Conflict
 	broken    map[string]error
@@ -100,6 +99,7 @@ func (st *Store) Defer(pol Policy) {
 	go func() {
 		defer close(pre.done)
 		pre.paths = st.pendingPathsAt(pre.snap, st.scan.wait())
+		Trace("  scan: compared")
 	}()
 }
 
@@ -301,7 +301,7 @@ func (st *Store) load() error {
 	}
 	// The cache was saved with the summaries of exactly this tip; a count
 	// that disagrees means it is not to be trusted.
-	if len(st.cache.summaries) != st.countTaskFiles() {
+	if st.cache.sums.n != st.countTaskFiles() {
 		st.refreshSummaries(nil)
 	}
 	st.byID = nil
@@ -335,17 +335,16 @@ func (st *Store) updateSummaries(changes []Change) {
 			continue
 		}
 		blob, _ := st.snap.Get(c.Path)
-		prev := st.cache.summaries[c.Path]
-		s := summarize(c.Path, blob, c.Data)
-		st.cache.putSummary(s)
+		prev := st.cache.sums.get(c.Path)
+		r := st.cache.putSummary(summarize(c.Path, blob, c.Data))
 		if st.byID != nil {
 			// Keep the map (rebuilding it costs more than the commit's
 			// other bookkeeping at 10,000 tasks) when the file kept its
 			// id and holds it; otherwise build it again when next needed.
-			if holder := st.byID[s.Task.ID]; s.Task.ID == "" || prev == nil || prev.Task.ID != s.Task.ID || holder != prev {
+			if holder := st.byID[r.ID]; r.ID == "" || prev == nil || prev.ID != r.ID || holder != prev {
 				st.byID = nil
 			} else {
-				st.byID[s.Task.ID] = s
+				st.byID[r.ID] = r
 			}
 		}
 	}
@@ -389,7 +388,7 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 			continue
 		}
 		seen[fe.Path] = true
-		if s := st.cache.summaries[fe.Path]; s != nil && s.Blob == fe.Blob {
+		if r := st.cache.sums.get(fe.Path); r != nil && r.blob == fe.Blob {
 			continue
 		}
 		data, ok := changed[fe.Path]
@@ -405,11 +404,15 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 		st.cache.putSummary(summarize(fe.Path, fe.Blob, data))
 		st.dirty = true
 	}
-	for p := range st.cache.summaries {
-		if !seen[p] {
-			st.cache.dropSummary(p)
-			st.dirty = true
+	var gone []string
+	st.cache.sums.each(func(r *sumRec) {
+		if !seen[r.Path] {
+			gone = append(gone, r.Path)
 		}
+	})
+	for _, p := range gone {
+		st.cache.dropSummary(p)
+		st.dirty = true
 	}
 	st.byID = nil
 }
@@ -440,56 +443,55 @@ func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
 
 // Summaries returns every task on the state branch, ordered by path.
 func (st *Store) Summaries() []*Summary {
-	out := make([]*Summary, 0, len(st.cache.summaries))
-	for _, s := range st.cache.summaries {
-		out = append(out, s.load())
+	out := make([]*Summary, 0, st.cache.sums.n)
+	for _, r := range st.cache.sums.sorted() {
+		out = append(out, r.summary())
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
 
 // EachSummary calls fn for every task, in no particular order (cheaper than
 // Summaries when the caller sorts anyway).
 func (st *Store) EachSummary(fn func(*Summary)) {
-	st.cache.eachSummary(func(s *Summary) { fn(s.load()) })
+	st.cache.sums.each(func(r *sumRec) { fn(r.summary()) })
 }
 
 // EachSummaryIn calls fn for every task in one of the queues (all when
 // queues is empty), in no particular order. Tasks in other queues are not
 // decoded: a claim looks at the open queues, not at thousands of done tasks.
 func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)) {
-	st.cache.eachSummary(func(s *Summary) {
-		if len(queues) == 0 || queues[s.Task.Queue] {
-			fn(s.load())
+	st.cache.sums.each(func(r *sumRec) {
+		if len(queues) == 0 || queues[r.Queue] {
+			fn(r.summary())
 		}
 	})
 }
 
-// EachSummaryHeaderIn is EachSummaryIn without decoding the tasks: fn may
-// get a summary of which only the header is set (Path, Blob, Problem,
-// ProblemLine and, of the task, ID, Queue, Priority, Created: what claim
-// order sorts by). Loaded returns the whole summary.
-func (st *Store) EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*Summary)) {
-	st.cache.eachSummary(func(s *Summary) {
-		if len(queues) == 0 || queues[s.Task.Queue] {
-			fn(s)
+// EachSummaryHeaderIn is EachSummaryIn without decoding the tasks: fn gets
+// each task's header (what claim order sorts by). Loaded returns the whole
+// summary.
+func (st *Store) EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*SummaryHeader)) {
+	st.cache.sums.each(func(r *sumRec) {
+		if len(queues) == 0 || queues[r.Queue] {
+			fn(&r.SummaryHeader)
 		}
 	})
 }
 
-// Loaded returns s with every field decoded (see EachSummaryHeaderIn).
-func (st *Store) Loaded(s *Summary) *Summary { return s.load() }
+// Loaded returns the whole summary of a header from EachSummaryHeaderIn.
+func (st *Store) Loaded(h *SummaryHeader) *Summary { return h.rec.summary() }
 
 // EachTaskID calls fn with every task's ID and queue, without decoding the
 // rest of the task (for resolving ID prefixes).
 func (st *Store) EachTaskID(fn func(id string, q taskfile.Queue)) {
-	st.cache.eachSummary(func(s *Summary) { fn(s.Task.ID, s.Task.Queue) })
+	st.cache.sums.each(func(r *sumRec) { fn(r.ID, r.Queue) })
 }
 
 // byIDAfter is how many lookups SummaryByID answers by a scan before it
-// builds a map: a transition looks up one or two tasks, and building a
-// 10,000-entry map costs more than a few scans.
-const byIDAfter = 4
+// builds a map: a transition looks up one or a few tasks, and at 10,000
+// tasks building the map costs as much as some fifteen scans of the id
+// list.
+const byIDAfter = 8
 
 // SummaryByID returns the task with exactly this id.
 func (st *Store) SummaryByID(id string) *Summary {
@@ -498,24 +500,24 @@ func (st *Store) SummaryByID(id string) *Summary {
 	}
 	if st.byID == nil && st.byIDScans < byIDAfter {
 		st.byIDScans++
-		if s := st.cache.byID(id); s != nil {
-			return s.load()
+		if r := st.cache.sums.byID(id); r != nil {
+			return r.summary()
 		}
 		return nil
 	}
 	if st.byID == nil {
-		st.byID = st.cache.byIDMap()
+		st.byID = st.cache.sums.byIDMap()
 	}
-	if s := st.byID[id]; s != nil {
-		return s.load()
+	if r := st.byID[id]; r != nil {
+		return r.summary()
 	}
 	return nil
 }
 
 // Summary returns the task at path.
 func (st *Store) Summary(path string) *Summary {
-	if s := st.cache.summaries[path]; s != nil {
-		return s.load()
+	if r := st.cache.sums.get(path); r != nil {
+		return r.summary()
 	}
 	return nil
 }
@@ -670,9 +672,11 @@ func (st *Store) note(format string, a ...any) {
 // ReadRef exposes code-branch refs to the workflow (task branches).
 func (st *Store) ReadRef(name string) (plumbing.Hash, error) { return st.Repo.ReadRef(name) }
 
-// CreateRef creates a ref that must not exist yet.
+// CreateRef creates a ref that must not exist yet, from a commit's
+// BeforeRef: it is made durable by that commit's update of the state
+// branch (see RefUpdate.SyncedLater).
 func (st *Store) CreateRef(name string, at plumbing.Hash, who Signature, msg string) error {
-	return st.Repo.UpdateRef(RefUpdate{Name: name, Old: plumbing.ZeroHash, New: at, Who: who.String(), Message: msg})
+	return st.Repo.UpdateRef(RefUpdate{Name: name, Old: plumbing.ZeroHash, New: at, Who: who.String(), Message: msg, SyncedLater: true})
 }
 
 // HasObject reports whether the repository has an object.

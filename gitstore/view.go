@@ -147,20 +147,17 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 			}
 		}
 	}
-	var buf []byte
-	for dir, files := range scan.dirs {
-		if scanHits == scan.n {
-			break // every view file was matched above
-		}
-		for name := range files {
-			buf = buf[:0]
-			if dir != "" {
-				buf = append(append(buf, dir...), '/')
-			}
-			buf = append(buf, name...)
-			if _, known := st.cache.index[string(buf)]; !known {
-				pending[string(buf)] = true // made by hand (or the index was lost)
-			}
+	if scanHits != scan.n {
+		for dir, files := range scan.dirs {
+			files.each(func(name string) {
+				p := name
+				if dir != "" {
+					p = dir + "/" + name
+				}
+				if _, known := st.cache.index[p]; !known {
+					pending[p] = true // made by hand (or the index was lost)
+				}
+			})
 		}
 	}
 	sorted := make([]string, 0, len(pending))
@@ -179,7 +176,7 @@ type dirCompare struct {
 
 // compareEntries compares branch entries of dir with the sync index and
 // the scanned view files; it only reads.
-func (st *Store) compareEntries(d string, entries []treeEntry, files map[string]fileStat) dirCompare {
+func (st *Store) compareEntries(d string, entries []treeEntry, files *scanFiles) dirCompare {
 	var r dirCompare
 	var buf []byte
 	for i := range entries {
@@ -195,7 +192,7 @@ func (st *Store) compareEntries(d string, entries []treeEntry, files map[string]
 		ie, known := st.cache.index[string(buf)]
 		if known {
 			r.seen++
-			ws, wok := files[e.name]
+			ws, wok := files.get(e.name)
 			if wok {
 				r.scanHits++
 			}

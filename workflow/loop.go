@@ -205,6 +205,12 @@ func (e *Engine) whyNot(s *gitstore.Summary, roles []string) (rule, msg string) 
 	return "", ""
 }
 
+// notForActor reports whether whyNot's role, assignment or lockout rule
+// refuses t to the actor.
+func (e *Engine) notForActor(t *taskfile.Task, roles []string) bool {
+	return t.Role != "" && !contains(roles, t.Role) || t.AssignedTo != "" && t.AssignedTo != e.Actor || contains(t.LockedOut, e.Actor)
+}
+
 func contains(l []string, s string) bool {
 	for _, x := range l {
 		if x == s {
@@ -306,19 +312,31 @@ func claimHint(rule, id string) string {
 func (e *Engine) nextClaimable(roles []string) (*gitstore.Summary, []string) {
 	// Claim order needs only the summaries' headers; a task is decoded
 	// whole when its turn comes (usually the first one is taken).
-	var candidates []*gitstore.Summary
-	e.Store.EachSummaryHeaderIn(claimQueues, func(s *gitstore.Summary) {
-		candidates = append(candidates, s)
+	var candidates []*gitstore.SummaryHeader
+	e.Store.EachSummaryHeaderIn(claimQueues, func(h *gitstore.SummaryHeader) {
+		candidates = append(candidates, h)
 	})
-	SortClaimOrder(candidates, false)
+	order := newClaimQueue(candidates)
 	counts := map[string]int{}
-	for i, s := range candidates {
-		s = e.Store.Loaded(s)
-		candidates[i] = s
+	// Tasks for another role, assigned to someone else or locked against
+	// the actor are passed over before their dependencies are looked up
+	// (each a search among all tasks); why each was passed over is worked
+	// out only if nothing is claimable.
+	var passed []*gitstore.Summary
+	for h := order.next(); h != nil; h = order.next() {
+		s := e.Store.Loaded(h)
+		if e.notForActor(&s.Task, roles) {
+			passed = append(passed, s)
+			continue
+		}
 		rule, _ := e.whyNot(s, roles)
 		if rule == "" {
 			return s, nil
 		}
+		counts[rule]++
+	}
+	for _, s := range passed {
+		rule, _ := e.whyNot(s, roles)
 		counts[rule]++
 	}
 	if len(candidates) == 0 {

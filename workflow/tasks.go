@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -354,8 +355,52 @@ func (e *Engine) List(f ListFilter) []*gitstore.Summary {
 type claimKey struct {
 	board, claim, prio int
 	created            int64
-	id                 string
-	s                  *gitstore.Summary
+	id, path           string
+	i                  int // the task's index in the list being sorted
+}
+
+func newClaimKey(q taskfile.Queue, priority string, created time.Time, id, path string, byQueue bool) claimKey {
+	k := claimKey{claim: 9, prio: taskfile.PriorityRank(priority), created: math.MaxInt64, id: id, path: path}
+	if r, ok := claimQueueRank[q]; ok {
+		k.claim = r
+	}
+	if byQueue {
+		k.board = queueRank(q)
+	}
+	if !created.IsZero() {
+		k.created = created.UnixNano()
+	}
+	return k
+}
+
+func cmpClaimKeys(a, b claimKey) int {
+	switch {
+	case a.board != b.board:
+		return cmp.Compare(a.board, b.board)
+	case a.claim != b.claim:
+		return cmp.Compare(a.claim, b.claim)
+	case a.prio != b.prio:
+		return cmp.Compare(a.prio, b.prio)
+	case a.created != b.created:
+		return cmp.Compare(a.created, b.created)
+	}
+	if c := cmp.Compare(a.id, b.id); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.path, b.path)
+}
+
+// sortClaimKeys sorts list by keys (one per element, in list order).
+func sortClaimKeys[T any](list []T, keys []claimKey) {
+	for i := range keys {
+		keys[i].i = i
+	}
+	slices.SortFunc(keys, cmpClaimKeys)
+	sorted := make([]T, len(list))
+	for j, k := range keys {
+		sorted[j] = list[k.i]
+	}
+	copy(list, sorted)
 }
 
 // SortClaimOrder sorts tasks in claim order (ClaimLess), by queue in board
@@ -363,38 +408,45 @@ type claimKey struct {
 func SortClaimOrder(list []*gitstore.Summary, byQueue bool) {
 	keys := make([]claimKey, len(list))
 	for i, s := range list {
-		t := &s.Task
-		k := claimKey{claim: 9, prio: taskfile.PriorityRank(t.Priority), created: math.MaxInt64, id: t.ID, s: s}
-		if r, ok := claimQueueRank[t.Queue]; ok {
-			k.claim = r
-		}
-		if byQueue {
-			k.board = queueRank(t.Queue)
-		}
-		if !t.Created.IsZero() {
-			k.created = t.Created.UnixNano()
-		}
-		keys[i] = k
+		keys[i] = newClaimKey(s.Task.Queue, s.Task.Priority, s.Task.Created, s.Task.ID, s.Path, byQueue)
 	}
-	slices.SortFunc(keys, func(a, b claimKey) int {
-		switch {
-		case a.board != b.board:
-			return cmp.Compare(a.board, b.board)
-		case a.claim != b.claim:
-			return cmp.Compare(a.claim, b.claim)
-		case a.prio != b.prio:
-			return cmp.Compare(a.prio, b.prio)
-		case a.created != b.created:
-			return cmp.Compare(a.created, b.created)
-		}
-		if c := cmp.Compare(a.id, b.id); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.s.Path, b.s.Path)
-	})
-	for i := range keys {
-		list[i] = keys[i].s
+	sortClaimKeys(list, keys)
+}
+
+// claimQueue hands out tasks not yet decoded in claim order, sorting only
+// as far as it is asked: a claim usually takes the first (a heap's O(n)
+// set-up instead of sorting thousands of open tasks).
+type claimQueue struct {
+	keys []claimKey
+	list []*gitstore.SummaryHeader
+}
+
+func newClaimQueue(list []*gitstore.SummaryHeader) *claimQueue {
+	q := &claimQueue{keys: make([]claimKey, len(list)), list: list}
+	for i, h := range list {
+		q.keys[i] = newClaimKey(h.Queue, h.Priority, h.Created, h.ID, h.Path, false)
+		q.keys[i].i = i
 	}
+	heap.Init(q)
+	return q
+}
+
+// next returns the next task in claim order, nil after the last.
+func (q *claimQueue) next() *gitstore.SummaryHeader {
+	if len(q.keys) == 0 {
+		return nil
+	}
+	return q.list[heap.Pop(q).(claimKey).i]
+}
+
+func (q *claimQueue) Len() int           { return len(q.keys) }
+func (q *claimQueue) Less(i, j int) bool { return cmpClaimKeys(q.keys[i], q.keys[j]) < 0 }
+func (q *claimQueue) Swap(i, j int)      { q.keys[i], q.keys[j] = q.keys[j], q.keys[i] }
+func (q *claimQueue) Push(x any)         { q.keys = append(q.keys, x.(claimKey)) }
+func (q *claimQueue) Pop() any {
+	k := q.keys[len(q.keys)-1]
+	q.keys = q.keys[:len(q.keys)-1]
+	return k
 }
 
 // EditTarget is a file `orch edit` works on.

@@ -1,0 +1,194 @@
+package gitstore
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// SummaryHeader is the part of a task's summary the state cache decodes up
+// front: its path, and of the task what claim order sorts by. Store.Loaded
+// gives the whole summary.
+type SummaryHeader struct {
+	Path     string
+	ID       string
+	Queue    taskfile.Queue
+	Priority string
+	Created  time.Time
+
+	rec *sumRec
+}
+
+// sumRec is one task summary as the state cache holds it. A loaded cache
+// decodes only each record's header; the rest stays as bytes in the mapped
+// file until a command asks for the summary. A transition at 10,000 tasks
+// uses a handful of summaries, and decoding every one into a Summary (448
+// bytes, the fresh memory faulted in page by page) was a quarter of its
+// CPU time.
+type sumRec struct {
+	SummaryHeader
+	blob plumbing.Hash
+	raw  []byte   // its encoding in the loaded cache or journal; nil when put since
+	s    *Summary // decoded (or put) whole
+	gone bool     // replaced or dropped since it was put
+}
+
+func newSumRec(s *Summary) *sumRec {
+	r := &sumRec{blob: s.Blob, s: s}
+	r.SummaryHeader = SummaryHeader{Path: s.Path, ID: s.Task.ID, Queue: s.Task.Queue, Priority: s.Task.Priority, Created: s.Task.Created, rec: r}
+	return r
+}
+
+// summary returns the whole summary, decoding it on first use.
+func (r *sumRec) summary() *Summary {
+	if r.s == nil {
+		s := &Summary{}
+		d := &dec{buf: r.raw}
+		decodeSummary(d, s)
+		if d.err != nil {
+			// The file's checksum matched, so this cannot happen short
+			// of a bug; say so rather than hand out half a task.
+			s = &Summary{Path: r.Path, Blob: r.blob, Problem: "orch's state cache is corrupt (run orch doctor --fix)"}
+		}
+		r.s = s
+	}
+	return r.s
+}
+
+// summarySet is the cache's task summaries: the records of the base file,
+// in path order as it stores them (looked up by binary search: building a
+// 10,000-entry map cost more than a command's lookups), and those put since
+// (by the journal's replay or by this command).
+type summarySet struct {
+	base    []sumRec
+	added   []*sumRec
+	addedBy map[string]*sumRec // the live records of added, by path
+	n       int                // live records
+	// ids holds every record's id beside it (gone ones included), built
+	// by the first byID: a scan of 24-byte pairs instead of 150-byte
+	// records.
+	ids []idRef
+}
+
+type idRef struct {
+	id string
+	r  *sumRec
+}
+
+// get returns the live record of path.
+func (ss *summarySet) get(path string) *sumRec {
+	if r := ss.addedBy[path]; r != nil {
+		return r
+	}
+	i := sort.Search(len(ss.base), func(i int) bool { return ss.base[i].Path >= path })
+	if i < len(ss.base) && ss.base[i].Path == path && !ss.base[i].gone {
+		return &ss.base[i]
+	}
+	return nil
+}
+
+// put adds or replaces the record of r.Path.
+func (ss *summarySet) put(r *sumRec) {
+	if old := ss.get(r.Path); old != nil {
+		old.gone = true
+	} else {
+		ss.n++
+	}
+	if ss.addedBy == nil {
+		ss.addedBy = map[string]*sumRec{}
+	}
+	ss.added = append(ss.added, r)
+	ss.addedBy[r.Path] = r
+	if ss.ids != nil {
+		ss.ids = append(ss.ids, idRef{r.ID, r})
+	}
+}
+
+// drop removes the record of path; it reports whether there was one.
+func (ss *summarySet) drop(path string) bool {
+	old := ss.get(path)
+	if old == nil {
+		return false
+	}
+	old.gone = true
+	ss.n--
+	delete(ss.addedBy, path)
+	return true
+}
+
+// each calls fn for every live record: the base's in path order, then the
+// others in the order they were put.
+func (ss *summarySet) each(fn func(*sumRec)) {
+	for i := range ss.base {
+		if r := &ss.base[i]; !r.gone {
+			fn(r)
+		}
+	}
+	for _, r := range ss.added {
+		if !r.gone {
+			fn(r)
+		}
+	}
+}
+
+// sorted returns every live record in path order (for writing a base).
+func (ss *summarySet) sorted() []*sumRec {
+	var extra []*sumRec
+	for _, r := range ss.added {
+		if !r.gone {
+			extra = append(extra, r)
+		}
+	}
+	slices.SortFunc(extra, func(a, b *sumRec) int { return strings.Compare(a.Path, b.Path) })
+	out := make([]*sumRec, 0, ss.n)
+	j := 0
+	for i := range ss.base {
+		r := &ss.base[i]
+		if r.gone {
+			continue
+		}
+		for j < len(extra) && extra[j].Path < r.Path {
+			out = append(out, extra[j])
+			j++
+		}
+		out = append(out, r)
+	}
+	return append(out, extra[j:]...)
+}
+
+// holdsID reports whether r holds its id against found so far: of files
+// sharing an id, the one with the smallest path does.
+func holdsID(r, found *sumRec) bool {
+	return found == nil || r.Path < found.Path
+}
+
+// byID returns the record with this id (a scan: see Store.SummaryByID).
+func (ss *summarySet) byID(id string) *sumRec {
+	if ss.ids == nil {
+		ss.ids = make([]idRef, 0, ss.n+64)
+		ss.each(func(r *sumRec) { ss.ids = append(ss.ids, idRef{r.ID, r}) })
+	}
+	var found *sumRec
+	for i := range ss.ids {
+		if x := &ss.ids[i]; x.id == id && !x.r.gone && holdsID(x.r, found) {
+			found = x.r
+		}
+	}
+	return found
+}
+
+// byIDMap maps every id to its record.
+func (ss *summarySet) byIDMap() map[string]*sumRec {
+	m := make(map[string]*sumRec, ss.n)
+	ss.each(func(r *sumRec) {
+		if r.ID != "" && holdsID(r, m[r.ID]) {
+			m[r.ID] = r
+		}
+	})
+	return m
+}
