@@ -61,7 +61,7 @@ type stateCache struct {
 	root  plumbing.Hash
 	dirs  map[string]*dirTree
 	sums  summarySet
-	index map[string]*indexEntry
+	index indexSet
 
 	// What changed since the base and journal were read (see journal.go).
 	loadedDirs   map[string]*dirTree
@@ -81,7 +81,7 @@ func (c *stateCache) putSummary(s *Summary) *sumRec {
 }
 
 func newStateCache(ref string) *stateCache {
-	return &stateCache{ref: ref, dirs: map[string]*dirTree{}, index: map[string]*indexEntry{},
+	return &stateCache{ref: ref, dirs: map[string]*dirTree{},
 		loadedDirs: map[string]*dirTree{}, delSummaries: map[string]bool{}, delIndex: map[string]bool{}}
 }
 
@@ -416,11 +416,11 @@ func (c *stateCache) encode() []byte {
 		}
 		encodeSummary(e, r.s)
 	}
-	e.uv(uint64(len(c.index)))
-	for _, path := range sortedKeys(c.index) {
+	e.uv(uint64(c.index.n))
+	c.index.sorted(func(path string, ie *indexEntry) {
 		e.str(path)
-		encodeIndexEntry(e, c.index[path])
-	}
+		encodeIndexEntry(e, ie)
+	})
 	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
 	return e.b
 }
@@ -485,13 +485,17 @@ func decodeStateCache(b []byte) (*stateCache, error) {
 	if ni > uint64(len(body)) {
 		return nil, errCorrupt
 	}
-	c.index = make(map[string]*indexEntry, ni)
-	entries := make([]indexEntry, ni)
+	// In path order too (see indexSet).
+	c.index.base = make([]indexRec, ni)
 	for i := uint64(0); i < ni && d.err == nil; i++ {
-		path := d.str()
-		decodeIndexEntry(d, &entries[i])
-		c.index[path] = &entries[i]
+		r := &c.index.base[i]
+		r.path = d.str()
+		decodeIndexEntry(d, &r.indexEntry)
+		if i > 0 && r.path <= c.index.base[i-1].path {
+			return nil, errCorrupt
+		}
 	}
+	c.index.n = int(ni)
 	if d.err != nil || d.pos != len(body) {
 		return nil, errCorrupt
 	}

@@ -546,12 +546,12 @@ func (st *Store) RebuildCache() (keptIndex bool, err error) {
 	if b, err := os.ReadFile(path); err == nil {
 		if c, err := decodeStateCache(b); err == nil && c.ref == st.Ref {
 			c.applyJournal(path + journalSuffix)
-			for p, ie := range c.index {
+			c.index.each(func(p string, ie *indexEntry) {
 				cp := *ie
 				cp.raw = nil
 				cp.prev = append([]plumbing.Hash(nil), ie.prev...)
-				fresh.index[p] = &cp
-			}
+				fresh.index.put(p, &cp)
+			})
 			keptIndex = true
 		}
 	}
@@ -598,7 +598,7 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 		return nil
 	}
 	scan := st.scan.wait()
-	index := map[string]*indexEntry{}
+	var index indexSet
 	if cu.cache != nil {
 		index = cu.cache.index
 	}
@@ -616,7 +616,7 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 	sort.Strings(sorted)
 	var out []ViewDrift
 	for _, p := range sorted {
-		ie := index[p]
+		ie := index.get(p)
 		if ie != nil && !ie.conflictW.IsZero() {
 			continue
 		}
@@ -663,7 +663,7 @@ func (st *Store) DistrustViewStat(paths []string) error {
 	c := loadStateCache(path, st.Ref)
 	changed := false
 	for _, p := range paths {
-		if ie := c.index[p]; ie != nil {
+		if ie := c.index.get(p); ie != nil {
 			ie.racy, ie.raw = true, nil
 			changed = true
 		}
@@ -693,9 +693,9 @@ func (cu *Checkup) Conflicts() []ConflictedFile {
 		return nil
 	}
 	var out []ConflictedFile
-	for p, ie := range cu.cache.index {
+	cu.cache.index.each(func(p string, ie *indexEntry) {
 		if ie.conflictW.IsZero() {
-			continue
+			return
 		}
 		cf := ConflictedFile{Path: p}
 		r, rok := cu.snap.Get(p)
@@ -707,7 +707,7 @@ func (cu *Checkup) Conflicts() []ConflictedFile {
 		}
 		switch {
 		case err == nil && rok && w == r:
-			continue // settled: the view holds the branch's version
+			return // settled: the view holds the branch's version
 		case err != nil || w != ie.conflictW:
 			cf.Changed = true
 		case !rok:
@@ -716,7 +716,7 @@ func (cu *Checkup) Conflicts() []ConflictedFile {
 			cf.Conflicts = st.describeConflict(p, ie.blob, data, r)
 		}
 		out = append(out, cf)
-	}
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }

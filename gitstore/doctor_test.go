@@ -62,7 +62,7 @@ func TestDoctorStaleIndex(t *testing.T) {
 	// Make the index claim the edited file is the committed blob.
 	st, _ := checkup(t, dir)
 	c := loadStateCache(st.cachePath(), st.Ref)
-	ie := c.index[p]
+	ie := c.index.get(p)
 	ws, ok := lstatPath(full)
 	if ie == nil || !ok {
 		t.Fatal("no index entry or view file")
@@ -197,7 +197,7 @@ func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
 	p := taskPath("T-aaaaaa")
 	st, _ := checkup(t, dir)
 	c := loadStateCache(st.cachePath(), st.Ref)
-	c.index[p].conflictW, c.index[p].conflictR, c.index[p].raw = plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222"), nil
+	c.index.get(p).conflictW, c.index.get(p).conflictR, c.index.get(p).raw = plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222"), nil
 	if err := c.save(st.cachePath()); err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +206,8 @@ func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
 		t.Fatalf("RebuildCache: %v %v", kept, err)
 	}
 	c = loadStateCache(st.cachePath(), st.Ref)
-	if !c.tip.IsZero() || len(c.dirs) > 0 || c.sums.n > 0 || c.index[p] == nil || c.index[p].conflictW.IsZero() {
-		t.Fatalf("rebuilt cache: tip %s, %d dirs, %d summaries, index %+v", c.tip, len(c.dirs), c.sums.n, c.index[p])
+	if !c.tip.IsZero() || len(c.dirs) > 0 || c.sums.n > 0 || c.index.get(p) == nil || c.index.get(p).conflictW.IsZero() {
+		t.Fatalf("rebuilt cache: tip %s, %d dirs, %d summaries, index %+v", c.tip, len(c.dirs), c.sums.n, c.index.get(p))
 	}
 	writeFile(t, viewFile(dir, p), taskDoc("T-aaaaaa", "Mine", "incoming", "x"))
 	_, cu := checkup(t, dir)

@@ -150,9 +150,9 @@ func (c *stateCache) applyBatch(b []byte) bool {
 			path := d.str()
 			ie := &indexEntry{}
 			decodeIndexEntry(d, ie)
-			c.index[path] = ie
+			c.index.put(path, ie)
 		case opIdxDel:
-			delete(c.index, d.str())
+			c.index.drop(d.str())
 		default:
 			return false
 		}
@@ -215,22 +215,22 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 		encodeSummary(e, r.s)
 	}
 	for p := range c.delIndex {
-		if c.index[p] == nil {
+		if c.index.get(p) == nil {
 			e.b = append(e.b, opIdxDel)
 			e.str(p)
 		}
 	}
 	scratch := &enc{b: make([]byte, 0, 256)}
-	for p, ie := range c.index {
+	c.index.each(func(p string, ie *indexEntry) {
 		if ie.raw != nil {
-			continue // as read: every change to an entry clears raw
+			return // as read: every change to an entry clears raw
 		}
 		scratch.b = scratch.b[:0]
 		encodeIndexEntry(scratch, ie)
 		e.b = append(e.b, opIdx)
 		e.str(p)
 		e.b = append(e.b, scratch.b...)
-	}
+	})
 	if len(e.b) == 0 {
 		return true, nil // nothing changed
 	}
@@ -381,6 +381,6 @@ func (c *stateCache) dropSummary(p string) {
 
 // dropIndex removes a sync-index entry and remembers it for the journal.
 func (c *stateCache) dropIndex(p string) {
-	delete(c.index, p)
+	c.index.drop(p)
 	c.delIndex[p] = true
 }

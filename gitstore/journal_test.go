@@ -23,7 +23,7 @@ func sampleCache(n int) *stateCache {
 		h := HashBlob([]byte(p))
 		ents = append(ents, treeEntry{name: filepath.Base(p), mode: modeFile, hash: h})
 		c.putSummary(&Summary{Path: p, Blob: h, Task: taskfile.Task{ID: fmt.Sprintf("T-%06d", i), Title: "t", Queue: taskfile.Incoming, Labels: []string{"a"}}})
-		c.index[p] = &indexEntry{blob: h, size: int64(i), mtime: int64(i) * 7, ino: uint64(i)}
+		c.index.put(p, &indexEntry{blob: h, size: int64(i), mtime: int64(i) * 7, ino: uint64(i)})
 	}
 	c.dirs["tasks"] = &dirTree{hash: plumbing.NewHash("3333333333333333333333333333333333333333"), entries: ents}
 	c.dirs[""] = &dirTree{hash: c.root, entries: []treeEntry{{name: "tasks", mode: modeTree, hash: c.dirs["tasks"].hash}}}
@@ -36,14 +36,14 @@ func cacheView(c *stateCache) map[string]any {
 	c.sums.each(func(r *sumRec) {
 		out["s "+r.Path] = normSummary(r.summary())
 	})
-	for p, ie := range c.index {
+	c.index.each(func(p string, ie *indexEntry) {
 		e := *ie
 		e.raw = nil
 		if len(e.prev) == 0 {
 			e.prev = nil
 		}
 		out["i "+p] = e
-	}
+	})
 	for p, d := range c.dirs {
 		out["d "+p] = fmt.Sprint(d.hash, d.entries)
 	}
@@ -75,9 +75,9 @@ func TestJournalRoundTrip(t *testing.T) {
 	c2.tip = plumbing.NewHash("4444444444444444444444444444444444444444")
 	c2.putSummary(&Summary{Path: "tasks/T-000001-x.md", Task: taskfile.Task{ID: "T-000001", Queue: taskfile.Claimed}})
 	c2.dropSummary("tasks/T-000002-x.md")
-	touch(c2.index["tasks/T-000003-x.md"]).racy = true
+	touch(c2.index.get("tasks/T-000003-x.md")).racy = true
 	c2.dropIndex("tasks/T-000004-x.md")
-	c2.index["tasks/new.md"] = &indexEntry{blob: HashBlob([]byte("n")), conflictW: HashBlob([]byte("w"))}
+	c2.index.put("tasks/new.md", &indexEntry{blob: HashBlob([]byte("n")), conflictW: HashBlob([]byte("w"))})
 	nd := *c2.dirs["tasks"]
 	nd.entries = nd.entries[1:]
 	nd.raw = nil
@@ -103,7 +103,7 @@ func TestJournalRoundTrip(t *testing.T) {
 		t.Fatalf("reloaded cache differs (%d vs %d keys)", len(got), len(want))
 	}
 	// A second batch on top of the first.
-	touch(c3.index["tasks/T-000005-x.md"]).size = 999
+	touch(c3.index.get("tasks/T-000005-x.md")).size = 999
 	if err := c3.save(path); err != nil {
 		t.Fatal(err)
 	}
@@ -130,13 +130,13 @@ func TestJournalTornAndForeign(t *testing.T) {
 		t.Fatal(err)
 	}
 	c2 := loadStateCache(path, "refs/heads/orch")
-	touch(c2.index["tasks/T-000001-x.md"]).size = 1001
+	touch(c2.index.get("tasks/T-000001-x.md")).size = 1001
 	if err := c2.save(path); err != nil {
 		t.Fatal(err)
 	}
 	good := cacheView(loadStateCache(path, "refs/heads/orch"))
 	c3 := loadStateCache(path, "refs/heads/orch")
-	touch(c3.index["tasks/T-000002-x.md"]).size = 1002
+	touch(c3.index.get("tasks/T-000002-x.md")).size = 1002
 	if err := c3.save(path); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestJournalTornAndForeign(t *testing.T) {
 	}
 	// After a torn tail, the next save appends after the good part.
 	c4 := loadStateCache(path, "refs/heads/orch")
-	touch(c4.index["tasks/T-000003-x.md"]).size = 1003
+	touch(c4.index.get("tasks/T-000003-x.md")).size = 1003
 	if err := c4.save(path); err != nil {
 		t.Fatal(err)
 	}

@@ -28,18 +28,26 @@ func readNames(fd int) []string {
 			}
 			ino := binary.NativeEndian.Uint64(buf[off:])
 			name := buf[off+19 : off+reclen]
+			terminated := false
 			for i, c := range name {
 				if c == 0 {
-					name = name[:i]
+					name, terminated = name[:i], true
 					break
 				}
 			}
 			off += reclen
-			if ino == 0 || len(name) == 0 || string(name) == "." || string(name) == ".." {
+			if ino == 0 || !terminated || len(name) == 0 || string(name) == "." || string(name) == ".." {
 				continue
 			}
 			names = append(names, unsafe.String(&name[0], len(name)))
 		}
 	}
 	return names
+}
+
+// cName returns name, from readNames, with the NUL byte that follows it in
+// its getdents buffer: a C string for fstatat without a copy. (readNames
+// keeps only names the kernel terminated.)
+func cName(name string, _ []byte) []byte {
+	return unsafe.Slice(unsafe.StringData(name), len(name)+1)
 }

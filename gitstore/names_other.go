@@ -17,3 +17,8 @@ func readNames(fd int) []string {
 	}
 	return names
 }
+
+// cName returns name as a C string for fstatat, in buf.
+func cName(name string, buf []byte) []byte {
+	return append(append(buf[:0], name...), 0)
+}

@@ -74,12 +74,6 @@ func (s *viewScan) wait() *viewScan {
 	return s
 }
 
-// get returns the stat data of a view path.
-func (s *viewScan) get(path string) (fileStat, bool) {
-	dir, name := splitPath(path)
-	return s.dirs[dir].get(name)
-}
-
 // each calls fn for every file found.
 func (s *viewScan) each(fn func(path string)) {
 	for dir, files := range s.dirs {
@@ -182,9 +176,10 @@ func (s *viewScan) run(view string) {
 				defer wg.Done()
 				m := make(map[string]fileStat, len(deal[w]))
 				var st unix.Stat_t
-				var name []byte
+				var buf []byte
 				for _, n := range deal[w] {
-					name = append(append(name[:0], n...), 0)
+					name := cName(n, buf)
+					buf = name[:0]
 					if fstatat(fd, name, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 						continue
 					}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,7 +47,6 @@ type Store struct {
 	dirty     bool
 	scan      *viewScan
 	byID      map[string]*sumRec
-	byIDScans int // lookups answered by a scan (see SummaryByID)
 	conflicts map[string][]taskfile.Conflict
 	broken    map[string]error
 	notes     []string
@@ -356,7 +356,7 @@ func (st *Store) readView(p string, h plumbing.Hash) ([]byte, bool) {
 	if st.View == "" || !Mirrored(p) {
 		return nil, false
 	}
-	if ie := st.cache.index[p]; ie == nil || ie.blob != h || !ie.conflictW.IsZero() {
+	if ie := st.cache.index.get(p); ie == nil || ie.blob != h || !ie.conflictW.IsZero() {
 		return nil, false
 	}
 	data, err := st.readViewFile(p)
@@ -460,8 +460,9 @@ func (st *Store) EachSummary(fn func(*Summary)) {
 // queues is empty), in no particular order. Tasks in other queues are not
 // decoded: a claim looks at the open queues, not at thousands of done tasks.
 func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)) {
+	in := queueFilter(queues)
 	st.cache.sums.each(func(r *sumRec) {
-		if len(queues) == 0 || queues[r.Queue] {
+		if in(r.Queue) {
 			fn(r.summary())
 		}
 	})
@@ -471,11 +472,28 @@ func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)
 // each task's header (what claim order sorts by). Loaded returns the whole
 // summary.
 func (st *Store) EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*SummaryHeader)) {
+	in := queueFilter(queues)
 	st.cache.sums.each(func(r *sumRec) {
-		if len(queues) == 0 || queues[r.Queue] {
+		if in(r.Queue) {
 			fn(&r.SummaryHeader)
 		}
 	})
+}
+
+// queueFilter reports whether a queue is one of queues (all when empty),
+// comparing with a short list: hashing 10,000 queue names into the map
+// cost more than the walk they filter.
+func queueFilter(queues map[taskfile.Queue]bool) func(taskfile.Queue) bool {
+	if len(queues) == 0 {
+		return func(taskfile.Queue) bool { return true }
+	}
+	list := make([]taskfile.Queue, 0, len(queues))
+	for q, ok := range queues {
+		if ok {
+			list = append(list, q)
+		}
+	}
+	return func(q taskfile.Queue) bool { return slices.Contains(list, q) }
 }
 
 // Loaded returns the whole summary of a header from EachSummaryHeaderIn.
@@ -487,31 +505,32 @@ func (st *Store) EachTaskID(fn func(id string, q taskfile.Queue)) {
 	st.cache.sums.each(func(r *sumRec) { fn(r.ID, r.Queue) })
 }
 
-// byIDAfter is how many lookups SummaryByID answers by a scan before it
-// builds a map: a transition looks up one or a few tasks, and at 10,000
-// tasks building the map costs as much as some fifteen scans of the id
-// list.
-const byIDAfter = 8
-
 // SummaryByID returns the task with exactly this id.
 func (st *Store) SummaryByID(id string) *Summary {
-	if id == "" {
-		return nil
+	if r := st.recByID(id); r != nil {
+		return r.summary()
 	}
-	if st.byID == nil && st.byIDScans < byIDAfter {
-		st.byIDScans++
-		if r := st.cache.sums.byID(id); r != nil {
-			return r.summary()
-		}
+	return nil
+}
+
+func (st *Store) recByID(id string) *sumRec {
+	if id == "" {
 		return nil
 	}
 	if st.byID == nil {
 		st.byID = st.cache.sums.byIDMap()
 	}
-	if r := st.byID[id]; r != nil {
-		return r.summary()
+	return st.byID[id]
+}
+
+// QueueByID returns the queue of the task with exactly this id, without
+// decoding the rest of its summary (a claim checks the dependencies of
+// every task it considers, hundreds at 10,000 tasks).
+func (st *Store) QueueByID(id string) (taskfile.Queue, bool) {
+	if r := st.recByID(id); r != nil {
+		return r.Queue, true
 	}
-	return nil
+	return "", false
 }
 
 // Summary returns the task at path.

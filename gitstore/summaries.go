@@ -69,15 +69,6 @@ type summarySet struct {
 	added   []*sumRec
 	addedBy map[string]*sumRec // the live records of added, by path
 	n       int                // live records
-	// ids holds every record's id beside it (gone ones included), built
-	// by the first byID: a scan of 24-byte pairs instead of 150-byte
-	// records.
-	ids []idRef
-}
-
-type idRef struct {
-	id string
-	r  *sumRec
 }
 
 // get returns the live record of path.
@@ -104,9 +95,6 @@ func (ss *summarySet) put(r *sumRec) {
 	}
 	ss.added = append(ss.added, r)
 	ss.addedBy[r.Path] = r
-	if ss.ids != nil {
-		ss.ids = append(ss.ids, idRef{r.ID, r})
-	}
 }
 
 // drop removes the record of path; it reports whether there was one.
@@ -165,21 +153,6 @@ func (ss *summarySet) sorted() []*sumRec {
 // sharing an id, the one with the smallest path does.
 func holdsID(r, found *sumRec) bool {
 	return found == nil || r.Path < found.Path
-}
-
-// byID returns the record with this id (a scan: see Store.SummaryByID).
-func (ss *summarySet) byID(id string) *sumRec {
-	if ss.ids == nil {
-		ss.ids = make([]idRef, 0, ss.n+64)
-		ss.each(func(r *sumRec) { ss.ids = append(ss.ids, idRef{r.ID, r}) })
-	}
-	var found *sumRec
-	for i := range ss.ids {
-		if x := &ss.ids[i]; x.id == id && !x.r.gone && holdsID(x.r, found) {
-			found = x.r
-		}
-	}
-	return found
 }
 
 // byIDMap maps every id to its record.

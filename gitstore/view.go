@@ -139,13 +139,13 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 			}
 		}
 	}
-	if seen != len(st.cache.index) {
+	if seen != st.cache.index.n {
 		// Some index entries have no file on the branch (deleted there).
-		for p := range st.cache.index {
+		st.cache.index.each(func(p string, _ *indexEntry) {
 			if _, ok := snap.Get(p); !ok {
 				pending[p] = true
 			}
-		}
+		})
 	}
 	if scanHits != scan.n {
 		for dir, files := range scan.dirs {
@@ -154,7 +154,7 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 				if dir != "" {
 					p = dir + "/" + name
 				}
-				if _, known := st.cache.index[p]; !known {
+				if st.cache.index.get(p) == nil {
 					pending[p] = true // made by hand (or the index was lost)
 				}
 			})
@@ -178,19 +178,22 @@ type dirCompare struct {
 // the scanned view files; it only reads.
 func (st *Store) compareEntries(d string, entries []treeEntry, files *scanFiles) dirCompare {
 	var r dirCompare
-	var buf []byte
+	if len(entries) == 0 {
+		return r
+	}
+	path := func(name string) string {
+		if d == "" {
+			return name
+		}
+		return d + "/" + name
+	}
+	index := st.cache.index.cursor(d, entries[0].name)
 	for i := range entries {
 		e := &entries[i]
 		if e.mode != modeFile && e.mode != modeExec {
 			continue
 		}
-		buf = buf[:0]
-		if d != "" {
-			buf = append(append(buf, d...), '/')
-		}
-		buf = append(buf, e.name...)
-		ie, known := st.cache.index[string(buf)]
-		if known {
+		if ie := index.get(e.name); ie != nil {
 			r.seen++
 			ws, wok := files.get(e.name)
 			if wok {
@@ -199,10 +202,10 @@ func (st *Store) compareEntries(d string, entries []treeEntry, files *scanFiles)
 			if wok && ie.matches(ws) && e.hash == ie.blob && ie.conflictW.IsZero() {
 				continue // the common case: nothing changed anywhere
 			}
-			r.pending = append(r.pending, string(buf))
+			r.pending = append(r.pending, path(e.name))
 			continue
 		}
-		if p := string(buf); Mirrored(p) {
+		if p := path(e.name); Mirrored(p) {
 			r.pending = append(r.pending, p)
 		}
 	}
@@ -234,7 +237,7 @@ func (st *Store) reconcilePaths(paths []string, pol Policy, rep *Reconciled) err
 
 func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 	full := viewPath(st.View, p)
-	ie := st.cache.index[p]
+	ie := st.cache.index.get(p)
 	r, rok := st.snap.Get(p)
 	if !Mirrored(p) {
 		rok = false
@@ -340,10 +343,10 @@ func (st *Store) readViewFile(p string) ([]byte, error) {
 
 // record notes that the view file at p holds blob h with stat s.
 func (st *Store) record(p string, h plumbing.Hash, s fileStat) {
-	ie := st.cache.index[p]
+	ie := st.cache.index.get(p)
 	if ie == nil {
 		ie = &indexEntry{}
-		st.cache.index[p] = ie
+		st.cache.index.put(p, ie)
 	}
 	if !ie.blob.IsZero() && ie.blob != h {
 		ie.prev = append([]plumbing.Hash{ie.blob}, ie.prev...)
@@ -376,7 +379,7 @@ func (st *Store) writeView(p string, data []byte, blob plumbing.Hash) {
 	}
 	full := viewPath(st.View, p)
 	if ws, ok := lstatPath(full); ok {
-		ie := st.cache.index[p]
+		ie := st.cache.index.get(p)
 		if ie == nil || !ie.matches(ws) {
 			cur, err := st.readViewFile(p)
 			if err != nil || ie == nil || HashBlob(cur) != ie.blob {
@@ -459,7 +462,7 @@ func (st *Store) removeView(p string) {
 		return
 	}
 	full := viewPath(st.View, p)
-	ie := st.cache.index[p]
+	ie := st.cache.index.get(p)
 	if ws, ok := lstatPath(full); ok {
 		if ie == nil || !ie.matches(ws) {
 			cur, err := st.readViewFile(p)
@@ -513,7 +516,7 @@ func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.H
 				return err
 			}
 			if len(conflicts) > 0 {
-				st.markConflict(p, rep, st.cache.index[p], w, r, conflicts)
+				st.markConflict(p, rep, st.cache.index.get(p), w, r, conflicts)
 				return nil
 			}
 			if stale {
@@ -643,7 +646,7 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 		bf, err1 := taskfile.Parse(st.rel(p), bdata)
 		rf, err2 := taskfile.Parse(st.rel(p), rdata)
 		if err1 != nil || err2 != nil {
-			st.markConflict(p, rep, st.cache.index[p], w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
+			st.markConflict(p, rep, st.cache.index.get(p), w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
 			return nil
 		}
 		merged, conflicts, err := taskfile.Merge3(bf, wf, rf)
@@ -651,14 +654,14 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 			return err
 		}
 		if len(conflicts) > 0 {
-			st.markConflict(p, rep, st.cache.index[p], w, r, conflicts)
+			st.markConflict(p, rep, st.cache.index.get(p), w, r, conflicts)
 			return nil
 		}
 		result, id = merged.Src, merged.Task.ID
 	} else {
 		text, ok := taskfile.MergeText(string(bdata), string(wdata), string(rdata))
 		if !ok {
-			st.markConflict(p, rep, st.cache.index[p], w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
+			st.markConflict(p, rep, st.cache.index.get(p), w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
 			return nil
 		}
 		result = []byte(text)
@@ -689,7 +692,7 @@ func (st *Store) markConflict(p string, rep *Reconciled, ie *indexEntry, w, r pl
 	rep.Conflicts[p] = conflicts
 	if ie == nil {
 		ie = &indexEntry{}
-		st.cache.index[p] = ie
+		st.cache.index.put(p, ie)
 	}
 	if ie.conflictW != w || ie.conflictR != r {
 		ie.raw = nil

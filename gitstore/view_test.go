@@ -637,7 +637,7 @@ func TestReconcileRacyEdit(t *testing.T) {
 	st := openStore(t, dir)
 	v2 := setField(t, viewDoc("T-racy01"), "queue", "blocked")
 	commitFiles(t, st, "orch(T-racy01): incoming -> blocked", p, v2)
-	ie := st.cache.index[p]
+	ie := st.cache.index.get(p)
 	if ie == nil || ie.blob != HashBlob([]byte(v2)) {
 		t.Fatalf("sync index after the write: %+v", ie)
 	}
@@ -668,10 +668,10 @@ func TestReconcileRacyEdit(t *testing.T) {
 	}
 	cache := loadStateCache(st.cachePath(), st.Ref)
 	ws, ok := lstatPath(viewFile(dir, p))
-	if !ok || cache.index[p] == nil {
+	if !ok || cache.index.get(p) == nil {
 		t.Fatal("setup: no index entry")
 	}
-	e := cache.index[p]
+	e := cache.index.get(p)
 	if e.mtime == ws.mtime {
 		t.Fatal("an edit stamped the past mtime orch gave the file")
 	}

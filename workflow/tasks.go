@@ -301,8 +301,7 @@ func queueRank(q taskfile.Queue) int {
 func (e *Engine) DepsDone(t *taskfile.Task) (bool, []string) {
 	var pending []string
 	for _, d := range t.DependsOn {
-		s := e.Store.SummaryByID(d)
-		if s == nil || s.Task.Queue != taskfile.Done {
+		if q, ok := e.Store.QueueByID(d); !ok || q != taskfile.Done {
 			pending = append(pending, d)
 		}
 	}
