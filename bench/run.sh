@@ -59,6 +59,11 @@ else
 	trap 'rm -rf "$OUT"' EXIT INT TERM
 fi
 
+# The Go build keeps the user's module and build caches (HOME changes
+# below): no downloads, no network, no compiling beside the first row.
+GOMODCACHE=$("$GO" env GOMODCACHE) GOCACHE=$("$GO" env GOCACHE) GOPATH=$("$GO" env GOPATH)
+export GOMODCACHE GOCACHE GOPATH
+
 # Only this repository's config counts: no user or system config, a fixed
 # identity (bench/gen also sets one in each repository).
 export GIT_CONFIG_NOSYSTEM=1

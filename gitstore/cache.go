@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 	"unsafe"
 
@@ -25,7 +24,7 @@ import (
 // index (for reconciling with stat calls instead of reads). It is a pure
 // cache: a missing, stale or corrupt file is detected (version, ref, tip,
 // checksum) and rebuilt from the branch and the view.
-const cacheMagic = "orch-state-cache v11\n"
+const cacheMagic = "orch-state-cache v12\n"
 
 // Summary is what orch knows about a task without reading its file again.
 type Summary struct {
@@ -405,9 +404,9 @@ func (c *stateCache) encode() []byte {
 		}
 		encodeDir(e, path, d)
 	}
-	// Summaries and index entries in path order: decoded into one slab
-	// each, they then lie in the order of the branch's trees, which the
-	// view comparison walks (in map order, every entry was a cache miss).
+	// Summaries and index entries in path order: loaded, each is a slab
+	// searched by path (see summarySet and indexSet), in the order of the
+	// branch's trees, which the view comparison walks.
 	e.uv(uint64(c.sums.n))
 	for _, r := range c.sums.sorted() {
 		if r.raw != nil {
@@ -421,27 +420,22 @@ func (c *stateCache) encode() []byte {
 		e.str(path)
 		encodeIndexEntry(e, ie)
 	})
-	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
+	e.b = binary.LittleEndian.AppendUint32(e.b, checksum(e.b))
 	return e.b
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+// checksum guards the cache file and each journal batch. CRC-32 (IEEE):
+// Go computes it with carry-less multiplication at some 20 GB/s here, and
+// sets it up in 20 µs; CRC-32C cost 0.15 ms of set-up in every process and
+// four times as long over a 4 MB cache.
+func checksum(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
 
 func decodeStateCache(b []byte) (*stateCache, error) {
 	if len(b) < len(cacheMagic)+4 || string(b[:len(cacheMagic)]) != cacheMagic {
 		return nil, errCorrupt
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
+	if checksum(body) != sum {
 		return nil, errCorrupt
 	}
 	if len(body) < len(cacheMagic)+8 {

@@ -3,7 +3,6 @@ package gitstore
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"os"
 	"slices"
@@ -13,12 +12,12 @@ import (
 // every transition cost more than the transition; instead a command appends
 // one batch describing what it changed, and a command that finds the
 // journal large writes a new base. A batch is all or nothing: length,
-// CRC-32C, then its operations; a torn or damaged batch, and everything after
+// CRC-32, then its operations; a torn or damaged batch, and everything after
 // it, is ignored (the cache then notices the branch moved and catches up,
 // as it does when the file is missing).
 const (
 	journalSuffix = ".journal"
-	journalMagic  = "orch-cache-journal v1\n"
+	journalMagic  = "orch-cache-journal v2\n"
 )
 
 // journalLimit is the journal size at which the next save writes a base.
@@ -66,7 +65,7 @@ func (c *stateCache) applyJournal(path string) {
 		}
 		sum := binary.LittleEndian.Uint32(data[pos+k:])
 		batch := data[pos+k+4 : pos+k+4+int(n)]
-		if crc32.Checksum(batch, castagnoli) != sum || !c.applyBatch(batch) {
+		if checksum(batch) != sum || !c.applyBatch(batch) {
 			break
 		}
 		pos += k + 4 + int(n)
@@ -240,7 +239,7 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 	}
 	var rec []byte
 	rec = binary.AppendUvarint(rec, uint64(len(e.b)))
-	rec = binary.LittleEndian.AppendUint32(rec, crc32.Checksum(e.b, castagnoli))
+	rec = binary.LittleEndian.AppendUint32(rec, checksum(e.b))
 	rec = append(rec, e.b...)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {

@@ -47,6 +47,7 @@ type Store struct {
 	dirty     bool
 	scan      *viewScan
 	byID      map[string]*sumRec
+	byIDScans int // lookups answered by a walk (see recByID)
 	conflicts map[string][]taskfile.Conflict
 	broken    map[string]error
 	notes     []string
@@ -516,6 +517,13 @@ func (st *Store) SummaryByID(id string) *Summary {
 func (st *Store) recByID(id string) *sumRec {
 	if id == "" {
 		return nil
+	}
+	// The first lookups walk the records (0.1 ms at 10,000 tasks); then a
+	// map pays off (0.7 ms to build): orch new looks up one id, a claim
+	// the dependencies of every task it considers.
+	if st.byID == nil && st.byIDScans < 2 {
+		st.byIDScans++
+		return st.cache.sums.byID(id)
 	}
 	if st.byID == nil {
 		st.byID = st.cache.sums.byIDMap()

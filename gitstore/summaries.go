@@ -155,6 +155,17 @@ func holdsID(r, found *sumRec) bool {
 	return found == nil || r.Path < found.Path
 }
 
+// byID returns the record with this id, by a walk over all of them.
+func (ss *summarySet) byID(id string) *sumRec {
+	var found *sumRec
+	ss.each(func(r *sumRec) {
+		if r.ID == id && holdsID(r, found) {
+			found = r
+		}
+	})
+	return found
+}
+
 // byIDMap maps every id to its record.
 func (ss *summarySet) byIDMap() map[string]*sumRec {
 	m := make(map[string]*sumRec, ss.n)
