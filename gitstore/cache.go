@@ -288,18 +288,27 @@ func encodeSummary(e *enc, s *Summary) {
 	e.b = append(e.b, body.b...)
 }
 
+// record reads the length of a length-prefixed record and returns a decoder
+// of its bytes, and where it ends (nil on a corrupt length).
+func (d *dec) record() (*dec, int) {
+	n := d.uv()
+	if n > uint64(len(d.buf)-d.pos) {
+		d.fail()
+		return nil, 0
+	}
+	end := d.pos + int(n)
+	return &dec{buf: d.buf[:end], pos: d.pos}, end
+}
+
 // decodeSumRec reads what encodeSummary wrote into a record: its header,
 // with raw keeping the record's bytes for sumRec.summary (and for writing it
 // back unchanged).
 func decodeSumRec(d *dec, r *sumRec) {
 	start := d.pos
-	n := d.uv()
-	if n > uint64(len(d.buf)-d.pos) {
-		d.fail()
+	body, end := d.record()
+	if body == nil {
 		return
 	}
-	end := d.pos + int(n)
-	body := &dec{buf: d.buf[:end], pos: d.pos}
 	r.Path, r.blob = body.str(), body.hash()
 	body.str() // problem
 	body.uv()  // its line
@@ -318,13 +327,10 @@ func decodeSumRec(d *dec, r *sumRec) {
 
 // decodeSummary reads a whole summary record.
 func decodeSummary(d *dec, s *Summary) {
-	n := d.uv()
-	if n > uint64(len(d.buf)-d.pos) {
-		d.fail()
+	body, end := d.record()
+	if body == nil {
 		return
 	}
-	end := d.pos + int(n)
-	body := &dec{buf: d.buf[:end], pos: d.pos}
 	s.Path, s.Blob, s.Problem, s.ProblemLine = body.str(), body.hash(), body.str(), int(body.uv())
 	decodeTask(body, &s.Task)
 	if body.err != nil || body.pos != end {
