@@ -249,32 +249,48 @@ func (r *Repo) LockOwner(lockPath string) (pid int, noted time.Time, ok bool) {
 }
 
 func (r *Repo) leftByDeadOrch(lockPath string, lockInfo os.FileInfo) bool {
-	pid, noted, ok := r.LockOwner(lockPath)
-	if !ok || pid <= 0 || pid == os.Getpid() {
+	// Also give a live git process holding a fresh lock time to finish.
+	return r.deadOrchNote(lockPath, lockInfo) && time.Since(lockInfo.ModTime()) > time.Second
+}
+
+// deadOrchNote reports whether the note for lockPath names a dead orch and
+// dates from the lock: the lock must date from the dead process's note
+// (written just before it created the lock), or it may be a git process's
+// lock that merely coincides.
+func (r *Repo) deadOrchNote(lockPath string, lockInfo os.FileInfo) bool {
+	pid, ok := r.noteOfLock(lockPath, lockInfo)
+	if !ok {
 		return false
 	}
-	if err := syscall.Kill(pid, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
-		return false // alive (or not ours to judge)
+	err := syscall.Kill(pid, 0)
+	return err != nil && errors.Is(err, syscall.ESRCH) // not alive (and ours to judge)
+}
+
+// noteOfLock returns the pid of another process whose note dates from the
+// lock that exists (within a second of it). Only the holder of the orch
+// flock writes notes, so such a note names the orch that created that lock:
+// one killed since (a zombie not yet reaped looks alive for a moment), or,
+// rarely, one whose attempt coincided with a git process's lock.
+func (r *Repo) noteOfLock(lockPath string, lockInfo os.FileInfo) (int, bool) {
+	pid, noted, ok := r.LockOwner(lockPath)
+	if !ok || pid <= 0 || pid == os.Getpid() {
+		return 0, false
 	}
-	// The lock must date from the dead process's note (written just before
-	// it created the lock, or, if a git process held the lock then, just
-	// after), or it may be a git process's lock that merely coincides. Also
-	// give a live git process holding a fresh lock time to finish.
-	return !lockInfo.ModTime().Before(noted.Add(-time.Second)) &&
-		!lockInfo.ModTime().After(noted.Add(time.Second)) &&
-		time.Since(lockInfo.ModTime()) > time.Second
+	return pid, !lockInfo.ModTime().Before(noted.Add(-time.Second)) &&
+		!lockInfo.ModTime().After(noted.Add(time.Second))
 }
 
 // createLockFile creates lockPath with O_EXCL, waiting for another process
 // to release it, and notes this process as its owner.
 //
-// The note is written before the lock is created, whenever no lock exists:
-// a kill -9 at any moment after the lock appears then leaves a note naming
-// a dead process, so the next orch takes the lock over at once. (Noting
-// after the lock appeared left a moment in which a killed orch left a lock
-// with no note, which blocked every orch command for StaleRefLockAge.) While
-// a lock exists the note is left alone: it may name the killed orch that
-// left that lock.
+// The note is written before every attempt to create the lock: a kill -9
+// at any moment after the lock appears then leaves a note naming a dead
+// process, so the next orch takes the lock over at once. (Noting after the
+// lock appeared left a moment in which a killed orch left a lock with no
+// note, which blocked every orch command for StaleRefLockAge: found when
+// another process's lock went away between looking and creating.) The one
+// note left alone is one that dates from the lock that exists: it is what
+// lets that lock be taken over once its process is gone.
 func (r *Repo) createLockFile(lockPath string) (_ *os.File, err error) {
 	deadline := time.Now().Add(RefLockTimeout)
 	delay := time.Millisecond
@@ -285,15 +301,29 @@ func (r *Repo) createLockFile(lockPath string) (_ *os.File, err error) {
 		}
 	}()
 	for {
-		fresh := false
-		if _, serr := os.Lstat(lockPath); errors.Is(serr, os.ErrNotExist) {
+		// A note that dates from the lock that exists is kept: it may name
+		// the killed orch that left the lock.
+		fi, serr := os.Lstat(lockPath)
+		evidence := false
+		if serr == nil {
+			_, evidence = r.noteOfLock(lockPath, fi)
+		}
+		if !evidence {
 			r.noteLockOwner(lockPath)
-			noted, fresh = true, true
+			noted = true
 		}
 		f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, os.ErrNotExist) && time.Now().Before(deadline) {
+			// git pack-refs --prune removes ref directories it emptied
+			// (refs/heads/task/): make it again, as git itself does.
+			if merr := os.MkdirAll(filepath.Dir(lockPath), 0o777); merr == nil {
+				continue
+			}
+		}
 		if err == nil {
-			if !fresh {
-				r.noteLockOwner(lockPath) // the note must date from the lock
+			if evidence {
+				r.noteLockOwner(lockPath) // the dead orch's lock went meanwhile
+				noted = true
 			}
 			return f, nil
 		}
