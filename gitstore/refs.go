@@ -248,6 +248,8 @@ func (r *Repo) LockOwner(lockPath string) (pid int, noted time.Time, ok bool) {
 	return 0, time.Time{}, false
 }
 
+// leftByDeadOrch reports whether the lock was left by a killed orch, so that
+// it can be taken over now rather than after StaleRefLockAge.
 func (r *Repo) leftByDeadOrch(lockPath string, lockInfo os.FileInfo) bool {
 	// Also give a live git process holding a fresh lock time to finish.
 	return r.deadOrchNote(lockPath, lockInfo) && time.Since(lockInfo.ModTime()) > time.Second
