@@ -389,27 +389,20 @@ func cmpClaimKeys(a, b claimKey) int {
 	return cmp.Compare(a.path, b.path)
 }
 
-// sortClaimKeys sorts list by keys (one per element, in list order).
-func sortClaimKeys[T any](list []T, keys []claimKey) {
-	for i := range keys {
-		keys[i].i = i
-	}
-	slices.SortFunc(keys, cmpClaimKeys)
-	sorted := make([]T, len(list))
-	for j, k := range keys {
-		sorted[j] = list[k.i]
-	}
-	copy(list, sorted)
-}
-
 // SortClaimOrder sorts tasks in claim order (ClaimLess), by queue in board
 // order first when byQueue is set.
 func SortClaimOrder(list []*gitstore.Summary, byQueue bool) {
 	keys := make([]claimKey, len(list))
 	for i, s := range list {
 		keys[i] = newClaimKey(s.Task.Queue, s.Task.Priority, s.Task.Created, s.Task.ID, s.Path, byQueue)
+		keys[i].i = i
 	}
-	sortClaimKeys(list, keys)
+	slices.SortFunc(keys, cmpClaimKeys)
+	sorted := make([]*gitstore.Summary, len(list))
+	for j, k := range keys {
+		sorted[j] = list[k.i]
+	}
+	copy(list, sorted)
 }
 
 // claimQueue hands out tasks not yet decoded in claim order, sorting only
