@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
@@ -337,9 +336,3 @@ func maxArgs(n int, form string) cobra.PositionalArgs {
 var errSilent = errors.New("")
 
 func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// isTerminal reports whether f is a terminal (the termios ioctl succeeds).
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
