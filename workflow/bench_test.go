@@ -71,27 +71,27 @@ func BenchmarkClaimOrder(b *testing.B) {
 	}
 }
 
-// BenchmarkClaimPick is the whole selection of a claim: claim order, then
-// the first task the agent may take (whyNot for each task before it).
+// BenchmarkClaimPick is the whole selection of a claim, as claim makes it
+// (pickClaimable): the claim-order heap over the open tasks' headers, then
+// the first task the agent may take.
 func BenchmarkClaimPick(b *testing.B) {
 	e := benchEngine(b)
 	roles := []string{e.Config.DefaultRole}
 	for _, n := range []int{1000, 10000} {
 		all := syntheticSummaries(n)
+		heads := make([]*gitstore.SummaryHeader, n)
+		whole := make(map[*gitstore.SummaryHeader]*gitstore.Summary, n)
+		for i, s := range all {
+			heads[i] = &gitstore.SummaryHeader{Path: s.Path, ID: s.Task.ID, Queue: s.Task.Queue, Priority: s.Task.Priority, Created: s.Task.Created}
+			whole[heads[i]] = s
+		}
+		load := func(h *gitstore.SummaryHeader) *gitstore.Summary { return whole[h] }
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			list := make([]*gitstore.Summary, n)
+			list := make([]*gitstore.SummaryHeader, n)
 			b.ReportAllocs()
 			for b.Loop() {
-				copy(list, all)
-				SortClaimOrder(list, false)
-				var pick *gitstore.Summary
-				for _, s := range list {
-					if rule, _ := e.whyNot(s, roles); rule == "" {
-						pick = s
-						break
-					}
-				}
-				if pick == nil {
+				copy(list, heads)
+				if pick, _ := e.pickClaimable(list, load, roles); pick == nil {
 					b.Fatal("nothing claimable")
 				}
 			}

@@ -316,6 +316,12 @@ func (e *Engine) nextClaimable(roles []string) (*gitstore.Summary, []string) {
 	e.Store.EachSummaryHeaderIn(claimQueues, func(h *gitstore.SummaryHeader) {
 		candidates = append(candidates, h)
 	})
+	return e.pickClaimable(candidates, e.Store.Loaded, roles)
+}
+
+// pickClaimable is nextClaimable over the given candidates, load giving a
+// candidate's whole summary.
+func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*gitstore.SummaryHeader) *gitstore.Summary, roles []string) (*gitstore.Summary, []string) {
 	order := newClaimQueue(candidates)
 	counts := map[string]int{}
 	// Tasks for another role, assigned to someone else or locked against
@@ -324,7 +330,7 @@ func (e *Engine) nextClaimable(roles []string) (*gitstore.Summary, []string) {
 	// out only if nothing is claimable.
 	var passed []*gitstore.Summary
 	for h := order.next(); h != nil; h = order.next() {
-		s := e.Store.Loaded(h)
+		s := load(h)
 		if e.notForActor(&s.Task, roles) {
 			passed = append(passed, s)
 			continue
