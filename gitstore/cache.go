@@ -437,67 +437,12 @@ func (c *stateCache) encode() []byte {
 func checksum(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
 
 func decodeStateCache(b []byte) (*stateCache, error) {
-	if len(b) < len(cacheMagic)+4 || string(b[:len(cacheMagic)]) != cacheMagic {
-		return nil, errCorrupt
+	c, d, err := decodeCacheDirs(b)
+	if err != nil {
+		return nil, err
 	}
-	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if checksum(body) != sum {
-		return nil, errCorrupt
-	}
-	if len(body) < len(cacheMagic)+8 {
-		return nil, errCorrupt
-	}
-	d := &dec{buf: body, pos: len(cacheMagic) + 8}
-	c := newStateCache(d.str())
-	copy(c.gen[:], body[len(cacheMagic):])
-	c.raw = b
-	c.tip = d.hash()
-	c.root = d.hash()
-	nd := d.uv()
-	if nd > uint64(len(body)) {
-		return nil, errCorrupt
-	}
-	for i := uint64(0); i < nd && d.err == nil; i++ {
-		start := d.pos
-		path, dt := decodeDir(d)
-		if dt == nil {
-			return nil, errCorrupt
-		}
-		dt.raw, dt.rawPath = body[start:d.pos:d.pos], path
-		c.dirs[path] = dt
-	}
-	ns := d.uv()
-	if ns > uint64(len(body)) {
-		return nil, errCorrupt
-	}
-	// The records are in path order (see encode), which lookups by binary
-	// search rely on: a file that breaks it is corrupt.
-	c.sums.base = make([]sumRec, ns)
-	for i := uint64(0); i < ns && d.err == nil; i++ {
-		r := &c.sums.base[i]
-		decodeSumRec(d, r)
-		if i > 0 && r.Path <= c.sums.base[i-1].Path {
-			return nil, errCorrupt
-		}
-	}
-	c.sums.n = int(ns)
-	ni := d.uv()
-	if ni > uint64(len(body)) {
-		return nil, errCorrupt
-	}
-	// In path order too (see indexSet).
-	c.index.base = make([]indexRec, ni)
-	for i := uint64(0); i < ni && d.err == nil; i++ {
-		r := &c.index.base[i]
-		r.path = d.str()
-		decodeIndexEntry(d, &r.indexEntry)
-		if i > 0 && r.path <= c.index.base[i-1].path {
-			return nil, errCorrupt
-		}
-	}
-	c.index.n = int(ni)
-	if d.err != nil || d.pos != len(body) {
-		return nil, errCorrupt
+	if err := c.decodeRest(d); err != nil {
+		return nil, err
 	}
 	for p, dt := range c.dirs {
 		c.loadedDirs[p] = dt
@@ -506,18 +451,109 @@ func decodeStateCache(b []byte) (*stateCache, error) {
 	return c, nil
 }
 
-func loadStateCache(path, ref string) *stateCache {
+// decodeCacheDirs decodes a cache file's header and directories, and
+// returns the decoder at its summaries. The checksum is verified by
+// decodeRest: until then the directories are only fit for the view scan,
+// which stats the names they list (see loadStateCache).
+func decodeCacheDirs(b []byte) (*stateCache, *dec, error) {
+	if len(b) < len(cacheMagic)+8+4 || string(b[:len(cacheMagic)]) != cacheMagic {
+		return nil, nil, errCorrupt
+	}
+	body := b[:len(b)-4]
+	d := &dec{buf: body, pos: len(cacheMagic) + 8}
+	c := newStateCache(d.str())
+	copy(c.gen[:], body[len(cacheMagic):])
+	c.raw = b
+	c.tip = d.hash()
+	c.root = d.hash()
+	nd := d.uv()
+	if nd > uint64(len(body)) {
+		return nil, nil, errCorrupt
+	}
+	for i := uint64(0); i < nd && d.err == nil; i++ {
+		start := d.pos
+		path, dt := decodeDir(d)
+		if dt == nil {
+			return nil, nil, errCorrupt
+		}
+		dt.raw, dt.rawPath = body[start:d.pos:d.pos], path
+		c.dirs[path] = dt
+	}
+	if d.err != nil {
+		return nil, nil, errCorrupt
+	}
+	return c, d, nil
+}
+
+// decodeRest verifies the file's checksum and decodes the summaries and the
+// sync index, which d is at.
+func (c *stateCache) decodeRest(d *dec) error {
+	b := c.raw
+	if checksum(b[:len(b)-4]) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return errCorrupt
+	}
+	ns := d.uv()
+	if ns > uint64(len(d.buf)) {
+		return errCorrupt
+	}
+	// The records are in path order (see encode), which lookups by binary
+	// search rely on: a file that breaks it is corrupt.
+	c.sums.base = make([]sumRec, ns)
+	for i := uint64(0); i < ns && d.err == nil; i++ {
+		r := &c.sums.base[i]
+		decodeSumRec(d, r)
+		if i > 0 && r.Path <= c.sums.base[i-1].Path {
+			return errCorrupt
+		}
+	}
+	c.sums.n = int(ns)
+	ni := d.uv()
+	if ni > uint64(len(d.buf)) {
+		return errCorrupt
+	}
+	// In path order too (see indexSet).
+	c.index.base = make([]indexRec, ni)
+	for i := uint64(0); i < ni && d.err == nil; i++ {
+		r := &c.index.base[i]
+		r.path = d.str()
+		decodeIndexEntry(d, &r.indexEntry)
+		if i > 0 && r.path <= c.index.base[i-1].path {
+			return errCorrupt
+		}
+	}
+	c.index.n = int(ni)
+	if d.err != nil || d.pos != len(d.buf) {
+		return errCorrupt
+	}
+	return nil
+}
+
+// loadStateCache loads the cache file and replays its journal. dirsReady,
+// if not nil, is given the directories as soon as they are decoded and
+// brought up to date by the journal, before the checksum is verified and
+// the rest decoded: the view scan stats the files they list meanwhile.
+// (If the file then turns out to be corrupt, the scan stat-ed the wrong
+// names; the reconcile then looks the right ones up by name.)
+func loadStateCache(path, ref string, dirsReady func(map[string]*dirTree)) *stateCache {
 	b, err := readCacheFile(path)
 	if err != nil {
 		return newStateCache(ref)
 	}
 	Trace("  read cache file")
-	c, err := decodeStateCache(b)
+	c, d, err := decodeCacheDirs(b)
 	if err != nil || c.ref != ref {
 		return newStateCache(ref)
 	}
+	j := c.replayDirs(path + journalSuffix)
+	if dirsReady != nil {
+		dirsReady(c.dirs)
+	}
+	Trace("  decode dirs")
+	if c.decodeRest(d) != nil {
+		return newStateCache(ref)
+	}
 	Trace("  decode cache")
-	c.applyJournal(path + journalSuffix)
+	c.replayRest(j)
 	Trace("  apply journal")
 	return c
 }

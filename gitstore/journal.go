@@ -45,18 +45,33 @@ const (
 	opDirDelta // a directory as changes to the entries it had when read
 )
 
-// applyJournal replays the journal of this base generation.
-func (c *stateCache) applyJournal(path string) {
+// A journal is replayed in two passes, so that the directories are ready
+// before the summaries and the sync index are decoded (the view scan stats
+// the files they list while the rest loads): replayDirs applies every
+// batch's directory operations, replayRest the summary and index ones of
+// the same batches. The two kinds never touch the same state, so the
+// order within each kind is all that matters.
+type journalReplay struct {
+	data    []byte
+	batches [][]byte // the whole, well-formed batches, in order
+	end     int      // the offset after the last of them
+}
+
+// replayDirs reads the journal of this base generation and applies the
+// directory operations of its batches. A batch that is torn, damaged or
+// malformed ends the replay.
+func (c *stateCache) replayDirs(path string) *journalReplay {
 	f, err := os.Open(path)
 	if err != nil {
-		return
+		return nil
 	}
 	defer f.Close()
 	data, err := io.ReadAll(f)
 	if err != nil || len(data) < len(journalMagic)+8 || string(data[:len(journalMagic)]) != journalMagic ||
 		!bytes.Equal(data[len(journalMagic):len(journalMagic)+8], c.gen[:]) {
-		return
+		return nil
 	}
+	j := &journalReplay{data: data}
 	pos := len(journalMagic) + 8
 	for pos < len(data) {
 		n, k := binary.Uvarint(data[pos:])
@@ -65,18 +80,30 @@ func (c *stateCache) applyJournal(path string) {
 		}
 		sum := binary.LittleEndian.Uint32(data[pos+k:])
 		batch := data[pos+k+4 : pos+k+4+int(n)]
-		if checksum(batch) != sum || !c.applyBatch(batch) {
+		if checksum(batch) != sum || !c.applyBatch(batch, true) {
 			break
 		}
+		j.batches = append(j.batches, batch)
 		pos += k + 4 + int(n)
 	}
+	j.end = pos
 	for p := range c.overlays {
 		c.flushOverlay(p)
 	}
-	c.journalSize = int64(pos)
-	c.journalRaw = append(c.journalRaw, data)
-	// Everything applied is now "as loaded": the next save appends only
-	// what changes after this point.
+	return j
+}
+
+// replayRest applies the summary and index operations of the batches
+// replayDirs applied, and makes everything applied "as loaded": the next
+// save appends only what changes after this point.
+func (c *stateCache) replayRest(j *journalReplay) {
+	if j != nil {
+		for _, b := range j.batches {
+			c.applyBatch(b, false) // well formed: replayDirs parsed it whole
+		}
+		c.journalSize = int64(j.end)
+		c.journalRaw = append(c.journalRaw, j.data)
+	}
 	for p, dt := range c.dirs {
 		c.loadedDirs[p] = dt
 	}
@@ -88,38 +115,63 @@ func (c *stateCache) applyJournal(path string) {
 	c.loadedTip = c.tip
 }
 
-// applyBatch applies one batch; it reports false (and applies nothing more)
-// on a malformed one. A batch's operations are applied in order, so a
-// malformed batch can leave part of itself applied only if its checksum
-// matched, which a torn write cannot do.
-func (c *stateCache) applyBatch(b []byte) bool {
+// applyJournal replays the journal of this base generation.
+func (c *stateCache) applyJournal(path string) {
+	c.replayRest(c.replayDirs(path))
+}
+
+// applyBatch parses one batch and applies its directory operations (dirs)
+// or its summary and index operations (!dirs); it reports false (and
+// applies nothing more) on a malformed one. A batch's operations are
+// applied in order, so a malformed batch can leave part of itself applied
+// only if its checksum matched, which a torn write cannot do.
+func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
 	d := &dec{buf: b}
 	for d.pos < len(b) && d.err == nil {
 		op := b[d.pos]
 		d.pos++
 		switch op {
 		case opTip:
-			c.tip, c.root = d.hash(), d.hash()
+			tip, root := d.hash(), d.hash()
+			if dirs {
+				c.tip, c.root = tip, root
+			}
 		case opDir:
 			path, dt := decodeDir(d)
 			if dt == nil {
 				return false
 			}
-			c.flushOverlay(path)
-			c.dirs[path] = dt
+			if dirs {
+				c.flushOverlay(path)
+				c.dirs[path] = dt
+			}
 		case opDirDel:
 			path := d.str()
-			c.flushOverlay(path)
-			delete(c.dirs, path)
+			if dirs {
+				c.flushOverlay(path)
+				delete(c.dirs, path)
+			}
 		case opDirDelta:
 			path := d.str()
-			if c.dirs[path] == nil {
+			if dirs && c.dirs[path] == nil {
 				return false
 			}
 			h := d.hash()
 			nu, nd := d.uv(), d.uv()
 			if nu > uint64(len(b)) || nd > uint64(len(b)) {
 				return false
+			}
+			if !dirs {
+				for j := uint64(0); j < nu; j++ {
+					d.str()
+					d.uv()
+					d.hash()
+				}
+				for j := uint64(0); j < nd; j++ {
+					d.str()
+					d.uv()
+				}
+				continue
 			}
 			ov := c.overlay(path)
 			ov.hash = h
@@ -142,16 +194,26 @@ func (c *stateCache) applyBatch(b []byte) bool {
 			if decodeSumRec(d, r); d.err != nil {
 				return false
 			}
-			c.sums.put(r)
+			if !dirs {
+				c.sums.put(r)
+			}
 		case opSumDel:
-			c.sums.drop(d.str())
+			path := d.str()
+			if !dirs {
+				c.sums.drop(path)
+			}
 		case opIdx:
 			path := d.str()
 			ie := &indexEntry{}
 			decodeIndexEntry(d, ie)
-			c.index.put(path, ie)
+			if !dirs {
+				c.index.put(path, ie)
+			}
 		case opIdxDel:
-			c.index.drop(d.str())
+			path := d.str()
+			if !dirs {
+				c.index.drop(path)
+			}
 		default:
 			return false
 		}

@@ -51,3 +51,38 @@ func readNames(fd int) []string {
 func cName(name string, _ []byte) []byte {
 	return unsafe.Slice(unsafe.StringData(name), len(name)+1)
 }
+
+// countFiles counts the names of a directory that MirroredName accepts and
+// that may be regular files (by the type getdents gives, when it gives
+// one), listing it into buf.
+func countFiles(fd int, dir string, buf []byte) int {
+	count := 0
+	for {
+		n, err := unix.ReadDirent(fd, buf)
+		if err != nil || n <= 0 {
+			break
+		}
+		for off := 0; off+19 < n; {
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			if reclen <= 19 || off+reclen > n {
+				break
+			}
+			ino := binary.NativeEndian.Uint64(buf[off:])
+			typ := buf[off+18]
+			name := buf[off+19 : off+reclen]
+			off += reclen
+			if ino == 0 || typ != unix.DT_REG && typ != unix.DT_UNKNOWN {
+				continue
+			}
+			for i, c := range name {
+				if c == 0 {
+					if i > 0 && MirroredName(dir, unsafe.String(&name[0], i)) {
+						count++
+					}
+					break
+				}
+			}
+		}
+	}
+	return count
+}

@@ -1,9 +1,9 @@
 package gitstore
 
 import (
-	"hash/maphash"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,12 +39,21 @@ func (e *indexEntry) matches(s fileStat) bool {
 // overlap with taking the lock and loading the caches; it is only ever used
 // to skip reading files that are unchanged, and every other decision
 // re-checks the file under the lock.
+//
+// It stats the files the state branch has (handed over by expect once the
+// snapshot is loaded), in the branch's order, so the reconcile compares
+// them with the sync index by position: no map of 10,000 names is built,
+// and none is looked up. The listing of each directory only counts the
+// files: when it finds more than the branch has (a file made by hand, or
+// one the branch removed), the directory is listed again and the names the
+// branch lacks are stat-ed too.
 type viewScan struct {
-	done    chan struct{}
-	exists  bool
-	dirs    map[string]*scanFiles // dir ("" for the root) -> its files
-	n       int
-	skipped []string // names in mirrored dirs that orch does not mirror
+	done   chan struct{}
+	branch chan map[string][]treeEntry // the branch's entries of each mirrored dir
+	give   sync.Once
+	exists bool
+	dirs   map[string]*scanFiles // dir ("" for the root) -> its files
+	n      int
 }
 
 // mirroredDirs are the directories of the state branch that the view holds,
@@ -61,7 +70,7 @@ var scanWorkers = func() int {
 }()
 
 func startScan(view string) *viewScan {
-	s := &viewScan{done: make(chan struct{}), dirs: map[string]*scanFiles{}}
+	s := &viewScan{done: make(chan struct{}), branch: make(chan map[string][]treeEntry, 1), dirs: map[string]*scanFiles{}}
 	go func() {
 		defer close(s.done)
 		s.run(view)
@@ -69,7 +78,24 @@ func startScan(view string) *viewScan {
 	return s
 }
 
+// expect hands the scan the branch's directories (a snapshot's), whose
+// files it stats once it has listed the view. Only the first call counts;
+// a scan that is waited for before it got any (dirs nil) stats what it
+// listed.
+func (s *viewScan) expect(dirs map[string]*dirTree) {
+	s.give.Do(func() {
+		m := map[string][]treeEntry{}
+		for _, d := range mirroredDirs {
+			if dt := dirs[d]; dt != nil {
+				m[d] = dt.entries // never changed in place: a commit makes new ones
+			}
+		}
+		s.branch <- m
+	})
+}
+
 func (s *viewScan) wait() *viewScan {
+	s.expect(nil)
 	<-s.done
 	return s
 }
@@ -87,27 +113,50 @@ func (s *viewScan) each(fn func(path string)) {
 	}
 }
 
-// scanFiles are the files of one directory, by name, in one map per scan
-// worker: each worker fills its own as it goes (names are dealt to workers
-// by a hash), so that no single-threaded pass builds a 10,000-entry map
-// after the last stat, on every command's critical path.
+// scanFiles are the regular files of one view directory: those of the
+// branch's entries, by position, and any others by name.
 type scanFiles struct {
-	seed   maphash.Seed
-	shards []map[string]fileStat
+	entries []treeEntry         // the branch's entries the scan looked for
+	stats   []entryStat         // stats[i] is of entries[i]
+	extra   map[string]fileStat // files that are not among entries
+	n       int                 // files found
 }
 
-func (f *scanFiles) shard(name string) int {
-	if len(f.shards) == 1 {
-		return 0
+type entryStat struct {
+	fileStat
+	tried bool // a mirrored file entry: the scan stat-ed its name
+	ok    bool // and found a regular file
+}
+
+// at is the stat of entries[i], if it is a regular file in the view.
+func (f *scanFiles) at(i int) (fileStat, bool) {
+	return f.stats[i].fileStat, f.stats[i].ok
+}
+
+// sameEntries reports whether f was stat-ed by exactly these entries (the
+// same snapshot directory), so that at answers for them by position.
+func (f *scanFiles) sameEntries(entries []treeEntry) bool {
+	return f != nil && len(f.entries) == len(entries) && len(entries) > 0 && &f.entries[0] == &entries[0]
+}
+
+// findFileEntry returns the position of the non-tree entry named name.
+func findFileEntry(entries []treeEntry, name string) (int, bool) {
+	key := treeEntry{name: name, mode: modeFile}
+	i := sort.Search(len(entries), func(i int) bool { return entryCmp(&entries[i], &key) >= 0 })
+	if i < len(entries) && entries[i].name == name && !entries[i].isTree() {
+		return i, true
 	}
-	return int(maphash.String(f.seed, name) % uint64(len(f.shards)))
+	return 0, false
 }
 
 func (f *scanFiles) get(name string) (fileStat, bool) {
 	if f == nil {
 		return fileStat{}, false
 	}
-	st, ok := f.shards[f.shard(name)][name]
+	if i, ok := findFileEntry(f.entries, name); ok && f.stats[i].ok {
+		return f.stats[i].fileStat, true
+	}
+	st, ok := f.extra[name]
 	return st, ok
 }
 
@@ -115,21 +164,14 @@ func (f *scanFiles) each(fn func(name string)) {
 	if f == nil {
 		return
 	}
-	for _, m := range f.shards {
-		for name := range m {
-			fn(name)
+	for i := range f.entries {
+		if f.stats[i].ok {
+			fn(f.entries[i].name)
 		}
 	}
-}
-
-func (f *scanFiles) len() int {
-	n := 0
-	if f != nil {
-		for _, m := range f.shards {
-			n += len(m)
-		}
+	for name := range f.extra {
+		fn(name)
 	}
-	return n
 }
 
 func (s *viewScan) run(view string) {
@@ -141,60 +183,107 @@ func (s *viewScan) run(view string) {
 	s.exists = true
 	var st unix.Stat_t
 	if unix.Fstatat(root, ConfigFile, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-		s.dirs[""] = &scanFiles{shards: []map[string]fileStat{{ConfigFile: statOf(&st)}}}
+		s.dirs[""] = &scanFiles{extra: map[string]fileStat{ConfigFile: statOf(&st)}, n: 1}
 		s.n++
 	}
+	type listed struct{ fd, count int }
+	lists := map[string]listed{}
+	buf := make([]byte, 32<<10)
 	for _, dir := range mirroredDirs {
 		fd, err := unix.Openat(root, dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 		if err != nil {
 			continue
 		}
-		names := readNames(fd)
+		defer unix.Close(fd)
+		lists[dir] = listed{fd, countFiles(fd, dir, buf)}
 		if traceOn {
 			Trace("  scan: listed " + dir)
 		}
-		workers := scanWorkers
-		if len(names) < 256 {
-			workers = 1
+	}
+	branch := <-s.branch
+	for _, dir := range mirroredDirs {
+		l, ok := lists[dir]
+		if !ok {
+			continue
 		}
-		files := &scanFiles{seed: maphash.MakeSeed(), shards: make([]map[string]fileStat, workers)}
-		deal := make([][]string, workers)
-		for _, name := range names {
-			if !MirroredName(dir, name) {
-				if !ignoredName(name) {
-					s.skipped = append(s.skipped, dir+"/"+name)
-				}
-				continue
-			}
-			w := files.shard(name)
-			deal[w] = append(deal[w], name)
+		files := statEntries(l.fd, dir, branch[dir])
+		if files.n != l.count {
+			files.addUnlisted(l.fd, dir)
 		}
-		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				m := make(map[string]fileStat, len(deal[w]))
-				var st unix.Stat_t
-				var buf []byte
-				for _, n := range deal[w] {
-					name := cName(n, buf)
-					buf = name[:0]
-					if fstatat(fd, name, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-						continue
-					}
-					m[n] = statOf(&st)
-				}
-				files.shards[w] = m
-			}(w)
-		}
-		wg.Wait()
 		if traceOn {
 			Trace("  scan: stat " + dir)
 		}
-		unix.Close(fd)
 		s.dirs[dir] = files
-		s.n += files.len()
+		s.n += files.n
+	}
+}
+
+// statEntries stats the mirrored file entries of a directory by name, a
+// large one on several goroutines.
+func statEntries(fd int, dir string, entries []treeEntry) *scanFiles {
+	files := &scanFiles{entries: entries, stats: make([]entryStat, len(entries))}
+	workers := scanWorkers
+	if len(entries) < 256 {
+		workers = 1
+	}
+	found := make([]int, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*len(entries)/workers, (w+1)*len(entries)/workers
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var st unix.Stat_t
+			var name [256]byte
+			for i := lo; i < hi; i++ {
+				e := &entries[i]
+				if e.mode != modeFile && e.mode != modeExec || len(e.name) >= len(name) || !MirroredName(dir, e.name) {
+					continue
+				}
+				r := &files.stats[i]
+				r.tried = true
+				copy(name[:], e.name)
+				name[len(e.name)] = 0
+				if fstatat(fd, name[:len(e.name)+1], &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+					continue
+				}
+				r.fileStat, r.ok = statOf(&st), true
+				found[w]++
+			}
+		}(w)
+	}
+	wg.Wait()
+	for _, n := range found {
+		files.n += n
+	}
+	return files
+}
+
+// addUnlisted lists the directory again, by name this time, and stats the
+// mirrored files that are not among the entries stat-ed already.
+func (f *scanFiles) addUnlisted(fd int, dir string) {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return
+	}
+	var st unix.Stat_t
+	var buf []byte
+	for _, name := range readNames(fd) {
+		if !MirroredName(dir, name) {
+			continue
+		}
+		if i, ok := findFileEntry(f.entries, name); ok && f.stats[i].tried {
+			continue
+		}
+		c := cName(name, buf)
+		buf = c[:0]
+		if fstatat(fd, c, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		if f.extra == nil {
+			f.extra = map[string]fileStat{}
+		}
+		f.extra[name] = statOf(&st)
+		f.n++
 	}
 }
 

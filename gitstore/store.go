@@ -253,6 +253,11 @@ func (st *Store) Lock() error {
 // Close saves the caches and releases the lock.
 func (st *Store) Close() error {
 	var err error
+	if st.scan != nil {
+		// The scan reads the names of the loaded cache, which is not to
+		// outlive the store (a test may rewrite the file it maps).
+		st.scan.wait()
+	}
 	if st.deferred && st.lock != nil {
 		// Every command reconciles, also one that ended early.
 		if _, serr := st.Settle(); serr != nil && !errors.Is(serr, ErrViewChanged) {
@@ -277,7 +282,11 @@ func (st *Store) Close() error {
 
 func (st *Store) load() error {
 	if st.cache == nil {
-		st.cache = loadStateCache(st.cachePath(), st.Ref)
+		var dirsReady func(map[string]*dirTree)
+		if st.scan != nil {
+			dirsReady = st.scan.expect
+		}
+		st.cache = loadStateCache(st.cachePath(), st.Ref, dirsReady)
 	}
 	tip, err := st.Repo.ReadRef(st.Ref)
 	if err != nil {
@@ -288,6 +297,7 @@ func (st *Store) load() error {
 		if tip.IsZero() {
 			st.snap = emptySnapshot(st.objs)
 		}
+		st.expectScan()
 	} else {
 		snap, err := loadSnapshot(st.objs, tip, st.cache.dirs)
 		if err != nil {
@@ -295,6 +305,7 @@ func (st *Store) load() error {
 		}
 		snap.view = st.readView
 		st.snap = snap
+		st.expectScan()
 		st.cache.tip, st.cache.root, st.cache.dirs = snap.Tip, snap.Root, snap.dirs
 		st.dirty = true
 		st.refreshSummaries(nil)
@@ -307,6 +318,14 @@ func (st *Store) load() error {
 	}
 	st.byID = nil
 	return nil
+}
+
+// expectScan tells the view scan which files the branch has: it stats them
+// by name, in the order the reconcile compares them.
+func (st *Store) expectScan() {
+	if st.scan != nil {
+		st.scan.expect(st.snap.dirs)
+	}
 }
 
 func (st *Store) countTaskFiles() int {

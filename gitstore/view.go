@@ -127,7 +127,7 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 			wg.Add(1)
 			go func(r *dirCompare) {
 				defer wg.Done()
-				*r = st.compareEntries(d, dt.entries[lo:hi], scan.dirs[d])
+				*r = st.compareEntries(d, dt.entries, lo, hi, scan.dirs[d])
 			}(&results[k])
 		}
 		wg.Wait()
@@ -174,11 +174,11 @@ type dirCompare struct {
 	pending        []string
 }
 
-// compareEntries compares branch entries of dir with the sync index and
-// the scanned view files; it only reads.
-func (st *Store) compareEntries(d string, entries []treeEntry, files *scanFiles) dirCompare {
+// compareEntries compares the branch entries [lo, hi) of dir with the sync
+// index and the scanned view files; it only reads.
+func (st *Store) compareEntries(d string, all []treeEntry, lo, hi int, files *scanFiles) dirCompare {
 	var r dirCompare
-	if len(entries) == 0 {
+	if lo >= hi {
 		return r
 	}
 	path := func(name string) string {
@@ -187,15 +187,24 @@ func (st *Store) compareEntries(d string, entries []treeEntry, files *scanFiles)
 		}
 		return d + "/" + name
 	}
-	index := st.cache.index.cursor(d, entries[0].name)
-	for i := range entries {
-		e := &entries[i]
+	// The scan stat-ed these very entries (the usual case): their stat
+	// data is found by position, not by name.
+	byPos := files.sameEntries(all)
+	index := st.cache.index.cursor(d, all[lo].name)
+	for i := lo; i < hi; i++ {
+		e := &all[i]
 		if e.mode != modeFile && e.mode != modeExec {
 			continue
 		}
 		if ie := index.get(e.name); ie != nil {
 			r.seen++
-			ws, wok := files.get(e.name)
+			var ws fileStat
+			var wok bool
+			if byPos {
+				ws, wok = files.at(i)
+			} else {
+				ws, wok = files.get(e.name)
+			}
 			if wok {
 				r.scanHits++
 			}
