@@ -289,15 +289,17 @@ func encodeSummary(e *enc, s *Summary) {
 }
 
 // record reads the length of a length-prefixed record and returns a decoder
-// of its bytes, and where it ends (nil on a corrupt length).
-func (d *dec) record() (*dec, int) {
+// of its bytes and where it ends; ok is false on a corrupt length. (The
+// decoder is a value: one allocation per record was a tenth of decoding
+// 10,000 summaries.)
+func (d *dec) record() (body dec, end int, ok bool) {
 	n := d.uv()
 	if n > uint64(len(d.buf)-d.pos) {
 		d.fail()
-		return nil, 0
+		return dec{}, 0, false
 	}
-	end := d.pos + int(n)
-	return &dec{buf: d.buf[:end], pos: d.pos}, end
+	end = d.pos + int(n)
+	return dec{buf: d.buf[:end], pos: d.pos}, end, true
 }
 
 // decodeSumRec reads what encodeSummary wrote into a record: its header,
@@ -305,8 +307,8 @@ func (d *dec) record() (*dec, int) {
 // back unchanged).
 func decodeSumRec(d *dec, r *sumRec) {
 	start := d.pos
-	body, end := d.record()
-	if body == nil {
+	body, end, ok := d.record()
+	if !ok {
 		return
 	}
 	r.Path, r.blob = body.str(), body.hash()
@@ -327,12 +329,12 @@ func decodeSumRec(d *dec, r *sumRec) {
 
 // decodeSummary reads a whole summary record.
 func decodeSummary(d *dec, s *Summary) {
-	body, end := d.record()
-	if body == nil {
+	body, end, ok := d.record()
+	if !ok {
 		return
 	}
 	s.Path, s.Blob, s.Problem, s.ProblemLine = body.str(), body.hash(), body.str(), int(body.uv())
-	decodeTask(body, &s.Task)
+	decodeTask(&body, &s.Task)
 	if body.err != nil || body.pos != end {
 		d.fail()
 		return

@@ -69,6 +69,9 @@ type summarySet struct {
 	added   []*sumRec
 	addedBy map[string]*sumRec // the live records of added, by path
 	n       int                // live records
+
+	addedIDs   map[string][]*sumRec // the records of added by id (see byNamedID)
+	addedIDsOf int                  // len(added) when addedIDs was made
 }
 
 // get returns the live record of path.
@@ -163,6 +166,54 @@ func (ss *summarySet) byID(id string) *sumRec {
 			found = r
 		}
 	})
+	return found
+}
+
+// namedByID reports whether every live record is in a file named after its
+// id (tasks/<id>-<slug>.md or tasks/<id>.md, as orch names them), so that
+// byNamedID can find a record by id in the path order.
+func (ss *summarySet) namedByID() bool {
+	named := true
+	ss.each(func(r *sumRec) {
+		if named && r.ID != "" && !fileNamedFor(r.Path, r.ID) {
+			named = false
+		}
+	})
+	return named
+}
+
+func fileNamedFor(path, id string) bool {
+	const dir = TasksDir + "/"
+	if len(path) <= len(dir)+len(id) || path[:len(dir)] != dir || path[len(dir):len(dir)+len(id)] != id {
+		return false
+	}
+	rest := path[len(dir)+len(id):]
+	return rest[0] == '-' || rest == ".md"
+}
+
+// byNamedID returns the record with this id when namedByID holds: the
+// base's by binary search on the path, those put since by a map of them.
+func (ss *summarySet) byNamedID(id string) *sumRec {
+	var found *sumRec
+	prefix := TasksDir + "/" + id
+	for i := sort.Search(len(ss.base), func(i int) bool { return ss.base[i].Path >= prefix }); i < len(ss.base) && strings.HasPrefix(ss.base[i].Path, prefix); i++ {
+		if r := &ss.base[i]; !r.gone && r.ID == id {
+			found = r
+			break
+		}
+	}
+	if len(ss.added) != ss.addedIDsOf {
+		ss.addedIDs = map[string][]*sumRec{}
+		for _, r := range ss.added {
+			ss.addedIDs[r.ID] = append(ss.addedIDs[r.ID], r)
+		}
+		ss.addedIDsOf = len(ss.added)
+	}
+	for _, r := range ss.addedIDs[id] {
+		if !r.gone && holdsID(r, found) {
+			found = r
+		}
+	}
 	return found
 }
 
