@@ -1,11 +1,13 @@
 package gitstore
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -530,6 +532,70 @@ func (c *stateCache) decodeRest(d *dec) error {
 	return nil
 }
 
+// cacheLoad is a state cache loaded up to its directories: the file
+// decoded as far as decodeCacheDirs goes and the journal's directory
+// operations replayed. finish decodes the rest.
+type cacheLoad struct {
+	c       *stateCache
+	d       *dec
+	j       *journalReplay
+	path    string
+	journal []byte // the journal file as read (nil: there was none)
+}
+
+// startCacheLoad reads the cache file and its journal and decodes the
+// directories; nil when there is no usable file.
+func startCacheLoad(path, ref string) *cacheLoad {
+	b, err := readCacheFile(path)
+	if err != nil {
+		return nil
+	}
+	Trace("  read cache file")
+	c, d, err := decodeCacheDirs(b)
+	if err != nil || c.ref != ref {
+		return nil
+	}
+	l := &cacheLoad{c: c, d: d, path: path}
+	l.journal, l.j = c.replayDirs(path + journalSuffix)
+	Trace("  decode dirs")
+	return l
+}
+
+// current reports whether the files are still those startCacheLoad read:
+// the same base (its random generation) and the same journal bytes. A
+// command reads them before taking the lock, so that the view scan can
+// stat the branch's files while it waits, and checks this once it holds
+// the lock.
+func (l *cacheLoad) current() bool {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return false
+	}
+	hdr := make([]byte, len(cacheMagic)+8)
+	_, err = io.ReadFull(f, hdr)
+	f.Close()
+	if err != nil || !bytes.Equal(hdr, l.c.raw[:len(hdr)]) {
+		return false
+	}
+	j, err := os.ReadFile(l.path + journalSuffix)
+	if errors.Is(err, fs.ErrNotExist) {
+		return l.journal == nil
+	}
+	return err == nil && l.journal != nil && bytes.Equal(j, l.journal)
+}
+
+// finish verifies the checksum, decodes the summaries and the sync index
+// and replays the rest of the journal.
+func (l *cacheLoad) finish() *stateCache {
+	if l.c.decodeRest(l.d) != nil {
+		return newStateCache(l.c.ref)
+	}
+	Trace("  decode cache")
+	l.c.replayRest(l.j)
+	Trace("  apply journal")
+	return l.c
+}
+
 // loadStateCache loads the cache file and replays its journal. dirsReady,
 // if not nil, is given the directories as soon as they are decoded and
 // brought up to date by the journal, before the checksum is verified and
@@ -537,27 +603,14 @@ func (c *stateCache) decodeRest(d *dec) error {
 // (If the file then turns out to be corrupt, the scan stat-ed the wrong
 // names; the reconcile then looks the right ones up by name.)
 func loadStateCache(path, ref string, dirsReady func(map[string]*dirTree)) *stateCache {
-	b, err := readCacheFile(path)
-	if err != nil {
+	l := startCacheLoad(path, ref)
+	if l == nil {
 		return newStateCache(ref)
 	}
-	Trace("  read cache file")
-	c, d, err := decodeCacheDirs(b)
-	if err != nil || c.ref != ref {
-		return newStateCache(ref)
-	}
-	j := c.replayDirs(path + journalSuffix)
 	if dirsReady != nil {
-		dirsReady(c.dirs)
+		dirsReady(l.c.dirs)
 	}
-	Trace("  decode dirs")
-	if c.decodeRest(d) != nil {
-		return newStateCache(ref)
-	}
-	Trace("  decode cache")
-	c.replayRest(j)
-	Trace("  apply journal")
-	return c
+	return l.finish()
 }
 
 // readCacheFile maps the cache file into memory read-only instead of

@@ -57,19 +57,23 @@ type journalReplay struct {
 	end     int      // the offset after the last of them
 }
 
-// replayDirs reads the journal of this base generation and applies the
-// directory operations of its batches. A batch that is torn, damaged or
-// malformed ends the replay.
-func (c *stateCache) replayDirs(path string) *journalReplay {
+// replayDirs reads the journal and, if it is of this base generation,
+// applies the directory operations of its batches. A batch that is torn,
+// damaged or malformed ends the replay. It returns the file as read (nil
+// when there is none) and what replayRest needs.
+func (c *stateCache) replayDirs(path string) ([]byte, *journalReplay) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer f.Close()
 	data, err := io.ReadAll(f)
+	if data == nil {
+		data = []byte{}
+	}
 	if err != nil || len(data) < len(journalMagic)+8 || string(data[:len(journalMagic)]) != journalMagic ||
 		!bytes.Equal(data[len(journalMagic):len(journalMagic)+8], c.gen[:]) {
-		return nil
+		return data, nil
 	}
 	j := &journalReplay{data: data}
 	pos := len(journalMagic) + 8
@@ -90,7 +94,7 @@ func (c *stateCache) replayDirs(path string) *journalReplay {
 	for p := range c.overlays {
 		c.flushOverlay(p)
 	}
-	return j
+	return data, j
 }
 
 // replayRest applies the summary and index operations of the batches
@@ -117,7 +121,8 @@ func (c *stateCache) replayRest(j *journalReplay) {
 
 // applyJournal replays the journal of this base generation.
 func (c *stateCache) applyJournal(path string) {
-	c.replayRest(c.replayDirs(path))
+	_, j := c.replayDirs(path)
+	c.replayRest(j)
 }
 
 // applyBatch parses one batch and applies its directory operations (dirs)

@@ -149,6 +149,40 @@ func findFileEntry(entries []treeEntry, name string) (int, bool) {
 	return 0, false
 }
 
+// cursor returns a cursor over f for entries of another snapshot of the
+// directory (sorted the same way), from entry from on.
+func (f *scanFiles) cursor(from *treeEntry) *scanCursor {
+	c := &scanCursor{f: f}
+	if f != nil {
+		c.j = sort.Search(len(f.entries), func(k int) bool { return entryCmp(&f.entries[k], from) >= 0 })
+	}
+	return c
+}
+
+// scanCursor looks up the stat data of a directory's file entries in
+// increasing order, walking the entries the scan stat-ed beside them:
+// when the branch moved between the two (another command committed while
+// this one waited for the lock), most names are still the same.
+type scanCursor struct {
+	f *scanFiles
+	j int
+}
+
+func (c *scanCursor) get(e *treeEntry) (fileStat, bool) {
+	f := c.f
+	if f == nil {
+		return fileStat{}, false
+	}
+	for c.j < len(f.entries) && entryCmp(&f.entries[c.j], e) < 0 {
+		c.j++
+	}
+	if c.j < len(f.entries) && f.entries[c.j].name == e.name && f.stats[c.j].tried {
+		return f.at(c.j)
+	}
+	st, ok := f.extra[e.name]
+	return st, ok
+}
+
 func (f *scanFiles) get(name string) (fileStat, bool) {
 	if f == nil {
 		return fileStat{}, false

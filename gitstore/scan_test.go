@@ -5,7 +5,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // TestScanByEntries checks the view scan against what it must find: every
@@ -186,5 +189,100 @@ func TestReconcileCacheBadAfterDirs(t *testing.T) {
 	}
 	if rep, _ := reconcile(t, dir); !emptyReport(rep) {
 		t.Fatalf("after committing: %+v", rep)
+	}
+}
+
+// Another command commits after this one read the cache early (to let the
+// scan stat the branch's files while it waits for the lock) and before it
+// takes the lock: the early read is not used, the scan's entries are of the
+// older tip, and the reconcile still sees every hand edit, matching the
+// scanned files by name.
+func TestReconcileAfterCommitWhileWaiting(t *testing.T) {
+	dir := viewRepo(t, "T-wait01", "T-wait02", "T-wait03")
+	edited := setField(t, viewDoc("T-wait02"), "priority", "P0")
+	writeFile(t, viewFile(dir, taskPath("T-wait02")), edited)
+	made := "tasks/made-while-waiting.md"
+	writeFile(t, viewFile(dir, made), "---\ntitle: Made while waiting\n---\n# Made while waiting\n")
+
+	var other plumbing.Hash
+	testHookBeforeLock = func() {
+		testHookBeforeLock = nil
+		b, err := Open(Options{Dir: dir})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := b.Lock(); err != nil {
+			t.Error(err)
+			return
+		}
+		// A branch change and a new task, made by the other command.
+		other = commitFiles(t, b, "other", taskPath("T-wait01"), setField(t, viewDoc("T-wait01"), "priority", "P2"),
+			taskPath("T-wait04"), taskDoc("T-wait04", "Task T-wait04", "incoming", "Body of T-wait04."))
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testHookBeforeLock = nil }()
+	st, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if other.IsZero() {
+		t.Fatal("the other command did not commit")
+	}
+	if st.early != nil {
+		t.Fatal("the early read was kept")
+	}
+	scan := st.scan.wait()
+	if files := scan.dirs[TasksDir]; files == nil || files.sameEntries(st.snap.dirs[TasksDir].entries) {
+		t.Fatal("the scan stat-ed the new tip's files: the test does not exercise the lookup by name")
+	}
+	// The new tip's files are found by name among those the scan stat-ed,
+	// or stat-ed after it listed the directory again (the file made by
+	// hand). Those the other command wrote may have been stat-ed before it
+	// wrote them, or not at all: only the others are checked.
+	ents := st.snap.dirs[TasksDir].entries
+	cur := scan.dirs[TasksDir].cursor(&ents[0])
+	for i := range ents {
+		ws, ok := cur.get(&ents[i])
+		p := TasksDir + "/" + ents[i].name
+		if p == taskPath("T-wait01") || p == taskPath("T-wait04") {
+			continue
+		}
+		ls, lok := lstatPath(viewFile(dir, p))
+		if !ok || !lok || ws != ls {
+			t.Errorf("%s: the scan has %+v, %v; lstat says %+v, %v", p, ws, ok, ls, lok)
+		}
+	}
+	rep, err := st.Reconcile(testPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, st)
+	// The hand edit and the file made by hand are this command's to
+	// commit; T-wait01 and T-wait04, which the other command wrote to the
+	// view, are no hand edits.
+	if !contains(rep.Committed, taskPath("T-wait02")) || !contains(rep.Committed, made) || len(rep.Committed) != 2 ||
+		len(rep.Pulled)+len(rep.Restored)+len(rep.Broken)+len(rep.Conflicts) != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if got := showFile(t, dir, "orch", taskPath("T-wait02")); got != edited {
+		t.Fatalf("T-wait02 on the branch:\n%s", got)
+	}
+	if got := showFile(t, dir, "orch", taskPath("T-wait01")); got != setField(t, viewDoc("T-wait01"), "priority", "P2") {
+		t.Fatalf("T-wait01 on the branch:\n%s", got)
+	}
+	if got := readFile(t, viewFile(dir, taskPath("T-wait04"))); got != taskDoc("T-wait04", "Task T-wait04", "incoming", "Body of T-wait04.") {
+		t.Fatalf("view of T-wait04: %q", got)
+	}
+	if !strings.Contains(showFile(t, dir, "orch", made), "Made while waiting") {
+		t.Fatal("the file made by hand is not on the branch")
+	}
+	if rep, _ := reconcile(t, dir); !emptyReport(rep) {
+		t.Fatalf("left to reconcile: %+v", rep)
 	}
 }

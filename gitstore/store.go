@@ -49,6 +49,7 @@ type Store struct {
 	byID      map[string]*sumRec
 	byIDScans int   // lookups answered by a walk (see recByID)
 	named     *bool // whether every task file is named after its id (see recByID)
+	early     *cacheLoad
 	conflicts map[string][]taskfile.Conflict
 	broken    map[string]error
 	notes     []string
@@ -231,10 +232,27 @@ func (st *Store) cachePath() string {
 // PrivDir is <common dir>/orch.
 func (st *Store) PrivDir() string { return st.priv }
 
+// testHookBeforeLock, when set by a test, runs in Lock between reading the
+// cache early and taking the lock (where another process may commit).
+var testHookBeforeLock func()
+
 // Lock takes the store lock and loads the state branch. Every command that
 // may write runs between Lock and Close.
 func (st *Store) Lock() error {
 	Trace("open")
+	if st.cache == nil && st.scan != nil {
+		// Read the cache's directories before waiting for the lock, so
+		// that the view scan stats the branch's files meanwhile: with
+		// many agents at once, not while this command holds the lock.
+		// (If others commit in between, the files may have changed; the
+		// reconcile then matches them by name.)
+		if st.early = startCacheLoad(st.cachePath(), st.Ref); st.early != nil {
+			st.scan.expect(st.early.c.dirs)
+		}
+	}
+	if testHookBeforeLock != nil {
+		testHookBeforeLock()
+	}
 	l, err := acquireLock(filepath.Join(st.priv, "lock"), false)
 	if err != nil {
 		return err
@@ -283,11 +301,16 @@ func (st *Store) Close() error {
 
 func (st *Store) load() error {
 	if st.cache == nil {
-		var dirsReady func(map[string]*dirTree)
-		if st.scan != nil {
-			dirsReady = st.scan.expect
+		if l := st.early; l != nil && l.current() {
+			st.cache = l.finish()
+		} else {
+			var dirsReady func(map[string]*dirTree)
+			if st.scan != nil {
+				dirsReady = st.scan.expect
+			}
+			st.cache = loadStateCache(st.cachePath(), st.Ref, dirsReady)
 		}
-		st.cache = loadStateCache(st.cachePath(), st.Ref, dirsReady)
+		st.early = nil
 	}
 	tip, err := st.Repo.ReadRef(st.Ref)
 	if err != nil {

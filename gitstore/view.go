@@ -190,6 +190,10 @@ func (st *Store) compareEntries(d string, all []treeEntry, lo, hi int, files *sc
 	// The scan stat-ed these very entries (the usual case): their stat
 	// data is found by position, not by name.
 	byPos := files.sameEntries(all)
+	var byName *scanCursor
+	if !byPos {
+		byName = files.cursor(&all[lo])
+	}
 	index := st.cache.index.cursor(d, all[lo].name)
 	for i := lo; i < hi; i++ {
 		e := &all[i]
@@ -203,7 +207,7 @@ func (st *Store) compareEntries(d string, all []treeEntry, lo, hi int, files *sc
 			if byPos {
 				ws, wok = files.at(i)
 			} else {
-				ws, wok = files.get(e.name)
+				ws, wok = byName.get(e)
 			}
 			if wok {
 				r.scanHits++
