@@ -34,3 +34,11 @@ func countFiles(fd int, dir string, _ []byte) int {
 	}
 	return count
 }
+
+// eachName calls fn with every name of a directory; the inode number is 0
+// (unknown here).
+func eachName(fd int, fn func(name string, ino uint64)) {
+	for _, name := range readNames(fd) {
+		fn(name, 0)
+	}
+}

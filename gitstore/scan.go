@@ -208,6 +208,16 @@ func (f *scanFiles) each(fn func(name string)) {
 	}
 }
 
+// eachExtra calls fn for every file found that is not among the entries.
+func (f *scanFiles) eachExtra(fn func(name string)) {
+	if f == nil {
+		return
+	}
+	for name := range f.extra {
+		fn(name)
+	}
+}
+
 func (s *viewScan) run(view string) {
 	root, err := unix.Open(view, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -294,31 +304,43 @@ func statEntries(fd int, dir string, entries []treeEntry) *scanFiles {
 }
 
 // addUnlisted lists the directory again, by name this time, and stats the
-// mirrored files that are not among the entries stat-ed already.
+// mirrored files that are not among the entries stat-ed already. (A file
+// made by hand and left broken makes every command come here until it is
+// fixed, so the entries are matched by inode and then name, not by a
+// search through 10,000 names for each.)
 func (f *scanFiles) addUnlisted(fd int, dir string) {
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return
 	}
+	byIno := make(map[uint64]int32, f.n)
+	for i := range f.stats {
+		if f.stats[i].ok {
+			byIno[f.stats[i].ino] = int32(i)
+		}
+	}
 	var st unix.Stat_t
 	var buf []byte
-	for _, name := range readNames(fd) {
+	eachName(fd, func(name string, ino uint64) {
 		if !MirroredName(dir, name) {
-			continue
+			return
+		}
+		if i, ok := byIno[ino]; ok && f.entries[i].name == name {
+			return
 		}
 		if i, ok := findFileEntry(f.entries, name); ok && f.stats[i].tried {
-			continue
+			return // not a regular file, or replaced since it was stat-ed
 		}
 		c := cName(name, buf)
 		buf = c[:0]
 		if fstatat(fd, c, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-			continue
+			return
 		}
 		if f.extra == nil {
 			f.extra = map[string]fileStat{}
 		}
-		f.extra[name] = statOf(&st)
+		f.extra[strings.Clone(name)] = statOf(&st)
 		f.n++
-	}
+	})
 }
 
 // ignoredName is a file an editor or orch itself leaves beside real files.

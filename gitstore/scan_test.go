@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,7 @@ func TestScanByEntries(t *testing.T) {
 		files    []string // regular files in the view's tasks/
 		dirs     []string // directories in the view's tasks/
 		links    []string // symbolic links in the view's tasks/
+		hard     []string // hard links to the first file, made by hand
 		expect   bool     // hand the scan the entries (false: it lists only)
 		want     []string // what the scan must find
 		relisted bool     // found more than the branch has
@@ -56,6 +58,11 @@ func TestScanByEntries(t *testing.T) {
 			entries: []entry{{"a.md", modeFile}, {"l.md", modeSymlink}},
 			files:   []string{"a.md", "l.md"},
 			want:    []string{"a.md", "l.md"}},
+		{name: "hard link made by hand", expect: true, relisted: true,
+			entries: []entry{{"a.md", modeFile}, {"b.md", modeFile}},
+			files:   []string{"a.md", "b.md"},
+			hard:    []string{"copy.md"},
+			want:    []string{"a.md", "b.md", "copy.md"}},
 		{name: "nothing handed over", expect: false,
 			entries: []entry{{"a.md", modeFile}},
 			files:   []string{"a.md", "b.md"},
@@ -88,6 +95,11 @@ func TestScanByEntries(t *testing.T) {
 			}
 			for _, d := range tc.dirs {
 				if err := os.Mkdir(filepath.Join(dir, d), 0o777); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, h := range tc.hard {
+				if err := os.Link(filepath.Join(dir, tc.files[0]), filepath.Join(dir, h)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -284,5 +296,50 @@ func TestReconcileAfterCommitWhileWaiting(t *testing.T) {
 	}
 	if rep, _ := reconcile(t, dir); !emptyReport(rep) {
 		t.Fatalf("left to reconcile: %+v", rep)
+	}
+}
+
+// A deferred reconcile (Defer, then Settle) asks the command to run again
+// when what it found could change the command's answer: a hand edit it
+// committed, or a broken copy of a branch file. A broken file made by hand
+// is no task, and is only reported.
+func TestSettleBrokenFiles(t *testing.T) {
+	t.Parallel()
+	broken := "---\ntitle: [unclosed\n---\n# Broken\n"
+	for _, tc := range []struct {
+		name, path, content string
+		again               bool
+	}{
+		{"broken file made by hand", "tasks/by-hand.md", broken, false},
+		{"broken copy of a task", taskPath("T-setl01"), broken, true},
+		{"hand edit", taskPath("T-setl01"), setField(t, viewDoc("T-setl01"), "priority", "P0"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := viewRepo(t, "T-setl01", "T-setl02")
+			before := tip(t, dir)
+			writeFile(t, viewFile(dir, tc.path), tc.content)
+			st, err := Open(Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Lock(); err != nil {
+				t.Fatal(err)
+			}
+			st.Defer(testPolicy())
+			rep, err := st.Settle()
+			if again := errors.Is(err, ErrViewChanged); again != tc.again || err != nil && !again {
+				t.Fatalf("Settle: %v, want run again %v", err, tc.again)
+			}
+			if tc.content == broken && rep.Broken[tc.path] == nil {
+				t.Fatalf("not reported broken: %+v", rep)
+			}
+			closeStore(t, st)
+			if moved := tip(t, dir) != before; moved != (tc.content != broken) {
+				t.Fatalf("branch moved: %v", moved)
+			}
+			if got := readFile(t, viewFile(dir, tc.path)); got != tc.content {
+				t.Fatalf("view file changed: %q", got)
+			}
+		})
 	}
 }

@@ -120,10 +120,25 @@ func (st *Store) Settle() (*Reconciled, error) {
 	if err != nil {
 		return rep, err
 	}
-	if st.snap.Tip != before || len(rep.Broken) > 0 || len(rep.Conflicts) > 0 {
+	if st.snap.Tip != before || len(rep.Conflicts) > 0 || st.brokenOnBranch(rep.Broken) {
 		return rep, ErrViewChanged
 	}
 	return rep, nil
+}
+
+// brokenOnBranch reports whether a broken view file is a copy of a branch
+// file: a command that ran before the reconcile may have used that file,
+// which it must now refuse to change. A broken file made by hand is no task
+// yet, and no command's answer depends on it (Commit never writes over a
+// view file the sync index does not know); redoing the command for it, on
+// every command until it is fixed, cost a whole second run.
+func (st *Store) brokenOnBranch(broken map[string]error) bool {
+	for p := range broken {
+		if _, ok := st.snap.Get(p); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrCheckedOut is returned when the state branch is checked out somewhere.

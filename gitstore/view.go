@@ -149,7 +149,14 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 	}
 	if scanHits != scan.n {
 		for dir, files := range scan.dirs {
-			files.each(func(name string) {
+			visit := files.each
+			if dt := snap.dirs[dir]; dt != nil && files.sameEntries(dt.entries) {
+				// The files found by position are the branch's, which
+				// the comparison above went through: only the others
+				// can be new.
+				visit = files.eachExtra
+			}
+			visit(func(name string) {
 				p := name
 				if dir != "" {
 					p = dir + "/" + name
