@@ -266,7 +266,9 @@ func decodeDir(d *dec) (string, *dirTree) {
 	path := d.str()
 	dt := &dirTree{hash: d.hash()}
 	ne := d.uv()
-	if ne > uint64(len(d.buf)-d.pos) {
+	// An entry takes at least 22 bytes (a name length, a mode, a hash):
+	// damage cannot make this allocate more than about twice the file.
+	if ne > uint64(len(d.buf)-d.pos)/22 {
 		d.fail()
 		return path, nil
 	}
