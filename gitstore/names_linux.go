@@ -14,7 +14,7 @@ func cName(name string, _ []byte) []byte {
 	return unsafe.Slice(unsafe.StringData(name), len(name)+1)
 }
 
-// countFiles counts the names of a directory that MirroredName accepts and
+// countFiles counts the names of a directory that maybeMirrored accepts and
 // that may be regular files (by the type getdents gives, when it gives
 // one), listing it into buf.
 func countFiles(fd int, dir string, buf []byte) int {
@@ -38,7 +38,7 @@ func countFiles(fd int, dir string, buf []byte) int {
 			}
 			for i, c := range name {
 				if c == 0 {
-					if i > 0 && MirroredName(dir, unsafe.String(&name[0], i)) {
+					if i > 0 && maybeMirrored(dir, unsafe.String(&name[0], i)) {
 						count++
 					}
 					break

@@ -23,12 +23,12 @@ func cName(name string, buf []byte) []byte {
 	return append(append(buf[:0], name...), 0)
 }
 
-// countFiles counts the names of a directory that MirroredName accepts
+// countFiles counts the names of a directory that maybeMirrored accepts
 // (all of them may be regular files: the type is not looked at here).
 func countFiles(fd int, dir string, _ []byte) int {
 	count := 0
 	for _, name := range readNames(fd) {
-		if MirroredName(dir, name) {
+		if maybeMirrored(dir, name) {
 			count++
 		}
 	}

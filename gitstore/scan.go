@@ -116,6 +116,7 @@ func (s *viewScan) each(fn func(path string)) {
 // scanFiles are the regular files of one view directory: those of the
 // branch's entries, by position, and any others by name.
 type scanFiles struct {
+	dir     string
 	entries []treeEntry         // the branch's entries the scan looked for
 	stats   []entryStat         // stats[i] is of entries[i]
 	extra   map[string]fileStat // files that are not among entries
@@ -199,7 +200,7 @@ func (f *scanFiles) each(fn func(name string)) {
 		return
 	}
 	for i := range f.entries {
-		if f.stats[i].ok {
+		if f.stats[i].ok && MirroredName(f.dir, f.entries[i].name) {
 			fn(f.entries[i].name)
 		}
 	}
@@ -265,7 +266,7 @@ func (s *viewScan) run(view string) {
 // statEntries stats the mirrored file entries of a directory by name, a
 // large one on several goroutines.
 func statEntries(fd int, dir string, entries []treeEntry) *scanFiles {
-	files := &scanFiles{entries: entries, stats: make([]entryStat, len(entries))}
+	files := &scanFiles{dir: dir, entries: entries, stats: make([]entryStat, len(entries))}
 	workers := scanWorkers
 	if len(entries) < 256 {
 		workers = 1
@@ -281,7 +282,7 @@ func statEntries(fd int, dir string, entries []treeEntry) *scanFiles {
 			var name [256]byte
 			for i := lo; i < hi; i++ {
 				e := &entries[i]
-				if e.mode != modeFile && e.mode != modeExec || len(e.name) >= len(name) || !MirroredName(dir, e.name) {
+				if e.mode != modeFile && e.mode != modeExec || len(e.name) >= len(name) || !maybeMirrored(dir, e.name) {
 					continue
 				}
 				r := &files.stats[i]
@@ -347,6 +348,17 @@ func (f *scanFiles) addUnlisted(fd int, dir string) {
 func ignoredName(name string) bool {
 	return strings.HasPrefix(name, ".") || strings.HasSuffix(name, "~") || strings.HasSuffix(name, ".swp") ||
 		strings.HasSuffix(name, ".swx") || strings.HasSuffix(name, ".tmp") || strings.HasPrefix(name, "#")
+}
+
+// maybeMirrored is MirroredName without the look at every byte: true for
+// every name MirroredName accepts, and for the rare name it then refuses
+// (control characters, separators, invalid UTF-8). The scan counts and
+// stats by it, on both sides of its comparison (the listing's names and the
+// branch's), so the counts still agree; what it reports is filtered by
+// MirroredName (each), and what the reconcile looks at is the branch's
+// mirrored files. At 10,000 names the byte loop cost 0.5 ms of the scan.
+func maybeMirrored(dir, name string) bool {
+	return len(name) <= 200 && !ignoredName(name) && (dir != TasksDir || strings.HasSuffix(name, ".md"))
 }
 
 // MirroredName reports whether a file name in a mirrored directory is one
