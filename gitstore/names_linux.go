@@ -19,11 +19,31 @@ func cName(name string, _ []byte) []byte {
 // one), listing it into buf.
 func countFiles(fd int, dir string, buf []byte) int {
 	count := 0
+	readDirents(fd, buf, func(name string, _ uint64, typ byte) {
+		if (typ == unix.DT_REG || typ == unix.DT_UNKNOWN) && maybeMirrored(dir, name) {
+			count++
+		}
+	})
+	return count
+}
+
+// eachName calls fn with every name of a directory and its inode number;
+// name is only valid during the call.
+func eachName(fd int, fn func(name string, ino uint64)) {
+	readDirents(fd, make([]byte, 32<<10), func(name string, ino uint64, _ byte) { fn(name, ino) })
+}
+
+// readDirents lists a directory into buf, calling fn with each entry's
+// name (a string over buf, valid during the call and followed by its NUL
+// byte, see cName), inode number and type.
+func readDirents(fd int, buf []byte, fn func(name string, ino uint64, typ byte)) {
 	for {
 		n, err := unix.ReadDirent(fd, buf)
 		if err != nil || n <= 0 {
-			break
+			return
 		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8,
+		// name NUL-terminated.
 		for off := 0; off+19 < n; {
 			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
 			if reclen <= 19 || off+reclen > n {
@@ -33,46 +53,13 @@ func countFiles(fd int, dir string, buf []byte) int {
 			typ := buf[off+18]
 			name := buf[off+19 : off+reclen]
 			off += reclen
-			if ino == 0 || typ != unix.DT_REG && typ != unix.DT_UNKNOWN {
-				continue
-			}
-			for i, c := range name {
-				if c == 0 {
-					if i > 0 && maybeMirrored(dir, unsafe.String(&name[0], i)) {
-						count++
-					}
-					break
-				}
-			}
-		}
-	}
-	return count
-}
-
-// eachName calls fn with every name of a directory and its inode number;
-// name is only valid during the call.
-func eachName(fd int, fn func(name string, ino uint64)) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := unix.ReadDirent(fd, buf)
-		if err != nil || n <= 0 {
-			break
-		}
-		for off := 0; off+19 < n; {
-			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
-			if reclen <= 19 || off+reclen > n {
-				break
-			}
-			ino := binary.NativeEndian.Uint64(buf[off:])
-			name := buf[off+19 : off+reclen]
-			off += reclen
 			if ino == 0 {
 				continue
 			}
 			for i, c := range name {
 				if c == 0 {
 					if i > 0 {
-						fn(unsafe.String(&name[0], i), ino)
+						fn(unsafe.String(&name[0], i), ino, typ)
 					}
 					break
 				}
