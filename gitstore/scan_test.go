@@ -148,14 +148,14 @@ func TestScanByEntries(t *testing.T) {
 				t.Errorf("sameEntries = %v, want %v", files.sameEntries(ents), tc.expect)
 			}
 			for _, name := range want {
-				ws, ok := files.get(name)
+				ws, ok := scanGet(files, name)
 				ls, lok := lstatPath(filepath.Join(dir, name))
 				if !ok || !lok || ws != ls {
 					t.Errorf("get(%q) = %+v, %v; lstat says %+v, %v", name, ws, ok, ls, lok)
 				}
 			}
 			for i, e := range ents {
-				ws, ok := files.get(e.name)
+				ws, ok := scanGet(files, e.name)
 				if !files.sameEntries(ents) {
 					continue
 				}
@@ -165,7 +165,7 @@ func TestScanByEntries(t *testing.T) {
 				}
 			}
 			for _, name := range []string{"absent.md", "d.md", "l.md", "notes.txt", ".a.md.swp"} {
-				if _, ok := files.get(name); ok && !slices.Contains(want, name) {
+				if _, ok := scanGet(files, name); ok && !slices.Contains(want, name) {
 					t.Errorf("get(%q) found a file the scan must not report", name)
 				}
 			}
@@ -351,4 +351,10 @@ func TestSettleBrokenFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scanGet looks up one name among the files a scan found.
+func scanGet(f *scanFiles, name string) (fileStat, bool) {
+	e := treeEntry{name: name, mode: modeFile}
+	return f.cursor(&e).get(&e)
 }
