@@ -135,10 +135,18 @@ func Parse(path string, src []byte) (f *File, err error) {
 	return f, nil
 }
 
+const byteOrderMark = "\ufeff"
+
 func (f *File) splitFrontmatter() error {
 	// Find the opening delimiter ourselves to know its offset; adrg/frontmatter
-	// decides where the block ends and what the body is.
-	pos, line := 0, 1
+	// decides where the block ends and what the body is. A byte order mark
+	// (some editors on Windows save one) stays where it is, before the
+	// opening delimiter.
+	start := 0
+	if bytes.HasPrefix(f.Src, []byte(byteOrderMark)) {
+		start = len(byteOrderMark)
+	}
+	pos, line := start, 1
 	for pos < len(f.Src) {
 		end := bytes.IndexByte(f.Src[pos:], '\n')
 		next := len(f.Src)
@@ -166,7 +174,7 @@ func (f *File) splitFrontmatter() error {
 		v.(*yamlCapture).data = append([]byte(nil), data...)
 		return nil
 	})
-	rest, err := frontmatter.MustParse(bytes.NewReader(f.Src), &capture, format)
+	rest, err := frontmatter.MustParse(bytes.NewReader(f.Src[start:]), &capture, format)
 	if err == frontmatter.ErrNotFound {
 		return &ParseError{Path: f.Path, Line: f.openLine, Msg: "frontmatter starts with --- but has no closing --- line"}
 	}

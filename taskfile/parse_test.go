@@ -401,3 +401,28 @@ func TestParseErrorLongFrontmatter(t *testing.T) {
 		t.Errorf("huge frontmatter: %v, want a *ParseError", err)
 	}
 }
+
+// A byte order mark before the opening delimiter (Notepad and some other
+// Windows editors save one) does not hide the frontmatter, and an edit
+// keeps it, changing only the edited line.
+func TestParseByteOrderMark(t *testing.T) {
+	src := "\ufeff---\nid: T-abcd12\ntitle: With a BOM\nqueue: incoming\n---\n# With a BOM\n\nBody.\n"
+	f := mustParse(t, src)
+	if f.Task.ID != "T-abcd12" || f.Task.Title != "With a BOM" || f.Task.Queue != Incoming {
+		t.Fatalf("task %+v", f.Task)
+	}
+	g, err := f.Apply(Set(KeyQueue, String("claimed")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(src, "queue: incoming", "queue: claimed", 1); string(g.Src) != want {
+		t.Fatalf("after the edit:\n%q\nwant\n%q", g.Src, want)
+	}
+	if secs := g.Sections(); len(secs) == 0 {
+		t.Fatal("no sections in the body")
+	}
+	// Without a delimiter after it, a BOM is just the start of the body.
+	if f := mustParse(t, "\ufeff# Just a heading\n"); f.Task.ID != "" {
+		t.Fatalf("task %+v", f.Task)
+	}
+}
