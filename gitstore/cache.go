@@ -460,7 +460,7 @@ func decodeStateCache(b []byte) (*stateCache, error) {
 // decodeCacheDirs decodes a cache file's header and directories, and
 // returns the decoder at its summaries. The checksum is verified by
 // decodeRest: until then the directories are only fit for the view scan,
-// which stats the names they list (see loadStateCache).
+// which stats the names they list (see Store.Lock).
 func decodeCacheDirs(b []byte) (*stateCache, *dec, error) {
 	if len(b) < len(cacheMagic)+8+4 || string(b[:len(cacheMagic)]) != cacheMagic {
 		return nil, nil, errCorrupt
@@ -598,19 +598,11 @@ func (l *cacheLoad) finish() *stateCache {
 	return l.c
 }
 
-// loadStateCache loads the cache file and replays its journal. dirsReady,
-// if not nil, is given the directories as soon as they are decoded and
-// brought up to date by the journal, before the checksum is verified and
-// the rest decoded: the view scan stats the files they list meanwhile.
-// (If the file then turns out to be corrupt, the scan stat-ed the wrong
-// names; the reconcile then looks the right ones up by name.)
-func loadStateCache(path, ref string, dirsReady func(map[string]*dirTree)) *stateCache {
+// loadStateCache loads the cache file and replays its journal.
+func loadStateCache(path, ref string) *stateCache {
 	l := startCacheLoad(path, ref)
 	if l == nil {
 		return newStateCache(ref)
-	}
-	if dirsReady != nil {
-		dirsReady(l.c.dirs)
 	}
 	return l.finish()
 }

@@ -660,7 +660,7 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 // The caller holds the exclusive orch lock.
 func (st *Store) DistrustViewStat(paths []string) error {
 	path := st.cachePath()
-	c := loadStateCache(path, st.Ref, nil)
+	c := loadStateCache(path, st.Ref)
 	changed := false
 	for _, p := range paths {
 		if ie := c.index.get(p); ie != nil {

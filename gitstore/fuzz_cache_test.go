@@ -12,7 +12,7 @@ import (
 
 // FuzzCacheDecode: the state cache decoder returns an error, never panics,
 // on any bytes. The directories are decoded, and handed to the view scan,
-// before the checksum is verified (see loadStateCache), so damage reaches
+// before the checksum is verified (see Store.Lock), so damage reaches
 // decodeCacheDirs unfiltered; each input is also tried with its checksum
 // made right, so that the rest of the decoder sees damage too.
 func FuzzCacheDecode(f *testing.F) {

@@ -319,11 +319,9 @@ func (st *Store) load() error {
 		if l := st.early; l != nil && l.current() {
 			st.cache = l.finish()
 		} else {
-			var dirsReady func(map[string]*dirTree)
-			if st.scan != nil {
-				dirsReady = st.scan.expect
-			}
-			st.cache = loadStateCache(st.cachePath(), st.Ref, dirsReady)
+			// Changed while we waited (the scan then stats the files it
+			// was handed, and they are matched by name), or not read early.
+			st.cache = loadStateCache(st.cachePath(), st.Ref)
 		}
 		st.early = nil
 	}
