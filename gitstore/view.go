@@ -356,7 +356,7 @@ func (st *Store) readViewFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > taskfile.MaxFileSize {
-		return nil, &taskfile.ParseError{Path: st.rel(p), Msg: fmt.Sprintf("file is larger than %d bytes (%d MiB), the limit for a file orch reads", taskfile.MaxFileSize, taskfile.MaxFileSize>>20)}
+		return nil, &taskfile.ParseError{Path: st.rel(p), Msg: fmt.Sprintf("file is larger than %d bytes (%d MiB), the limit for a file orch reads", taskfile.MaxFileSize, taskfile.MaxFileSize>>20), Err: taskfile.ErrTooLarge}
 	}
 	return data, nil
 }

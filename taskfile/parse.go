@@ -112,7 +112,7 @@ func Parse(path string, src []byte) (f *File, err error) {
 		}
 	}()
 	if len(src) > MaxFileSize {
-		return nil, &ParseError{Path: path, Msg: fmt.Sprintf("file is %d bytes; the limit is %d (%d MiB) for a task file", len(src), MaxFileSize, MaxFileSize>>20)}
+		return nil, &ParseError{Path: path, Msg: fmt.Sprintf("file is %d bytes; the limit is %d (%d MiB) for a task file", len(src), MaxFileSize, MaxFileSize>>20), Err: ErrTooLarge}
 	}
 	if bytes.IndexByte(src, 0) >= 0 {
 		return nil, &ParseError{Path: path, Line: lineOf(src, bytes.IndexByte(src, 0)), Msg: "file contains a NUL byte"}

@@ -303,7 +303,7 @@ func TestParseTooLarge(t *testing.T) {
 	src = append(src, bytes.Repeat([]byte("x"), MaxFileSize+1-len(src))...)
 	_, err := Parse("big.md", src)
 	var pe *ParseError
-	if !errors.As(err, &pe) || pe.Line != 0 || !strings.Contains(pe.Msg, "limit") {
+	if !errors.As(err, &pe) || pe.Line != 0 || !strings.Contains(pe.Msg, "limit") || !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("err = %v, want a ParseError about the size limit", err)
 	}
 	if _, err := Parse("ok.md", src[:MaxFileSize]); err != nil {

@@ -5,6 +5,7 @@
 package taskfile
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -152,12 +153,20 @@ func PriorityRank(p string) int {
 }
 
 // ParseError is a task file that cannot be read. Line is 1-based within the
-// file (0 when unknown).
+// file (0 when unknown). Err, when set, is the kind of problem
+// (ErrTooLarge), for errors.Is.
 type ParseError struct {
 	Path string
 	Line int
 	Msg  string
+	Err  error
 }
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// ErrTooLarge is a task file over MaxFileSize, read or about to be written
+// (an edit or a new feedback round that would make it so is refused).
+var ErrTooLarge = errors.New("task file over the size limit")
 
 func (e *ParseError) Error() string {
 	path := e.Path
