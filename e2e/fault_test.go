@@ -3,15 +3,15 @@ package e2e
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/orch-tool/orch/internal/repostate"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted
@@ -66,46 +66,10 @@ func (r *Repo) repoSnapshot(t *testing.T) map[string]string {
 	if b, err := os.ReadFile(filepath.Join(r.Main, ".git", "logs", "refs", "heads", "orch")); err == nil {
 		state["reflog orch"] = string(b)
 	}
-	err := filepath.WalkDir(r.Main, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
-		}
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(r.Main, p)
-			state["file "+rel] = string(b)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := repostate.AddFiles(state, r.Main); err != nil {
 		t.Fatal(err)
 	}
 	return state
-}
-
-// diffSnapshots lists what changed between two snapshots.
-func diffSnapshots(before, after map[string]string) []string {
-	var diffs []string
-	for k, v := range before {
-		if w, ok := after[k]; !ok {
-			diffs = append(diffs, "removed: "+k)
-		} else if w != v {
-			diffs = append(diffs, "changed: "+k)
-		}
-	}
-	for k := range after {
-		if _, ok := before[k]; !ok {
-			diffs = append(diffs, "added: "+k)
-		}
-	}
-	sort.Strings(diffs)
-	return diffs
 }
 
 // faultSetup makes a repository with tasks in several queues, its view up
@@ -214,7 +178,7 @@ func TestFaultReadOnlyRepository(t *testing.T) {
 		checkFaultError(t, r.Orch(r.Main, args...), code, phrase)
 	}
 	makeWritable()
-	if d := diffSnapshots(before, r.repoSnapshot(t)); len(d) > 0 {
+	if d := repostate.Diff(before, r.repoSnapshot(t)); len(d) > 0 {
 		t.Errorf("the repository changed while read-only:\n%s", strings.Join(d, "\n"))
 	}
 	r.Fsck()
@@ -307,7 +271,7 @@ func TestFaultDiskFull(t *testing.T) {
 		}
 		t.Logf("%d bytes free: orch %s: %s", free, args[0], lastLine(res.Stderr))
 		checkFaultError(t, res, "no_space", "no space left on device")
-		if d := diffSnapshots(before, r.repoSnapshot(t)); len(d) > 0 {
+		if d := repostate.Diff(before, r.repoSnapshot(t)); len(d) > 0 {
 			t.Errorf("%d bytes free: orch %s failed but changed the repository:\n%s\n%v", free, strings.Join(args, " "), strings.Join(d, "\n"), res)
 		}
 	}

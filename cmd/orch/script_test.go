@@ -8,12 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/orch-tool/orch/internal/repostate"
 )
 
 // TestMain lets the test binary act as the orch command inside scripts.
@@ -83,20 +84,7 @@ func repoState(ts *testscript.TestScript, dir string) map[string]string {
 	if out, err := bare.Output(); err == nil && strings.TrimSpace(string(out)) == "true" {
 		return state // a bare repository has no worktree and no view
 	}
-	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if info.IsDir() && (rel == ".git" || info.Name() == ".git") {
-			return filepath.SkipDir
-		}
-		if info.Mode().IsRegular() {
-			b, _ := os.ReadFile(p)
-			state["file "+rel] = string(b)
-		}
-		return nil
-	})
+	_ = repostate.AddFiles(state, dir) // what cannot be read cannot change either
 	return state
 }
 
@@ -128,21 +116,7 @@ func cmdRepoUnchanged(ts *testscript.TestScript, neg bool, args []string) {
 	if !ok {
 		ts.Fatalf("no snapshot %s", args[0])
 	}
-	after := repoState(ts, dir)
-	var diffs []string
-	for k, v := range before {
-		if w, ok := after[k]; !ok {
-			diffs = append(diffs, "removed: "+k)
-		} else if w != v {
-			diffs = append(diffs, "changed: "+k)
-		}
-	}
-	for k := range after {
-		if _, ok := before[k]; !ok {
-			diffs = append(diffs, "added: "+k)
-		}
-	}
-	sort.Strings(diffs)
+	diffs := repostate.Diff(before, repoState(ts, dir))
 	if neg {
 		if len(diffs) == 0 {
 			ts.Fatalf("repository unchanged, but a change was expected")
