@@ -1,6 +1,7 @@
 package repostate
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,7 +27,7 @@ func TestAddFilesAndDiff(t *testing.T) {
 	if err := AddFiles(before, dir); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{"refs": "r1", "file a.txt": "a", "file " + filepath.Join("sub", "b.txt"): "b"}; !equal(before, want) {
+	if want := map[string]string{"refs": "r1", "file a.txt": "a", "file " + filepath.Join("sub", "b.txt"): "b"}; !maps.Equal(before, want) {
 		t.Fatalf("recorded %q, want %q", before, want)
 	}
 	if d := Diff(before, before); len(d) != 0 {
@@ -44,16 +45,4 @@ func TestAddFilesAndDiff(t *testing.T) {
 	if d := Diff(before, after); !slices.Equal(d, want) {
 		t.Fatalf("diff %q, want %q", d, want)
 	}
-}
-
-func equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
