@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -187,6 +188,37 @@ func noteStale(note string) (int, bool) {
 		return pid, false
 	}
 	return pid, true
+}
+
+// removeLocksOfDeadOrch removes the ref .lock files that killed orch
+// processes left, with their notes. The caller holds the exclusive orch
+// lock, and only its holder writes notes, so every note there is left
+// over; its lock is taken to be the dead process's by the rule UpdateRef
+// uses to take one over (leftByDeadOrch: the note dates from the lock and
+// the lock is a second old). The state branch's lock is taken over by the
+// next commit anyway, but a task branch's may not be wanted again by orch,
+// and it blocks git on that branch. Listing the notes is one small readdir.
+func (st *Store) removeLocksOfDeadOrch() {
+	prefix := st.Repo.ownerFile + "."
+	for _, note := range st.lockOwnerNotes() {
+		ref, err := url.PathUnescape(strings.TrimPrefix(note, prefix))
+		if !strings.HasPrefix(note, prefix) || err != nil || !ValidRefName(ref) {
+			continue
+		}
+		lockPath := filepath.Join(st.Repo.CommonDir, filepath.FromSlash(ref)) + ".lock"
+		fi, err := os.Lstat(lockPath)
+		if err != nil {
+			if _, stale := noteStale(note); stale && errors.Is(err, os.ErrNotExist) {
+				_ = os.Remove(note) // killed after its lock was gone
+			}
+			continue
+		}
+		if st.Repo.leftByDeadOrch(lockPath, fi) {
+			if os.Remove(lockPath) == nil {
+				_ = os.Remove(note)
+			}
+		}
+	}
 }
 
 // StaleLockOwnerNote reports a ref-lock-owner note naming a process that is

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -333,4 +334,57 @@ func TestRefLockLeftByKilledOrch(t *testing.T) {
 		t.Fatalf("owner note left after the ref lock was released: %v", err)
 	}
 	fsck(t, dir)
+}
+
+// Lock removes the ref .lock files that killed orch processes left (a task
+// branch's lock may not be wanted again by orch, and it blocks git on that
+// branch), and only those.
+func TestLockRemovesLocksOfDeadOrch(t *testing.T) {
+	t.Parallel()
+	dir := makeRepo(t)
+	initStore(t, dir)
+	st0 := openStore(t, dir)
+	repo := st0.Repo
+	closeStore(t, st0)
+
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadPID := gone.Process.Pid
+	past := time.Now().Add(-5 * time.Second)
+	lockOf := func(ref string) string {
+		return filepath.Join(repo.CommonDir, filepath.FromSlash(ref)) + ".lock"
+	}
+	place := func(ref string, pid int, withLock bool) (lock, note string) {
+		lock = lockOf(ref)
+		note = repo.ownerNote(lock)
+		writeFile(t, note, fmt.Sprintf("%d\n", pid))
+		if err := os.Chtimes(note, past, past); err != nil {
+			t.Fatal(err)
+		}
+		if withLock {
+			writeFile(t, lock, "")
+			if err := os.Chtimes(lock, past, past); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return lock, note
+	}
+	deadLock, deadNote := place("refs/heads/task/T-dead01-x", deadPID, true)
+	liveLock, liveNote := place("refs/heads/task/T-live01-x", os.Getppid(), true)
+	_, loneNote := place("refs/heads/task/T-lone01-x", deadPID, false)
+
+	st := openStore(t, dir)
+	closeStore(t, st)
+	for _, p := range []string{deadLock, deadNote, loneNote} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left (%v)", p, err)
+		}
+	}
+	for _, p := range []string{liveLock, liveNote} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
+	}
 }

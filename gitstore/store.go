@@ -273,6 +273,7 @@ func (st *Store) Lock() error {
 		return err
 	}
 	st.lock = l
+	st.removeLocksOfDeadOrch()
 	Trace("lock")
 	if err := st.load(); err != nil {
 		return err
