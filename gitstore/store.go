@@ -53,6 +53,9 @@ type Store struct {
 	conflicts map[string][]taskfile.Conflict
 	broken    map[string]error
 	notes     []string
+	watched   []watchedFile // displaced view files to read again (see placeView)
+	hooks     viewHooks     // tests only
+	noLeases  bool          // tests only: view writes as on systems without leases
 
 	// Progress, when set, hears how far a long reconcile (a cold view of
 	// thousands of files) has got; it must not print when not a terminal.
@@ -299,6 +302,7 @@ func (st *Store) Close() error {
 			err = serr
 		}
 	}
+	st.checkWatched()
 	if st.dirty && st.lock != nil {
 		// The cache is rebuilt from the branch and the view when it is
 		// missing or stale, so failing to save it is no failure of the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/sys/unix"
 
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -92,6 +92,9 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 		break
 	}
 	st.broken, st.conflicts = rep.Broken, rep.Conflicts
+	for _, r := range st.Recovered() {
+		st.note("%s holds a save that raced orch: copy what you need into the task file, then delete it", r)
+	}
 	Trace("reconcile")
 	return rep, nil
 }
@@ -269,12 +272,12 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 		if ie != nil && ie.matches(ws) {
 			w = ie.blob
 		} else {
-			data, err := st.readViewFile(p)
+			data, fs, err := st.readSettled(p)
 			if err != nil {
 				rep.Broken[p] = err
 				return nil
 			}
-			wdata, w = data, HashBlob(data)
+			wdata, w, ws = data, HashBlob(data), fs
 		}
 	}
 	var b plumbing.Hash
@@ -293,7 +296,7 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 			st.record(p, r, ws)
 		}
 	case !wok && rok:
-		if err := st.pullToView(p, r); err != nil {
+		if err := st.pullToView(p, r, plumbing.ZeroHash); err != nil {
 			return err
 		}
 		if ie != nil {
@@ -307,7 +310,7 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 			rep.Removed = append(rep.Removed, p)
 			return nil
 		}
-		if err := st.pullToView(p, r); err != nil {
+		if err := st.pullToView(p, r, b); err != nil {
 			return err
 		}
 		rep.Pulled = append(rep.Pulled, p)
@@ -321,7 +324,7 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 		// No sync record (the private state was deleted): W is either an old
 		// version the view still holds, or a hand edit of unknown base.
 		if st.objs.has(w) {
-			if err := st.pullToView(p, r); err != nil {
+			if err := st.pullToView(p, r, w); err != nil {
 				return err
 			}
 			rep.Pulled = append(rep.Pulled, p)
@@ -346,19 +349,55 @@ func (st *Store) rel(p string) string {
 // larger than taskfile.MaxFileSize (named from the view down, as every
 // message names it).
 func (st *Store) readViewFile(p string) ([]byte, error) {
-	f, err := os.Open(viewPath(st.View, p))
+	f, _, err := openRegular(viewPath(st.View, p))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, taskfile.MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > taskfile.MaxFileSize {
+	return st.readOpenView(p, f)
+}
+
+func (st *Store) readOpenView(p string, f *os.File) ([]byte, error) {
+	data, err := readAllAt(f)
+	if errors.Is(err, taskfile.ErrTooLarge) {
 		return nil, &taskfile.ParseError{Path: st.rel(p), Msg: fmt.Sprintf("file is larger than %d bytes (%d MiB), the limit for a file orch reads", taskfile.MaxFileSize, taskfile.MaxFileSize>>20), Err: taskfile.ErrTooLarge}
 	}
-	return data, nil
+	return data, err
+}
+
+// savingWait bounds how long a command waits for a program that is writing
+// a task file in place (truncate, then write) to finish, when what it has
+// written so far does not parse.
+const savingWait = 250 * time.Millisecond
+
+// readSettled reads view file p for the reconcile, with the stat data it
+// had just before the read. A task file that does not parse while another
+// program has it open for writing is most likely a save in progress (an
+// editor that truncates and rewrites): it is read again once the writer is
+// done, or savingWait has passed.
+func (st *Store) readSettled(p string) ([]byte, fileStat, error) {
+	f, fi, err := openRegular(viewPath(st.View, p))
+	if err != nil {
+		return nil, fileStat{}, err
+	}
+	defer f.Close()
+	for waited := time.Duration(0); ; waited += 2 * time.Millisecond {
+		ws := statOf(fi)
+		data, err := st.readOpenView(p, f)
+		if err != nil || !isTaskPath(p) || waited >= savingWait {
+			return data, ws, err
+		}
+		if _, perr := taskfile.Parse(st.rel(p), data); perr == nil {
+			return data, ws, nil
+		}
+		if attached, _ := writerAttached(f); !attached {
+			return data, ws, nil
+		}
+		time.Sleep(2 * time.Millisecond)
+		if err := unix.Fstat(int(f.Fd()), fi); err != nil {
+			return nil, fileStat{}, err
+		}
+	}
 }
 
 // record notes that the view file at p holds blob h with stat s.
@@ -382,12 +421,14 @@ func (st *Store) record(p string, h plumbing.Hash, s fileStat) {
 	st.dirty = true
 }
 
-func (st *Store) pullToView(p string, r plumbing.Hash) error {
+// pullToView writes the branch's blob r of p into the view, in place of
+// the file holding expect (zero: none).
+func (st *Store) pullToView(p string, r, expect plumbing.Hash) error {
 	data, err := st.objs.read(plumbing.BlobObject, r)
 	if err != nil {
 		return err
 	}
-	st.writeViewForce(p, data, r)
+	st.placeView(p, data, r, expect)
 	return nil
 }
 
@@ -397,63 +438,37 @@ func (st *Store) writeView(p string, data []byte, blob plumbing.Hash) {
 	if st.View == "" || !Mirrored(p) {
 		return
 	}
-	full := viewPath(st.View, p)
-	if ws, ok := lstatPath(full); ok {
-		ie := st.cache.index.get(p)
-		if ie == nil || !ie.matches(ws) {
-			cur, err := st.readViewFile(p)
-			if err != nil || ie == nil || HashBlob(cur) != ie.blob {
-				if err == nil && HashBlob(cur) == blob {
-					st.record(p, blob, ws)
-				}
-				return
+	ie := st.cache.index.get(p)
+	if ie != nil && !ie.conflictW.IsZero() {
+		return // in conflict: the person's file stays until they resolve it
+	}
+	expect := plumbing.ZeroHash
+	if ie != nil {
+		expect = ie.blob
+	}
+	if ws, ok := lstatPath(viewPath(st.View, p)); ok && (ie == nil || !ie.matches(ws)) {
+		cur, err := st.readViewFile(p)
+		if err != nil || HashBlob(cur) != expect {
+			if err == nil && HashBlob(cur) == blob {
+				st.record(p, blob, ws)
 			}
+			return
 		}
 	}
-	st.writeViewForce(p, data, blob)
+	st.placeView(p, data, blob, expect)
 }
 
-func (st *Store) writeViewForce(p string, data []byte, blob plumbing.Hash) {
-	if st.View == "" || !Mirrored(p) {
-		return
+// placeEdited puts the result of committing a person's edit (wdata, blob
+// w) into the view, when orch changed it (an id added, a merge). If the
+// person saved again meanwhile, their file stays, based on wdata, which is
+// kept as an object so that the next reconcile can merge from it.
+func (st *Store) placeEdited(p string, result []byte, wdata []byte, w plumbing.Hash) error {
+	blob, _ := st.snap.Get(p)
+	if st.placeView(p, result, blob, w) {
+		return nil
 	}
-	full := viewPath(st.View, p)
-	dir := filepath.Dir(full)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		st.note("cannot write the view: %v", err)
-		return
-	}
-	if !st.viewDirOK(p) {
-		return
-	}
-	tmp, err := os.CreateTemp(dir, ".orch-tmp-")
-	if err != nil {
-		st.note("cannot write the view: %v", err)
-		return
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil {
-		os.Remove(tmp.Name())
-		st.note("cannot write %s: %v", st.rel(p), errors.Join(werr, cerr))
-		return
-	}
-	_ = os.Chmod(tmp.Name(), 0o644)
-	// Date the file viewWriteAge in the past, so that its stat data can be
-	// trusted at once: a person's later write, even within the same clock
-	// tick, stamps the present and so differs from what the index holds.
-	// Without it every file orch writes is racy (see isRacy) and costs the
-	// next command a read and its index entry a rewrite.
-	now := time.Now()
-	_ = os.Chtimes(tmp.Name(), now, now.Add(-viewWriteAge))
-	if err := os.Rename(tmp.Name(), full); err != nil {
-		os.Remove(tmp.Name())
-		st.note("cannot write %s: %v", st.rel(p), err)
-		return
-	}
-	if ws, ok := lstatPath(full); ok {
-		st.record(p, blob, ws)
-	}
+	_, err := st.objs.write(plumbing.BlobObject, wdata)
+	return err
 }
 
 // viewWriteAge is how far in the past orch dates the view files it writes:
@@ -477,20 +492,17 @@ func (st *Store) viewDirOK(p string) bool {
 	return false
 }
 
+// removeView removes a file the branch removed from the view, unless the
+// person changed it (the reconcile then reports it).
 func (st *Store) removeView(p string) {
 	if st.View == "" || !Mirrored(p) || !st.viewDirOK(p) {
 		return
 	}
-	full := viewPath(st.View, p)
 	ie := st.cache.index.get(p)
-	if ws, ok := lstatPath(full); ok {
-		if ie == nil || !ie.matches(ws) {
-			cur, err := st.readViewFile(p)
-			if err != nil || ie == nil || HashBlob(cur) != ie.blob {
-				return // changed by hand: keep it; reconcile reports it
-			}
+	if _, ok := lstatPath(viewPath(st.View, p)); ok {
+		if ie == nil || !ie.conflictW.IsZero() || !st.dropView(p, ie.blob) {
+			return
 		}
-		os.Remove(full)
 	}
 	st.cache.dropIndex(p)
 	st.dirty = true
@@ -558,8 +570,9 @@ func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.H
 		return err
 	}
 	if !bytes.Equal(result, wdata) {
-		blob, _ := st.snap.Get(p)
-		st.writeViewForce(p, result, blob)
+		if err := st.placeEdited(p, result, wdata, w); err != nil {
+			return err
+		}
 	} else {
 		blob, _ := st.snap.Get(p)
 		st.record(p, blob, ws)
@@ -642,7 +655,38 @@ func (st *Store) merge(p string, pol Policy, rep *Reconciled, b plumbing.Hash, w
 		// Without the base we cannot merge; treat as a hand edit on the branch.
 		return st.handEdit(p, pol, rep, plumbing.ZeroHash, wdata, w, nil, ws)
 	}
+	if older := st.startedFrom(p, bdata, wdata); older != nil {
+		bdata = older
+	}
 	return st.mergeFrom(p, pol, rep, bdata, wdata, w, r, ws)
+}
+
+// startedFrom finds the version a person's task file was edited from when
+// it is older than base, the version the view held last: an editor buffer
+// loaded before orch changed the file, saved after (even while orch put a
+// raced save back, see placeView). It is the newest earlier view version
+// whose orch-owned fields are those of the person's file; merging from it
+// keeps orch's changes since. nil when base is that version, or none is.
+func (st *Store) startedFrom(p string, bdata, wdata []byte) []byte {
+	ie := st.cache.index.get(p)
+	if !isTaskPath(p) || ie == nil || len(ie.prev) == 0 {
+		return nil
+	}
+	wf, err1 := taskfile.Parse(st.rel(p), wdata)
+	bf, err2 := taskfile.Parse(st.rel(p), bdata)
+	if err1 != nil || err2 != nil || sameOrchFields(wf, bf) {
+		return nil
+	}
+	for _, h := range ie.prev {
+		data, err := st.objs.read(plumbing.BlobObject, h)
+		if err != nil {
+			continue
+		}
+		if pf, err := taskfile.Parse(st.rel(p), data); err == nil && sameOrchFields(wf, pf) {
+			return data
+		}
+	}
+	return nil
 }
 
 // mergeFrom is merge with the base's content given.
@@ -698,11 +742,11 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 		}
 		rep.Committed = append(rep.Committed, p)
 	}
-	blob, _ := st.snap.Get(p)
 	if bytes.Equal(result, wdata) {
+		blob, _ := st.snap.Get(p)
 		st.record(p, blob, ws)
-	} else {
-		st.writeViewForce(p, result, blob)
+	} else if err := st.placeEdited(p, result, wdata, w); err != nil {
+		return err
 	}
 	st.note("%s: merged your edit with changes on the state branch", st.rel(p))
 	return nil
@@ -894,11 +938,11 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 	if err := st.commitHandEdit(p, id, action, result, pol); err != nil {
 		return err
 	}
-	blob, _ := st.snap.Get(p)
 	if bytes.Equal(result, wdata) {
+		blob, _ := st.snap.Get(p)
 		st.record(p, blob, ws)
-	} else {
-		st.writeViewForce(p, result, blob)
+	} else if err := st.placeEdited(p, result, wdata, HashBlob(wdata)); err != nil {
+		return err
 	}
 	rep.Committed = append(rep.Committed, p)
 	if action == "new" {

@@ -586,7 +586,7 @@ func conflictText(id string, cs []taskfile.Conflict) string {
 type Problem struct {
 	Path string `json:"path"`
 	Line int    `json:"line,omitempty"`
-	Kind string `json:"kind"` // invalid | uncommitted | conflict | config | dependency
+	Kind string `json:"kind"` // invalid | uncommitted | conflict | config | dependency | recovered
 	Msg  string `json:"message"`
 }
 
@@ -643,6 +643,9 @@ func (e *Engine) Check() []Problem {
 		}
 	}
 	out = append(out, e.dependencyCycles()...)
+	for _, r := range e.Store.Recovered() {
+		out = append(out, Problem{Path: r, Kind: "recovered", Msg: "a save that raced orch, kept here: copy what you need into the task file, then delete this file"})
+	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Path != out[j].Path {
 			return out[i].Path < out[j].Path
