@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -118,12 +119,89 @@ func ParseReviews(data []byte) ([]Review, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, r := range rs {
+	for i := range rs {
+		r := &rs[i]
 		if r.ID == 0 || r.State == "" {
 			return nil, &ParseError{"reviews", fmt.Sprintf("item %d has no id or state: not a pull request review", i+1)}
 		}
+		if err := checkText(r.Body); err != nil {
+			return nil, &ParseError{"reviews", fmt.Sprintf("review %d: its body %v", r.ID, err)}
+		}
+		r.User.Login = CleanLogin(r.User.Login)
+		r.State, r.HTMLURL = cleanLine(r.State), cleanLine(r.HTMLURL)
 	}
 	return rs, nil
+}
+
+// MaxText bounds the text orch takes from one review or comment: a task
+// file is read whole by every agent, and no review written by a person is
+// near it.
+const MaxText = 64 << 10
+
+// checkText refuses text no person wrote in a review: larger than MaxText,
+// or holding control characters (a NUL byte cannot go into a task file;
+// escape sequences would reach a terminal raw). Tabs and line ends are
+// text.
+func checkText(s string) error {
+	if len(s) > MaxText {
+		return fmt.Errorf("is %d bytes; orch imports at most %d bytes of a review's text", len(s), MaxText)
+	}
+	for i, r := range s {
+		if r == '\t' || r == '\n' || r == '\r' {
+			continue
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("holds a control character (%U at byte %d)", r, i)
+		}
+	}
+	return nil
+}
+
+// cleanLine makes a one-line string from GitHub safe to print and to write
+// into a task file: control characters (line breaks included) become '?',
+// and it is cut at 200 bytes.
+func cleanLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "")
+	}
+	return s
+}
+
+// CleanText makes a message that may hold text from GitHub (or gh) safe to
+// print: control characters other than line breaks and tabs become '?'.
+func CleanText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// CleanLogin returns a GitHub login as orch prints and records it: logins
+// are letters, digits and hyphens (bots end in "[bot]"); anything else is
+// replaced by '?', so a hostile login cannot break a line, a heading or a
+// terminal.
+func CleanLogin(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.[]", r)) {
+			return r
+		}
+		return '?'
+	}, s)
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return s
 }
 
 // ParseComments reads the review comments of a pull request.
@@ -132,10 +210,17 @@ func ParseComments(data []byte) ([]Comment, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, c := range cs {
-		if c.ID == 0 || c.Path == "" {
-			return nil, &ParseError{"comments", fmt.Sprintf("item %d has no id or path: not a review comment", i+1)}
+	for i := range cs {
+		c := &cs[i]
+		if c.ID == 0 || c.Path == "" && c.ReviewID == 0 {
+			return nil, &ParseError{"comments", fmt.Sprintf("item %d has no id, or neither path nor pull_request_review_id: not a review comment", i+1)}
 		}
+		if err := checkText(c.Body); err != nil {
+			return nil, &ParseError{"comments", fmt.Sprintf("comment %d: its body %v", c.ID, err)}
+		}
+		// A comment without a path (on the pull request as a whole, or a
+		// path GitHub no longer knows) is kept without a location.
+		c.User.Login, c.Path, c.HTMLURL = CleanLogin(c.User.Login), cleanLine(c.Path), cleanLine(c.HTMLURL)
 	}
 	return cs, nil
 }
@@ -242,7 +327,7 @@ func Decide(reviews []Review, comments []Comment, src []byte, round int) (*Feedb
 		}
 		n++
 		loc := c.Path
-		if l := lineOf(c); l > 0 {
+		if l := lineOf(c); l > 0 && c.Path != "" {
 			loc = fmt.Sprintf("%s:%d", c.Path, l)
 		}
 		issues = append(issues, taskfile.Issue{ID: fmt.Sprintf("R%d.%d", round, n), Severity: sev, Blocking: blocking, Location: loc, Problem: body})

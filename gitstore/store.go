@@ -38,6 +38,10 @@ type Store struct {
 	// ViewOwner is set when the view belongs to another state branch (this
 	// one then has no view).
 	ViewOwner string
+	// ViewErr is set when the view's path is not a directory of the
+	// repository (a symlink, a file): the store then works without a view
+	// until it is moved away, and says so on every command.
+	ViewErr error
 
 	objs      *objectStore
 	priv      string
@@ -193,7 +197,10 @@ func Open(opts Options) (*Store, error) {
 	repo.ownerFile = filepath.Join(st.priv, "ref-lock-owner")
 	if repo.MainWorkTree != "" {
 		st.View = filepath.Join(repo.MainWorkTree, ViewDirName)
-		if !st.ownsView() {
+		if st.ViewErr = viewRootProblem(st.View); st.ViewErr != nil {
+			st.View = ""
+			st.note("%v", st.ViewErr)
+		} else if !st.ownsView() {
 			// One view, one state branch: another branch's files would be
 			// committed here as hand edits. This branch works like a bare
 			// repository (orch edit for hand edits).
@@ -203,6 +210,23 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	return st, nil
+}
+
+// viewRootProblem says why the view's path cannot hold the view: orch
+// writes only inside the repository, so it follows no symlink there, and a
+// file in the way is the person's.
+func viewRootProblem(view string) error {
+	fi, err := os.Lstat(view)
+	switch {
+	case err != nil:
+		return nil // made when first needed
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, _ := os.Readlink(view)
+		return fmt.Errorf("%s is a symbolic link (to %s), not a directory: orch writes its view only inside the repository, so it works without one until the link is replaced by a directory (rm %s; the next orch command writes the view again)", ViewDirName, target, ViewDirName)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is a file, not a directory: orch works without its view until the file is moved away (mv %s %s.saved; the next orch command writes the view again)", ViewDirName, ViewDirName, ViewDirName)
+	}
+	return nil
 }
 
 // viewOwner is the state branch the view belongs to: the one recorded in

@@ -296,10 +296,11 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 			st.record(p, r, ws)
 		}
 	case !wok && rok:
-		if err := st.pullToView(p, r, plumbing.ZeroHash); err != nil {
+		placed, err := st.pullToView(p, r, plumbing.ZeroHash)
+		if err != nil {
 			return err
 		}
-		if ie != nil {
+		if ie != nil && placed {
 			rep.Restored = append(rep.Restored, p)
 			st.note("restored %s from the state branch (to delete a task, use orch archive)", st.rel(p))
 		}
@@ -310,7 +311,7 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 			rep.Removed = append(rep.Removed, p)
 			return nil
 		}
-		if err := st.pullToView(p, r, b); err != nil {
+		if _, err := st.pullToView(p, r, b); err != nil {
 			return err
 		}
 		rep.Pulled = append(rep.Pulled, p)
@@ -324,7 +325,7 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 		// No sync record (the private state was deleted): W is either an old
 		// version the view still holds, or a hand edit of unknown base.
 		if st.objs.has(w) {
-			if err := st.pullToView(p, r, w); err != nil {
+			if _, err := st.pullToView(p, r, w); err != nil {
 				return err
 			}
 			rep.Pulled = append(rep.Pulled, p)
@@ -391,9 +392,13 @@ func (st *Store) readSettled(p string) ([]byte, fileStat, error) {
 			return data, ws, nil
 		}
 		if attached, _ := writerAttached(f); !attached {
-			return data, ws, nil
+			// No writer now; one may have finished since the read.
+			if again, err := st.readOpenView(p, f); err != nil || bytes.Equal(again, data) {
+				return data, ws, err
+			}
+		} else {
+			time.Sleep(2 * time.Millisecond)
 		}
-		time.Sleep(2 * time.Millisecond)
 		if err := unix.Fstat(int(f.Fd()), fi); err != nil {
 			return nil, fileStat{}, err
 		}
@@ -422,14 +427,13 @@ func (st *Store) record(p string, h plumbing.Hash, s fileStat) {
 }
 
 // pullToView writes the branch's blob r of p into the view, in place of
-// the file holding expect (zero: none).
-func (st *Store) pullToView(p string, r, expect plumbing.Hash) error {
+// the file holding expect (zero: none), and reports whether it did.
+func (st *Store) pullToView(p string, r, expect plumbing.Hash) (bool, error) {
 	data, err := st.objs.read(plumbing.BlobObject, r)
 	if err != nil {
-		return err
+		return false, err
 	}
-	st.placeView(p, data, r, expect)
-	return nil
+	return st.placeView(p, data, r, expect), nil
 }
 
 // writeView writes a committed file into the view, unless the person changed

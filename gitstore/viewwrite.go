@@ -47,8 +47,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
@@ -541,5 +543,58 @@ func (st *Store) Recovered() []string {
 		out = append(out, filepath.ToSlash(filepath.Join(ViewDirName, RecoveredDir, e.Name())))
 	}
 	sort.Strings(out)
+	return out
+}
+
+// printableName is a file name as orch prints it: quoted, with escapes,
+// when it holds control characters or is not UTF-8, so that a hostile name
+// cannot break a line or reach a terminal raw.
+func printableName(name string) string {
+	if !utf8.ValidString(name) || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) >= 0 {
+		return strconv.Quote(name)
+	}
+	return name
+}
+
+// IgnoredFile is a file in the view's task directory that orch does not
+// take as a task.
+type IgnoredFile struct {
+	Path string // from the repository's top
+	Why  string
+}
+
+// IgnoredViewFiles lists what is in the view's tasks/ directory but is not
+// a task file orch reads: symbolic links, FIFOs and other special files,
+// directories, and names that are not task file names. Editors' backups
+// and swap files (dot files, names ending in ~ or .swp) are left out.
+func (st *Store) IgnoredViewFiles() []IgnoredFile {
+	if st.View == "" {
+		return nil
+	}
+	ents, err := os.ReadDir(filepath.Join(st.View, TasksDir))
+	if err != nil {
+		return nil
+	}
+	var out []IgnoredFile
+	for _, e := range ents {
+		name := e.Name()
+		if ignoredName(name) {
+			continue
+		}
+		why := ""
+		switch t := e.Type(); {
+		case t&os.ModeSymlink != 0:
+			why = "a symbolic link: orch takes only regular files as tasks (it follows no link out of the view); it is not on the state branch"
+		case t.IsDir():
+			why = "a directory: tasks are the .md files directly in tasks/; it is not on the state branch"
+		case !t.IsRegular():
+			why = "not a regular file (a FIFO or device): orch does not read it; it is not on the state branch"
+		case !MirroredName(TasksDir, name):
+			why = "not a task file name (tasks/<id>-<slug>.md, lower-case .md, no control characters): orch does not read it; it is not on the state branch"
+		}
+		if why != "" {
+			out = append(out, IgnoredFile{Path: ViewDirName + "/" + TasksDir + "/" + printableName(name), Why: why})
+		}
+	}
 	return out
 }

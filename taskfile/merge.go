@@ -139,9 +139,14 @@ func MergeText(base, ours, theirs string) (string, bool) {
 		case eqLines(bc, oc), eqLines(ac, bc):
 			out = append(out, ac...)
 		case len(oc) == 0:
-			// Both sides only added lines here: keep both, theirs first.
-			out = append(out, bc...)
-			out = append(out, ac...)
+			// Both sides only added lines here: keep both, theirs first,
+			// and what they added alike once (a person's lines that
+			// reached the branch by one path and the view by another).
+			p, q := commonEnds(ac, bc)
+			out = append(out, ac[:p]...)
+			out = append(out, bc[p:len(bc)-q]...)
+			out = append(out, ac[p:len(ac)-q]...)
+			out = append(out, ac[len(ac)-q:]...)
 		default:
 			ok = false
 			out = append(out, ac...)
@@ -172,6 +177,18 @@ func MergeText(base, ours, theirs string) (string, bool) {
 }
 
 func splitLines(s string) []string { return splitAfterAll(s) }
+
+// commonEnds returns how many lines a and b share at their start, and then
+// at their end (not overlapping the start).
+func commonEnds(a, b []string) (prefix, suffix int) {
+	for prefix < len(a) && prefix < len(b) && a[prefix] == b[prefix] {
+		prefix++
+	}
+	for suffix < len(a)-prefix && suffix < len(b)-prefix && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
+		suffix++
+	}
+	return prefix, suffix
+}
 
 func eqLines(a, b []string) bool {
 	if len(a) != len(b) {

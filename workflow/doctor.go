@@ -437,6 +437,10 @@ var driftText = map[string]string{
 }
 
 func (d *diagnosis) checkView() {
+	if err := d.st.ViewErr; err != nil {
+		d.add(CheckView, StatusProblem, err.Error(), "move it away as the message says; --fix does not touch it (it may be yours)", nil)
+		return
+	}
 	if why := d.noView(); why != "" {
 		d.add(CheckView, StatusOK, why, "", nil)
 		return

@@ -586,7 +586,7 @@ func conflictText(id string, cs []taskfile.Conflict) string {
 type Problem struct {
 	Path string `json:"path"`
 	Line int    `json:"line,omitempty"`
-	Kind string `json:"kind"` // invalid | uncommitted | conflict | config | dependency | recovered
+	Kind string `json:"kind"` // invalid | uncommitted | conflict | config | dependency | recovered | view | ignored
 	Msg  string `json:"message"`
 }
 
@@ -604,6 +604,12 @@ func (e *Engine) Check() []Problem {
 	if e.ConfigErr != nil {
 		pe := asParseError(e.ConfigErr, view(gitstore.ConfigFile))
 		out = append(out, Problem{Path: pe.Path, Line: pe.Line, Kind: "config", Msg: pe.Msg})
+	}
+	if err := e.Store.ViewErr; err != nil {
+		out = append(out, Problem{Path: gitstore.ViewDirName, Kind: "view", Msg: err.Error()})
+	}
+	for _, f := range e.Store.IgnoredViewFiles() {
+		out = append(out, Problem{Path: f.Path, Kind: "ignored", Msg: f.Why})
 	}
 	broken, conflicts := e.Store.ViewProblems()
 	for p, err := range broken {

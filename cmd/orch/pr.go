@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/ghreview"
+	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -26,8 +28,8 @@ A pull request whose newest decisive review requests changes rejects its task
 with the review as feedback: the review's body, then each line comment as
 path:line, BLOCKING when it comes from the changes-requested review or starts
 with "BLOCKING:", else a suggestion. A review is never imported twice;
-approved and comment-only pull requests are left alone. Without gh, without
-network, or when gh fails, nothing changes and the command exits 1.`,
+approved and comment-only pull requests are left alone. Without gh or
+network nothing changes and the command exits 1.`,
 		Example: `  orch pr poll
   orch pr import T-4k9x2m --reviews reviews.json --comments comments.json`,
 		Args: exactArgs(0, "pr poll | pr import ID --reviews FILE --comments FILE"),
@@ -41,7 +43,13 @@ network, or when gh fails, nothing changes and the command exits 1.`,
 		Long: `For each provisional task with a pr_number, read the pull request's reviews and
 review comments with gh api --paginate, and reject the task when the newest
 decisive review requests changes that were not imported yet. Every pull request
-is read before anything is written: if gh fails for one, nothing changes.`,
+is read before anything is written, and each is imported on its own: one that
+gh cannot read, or whose review orch refuses (a body over 64 KiB, control
+characters), is reported with its number and the others are imported. Then
+the command prints what it imported, names each refused pull request, and
+exits 1 (with --json: {"imports": [...], "refused": [{"task", "pr_number",
+"message"}]} on stdout, exit 1 when refused is not empty). When gh fails for
+every pull request (no network, not logged in), nothing changes.`,
 		Example: `  orch pr poll
   ORCH_GH=/usr/local/bin/gh orch pr poll --json`,
 		Args: exactArgs(0, "pr poll"),
@@ -104,30 +112,59 @@ func runPRImport(o *prOptions, ref string) error {
 }
 
 func printImports(g *globalOptions, res []*workflow.PRImport) error {
+	return printPoll(g, res, nil)
+}
+
+// prRefusal is a pull request pr poll could not import.
+type prRefusal struct {
+	Task    string `json:"task"`
+	PR      int    `json:"pr_number"`
+	Message string `json:"message"`
+}
+
+// printPoll prints what pr poll or pr import did, and names each refused
+// pull request (then the command exits 1).
+func printPoll(g *globalOptions, res []*workflow.PRImport, refused []prRefusal) error {
 	if g.JSON {
 		if res == nil {
 			res = []*workflow.PRImport{}
 		}
-		return writeJSON(g.io.Out, struct {
+		if refused == nil {
+			refused = []prRefusal{}
+		}
+		if err := writeJSON(g.io.Out, struct {
 			Imports []*workflow.PRImport `json:"imports"`
-		}{res})
-	}
-	for _, r := range res {
-		what := fmt.Sprintf("%s: PR #%d", r.Task, r.PR)
-		if r.PR == 0 { // pr import for a task without a pr_number
-			what = r.Task + ":"
+			Refused []prRefusal          `json:"refused"`
+		}{res, refused}); err != nil {
+			return err
 		}
-		if r.To != "" {
-			fmt.Fprintf(g.io.Out, "%s review %d by %s requested changes: provisional -> %s (%d blocking, %d comments)\n", what, r.Review, r.Reviewer, r.To, r.Blocking, r.Comments)
-		} else {
-			if r.PR > 0 {
-				what += ":"
+	} else {
+		for _, r := range res {
+			what := fmt.Sprintf("%s: PR #%d", r.Task, r.PR)
+			if r.PR == 0 { // pr import for a task without a pr_number
+				what = r.Task + ":"
 			}
-			fmt.Fprintf(g.io.Out, "%s %s, nothing to import\n", what, r.Outcome)
+			if r.To != "" {
+				fmt.Fprintf(g.io.Out, "%s review %d by %s requested changes: provisional -> %s (%d blocking, %d comments)\n", what, r.Review, r.Reviewer, r.To, r.Blocking, r.Comments)
+			} else {
+				if r.PR > 0 {
+					what += ":"
+				}
+				fmt.Fprintf(g.io.Out, "%s %s, nothing to import\n", what, r.Outcome)
+			}
+		}
+		for _, r := range refused {
+			fmt.Fprintf(g.io.Err, "orch: %s: PR #%d not imported: %s\n", r.Task, r.PR, r.Message)
+		}
+		if len(res)+len(refused) == 0 {
+			fmt.Fprintln(g.io.Err, "no submitted task has a pr_number")
+		}
+		if len(refused) > 0 {
+			fmt.Fprintln(g.io.Err, "hint: the other pull requests were imported; fix the refused ones on GitHub (or import a cleaned copy of their JSON with orch pr import ID --reviews FILE --comments FILE) and poll again")
 		}
 	}
-	if len(res) == 0 {
-		fmt.Fprintln(g.io.Err, "no submitted task has a pr_number")
+	if len(refused) > 0 {
+		return &silentExit{code: exitFailure}
 	}
 	return nil
 }
@@ -159,26 +196,38 @@ func runPRPoll(o *prOptions) error {
 		return printImports(o.g, nil)
 	}
 	// Read every pull request first, without holding the store lock: gh
-	// may take seconds, and a failure must change nothing.
+	// may take seconds. Each pull request stands on its own: one that
+	// cannot be read is reported, and the others are imported.
 	gh := ghreview.New(dir)
 	repo, err := gh.Repo(repoCfg)
 	if err != nil {
 		return ghFailure(err)
 	}
 	var data []prData
+	var refused []prRefusal
+	var ghErr error // gh itself failed (not the data of one pull request)
 	for _, t := range targets {
 		rs, err := gh.Reviews(repo, t.PR)
-		if err != nil {
-			return ghFailure(err)
+		var cs []ghreview.Comment
+		if err == nil {
+			cs, err = gh.Comments(repo, t.PR)
 		}
-		cs, err := gh.Comments(repo, t.PR)
 		if err != nil {
-			return ghFailure(err)
+			var pe *ghreview.ParseError
+			if !errors.As(err, &pe) && ghErr == nil {
+				ghErr = err
+			}
+			refused = append(refused, prRefusal{t.ID, t.PR, ghreview.CleanText(err.Error())})
+			continue
 		}
 		data = append(data, prData{t, rs, cs})
 	}
-	return o.g.withEngine(func(e *workflow.Engine) error {
-		var out []*workflow.PRImport
+	if len(data) == 0 && ghErr != nil {
+		// gh failed for every pull request (no network, not logged in).
+		return ghFailure(ghErr)
+	}
+	var out []*workflow.PRImport
+	err = o.g.withEngine(func(e *workflow.Engine) error {
 		for _, d := range data {
 			s := e.Store.SummaryByID(d.target.ID)
 			if s == nil || s.Task.Queue != "provisional" || s.Task.PRNumber != d.target.PR {
@@ -186,12 +235,39 @@ func runPRPoll(o *prOptions) error {
 			}
 			res, err := e.ImportPR(d.target.ID, d.reviews, d.comments)
 			if err != nil {
-				return err
+				if !prRefusable(err) {
+					return err // the repository itself failed: stop here
+				}
+				refused = append(refused, prRefusal{d.target.ID, d.target.PR, ghreview.CleanText(err.Error())})
+				continue
 			}
 			out = append(out, res)
 		}
-		return printImports(o.g, out)
+		return nil
 	})
+	if err != nil {
+		// What was imported before the failure is committed: say so.
+		_ = printPoll(o.g, out, refused)
+		return err
+	}
+	return printPoll(o.g, out, refused)
+}
+
+// prRefusable reports whether an import failed for a reason of its own
+// pull request or task (a rule, a task file in conflict or broken), so that
+// the poll goes on with the others; anything else is the repository's.
+func prRefusable(err error) bool {
+	var (
+		rule     *workflow.RuleError
+		illegal  *workflow.IllegalTransitionError
+		conflict *workflow.ConflictError
+		usage    *workflow.UsageError
+		notFound *workflow.NotFoundError
+		parse    *taskfile.ParseError
+		invalid  *workflow.InvalidFileError
+	)
+	return errors.As(err, &rule) || errors.As(err, &illegal) || errors.As(err, &conflict) || errors.As(err, &usage) ||
+		errors.As(err, &notFound) || errors.As(err, &parse) || errors.As(err, &invalid)
 }
 
 // ghFailure explains a gh problem; nothing was changed.
