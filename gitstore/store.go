@@ -56,6 +56,7 @@ type Store struct {
 	early     *cacheLoad
 	conflicts map[string][]taskfile.Conflict
 	broken    map[string]error
+	held      map[string]error
 	notes     []string
 	watched   []watchedFile // displaced view files to read again (see placeView)
 	hooks     viewHooks     // tests only
@@ -543,6 +544,17 @@ func (st *Store) Summaries() []*Summary {
 // Summaries when the caller sorts anyway).
 func (st *Store) EachSummary(fn func(*Summary)) {
 	st.cache.sums.each(func(r *sumRec) { fn(r.summary()) })
+}
+
+// EachSummaryWhile calls fn for tasks, in no particular order, until it
+// returns false; the tasks after that are not decoded.
+func (st *Store) EachSummaryWhile(fn func(*Summary) bool) {
+	going := true
+	st.cache.sums.each(func(r *sumRec) {
+		if going {
+			going = fn(r.summary())
+		}
+	})
 }
 
 // EachSummaryIn calls fn for every task in one of the queues (all when

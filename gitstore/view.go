@@ -30,6 +30,10 @@ type Policy struct {
 	// Event returns the event-log change recording a task made by hand, so
 	// that the log (and stats) see it like a task made with orch new.
 	Event func(snap *Snapshot, action, id, path string) (Change, error)
+	// Hold, when it returns an error for a path, keeps a hand edit of it
+	// out of the branch for now (a policy file edited while an agent's
+	// command runs waits for a human's): reported, never overwritten.
+	Hold func(path string) error
 }
 
 // Reconciled summarises what Reconcile did.
@@ -40,6 +44,7 @@ type Reconciled struct {
 	Removed   []string // view files removed because the branch removed them
 	Broken    map[string]error
 	Conflicts map[string][]taskfile.Conflict
+	Held      map[string]error // hand edits kept out of the branch by Policy.Hold
 }
 
 // BrokenFile returns why the view's copy of path cannot be committed, if it
@@ -50,6 +55,10 @@ func (st *Store) BrokenFile(path string) error { return st.broken[path] }
 // both changed it in ways that could not be merged.
 func (st *Store) Conflicted(path string) []taskfile.Conflict { return st.conflicts[path] }
 
+// Held lists the hand edits kept out of the branch for now (Policy.Hold),
+// with why.
+func (st *Store) Held() map[string]error { return st.held }
+
 // ViewProblems lists every broken or conflicted view file.
 func (st *Store) ViewProblems() (map[string]error, map[string][]taskfile.Conflict) {
 	return st.broken, st.conflicts
@@ -58,7 +67,7 @@ func (st *Store) ViewProblems() (map[string]error, map[string][]taskfile.Conflic
 // Reconcile brings the view and the branch into step, as the table in
 // DESIGN §2 says. It must be called with the lock held.
 func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
-	rep := &Reconciled{Broken: map[string]error{}, Conflicts: map[string][]taskfile.Conflict{}}
+	rep := &Reconciled{Broken: map[string]error{}, Conflicts: map[string][]taskfile.Conflict{}, Held: map[string]error{}}
 	if st.View == "" || st.scan == nil {
 		return rep, nil
 	}
@@ -91,7 +100,7 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 		}
 		break
 	}
-	st.broken, st.conflicts = rep.Broken, rep.Conflicts
+	st.broken, st.conflicts, st.held = rep.Broken, rep.Conflicts, rep.Held
 	for _, r := range st.Recovered() {
 		st.note("%s holds a save that raced orch: copy what you need into the task file, then delete it", r)
 	}
@@ -570,6 +579,9 @@ func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.H
 		st.record(p, r, ws)
 		return nil
 	}
+	if held(pol, p, rep) {
+		return nil
+	}
 	if err := st.commitHandEdit(p, id, "edit", result, pol); err != nil {
 		return err
 	}
@@ -739,6 +751,9 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 				return nil
 			}
 		}
+	}
+	if !bytes.Equal(result, rdata) && held(pol, p, rep) {
+		return nil
 	}
 	if !bytes.Equal(result, rdata) {
 		if err := st.commitHandEdit(p, id, "edit", result, pol); err != nil {
@@ -930,6 +945,9 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 			return nil
 		}
 	}
+	if held(pol, p, rep) {
+		return nil
+	}
 	if !bytes.Equal(result, wdata) {
 		// Keep the person's version as an object: if this process dies
 		// between the commit and the view write, the next reconcile (no
@@ -955,6 +973,19 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 		st.note("committed your new file %s", st.rel(p))
 	}
 	return nil
+}
+
+// held reports whether the policy keeps a hand edit of p out of the branch
+// for now, and records why.
+func held(pol Policy, p string, rep *Reconciled) bool {
+	if pol.Hold == nil {
+		return false
+	}
+	if err := pol.Hold(p); err != nil {
+		rep.Held[p] = err
+		return true
+	}
+	return false
 }
 
 // commitHandEdit commits one hand-edited file.

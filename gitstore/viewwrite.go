@@ -107,7 +107,10 @@ type heldFile struct {
 var errBeingWritten = errors.New("open for writing by another program")
 
 // holdFile opens path (see openRegular) and takes a read lease on it
-// (unless leases are off: a test of the path other systems take).
+// (unless leases are off: a test of the path other systems take). A writer
+// seen for less than holdWait is waited out: a process that forks copies
+// every open descriptor into the child until it execs, so orch's own temp
+// file, just written, can look open for writing for that moment.
 func (st *Store) holdFile(path string) (*heldFile, error) {
 	f, fs, err := openRegular(path)
 	if err != nil {
@@ -117,15 +120,23 @@ func (st *Store) holdFile(path string) (*heldFile, error) {
 	if st.noLeases {
 		return h, nil
 	}
-	switch err := setLease(f, unix.F_RDLCK); {
-	case err == nil:
-		h.leased = true
-	case errors.Is(err, unix.EAGAIN):
-		f.Close()
-		return nil, errBeingWritten
+	for waited := time.Duration(0); ; waited += time.Millisecond {
+		switch err := setLease(f, unix.F_RDLCK); {
+		case err == nil:
+			h.leased = true
+			return h, nil
+		case !errors.Is(err, unix.EAGAIN):
+			return h, nil // no leases here: compared by content instead
+		case waited >= holdWait:
+			f.Close()
+			return nil, errBeingWritten
+		}
+		time.Sleep(time.Millisecond)
 	}
-	return h, nil
 }
+
+// holdWait bounds how long holdFile waits for a writer to go.
+const holdWait = 20 * time.Millisecond
 
 // still reports whether nothing has opened the file for writing since it
 // was held (false when there is no lease to tell).
@@ -215,6 +226,15 @@ func (st *Store) placeView(p string, data []byte, blob, expect plumbing.Hash) bo
 		return false
 	}
 	ours, err := st.holdFile(tmp)
+	if errors.Is(err, errBeingWritten) {
+		// Still copied into a child that has not exec'd: held without a
+		// lease, compared by content.
+		var f *os.File
+		var fs *unix.Stat_t
+		if f, fs, err = openRegular(tmp); err == nil {
+			ours = &heldFile{f: f, stat: fs}
+		}
+	}
 	if err != nil {
 		os.Remove(tmp)
 		st.note("cannot write %s: %v", st.rel(p), err)

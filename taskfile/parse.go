@@ -405,7 +405,7 @@ func (f *File) decodeTask() error {
 			case KeyCreated:
 				t.Created = tm
 			}
-		case KeyLockedOut, KeyDependsOn, KeyLabels:
+		case KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels:
 			list, ok := stringList(v)
 			if !ok {
 				return bad("must be a list such as [a, b]")
@@ -413,6 +413,8 @@ func (f *File) decodeTask() error {
 			switch fl.key {
 			case KeyLockedOut:
 				t.LockedOut = list
+			case KeyWorkedBy:
+				t.WorkedBy = list
 			case KeyDependsOn:
 				t.DependsOn = list
 			case KeyLabels:

@@ -71,9 +71,12 @@ type Task struct {
 	SubmittedAt    time.Time `json:"submitted_at,omitzero"`
 	AssignedTo     string    `json:"assigned_to,omitempty"`
 	LockedOut      []string  `json:"locked_out,omitempty"`
-	DependsOn      []string  `json:"depends_on,omitempty"`
-	Labels         []string  `json:"labels,omitempty"`
-	Created        time.Time `json:"created,omitzero"`
+	// WorkedBy lists every actor that claimed the task, in any round: none
+	// of them may review it.
+	WorkedBy  []string  `json:"worked_by,omitempty"`
+	DependsOn []string  `json:"depends_on,omitempty"`
+	Labels    []string  `json:"labels,omitempty"`
+	Created   time.Time `json:"created,omitzero"`
 	// RejectedAt is the branch tip recorded at the last rejection; submit
 	// refuses when the branch has not moved past it.
 	RejectedAt string `json:"rejected_at_commit,omitempty"`
@@ -98,6 +101,7 @@ const (
 	KeySubmittedAt    = "submitted_at"
 	KeyAssignedTo     = "assigned_to"
 	KeyLockedOut      = "locked_out"
+	KeyWorkedBy       = "worked_by"
 	KeyDependsOn      = "depends_on"
 	KeyLabels         = "labels"
 	KeyCreated        = "created"
@@ -109,7 +113,7 @@ const (
 var KeyOrder = []string{
 	KeyID, KeyTitle, KeyQueue, KeyPriority, KeyRole, KeyBranch, KeyBaseBranch, KeyPRNumber,
 	KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeySubmittedBy, KeySubmittedAt,
-	KeyAssignedTo, KeyLockedOut, KeyDependsOn, KeyLabels, KeyCreated, KeyRejectedAt,
+	KeyAssignedTo, KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyCreated, KeyRejectedAt,
 }
 
 // OrchOwned lists the fields that only orch's verbs change. A stale editor
@@ -117,7 +121,7 @@ var KeyOrder = []string{
 // three-way merge keeps orch's values for them.
 var OrchOwned = []string{
 	KeyQueue, KeyBranch, KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt,
-	KeySubmittedBy, KeySubmittedAt, KeyLockedOut, KeyRejectedAt,
+	KeySubmittedBy, KeySubmittedAt, KeyLockedOut, KeyWorkedBy, KeyRejectedAt,
 }
 
 // Priorities in order, highest first.

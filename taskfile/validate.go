@@ -80,7 +80,7 @@ func (f *File) Validate() []*ParseError {
 	for _, k := range []struct {
 		key  string
 		vals []string
-	}{{KeyLockedOut, t.LockedOut}, {KeyLabels, t.Labels}} {
+	}{{KeyLockedOut, t.LockedOut}, {KeyWorkedBy, t.WorkedBy}, {KeyLabels, t.Labels}} {
 		for _, v := range k.vals {
 			if !ValidName(v) {
 				add(k.key, "%s: %q is not a valid name", k.key, v)

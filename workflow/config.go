@@ -23,7 +23,10 @@ type Config struct {
 	DefaultRole  string   `yaml:"default_role" json:"default_role"`
 	Review       Review   `yaml:"review" json:"review"`
 	Agents       []Agent  `yaml:"agents" json:"agents"`
-	GitHub       GitHub   `yaml:"github" json:"github"`
+	// Humans names the people (DESIGN §4a); when empty, every actor that
+	// is not an agent is a human.
+	Humans []string `yaml:"humans" json:"humans"`
+	GitHub GitHub   `yaml:"github" json:"github"`
 }
 
 // Review holds the review and rejection policies.
@@ -107,8 +110,9 @@ review:
   max_rejections: 3        # the 3rd rejection escalates instead
   max_no_progress: 2       # structured reviews: rounds in a row that resolved no blocking issue
   lockout: true            # the agent whose work was rejected may not claim that task again
-  reviewers: []            # empty: anyone may review; else only these (and humans via --agent)
-agents: []                 # optional roster: {name, roles: [...]} - needed to detect lockout deadlock
+  reviewers: []            # empty: anyone may review; else only these agents (humans always may)
+agents: []                 # optional roster: {name, roles: [...]}; an agent claims only tasks of its roles
+humans: []                 # optional: the people; empty: everyone not an agent (ORCH_AGENT set, or in agents) is a human
 github:
   repo: ""                 # owner/name; empty: ask "gh repo view"
 `
@@ -167,6 +171,14 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 	for _, a := range c.Agents {
 		if !taskfile.ValidName(a.Name) {
 			return nil, problem("agents", "%q is not a valid agent name", a.Name)
+		}
+	}
+	for _, h := range c.Humans {
+		if !taskfile.ValidName(h) {
+			return nil, problem("humans", "%q is not a valid name", h)
+		}
+		if c.inRoster(h) {
+			return nil, problem("humans", "%q is in agents too: an actor is one or the other", h)
 		}
 	}
 	return c, nil

@@ -32,10 +32,7 @@ func (e *Engine) Refuse(id string, r *Refusal) (*Result, error) {
 		if t.Task.Queue != taskfile.Claimed {
 			return &IllegalTransitionError{Task: id, Queue: t.Task.Queue, Verb: "refuse", Legal: LegalVerbs(t.Task.Queue)}
 		}
-		if t.Task.ClaimedBy != "" && t.Task.ClaimedBy != e.Actor {
-			return &RuleError{Rule: "not_claimer", Msg: fmt.Sprintf("%s is claimed by %s, not %s: only the agent working on a task can refuse it", id, t.Task.ClaimedBy, e.Actor)}
-		}
-		return nil
+		return e.requireClaimant(&t.Task, "refuse")
 	}
 	if len(issues) > 0 {
 		_, err := e.transitionAny(id, "refuse.invalid", func(t *Task) (*change, error) {
@@ -197,6 +194,9 @@ func (e *Engine) scanEvents(fn func(*rawEvent)) error {
 // default for the refusal's reason.
 func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, error) {
 	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	if err := e.requireHuman("decide", id, "deciding on a refusal"); err != nil {
 		return nil, err
 	}
 	if s := e.Store.SummaryByID(id); s != nil {

@@ -37,6 +37,13 @@ type Options struct {
 	// Progress, when set, hears how far a long operation has got (see
 	// Engine.Progress).
 	Progress func(what string, done, total int)
+	// Signals are what the actor is judged by (DESIGN §4a); Verb names the
+	// command, and ReadOnly says it changes nothing (the rule of a task's
+	// worktree binds only commands that change something). With Verb
+	// empty, no identity rule is applied (completion, tests).
+	Signals  ActorSignals
+	Verb     string
+	ReadOnly bool
 }
 
 // Engine runs workflow operations on one repository. Open takes the store
@@ -54,8 +61,14 @@ type Engine struct {
 	// thousands of files, a sweep, stats over the event log) has got, with
 	// done == total at the end. The command decides whether to show it.
 	Progress func(what string, done, total int)
+	// Kind is how the actor is governed, judged from Signals and the
+	// roster (see Config.Kind); Verb is the command being run.
+	Kind    ActorKind
+	Signals ActorSignals
+	Verb    string
 
-	clone string // this clone's ID in event file names, once read
+	clone           string // this clone's ID in event file names, once read
+	recordedRefusal bool   // a refusal of authority was recorded already
 }
 
 // progress reports how far a long operation has got (see Progress).
@@ -72,7 +85,7 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress}
+	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress, Signals: opts.Signals, Verb: opts.Verb}
 	st.Progress = opts.Progress
 	if e.Now == nil {
 		e.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
@@ -81,6 +94,15 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.loadConfig()
+	if st.Exists() {
+		e.Signals.WorktreeTask = e.worktreeTask()
+	}
+	if opts.Verb != "" {
+		if err := e.checkIdentity(opts.ReadOnly); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
 	if opts.Optimistic && !opts.NoReconcile {
 		st.Defer(e.policy())
 		return e, nil
@@ -139,6 +161,7 @@ func (e *Engine) Notes() []string { return e.Store.Notes() }
 
 func (e *Engine) loadConfig() {
 	e.Config, e.ConfigErr = DefaultConfig(), nil
+	defer func() { e.Kind = e.Config.Kind(e.Actor, e.Signals) }()
 	data, err := e.Store.Snapshot().Read(gitstore.ConfigFile)
 	if err != nil {
 		return
@@ -178,11 +201,22 @@ func (e *Engine) policy() gitstore.Policy {
 		Actor:          e.Signature(),
 		PrepareNewTask: e.prepareHandMadeTask,
 		CheckFile:      CheckFile,
+		Hold: func(path string) error {
+			if e.IsHuman() || !isPolicyFile(path) {
+				return nil
+			}
+			return fmt.Errorf("%s/%s: the change waits for a human: policy files (config.yaml, prompts/) are committed only by a human's command, and %s is an agent (the file is kept as it is)", gitstore.ViewDirName, path, e.Actor)
+		},
 		Event: func(snap *gitstore.Snapshot, action, id, path string) (gitstore.Change, error) {
 			return e.eventChange(snap, Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: action, To: string(taskfile.Incoming), Actor: e.Actor,
 				Data: map[string]any{"path": path, "by_hand": true}})
 		},
 	}
+}
+
+// isPolicyFile reports whether a branch path is one only humans change.
+func isPolicyFile(path string) bool {
+	return path == gitstore.ConfigFile || strings.HasPrefix(path, gitstore.PromptsDir+"/")
 }
 
 // CheckFile validates a file of the state branch that is not a task.
@@ -419,6 +453,9 @@ type Event struct {
 	To     string         `json:"to,omitempty"`
 	Actor  string         `json:"actor"`
 	Data   map[string]any `json:"data,omitempty"`
+	// ActorKind and Signals are how the actor was judged (DESIGN §4a).
+	ActorKind ActorKind     `json:"actor_kind,omitempty"`
+	Signals   *ActorSignals `json:"signals,omitempty"`
 }
 
 // fileReader reads a file of the state branch as a commit will leave it.
@@ -435,6 +472,10 @@ const maxEventFile = 128 << 10
 // writes its own files, so event logs from several machines merge as a
 // union with no conflicts.
 func (e *Engine) eventChange(snap fileReader, ev Event) (gitstore.Change, error) {
+	if ev.Actor == e.Actor && ev.ActorKind == "" {
+		sig := e.Signals
+		ev.ActorKind, ev.Signals = e.Kind, &sig
+	}
 	line, err := json.Marshal(ev)
 	if err != nil {
 		return gitstore.Change{}, err

@@ -167,15 +167,21 @@ type ClaimResult struct {
 	Attempt      int
 }
 
-// agentRoles returns the roles an agent claims as.
-func (e *Engine) agentRoles(role string) []string {
-	if role != "" {
-		return []string{role}
+// agentRoles returns the roles the actor claims as: its roles in the
+// roster, which role may narrow but never widen; without a roster entry,
+// role, else the default role.
+func (e *Engine) agentRoles(role string) ([]string, error) {
+	r := e.Config.RolesOf(e.Actor)
+	switch {
+	case role != "" && len(r) > 0 && !contains(r, role):
+		return nil, &RuleError{Rule: "role", Msg: fmt.Sprintf("%s claims as %s (agents: in config.yaml); --role may narrow that, never widen it", e.Actor, strings.Join(r, ", ")),
+			Hint: "orch list --ready shows what you can claim"}
+	case role != "":
+		return []string{role}, nil
+	case len(r) > 0:
+		return r, nil
 	}
-	if r := e.Config.RolesOf(e.Actor); len(r) > 0 {
-		return r
-	}
-	return []string{e.Config.DefaultRole}
+	return []string{e.Config.DefaultRole}, nil
 }
 
 // whyNot returns why the agent may not claim s now ("" when it may).
@@ -228,7 +234,10 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
-	roles := e.agentRoles(opts.Role)
+	roles, err := e.agentRoles(opts.Role)
+	if err != nil {
+		return nil, err
+	}
 	var target string
 	if opts.Task != "" {
 		s, err := e.Find(opts.Task)
@@ -269,6 +278,9 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 			taskfile.Set(taskfile.KeyAttempts, taskfile.Int(out.Attempt)),
 			taskfile.Set(taskfile.KeyBranch, taskfile.String(branch)),
 		}
+		if !contains(t.Task.WorkedBy, e.Actor) {
+			edits = append(edits, taskfile.Set(taskfile.KeyWorkedBy, taskfile.ListOf(append(append([]string(nil), t.Task.WorkedBy...), e.Actor))))
+		}
 		f, err := t.File.Apply(edits...)
 		if err != nil {
 			return nil, err
@@ -291,16 +303,14 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 	return out, nil
 }
 
+// claimHint says what to do when a task cannot be claimed: never how to
+// become someone who may (DESIGN §4a).
 func claimHint(rule, id string) string {
 	switch rule {
 	case "lockout":
-		return "a human can lift it: orch unlock " + id + " AGENT"
+		return "your work on it was rejected, so another agent takes it; orch list --ready shows what you can claim (orch escalate " + id + " -m \"...\" asks a human)"
 	case "dependencies":
 		return "orch show " + id + " lists what it waits for"
-	case "assigned":
-		return "orch requeue " + id + " --to AGENT reassigns it"
-	case "role":
-		return "claim with --role, or change the task's role"
 	case "hand_edit":
 		return "orch check shows the problem"
 	}
@@ -438,8 +448,8 @@ type SubmitOptions struct {
 // Submit hands the work in for review.
 func (e *Engine) Submit(id string, opts SubmitOptions) (*Result, error) {
 	return e.transition(id, "submit", func(t *Task) (*change, error) {
-		if t.Task.ClaimedBy != "" && t.Task.ClaimedBy != e.Actor {
-			return nil, &RuleError{Rule: "not_claimer", Msg: fmt.Sprintf("%s is claimed by %s, not %s", t.Task.ID, t.Task.ClaimedBy, e.Actor), Hint: "submit as the claimer: --agent " + t.Task.ClaimedBy}
+		if err := e.requireClaimant(&t.Task, "submit"); err != nil {
+			return nil, err
 		}
 		if err := e.submitGuards(t); err != nil {
 			return nil, err
@@ -512,20 +522,19 @@ func (e *Engine) submitGuards(t *Task) error {
 
 // ---- review authority -------------------------------------------------------
 
-// checkReviewer applies reviewer authority: with review.reviewers set only
-// they review, and nobody reviews work they submitted.
+// checkReviewer applies review authority (DESIGN §4a): with
+// review.reviewers set only they review among agents (a human always may),
+// and nobody reviews a task they worked on in any round.
 func (e *Engine) checkReviewer(t *Task, verb string) error {
-	if !e.Config.IsReviewer(e.Actor) {
-		return &RuleError{Rule: "authority", Msg: fmt.Sprintf("%s may not %s: review.reviewers is %s", e.Actor, verb, strings.Join(e.Config.Review.Reviewers, ", ")),
-			Hint: "run as a reviewer (--agent NAME), or add yourself to review.reviewers (orch edit config)"}
+	if !e.IsHuman() && !e.Config.IsReviewer(e.Actor) {
+		return e.refuseAuthority(verb, t.Task.ID, "reviewer",
+			fmt.Sprintf("%s may not %s %s: review.reviewers names who reviews, and %s is not among them", e.Actor, verb, t.Task.ID, e.Actor),
+			"a reviewer or a human reviews it; orch claim takes other work")
 	}
-	author := t.Task.SubmittedBy
-	if author == "" {
-		author = t.Task.ClaimedBy
-	}
-	if author != "" && author == e.Actor {
-		return &RuleError{Rule: "self_review", Msg: fmt.Sprintf("%s submitted %s and may not %s their own work", e.Actor, t.Task.ID, verb),
-			Hint: "ask another reviewer: orch " + verb + " " + t.Task.ID + " --agent REVIEWER"}
+	if contains(workers(&t.Task), e.Actor) {
+		return e.refuseAuthority(verb, t.Task.ID, "self_review",
+			fmt.Sprintf("%s worked on %s and may not %s it: nobody reviews their own work, in any round", e.Actor, t.Task.ID, verb),
+			"someone who did not work on it reviews it; orch claim takes other work")
 	}
 	return nil
 }
@@ -620,7 +629,11 @@ func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
 		why = fmt.Sprintf("Rejection #%d reached review.max_rejections (%d): the review loop is not converging.", n, e.Config.Review.MaxRejections)
 	case e.deadlocked(&t.Task, locked):
 		reason = "lockout_deadlock"
-		why = fmt.Sprintf("Every agent with role %s in the roster is locked out of this task (%s).", roleOf(&t.Task, e.Config), strings.Join(locked, ", "))
+		who := "in the roster"
+		if len(e.Config.Agents) == 0 {
+			who = "that has worked on tasks of that role"
+		}
+		why = fmt.Sprintf("Every agent with role %s %s is locked out of this task (%s).", roleOf(&t.Task, e.Config), who, strings.Join(locked, ", "))
 	}
 	if reason != "" {
 		// The message describes the task after this rejection.
@@ -642,24 +655,47 @@ func roleOf(t *taskfile.Task, cfg *Config) string {
 	return cfg.DefaultRole
 }
 
-// deadlocked: a roster exists and every agent in it with the task's role is
-// locked out (Reviewer Lockout Protocol, "Deadlock Handling").
+// deadlocked reports whether every agent capable of the task's role is
+// locked out of it (Reviewer Lockout Protocol, "Deadlock Handling"). The
+// capable agents are the roster's with that role; without a roster, every
+// agent seen working on a task of that role (worked_by, claimants,
+// submitters, lockouts).
 func (e *Engine) deadlocked(t *taskfile.Task, locked []string) bool {
-	if len(e.Config.Agents) == 0 {
-		return false
-	}
 	role := roleOf(t, e.Config)
-	capable := 0
-	for _, a := range e.Config.Agents {
-		if !contains(a.Roles, role) {
-			continue
+	if len(e.Config.Agents) > 0 {
+		capable := 0
+		for _, a := range e.Config.Agents {
+			if !contains(a.Roles, role) {
+				continue
+			}
+			capable++
+			if !contains(locked, a.Name) {
+				return false
+			}
 		}
-		capable++
-		if !contains(locked, a.Name) {
-			return false
-		}
+		return capable > 0
 	}
-	return capable > 0
+	capable, free := false, false
+	see := func(tk *taskfile.Task) bool {
+		if roleOf(tk, e.Config) != role {
+			return true
+		}
+		for _, w := range workers(tk) {
+			if contains(e.Config.Humans, w) {
+				continue
+			}
+			capable = true
+			if !contains(locked, w) {
+				free = true
+				return false // someone can still take it: stop looking
+			}
+		}
+		return true
+	}
+	if see(t) {
+		e.Store.EachSummaryWhile(func(s *gitstore.Summary) bool { return s.Task.ID == t.ID || see(&s.Task) })
+	}
+	return capable && !free
 }
 
 // escalationMessage writes messages/<time>-<id>.md for the human inbox.
@@ -755,6 +791,9 @@ func (e *Engine) Pause(id, note string) (*Result, error) {
 		return nil, &UsageError{Msg: "a pause needs a note for whoever continues", Hint: `orch pause ` + id + ` -m "done: X; next: Y"`}
 	}
 	return e.transition(id, "pause", func(t *Task) (*change, error) {
+		if err := e.requireClaimant(&t.Task, "pause"); err != nil {
+			return nil, err
+		}
 		f, err := t.File.AddSection(fmt.Sprintf("## Continuation Note (%s, %s)\n\n%s\n", e.Actor, taskfile.FormatTime(e.Now()), demote(note)))
 		if err != nil {
 			return nil, err
@@ -784,6 +823,13 @@ func (e *Engine) Fail(id, reason string) (*Result, error) {
 		return nil, &UsageError{Msg: "say why the task failed", Hint: `orch fail ` + id + ` -m "reason"`}
 	}
 	return e.transition(id, "fail", func(t *Task) (*change, error) {
+		// An agent may give up its own claim; failing any other task (failed
+		// is final) is a human's decision.
+		if t.Task.Queue != taskfile.Claimed || t.Task.ClaimedBy != e.Actor {
+			if err := e.requireHuman("fail", t.Task.ID, "failing a task you have not claimed"); err != nil {
+				return nil, err
+			}
+		}
 		f, err := t.File.AddSection(fmt.Sprintf("## Failed (%s, %s)\n\n%s\n", e.Actor, taskfile.FormatTime(e.Now()), demote(reason)))
 		if err != nil {
 			return nil, err
@@ -815,6 +861,9 @@ func (e *Engine) Requeue(id, to string) (*Result, error) {
 	if to != "" && !taskfile.ValidName(to) {
 		return nil, &UsageError{Msg: fmt.Sprintf("%q is not a valid agent name", printable(to))}
 	}
+	if err := e.requireHuman("requeue", id, "requeueing a task"); err != nil {
+		return nil, err
+	}
 	return e.transition(id, "requeue", func(t *Task) (*change, error) {
 		if to != "" && contains(t.Task.LockedOut, to) {
 			return nil, &RuleError{Rule: "lockout", Msg: fmt.Sprintf("%s is locked out of %s", to, id), Hint: fmt.Sprintf("unlock first: orch unlock %s %s", id, to)}
@@ -838,6 +887,9 @@ func (e *Engine) Requeue(id, to string) (*Result, error) {
 // Unlock lifts one agent's lockout.
 func (e *Engine) Unlock(id, agent string) (*Result, error) {
 	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	if err := e.requireHuman("unlock", id, "lifting a lockout"); err != nil {
 		return nil, err
 	}
 	s, err := e.Find(id)
@@ -871,6 +923,9 @@ func (e *Engine) Unlock(id, agent string) (*Result, error) {
 // commit per task.
 func (e *Engine) Sweep(olderThan time.Duration) ([]*Result, error) {
 	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	if err := e.requireHuman("sweep", "", "sweeping other agents' claims"); err != nil {
 		return nil, err
 	}
 	if olderThan <= 0 {
@@ -922,6 +977,9 @@ func (e *Engine) Sweep(olderThan time.Duration) ([]*Result, error) {
 // Archive removes a finished task's file from the state branch; history
 // keeps every version.
 func (e *Engine) Archive(id string) (*Result, error) {
+	if err := e.requireHuman("archive", id, "archiving a task"); err != nil {
+		return nil, err
+	}
 	var path string
 	res, err := e.transition(id, "archive", func(t *Task) (*change, error) {
 		path = t.Path
@@ -964,6 +1022,50 @@ func (e *Engine) Inbox() ([]InboxItem, error) {
 		}
 	}
 	var out []InboxItem
+	// Refused attempts at what is not the actor's to do, from the last
+	// week: the lead sees what the agents tried.
+	cutoff := e.Now().Add(-authorityWindow)
+	for _, fe := range snap.Files(gitstore.MessagesDir) {
+		if !strings.Contains(filepath.Base(fe.Path), "Z-authority") {
+			continue
+		}
+		data, err := snap.ReadBlob(fe.Blob)
+		if err != nil {
+			continue
+		}
+		f, err := taskfile.Parse("message.md", data)
+		if err != nil {
+			continue
+		}
+		item := InboxItem{Reason: "authority", Message: filepath.ToSlash(filepath.Join(gitstore.ViewDirName, fe.Path))}
+		if n := f.Node("created"); n != nil {
+			item.Created, _ = taskfile.ParseTime(n.Value)
+		}
+		if item.Created.Before(cutoff) {
+			continue
+		}
+		if n := f.Node("task"); n != nil {
+			item.Task = n.Value
+		}
+		if s := e.Store.SummaryByID(item.Task); s != nil {
+			item.Title, item.Queue = s.Task.Title, string(s.Task.Queue)
+		}
+		by, verb := "", ""
+		if n := f.Node("by"); n != nil {
+			by = n.Value
+		}
+		if n := f.Node("verb"); n != nil {
+			verb = n.Value
+		}
+		why := ""
+		for _, sec := range f.Sections() {
+			if sec.Title == "Why" {
+				why = strings.TrimSpace(f.SectionText(sec))
+			}
+		}
+		item.Summary = fmt.Sprintf("%s tried orch %s: %s", by, verb, why)
+		out = append(out, item)
+	}
 	for _, s := range e.Store.Summaries() {
 		switch s.Task.Queue {
 		case taskfile.Escalated:
@@ -982,7 +1084,15 @@ func (e *Engine) Inbox() ([]InboxItem, error) {
 			out = append(out, InboxItem{Task: s.Task.ID, Title: s.Task.Title, Queue: string(s.Task.Queue), Reason: "refused", Summary: "refused by the agent; decide with orch decide " + s.Task.ID})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
+	sort.SliceStable(out, func(i, j int) bool {
+		if (out[i].Reason == "authority") != (out[j].Reason == "authority") {
+			return out[j].Reason == "authority" // what waits for a decision first
+		}
+		if out[i].Task != out[j].Task {
+			return out[i].Task < out[j].Task
+		}
+		return out[i].Created.Before(out[j].Created)
+	})
 	return out, nil
 }
 

@@ -101,8 +101,8 @@ func (e *Engine) SubmitCheck(id string) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.Task.ClaimedBy != "" && t.Task.ClaimedBy != e.Actor {
-		return nil, &RuleError{Rule: "not_claimer", Msg: fmt.Sprintf("%s is claimed by %s, not %s", id, t.Task.ClaimedBy, e.Actor), Hint: "submit as the claimer: --agent " + t.Task.ClaimedBy}
+	if err := e.requireClaimant(&t.Task, "submit"); err != nil {
+		return nil, err
 	}
 	if err := e.submitGuards(t); err != nil {
 		return nil, err

@@ -394,8 +394,8 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		if t.Task.Queue != "claimed" {
 			return nil, &RuleError{Rule: "respond_not_claimed", Msg: fmt.Sprintf("%s is %s: responses are written while the task is claimed", id, t.Task.Queue), Hint: "claim it first: orch claim --task " + id}
 		}
-		if t.Task.ClaimedBy != "" && t.Task.ClaimedBy != e.Actor {
-			return nil, &RuleError{Rule: "not_claimer", Msg: fmt.Sprintf("%s is claimed by %s, not %s", id, t.Task.ClaimedBy, e.Actor), Hint: "respond as the claimer: --agent " + t.Task.ClaimedBy}
+		if err := e.requireClaimant(&t.Task, "respond"); err != nil {
+			return nil, err
 		}
 		is := findIssue(t.File.AllIssues(), issue)
 		if is == nil {

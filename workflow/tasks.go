@@ -338,9 +338,15 @@ func (e *Engine) List(f ListFilter) []*gitstore.Summary {
 		want = only
 	}
 	var out []*gitstore.Summary
+	// Ready means what a claim by the actor would take, by the one rule
+	// claim applies (whyNot): queue, dependencies, role, assignment,
+	// lockout, and a view file that can be changed.
+	roles, _ := e.agentRoles("")
 	e.Store.EachSummaryIn(want, func(s *gitstore.Summary) {
-		if f.Ready && (s.Problem != "" || !e.Ready(&s.Task)) {
-			return
+		if f.Ready {
+			if rule, _ := e.whyNot(s, roles); rule != "" {
+				return
+			}
 		}
 		out = append(out, s)
 	})
@@ -474,6 +480,11 @@ func (e *Engine) EditStart(ref string) (*EditTarget, error) {
 		}
 		p, id = s.Path, s.Task.ID
 	}
+	if isPolicyFile(p) {
+		if err := e.requireHuman("edit", "", "changing "+p+" (policy files are a human's)"); err != nil {
+			return nil, err
+		}
+	}
 	t := &EditTarget{Path: p, ID: id}
 	if h, ok := snap.Get(p); ok {
 		data, err := snap.ReadBlob(h)
@@ -586,7 +597,7 @@ func conflictText(id string, cs []taskfile.Conflict) string {
 type Problem struct {
 	Path string `json:"path"`
 	Line int    `json:"line,omitempty"`
-	Kind string `json:"kind"` // invalid | uncommitted | conflict | config | dependency | recovered | view | ignored
+	Kind string `json:"kind"` // invalid | uncommitted | conflict | config | dependency | recovered | view | ignored | held
 	Msg  string `json:"message"`
 }
 
@@ -610,6 +621,9 @@ func (e *Engine) Check() []Problem {
 	}
 	for _, f := range e.Store.IgnoredViewFiles() {
 		out = append(out, Problem{Path: f.Path, Kind: "ignored", Msg: f.Why})
+	}
+	for p, err := range e.Store.Held() {
+		out = append(out, Problem{Path: view(p), Kind: "held", Msg: err.Error()})
 	}
 	broken, conflicts := e.Store.ViewProblems()
 	for p, err := range broken {

@@ -47,16 +47,23 @@ func runInbox(o *inboxOptions) error {
 		}
 		tw := tabwriter.NewWriter(o.g.io.Out, 0, 4, 2, ' ', 0)
 		for _, it := range items {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Task, it.Reason, clip(it.Title, 40), clip(oneLineText(it.Summary), 80))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", orDashText(it.Task), it.Reason, clip(it.Title, 40), clip(oneLineText(it.Summary), 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		for _, it := range items {
 			if it.Message != "" {
-				fmt.Fprintf(o.g.io.Err, "%s: %s\n", it.Task, it.Message)
+				fmt.Fprintf(o.g.io.Err, "%s: %s\n", orDashText(it.Task), it.Message)
 			}
 		}
 		return nil
 	})
+}
+
+func orDashText(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

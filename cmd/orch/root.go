@@ -36,6 +36,8 @@ type globalOptions struct {
 	StateBranch string
 	repo        *gitstore.Repo // discovered once, in resolveAgent
 	notes       []string       // notes held back under --json (see printNotes)
+	agentSource string         // where Agent came from (--agent, ORCH_AGENT, ...)
+	verb        string         // the command being run ("pr poll")
 }
 
 // Main runs orch with args and returns the exit code.
@@ -102,6 +104,7 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		SilenceUsage:  true,
 		Version:       versionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			g.verb = strings.TrimPrefix(cmd.CommandPath(), "orch ")
 			return g.resolveAgent()
 		},
 	}
@@ -173,21 +176,25 @@ func (g *globalOptions) resolveAgent() error {
 	if sb := g.StateBranch; sb != "" && !taskfile.ValidBranch(strings.TrimPrefix(sb, "refs/heads/")) {
 		return &workflow.UsageError{Msg: fmt.Sprintf("%q is not a valid name for the state branch", sb), Hint: "a branch name like orch or team/orch (--state-branch NAME or ORCH_STATE_BRANCH)"}
 	}
+	if env := os.Getenv("ORCH_AGENT"); env != "" && !taskfile.ValidName(env) {
+		return &workflow.UsageError{Msg: fmt.Sprintf("ORCH_AGENT=%q is not a valid agent name", env), Hint: "names are letters, digits, spaces and . _ - + @, up to 64 characters"}
+	}
+	g.agentSource = "--agent"
 	if g.Agent == "" {
-		g.Agent = os.Getenv("ORCH_AGENT")
+		g.Agent, g.agentSource = os.Getenv("ORCH_AGENT"), "ORCH_AGENT"
 	}
 	if g.Agent == "" {
 		if g.discover() != nil {
-			g.Agent = g.repo.GitConfig("user", "name")
+			g.Agent, g.agentSource = g.repo.GitConfig("user", "name"), "git user.name"
 		}
 	}
 	if g.Agent == "" {
 		if u, err := user.Current(); err == nil {
-			g.Agent = u.Username
+			g.Agent, g.agentSource = u.Username, "login"
 		}
 	}
 	if g.Agent == "" {
-		g.Agent = "unknown"
+		g.Agent, g.agentSource = "unknown", "none"
 	}
 	if !taskfile.ValidName(g.Agent) {
 		return &workflow.UsageError{Msg: fmt.Sprintf("%q is not a valid agent name", g.Agent), Hint: "names are letters, digits, spaces and . _ - + @, up to 64 characters (--agent NAME)"}
@@ -207,11 +214,27 @@ func (g *globalOptions) discover() *gitstore.Repo {
 // open opens the engine: lock, load, reconcile the view. Notes from the
 // reconcile go to stderr.
 func (g *globalOptions) open() (*workflow.Engine, error) {
-	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc()})
-	if err != nil {
-		return nil, err
+	return workflow.Open(g.engineOptions(false))
+}
+
+// readOnlyVerbs change nothing on the state branch (beyond the reconcile
+// every command runs), so the rule of a claimed task's worktree does not
+// bind them (DESIGN §4a).
+var readOnlyVerbs = map[string]bool{
+	"list": true, "show": true, "prompt": true, "log": true, "stats": true, "inbox": true, "board": true,
+	"check": true, "instructions": true, "version": true, "worktree": true, "doctor": true,
+}
+
+// engineOptions are the options every command opens the engine with: the
+// actor, and the signals it is judged by (DESIGN §4a).
+func (g *globalOptions) engineOptions(optimistic bool) workflow.Options {
+	sig := workflow.ActorSignals{Source: g.agentSource, EnvAgent: os.Getenv("ORCH_AGENT"), Terminal: g.io.InTTY}
+	if r := g.discover(); r != nil && r.WorkTree != "" && r.WorkTree != r.MainWorkTree {
+		sig.Worktree = r.WorkTree
 	}
-	return e, nil
+	verb, _, _ := strings.Cut(g.verb, " ")
+	return workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(),
+		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: readOnlyVerbs[verb]}
 }
 
 // close releases the engine and prints what the store did on our behalf.
@@ -229,6 +252,9 @@ func (g *globalOptions) printNotes(e *workflow.Engine) {
 		}
 		for p := range e.Reconciled.Conflicts {
 			notes = append(notes, fmt.Sprintf("warning: %s/%s is in conflict with the state branch (orch check shows how)", gitstore.ViewDirName, p))
+		}
+		for _, err := range e.Reconciled.Held {
+			notes = append(notes, "warning: "+err.Error())
 		}
 	}
 	if g.JSON {
@@ -259,7 +285,7 @@ func (g *globalOptions) flushNotes() {
 // gives. Verbs that read stdin inside fn, open an editor or talk to a
 // remote must not use it.
 func (g *globalOptions) withEngineDeferred(fn func(e *workflow.Engine) (func() error, error)) error {
-	e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(), Optimistic: true})
+	e, err := workflow.Open(g.engineOptions(true))
 	if err != nil {
 		return err
 	}

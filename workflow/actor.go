@@ -1,0 +1,239 @@
+package workflow
+
+// Who is acting, and what they may do (DESIGN §4a).
+//
+// The rules of the review loop bind agents, so every command knows whether
+// its actor is an agent or a human, and refuses an agent what is a human's
+// to do. The threat model is an agent that takes the shortest path a
+// message shows it, not one that forges its environment: an agent's
+// harness sets ORCH_AGENT, and nothing orch prints ever suggests acting
+// under another name or granting oneself a role. Going around a rule
+// (unsetting ORCH_AGENT) is a deliberate act, and leaves evidence: every
+// event records the actor's kind and the signals it was judged by, and
+// every refusal of authority is an event the lead sees in orch inbox.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// ActorKind is how orch governs an actor.
+type ActorKind string
+
+// The two kinds of actor.
+const (
+	KindAgent ActorKind = "agent"
+	KindHuman ActorKind = "human"
+)
+
+// ActorSignals are what orch judged the actor by. Every event records them.
+type ActorSignals struct {
+	// Source is where the actor's name came from: --agent, ORCH_AGENT,
+	// git user.name or login.
+	Source string `json:"source"`
+	// EnvAgent is ORCH_AGENT as set in the process environment.
+	EnvAgent string `json:"orch_agent,omitempty"`
+	// Worktree is the linked worktree the command ran in ("" for the main
+	// worktree), and WorktreeTask the task whose branch it has checked out.
+	Worktree     string `json:"worktree,omitempty"`
+	WorktreeTask string `json:"worktree_task,omitempty"`
+	// Terminal says whether stdin was a terminal.
+	Terminal bool `json:"terminal"`
+}
+
+// Kind returns how orch governs the actor named name, given the signals
+// and the roster: an agent when ORCH_AGENT is set or the name is in agents:;
+// a human when humans: lists the name, or when humans: is empty; anyone
+// else is governed as an agent (the roster names the people).
+func (c *Config) Kind(name string, sig ActorSignals) ActorKind {
+	switch {
+	case sig.EnvAgent != "":
+		return KindAgent
+	case c.RolesOf(name) != nil || c.inRoster(name):
+		return KindAgent
+	case len(c.Humans) == 0 || slices.Contains(c.Humans, name):
+		return KindHuman
+	}
+	return KindAgent
+}
+
+func (c *Config) inRoster(name string) bool {
+	for _, a := range c.Agents {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// IsHuman reports whether the engine's actor is a human.
+func (e *Engine) IsHuman() bool { return e.Kind == KindHuman }
+
+// humanOnly is the hint every refusal of a human's verb carries: how to
+// ask one, never how to become one.
+func askHumanHint(id string) string {
+	if id == "" {
+		id = "ID"
+	}
+	return fmt.Sprintf("this is for a human: ask one with orch escalate %s -m \"what you need and why\" (it lands in orch inbox), or take other work with orch claim", id)
+}
+
+// requireHuman refuses an agent a verb that is a human's (unlock, requeue,
+// decide, archive, sweep, failing another's task, changing config.yaml or
+// prompts/). The refusal is recorded as an event for the lead.
+func (e *Engine) requireHuman(verb, id, what string) error {
+	if e.IsHuman() {
+		return nil
+	}
+	return e.refuseAuthority(verb, id, "authority", fmt.Sprintf("%s is an agent, and %s is for a human", e.Actor, what), askHumanHint(id))
+}
+
+// refuseAuthority records a refused attempt (an event, and a note in the
+// inbox) and returns the refusal. A failure to record it does not hide the
+// refusal.
+//
+// Only agents' attempts are recorded (and a process claiming another's
+// worktree): a person's slip is not evidence of anything, and a refusal
+// otherwise changes nothing.
+func (e *Engine) refuseAuthority(verb, id, rule, msg, hint string) error {
+	if !e.IsHuman() || rule == "identity" {
+		e.recordAuthorityRefusal(verb, id, rule, msg)
+	}
+	return &RuleError{Rule: rule, Msg: msg, Hint: hint}
+}
+
+// AuthorityEvent is the action of the event that records a refused
+// attempt.
+const AuthorityEvent = "authority.refused"
+
+func (e *Engine) recordAuthorityRefusal(verb, id, rule, msg string) {
+	if e.Store == nil || !e.Store.Exists() || e.recordedRefusal {
+		return
+	}
+	e.recordedRefusal = true
+	_, _ = e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: AuthorityEvent, Actor: e.Actor,
+			Data: map[string]any{"verb": verb, "rule": rule, "message": msg}}
+		c, err := e.eventChange(snap, ev)
+		if err != nil {
+			return nil, err
+		}
+		changes := []gitstore.Change{c, e.authorityMessage(verb, id, rule, msg)}
+		subject := id
+		if subject == "" {
+			subject = "-"
+		}
+		return &gitstore.CommitRequest{
+			Changes: changes,
+			Message: commitMessage(subject, AuthorityEvent, "", "", e.Actor, fmt.Sprintf("Refused %s %s: %s", e.Actor, verb, msg), "Orch-Verb", verb),
+			Author:  e.Signature(),
+		}, nil
+	})
+}
+
+// authorityMessage is the inbox's note of a refused attempt:
+// messages/<time>-authority-<clone>.md.
+func (e *Engine) authorityMessage(verb, id, rule, msg string) gitstore.Change {
+	now := e.Now().UTC()
+	name := fmt.Sprintf("%s/%s-authority-%s.md", gitstore.MessagesDir, now.Format("20060102T150405.000Z"), e.cloneID())
+	var b strings.Builder
+	fmt.Fprintf(&b, "---\nreason: authority\n")
+	if id != "" {
+		fmt.Fprintf(&b, "task: %s\n", id)
+	}
+	fmt.Fprintf(&b, "created: %s\nby: %q\nkind: %s\nverb: %q\nrule: %s\n---\n", taskfile.FormatTime(now), e.Actor, e.Kind, verb, rule)
+	fmt.Fprintf(&b, "# %s was refused: orch %s\n\n## Why\n\n%s\n\n", e.Actor, verb, msg)
+	sig := e.Signals
+	b.WriteString("## Signals\n\n")
+	fmt.Fprintf(&b, "- name from: %s\n- ORCH_AGENT: %s\n- worktree: %s\n- terminal: %v\n", sig.Source, orDash(sig.EnvAgent), orDash(sig.Worktree), sig.Terminal)
+	if sig.WorktreeTask != "" {
+		fmt.Fprintf(&b, "- worktree of task: %s\n", sig.WorktreeTask)
+	}
+	b.WriteString("\nNothing was changed. If the agent needs what it tried, do it yourself, or answer it with guidance.\n")
+	return gitstore.Change{Path: name, Data: []byte(b.String())}
+}
+
+// authorityWindow is how far back orch inbox lists refused attempts.
+const authorityWindow = 7 * 24 * time.Hour
+
+// checkIdentity applies the rules on who may say they are whom: with
+// ORCH_AGENT set, --agent names that agent; in the worktree of a task
+// claimed by an agent, a command that changes anything runs as that agent.
+func (e *Engine) checkIdentity(readOnly bool) error {
+	sig := e.Signals
+	if sig.EnvAgent != "" && e.Actor != sig.EnvAgent {
+		named := e.Actor
+		e.Actor, e.Kind = sig.EnvAgent, KindAgent // the record names who tried
+		return e.refuseAuthority(e.Verb, "", "identity",
+			fmt.Sprintf("ORCH_AGENT is %s: this process acts as %s, and --agent may not name anyone else (it named %s)", sig.EnvAgent, sig.EnvAgent, named),
+			"run the command without --agent; to ask a human for something, orch escalate ID -m \"...\"")
+	}
+	if readOnly || sig.WorktreeTask == "" {
+		return nil
+	}
+	s := e.Store.SummaryByID(sig.WorktreeTask)
+	if s == nil || s.Task.Queue != taskfile.Claimed || s.Task.ClaimedBy == "" || s.Task.ClaimedBy == e.Actor {
+		return nil
+	}
+	return e.refuseAuthority(e.Verb, s.Task.ID, "identity",
+		fmt.Sprintf("this is the worktree of %s, claimed by %s: orch changes nothing here as %s", s.Task.ID, s.Task.ClaimedBy, e.Actor),
+		"orch escalate "+s.Task.ID+" -m \"...\" asks a human")
+}
+
+// worktreeTask finds the task whose branch the current linked worktree has
+// checked out ("" in the main worktree, or on no task's branch).
+func (e *Engine) worktreeTask() string {
+	repo := e.Store.Repo
+	if repo.WorkTree == "" || repo.WorkTree == repo.MainWorkTree {
+		return ""
+	}
+	br := repo.HeadBranch()
+	if br == "" {
+		return ""
+	}
+	var id string
+	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Claimed: true}, func(s *gitstore.Summary) {
+		if s.Task.Branch == br {
+			id = s.Task.ID
+		}
+	})
+	return id
+}
+
+// requireClaimant refuses an actor a verb that belongs to the task's
+// claimant (pause, submit, respond, refuse).
+func (e *Engine) requireClaimant(t *taskfile.Task, verb string) error {
+	if t.ClaimedBy == "" || t.ClaimedBy == e.Actor {
+		return nil
+	}
+	return e.refuseAuthority(verb, t.ID, "not_claimer", fmt.Sprintf("%s is claimed by %s, not %s: only the agent working on it may %s it", t.ID, t.ClaimedBy, e.Actor, verb),
+		"orch claim takes other work; orch escalate "+t.ID+" -m \"...\" asks a human")
+}
+
+// workers are the actors that worked on a task in any round: those who
+// claimed it (worked_by), submitted it, or were locked out after a
+// rejection. None of them may review it.
+func workers(t *taskfile.Task) []string {
+	out := append([]string(nil), t.WorkedBy...)
+	for _, n := range append([]string{t.ClaimedBy, t.SubmittedBy}, t.LockedOut...) {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// kindText is "agent" or "human", for messages.
+func (k ActorKind) String() string { return string(k) }
+
+func namesList(l []string) string {
+	if len(l) == 0 {
+		return "nobody"
+	}
+	return strings.Join(l, ", ")
+}
