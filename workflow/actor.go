@@ -13,6 +13,7 @@ package workflow
 // every refusal of authority is an event the lead sees in orch inbox.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -171,7 +172,7 @@ func (e *Engine) checkIdentity(readOnly bool) error {
 		e.Actor, e.Kind = sig.EnvAgent, KindAgent // the record names who tried
 		return e.refuseAuthority(e.Verb, "", "identity",
 			fmt.Sprintf("ORCH_AGENT is %s: this process acts as %s, and --agent may not name anyone else (it named %s)", sig.EnvAgent, sig.EnvAgent, named),
-			"run the command without --agent; to ask a human for something, orch escalate ID -m \"...\"")
+			fmt.Sprintf("every orch command of this process acts as %s; to ask a human for something: orch escalate ID -m \"...\"", sig.EnvAgent))
 	}
 	if readOnly || sig.WorktreeTask == "" {
 		return nil
@@ -185,6 +186,29 @@ func (e *Engine) checkIdentity(readOnly bool) error {
 		"orch escalate "+s.Task.ID+" -m \"...\" asks a human")
 }
 
+// ForActor fits an error to the actor before it is shown: an illegal
+// transition lists, to an agent, only the verbs an agent may use (never a
+// human's verb as the way on).
+func (e *Engine) ForActor(err error) error {
+	var il *IllegalTransitionError
+	if e == nil || e.IsHuman() || !errors.As(err, &il) {
+		return err
+	}
+	var mine []string
+	for _, v := range il.Legal {
+		if t := TransitionFor(v); t == nil || t.agentMay(il.Queue) {
+			mine = append(mine, v)
+		}
+	}
+	// What a human would do, the agent asks for.
+	if len(mine) < len(il.Legal) && !slices.Contains(mine, "escalate") && TransitionFor("escalate").Allows(il.Queue) {
+		mine = append(mine, "escalate")
+	}
+	cp := *il
+	cp.Legal = mine
+	return &cp
+}
+
 // worktreeTask finds the task whose branch the current linked worktree has
 // checked out ("" in the main worktree, or on no task's branch).
 func (e *Engine) worktreeTask() string {
@@ -192,17 +216,10 @@ func (e *Engine) worktreeTask() string {
 	if repo.WorkTree == "" || repo.WorkTree == repo.MainWorkTree {
 		return ""
 	}
-	br := repo.HeadBranch()
-	if br == "" {
-		return ""
+	if s := e.taskOfBranch(repo.HeadBranch(), map[taskfile.Queue]bool{taskfile.Claimed: true}); s != nil {
+		return s.Task.ID
 	}
-	var id string
-	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Claimed: true}, func(s *gitstore.Summary) {
-		if s.Task.Branch == br {
-			id = s.Task.ID
-		}
-	})
-	return id
+	return ""
 }
 
 // requireClaimant refuses an actor a verb that belongs to the task's

@@ -378,26 +378,37 @@ func printable(s string) string {
 // worktree, for verbs whose task argument is omitted.
 func (e *Engine) FindForWorktree() (*gitstore.Summary, error) {
 	br := e.Store.Repo.HeadBranch()
-	if br != "" {
-		// orch names branches task/<id>-<slug>: try that task first.
-		if rest, ok := strings.CutPrefix(br, "task/"); ok {
-			for i := len(rest); i > 0; i = strings.LastIndexByte(rest[:i], '-') {
-				if s := e.Store.SummaryByID(rest[:i]); s != nil && s.Task.Branch == br {
-					return s, nil
-				}
-			}
-		}
-		for _, s := range e.Store.Summaries() {
-			if s.Task.Branch == br {
-				return s, nil
-			}
-		}
+	if s := e.taskOfBranch(br, nil); s != nil {
+		return s, nil
 	}
 	hint := "pass a task ID (orch list shows them)"
 	if br != "" {
 		return nil, &UsageError{Msg: fmt.Sprintf("no task given, and the branch checked out here (%s) is no task's branch", br), Hint: hint}
 	}
 	return nil, &UsageError{Msg: "no task given, and no branch is checked out here", Hint: hint}
+}
+
+// taskOfBranch finds the task whose branch is br, among the tasks in queues
+// (all when nil). orch names branches <prefix><id>-<slug>, so the id is
+// tried first (a binary search); other names cost a walk.
+func (e *Engine) taskOfBranch(br string, queues map[taskfile.Queue]bool) *gitstore.Summary {
+	if br == "" {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(br, e.Config.BranchPrefix); ok {
+		for i := len(rest); i > 0; i = strings.LastIndexByte(rest[:i], '-') {
+			if s := e.Store.SummaryByID(rest[:i]); s != nil && s.Task.Branch == br {
+				return s
+			}
+		}
+	}
+	var found *gitstore.Summary
+	e.Store.EachSummaryIn(queues, func(s *gitstore.Summary) {
+		if found == nil && s.Task.Branch == br {
+			found = s
+		}
+	})
+	return found
 }
 
 // Resolve finds a task by reference, or by the current worktree's branch

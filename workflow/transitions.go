@@ -38,8 +38,20 @@ var Transitions = []Transition{
 	{Verb: "decide", From: []taskfile.Queue{taskfile.Blocked}, To: []taskfile.Queue{taskfile.Claimed, taskfile.Incoming, taskfile.Blocked, taskfile.Superseded}, Who: "human", Summary: "answer a refusal: override, accept, defer, decompose, reformulate"},
 	{Verb: "escalate", From: []taskfile.Queue{taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked}, To: []taskfile.Queue{taskfile.Escalated}, Who: "anyone", Summary: "ask a human to act"},
 	{Verb: "requeue", From: []taskfile.Queue{taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "put the task back in incoming (claim cleared; branch, feedback and counts kept)"},
-	{Verb: "sweep", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "scheduler", Summary: "move claims older than claim_timeout to needs_continuation"},
+	{Verb: "sweep", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "human", Summary: "move claims older than claim_timeout to needs_continuation"},
 	{Verb: "archive", From: []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded}, To: nil, Who: "human", Summary: "remove a finished task's file from the state branch (history keeps it)"},
+}
+
+// agentMay reports whether an agent may use the verb on a task in q: not a
+// human's verb, and fail only of a claimed task (its own claim).
+func (t *Transition) agentMay(q taskfile.Queue) bool {
+	switch t.Who {
+	case "human":
+		return false
+	case "agent or human":
+		return q == taskfile.Claimed
+	}
+	return true
 }
 
 // TransitionFor returns the row of a verb.

@@ -100,7 +100,6 @@ agents:
   - {name: agent-a, roles: [implementer]}
   - {name: agent-b, roles: [implementer]}
   - {name: agent-c, roles: [implementer, docs]}
-  - {name: lead, roles: [reviewer]}
 github:
   repo: ""
 `

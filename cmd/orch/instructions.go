@@ -49,14 +49,14 @@ var exitAdvice = map[int]string{
 	exitFailure:  "Read the message; `orch check` lists broken files. Do not work around it: escalate if you cannot fix it.",
 	exitUsage:    "Fix the command line: `orch VERB --help` shows the form; use more characters of an ambiguous ID.",
 	exitNotFound: "Nothing to claim: stop and report that the queue is empty. No such task: check the ID with `orch list`.",
-	exitRefused:  "A rule said no: the message names it and the hint says what to run. Do that, never the same command again unchanged.",
+	exitRefused:  "A rule said no: the message names it. Do not retry it unchanged and do not act under another name. If it is not yours to do (a human's verb, another agent's task), ask: `orch escalate <id> -m \"what you need and why\"`, or take other work with `orch claim`.",
 	exitConflict: "Someone else changed the same thing: run the command again; if it repeats, follow the hint.",
 }
 
 // reviewerExitAdvice overrides exitAdvice for reviewers.
 var reviewerExitAdvice = map[int]string{
 	exitNotFound: "No such task: check the ID with `orch list --queue provisional`.",
-	exitRefused:  "You may not review this task (not in review.reviewers, or it is your own work), or it is no longer provisional: leave it.",
+	exitRefused:  "You may not review this task (not in review.reviewers, or you worked on it), or it is no longer provisional: leave it for another reviewer; never act under another name.",
 }
 
 // refusalAdvice says, per refusal reason, when to use it and what the
@@ -230,10 +230,15 @@ func instructionsMarkdown(root *cobra.Command, role string, cfg *workflow.Config
 	}
 	b.WriteString("`; regenerate it rather than editing it.\n\n")
 	b.WriteString("orch is the work queue of this repository: tasks are markdown files on a git branch, and every\n" +
-		"change is one git commit. Run orch from any worktree of the repository. Pass `--agent <your name>`\n" +
-		"(or set `ORCH_AGENT`) on every command and add `--json` to read the answers: on success stdout\n" +
-		"holds one JSON document with `\"schema_version\": 1`; on failure stdout is empty and stderr holds\n" +
-		"`{\"schema_version\":1,\"error\":{\"code\",\"message\",\"hint\"}}`. Do what the hint says.\n\n")
+		"change is one git commit. Run orch from any worktree of the repository. You act under one name,\n" +
+		"yours: `ORCH_AGENT` (your harness sets it) or `--agent <your name>`, never anyone else's. Add\n" +
+		"`--json` to read the answers: on success stdout holds one JSON document with\n" +
+		"`\"schema_version\": 1`; on failure stdout is empty and stderr holds\n" +
+		"`{\"schema_version\":1,\"error\":{\"code\",\"message\",\"hint\"}}`. The hint says what you may do next.\n\n" +
+		"Some things are a human's, not yours: unlocking, requeueing, deciding on refusals, archiving,\n" +
+		"sweeping, failing a task you did not claim, and changing `config.yaml` or `prompts/`. orch refuses\n" +
+		"them (exit 4) and records the attempt for the lead. When you need one, ask:\n" +
+		"`orch escalate <id> -m \"what you need and why\"`.\n\n")
 	if kind == roleReviewer {
 		reviewerSteps(&b, cfg)
 	} else {
@@ -303,15 +308,15 @@ func reviewerSteps(b *strings.Builder, cfg *workflow.Config) {
 		"   the earlier issues you re-open (`--reopen R1.2`); the others count as resolved.\n\n")
 	b.WriteString("### Authority and lockout\n\n")
 	if len(cfg.Review.Reviewers) > 0 {
-		fmt.Fprintf(b, "- Only the reviewers of `review.reviewers` may approve, reject or review: %s.\n", strings.Join(cfg.Review.Reviewers, ", "))
+		fmt.Fprintf(b, "- Among agents only the reviewers of `review.reviewers` may approve, reject or review: %s. A human always may.\n", strings.Join(cfg.Review.Reviewers, ", "))
 	} else {
 		b.WriteString("- `review.reviewers` is empty: anyone may approve, reject or review.\n")
 	}
-	b.WriteString("- Nobody reviews their own work (the task's `claimed_by` when it was submitted).\n")
+	b.WriteString("- Nobody reviews a task they worked on in any round (its `worked_by`, its submitter).\n")
 	if cfg.Review.LockoutOn() {
 		b.WriteString("- A rejection locks the author out of the task (`review.lockout`): someone else takes it next.\n" +
-			"  When every agent of the task's role in the roster is locked out, the task escalates;\n" +
-			"  `orch unlock <id> <agent>` lifts one lockout.\n")
+			"  When every agent of the task's role is locked out (the roster's, or without one every agent\n" +
+			"  seen working on that role), the task escalates; a human lifts a lockout with `orch unlock`.\n")
 	} else {
 		b.WriteString("- `review.lockout` is off: a rejected author may claim the task again.\n")
 	}

@@ -290,10 +290,12 @@ func (g *globalOptions) withEngineDeferred(fn func(e *workflow.Engine) (func() e
 		return err
 	}
 	print, ferr := fn(e)
+	ferr = e.ForActor(ferr)
 	serr := e.Settle()
 	if errors.Is(ferr, gitstore.ErrViewChanged) || errors.Is(serr, gitstore.ErrViewChanged) {
 		e.ViewChanged()
 		print, ferr = fn(e)
+		ferr = e.ForActor(ferr)
 	} else if ferr == nil {
 		ferr = serr
 	}
@@ -332,7 +334,7 @@ func (g *globalOptions) withEngine(fn func(e *workflow.Engine) error) error {
 	if err != nil {
 		return err
 	}
-	ferr := fn(e)
+	ferr := e.ForActor(fn(e))
 	cerr := g.close(e)
 	if ferr != nil {
 		return ferr
