@@ -30,6 +30,11 @@ type Policy struct {
 	// Event returns the event-log change recording a task made by hand, so
 	// that the log (and stats) see it like a task made with orch new.
 	Event func(snap *Snapshot, action, id, path string) (Change, error)
+	// OrchFields, for a hand edit of a task, returns what to commit with the
+	// orch-owned fields the person may not change by hand taken from the
+	// branch (the bytes on the branch), and a note saying so ("" when
+	// nothing was kept out).
+	OrchFields func(path string, result, branch []byte) ([]byte, string, error)
 	// Hold, when it returns an error for a path, keeps a hand edit of it
 	// out of the branch for now (a policy file edited while an agent's
 	// command runs waits for a human's): reported, never overwritten.
@@ -575,7 +580,22 @@ func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.H
 			return nil
 		}
 	}
+	if isTaskPath(p) && pol.OrchFields != nil {
+		out, note, err := pol.OrchFields(st.rel(p), result, rdata)
+		if err != nil {
+			return err
+		}
+		if note != "" {
+			result = out
+			st.note("%s", note)
+		}
+	}
 	if bytes.Equal(result, rdata) {
+		if !bytes.Equal(result, wdata) {
+			// Only orch-owned fields changed, and were kept out: the view
+			// gets the branch's version back.
+			return st.placeEdited(p, result, wdata, w)
+		}
 		st.record(p, r, ws)
 		return nil
 	}
@@ -738,6 +758,16 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 			return nil
 		}
 		result, id = merged.Src, merged.Task.ID
+		if pol.OrchFields != nil {
+			out, note, err := pol.OrchFields(st.rel(p), result, rdata)
+			if err != nil {
+				return err
+			}
+			if note != "" {
+				result = out
+				st.note("%s", note)
+			}
+		}
 	} else {
 		text, ok := taskfile.MergeText(string(bdata), string(wdata), string(rdata))
 		if !ok {

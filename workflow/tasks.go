@@ -453,6 +453,9 @@ type EditTarget struct {
 	ID   string // task id, if a task
 	Data []byte
 	Base plumbing.Hash
+	// FromCopy says the edit is a file made earlier (orch edit --from), not
+	// an edit of Data: its base is the version it was made from.
+	FromCopy bool
 }
 
 // EditStart resolves what to edit: a task reference, "config", or a file of
@@ -530,12 +533,24 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 		if !curOK {
 			return nil, &ConflictError{Msg: fmt.Sprintf("%s was removed from the state branch while you edited it", t.ID), Hint: "orch log " + t.ID + " shows what happened"}
 		}
-		if cur != t.Base {
-			bf, err1 := taskfile.Parse(view, t.Data)
-			rf, err2 := taskfile.Parse(view, curData)
-			if err1 != nil || err2 != nil {
-				return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it", t.ID), Hint: "run orch edit " + t.ID + " again"}
+		rf, err := taskfile.Parse(view, curData)
+		if err != nil {
+			return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it", t.ID), Hint: "run orch edit " + t.ID + " again"}
+		}
+		// One rule for every hand edit (DESIGN §2): a three-way merge from
+		// the version the person started from. For an editor that is the
+		// version it was opened on; for a copy, the version it was made
+		// from, found in the task's history.
+		bf, err := taskfile.Parse(view, t.Data)
+		if err != nil {
+			return nil, err
+		}
+		if t.FromCopy {
+			if older := e.editBase(t.Path, ef); older != nil {
+				bf = older
 			}
+		}
+		if !bytes.Equal(bf.Src, curData) {
 			merged, conflicts, err := taskfile.Merge3(bf, ef, rf)
 			if err != nil {
 				return nil, err
@@ -544,6 +559,14 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 				return nil, &ConflictError{Msg: conflictText(t.ID, conflicts), Hint: "run orch edit " + t.ID + " again: it starts from the new version"}
 			}
 			result = merged.Src
+		}
+		mf, err := taskfile.Parse(view, result)
+		if err != nil {
+			return nil, err
+		}
+		if changed := e.handChangedFields(mf, rf); len(changed) > 0 {
+			return nil, &RuleError{Rule: "orch_owned", Msg: fmt.Sprintf("%s: an edit may not change %s: orch-owned fields change only through verbs", t.ID, strings.Join(changed, ", ")),
+				Hint: e.verbsFor(changed, mf, t.ID) + "; edit again leaving those fields as they are"}
 		}
 	} else {
 		if err := CheckFile(view, edited); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -61,8 +62,9 @@ func runEdit(o *editOptions, ref string) error {
 		if edited, err = readInput(o.g.io.In, o.From); err != nil {
 			return err
 		}
+		target.FromCopy = true
 	} else {
-		if edited, err = runEditor(o.g, target); err != nil {
+		if edited, err = runEditor(o.g, target, privDir); err != nil {
 			return err
 		}
 	}
@@ -76,23 +78,12 @@ func runEdit(o *editOptions, ref string) error {
 		fmt.Fprintln(o.g.io.Err, "no changes")
 		return nil
 	}
-	// Phase 3: commit, merging with anything that changed meanwhile.
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	// Phase 3: commit, merging with anything that changed meanwhile. What
+	// was typed is never lost (DESIGN §2): whatever stops the commit (an
+	// invalid file, a conflict, a rule, a locked ref, a full disk), the
+	// buffer is kept and the hint says how to retry it.
+	err = o.g.withEngine(func(e *workflow.Engine) error {
 		res, err := e.EditFinish(target, edited)
-		var invalid *workflow.InvalidFileError
-		var conflict *workflow.ConflictError
-		if errors.As(err, &invalid) || errors.As(err, &conflict) {
-			saved := saveRejectedEdit(privDir, target, edited)
-			if saved != "" {
-				if !o.g.JSON { // with --json, stderr holds only the error document
-					fmt.Fprintf(o.g.io.Err, "orch: your edited copy is saved in %s\n", saved)
-				}
-				if invalid != nil {
-					return &hinted{err: err, hint: fmt.Sprintf("your edited copy is saved in %s; fix it, then: orch edit %s --from %s", saved, editRef(target), saved)}
-				}
-			}
-			return err
-		}
 		if err != nil {
 			return err
 		}
@@ -112,6 +103,21 @@ func runEdit(o *editOptions, ref string) error {
 		fmt.Fprintf(o.g.io.Err, "committed %s (%s)\n", target.Path, short(res.Commit))
 		return nil
 	})
+	if err == nil {
+		return nil
+	}
+	if o.From != "" && o.From != "-" {
+		// The person's own file is their copy; it is still there.
+		return &hinted{err: err, hint: fmt.Sprintf("nothing was committed; your file %s is unchanged: fix what the message says, then: orch edit %s --from %s", o.From, editRef(target), o.From)}
+	}
+	saved := saveEdit(privDir, target, edited)
+	if saved == "" {
+		return err
+	}
+	if !o.g.JSON { // with --json, stderr holds only the error document
+		fmt.Fprintf(o.g.io.Err, "orch: your edited copy is saved in %s\n", saved)
+	}
+	return &hinted{err: err, hint: fmt.Sprintf("nothing was committed; your edited copy is saved in %s: fix what the message says, then: orch edit %s --from %s", saved, editRef(target), saved)}
 }
 
 func editRef(t *workflow.EditTarget) string {
@@ -122,8 +128,9 @@ func editRef(t *workflow.EditTarget) string {
 }
 
 // runEditor writes the target to a temp file, opens the editor on it and
-// returns what was saved.
-func runEditor(g *globalOptions, t *workflow.EditTarget) ([]byte, error) {
+// returns what was saved. If the editor fails after the file was changed,
+// the change is kept (saveEdit) before the temp file goes.
+func runEditor(g *globalOptions, t *workflow.EditTarget, privDir string) ([]byte, error) {
 	editor := os.Getenv("VISUAL")
 	if editor == "" {
 		editor = os.Getenv("EDITOR")
@@ -153,19 +160,31 @@ func runEditor(g *globalOptions, t *workflow.EditTarget) ([]byte, error) {
 	}
 	cmd.Stderr = g.io.Err
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("the editor (%s) failed: %v; nothing was committed", editor, err)
+		msg := fmt.Sprintf("the editor (%s) failed: %v; nothing was committed", editor, err)
+		if data, rerr := os.ReadFile(p); rerr == nil && !bytes.Equal(data, t.Data) {
+			if saved := saveEdit(privDir, t, data); saved != "" {
+				return nil, &hinted{err: errors.New(msg), hint: fmt.Sprintf("what you typed is saved in %s: orch edit %s --from %s commits it", saved, editRef(t), saved)}
+			}
+		}
+		return nil, errors.New(msg)
 	}
 	return os.ReadFile(p)
 }
 
-func saveRejectedEdit(privDir string, t *workflow.EditTarget, data []byte) string {
-	dir := filepath.Join(privDir, "edits")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return ""
+// saveEdit keeps an edited copy that was not committed, under the private
+// state (.git/orch/edits/), else beside the system's temp files, with a
+// time in its name so that no earlier copy is overwritten. It returns the
+// path ("" when nothing could be written).
+func saveEdit(privDir string, t *workflow.EditTarget, data []byte) string {
+	name := time.Now().UTC().Format("20060102T150405.000Z") + "-" + filepath.Base(t.Path)
+	for _, dir := range []string{filepath.Join(privDir, "edits"), filepath.Join(os.TempDir(), "orch-edits")} {
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err == nil {
+			return p
+		}
 	}
-	p := filepath.Join(dir, filepath.Base(t.Path))
-	if err := os.WriteFile(p, data, 0o666); err != nil {
-		return ""
-	}
-	return p
+	return ""
 }

@@ -63,6 +63,7 @@ func scriptParams(dir string) testscript.Params {
 			"json-doc":       cmdJSONDoc,
 			"json-error":     cmdJSONError,
 			"json-file":      cmdJSONFile,
+			"git-state-edit": cmdGitStateEdit,
 		},
 	}
 }
@@ -129,6 +130,40 @@ func cmdRepoUnchanged(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // stdout-env VAR: set VAR to the trimmed stdout of the last command.
+// git-state-edit PATH OLD NEW: a git user (not orch, not a hand edit in the
+// view) replaces the first OLD with NEW in PATH on the state branch, with
+// git's own plumbing and a private index. Tests use it to set up states no
+// orch verb makes, such as a task blocked without a refusal.
+func cmdGitStateEdit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: git-state-edit PATH OLD NEW")
+	}
+	dir := ts.MkAbs(".")
+	index := filepath.Join(ts.MkAbs("."), ".git", "orch-test-index")
+	defer os.Remove(index)
+	git := func(stdin string, a ...string) string {
+		cmd := exec.Command("git", a...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+index, "HOME="+ts.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1")
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			ts.Fatalf("git %v: %v", a, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	cur := git("", "show", "orch:"+args[0])
+	if !strings.Contains(cur, args[1]) {
+		ts.Fatalf("orch:%s does not hold %q", args[0], args[1])
+	}
+	blob := git(strings.Replace(cur, args[1], args[2], 1)+"\n", "hash-object", "-w", "--stdin")
+	git("", "read-tree", "orch")
+	git("", "update-index", "--cacheinfo", "100644,"+blob+","+args[0])
+	tree := git("", "write-tree")
+	commit := git("", "commit-tree", "-p", "orch", "-m", "edit "+args[0]+" with git", tree)
+	git("", "update-ref", "refs/heads/orch", commit)
+}
+
 func cmdStdoutEnv(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: stdout-env VAR")
