@@ -123,6 +123,12 @@ func (st *Store) holdFile(path string) (*heldFile, error) {
 	for waited := time.Duration(0); ; waited += time.Millisecond {
 		switch err := setLease(f, unix.F_RDLCK); {
 		case err == nil:
+			// The stat data from before a wait may predate the writer's
+			// last write: take it again, under the lease.
+			if err := unix.Fstat(int(f.Fd()), h.stat); err != nil {
+				h.close()
+				return nil, err
+			}
 			h.leased = true
 			return h, nil
 		case !errors.Is(err, unix.EAGAIN):

@@ -115,6 +115,33 @@ func TestPlaceViewRaces(t *testing.T) {
 			leases:   true,
 		},
 		{
+			name: "a writer finishes while orch waits for it",
+			act: func(t *testing.T, st *Store, full, id string) func() {
+				// Open before the commit, written and closed while orch
+				// waits for the lease: the stat data orch took on opening
+				// is older than the write.
+				f, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() {
+					time.Sleep(holdWait / 4)
+					_, err := f.WriteString("Written while orch waited.\n")
+					done <- errors.Join(err, f.Close())
+				}()
+				st.hooks.placed = func(string) { t.Error("orch's file was placed over a write it did not see") }
+				return func() {
+					if err := <-done; err != nil {
+						t.Error(err)
+					}
+				}
+			},
+			wantView: func(id string) string { return viewDoc(id) + "Written while orch waited.\n" },
+			onBranch: []string{"Written while orch waited.", "queue: claimed"},
+			leases:   true,
+		},
+		{
 			name: "editor keeps a backup",
 			act: func(t *testing.T, st *Store, full, id string) func() {
 				st.hooks.held = func(full string) {

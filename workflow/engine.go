@@ -201,7 +201,7 @@ func (e *Engine) policy() gitstore.Policy {
 		Actor:          e.Signature(),
 		PrepareNewTask: e.prepareHandMadeTask,
 		CheckFile:      CheckFile,
-		OrchFields: e.keepOrchFields,
+		OrchFields:     e.keepOrchFields,
 		Hold: func(path string) error {
 			if e.IsHuman() || !isPolicyFile(path) {
 				return nil
