@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strconv"
 	"testing"
@@ -158,7 +159,27 @@ func TestCacheStaleAfterGitMovesBranch(t *testing.T) {
 	closeStore(t, checkSummaries(t, dir, "after git commit"))
 
 	// Back to the old tip (a reset): the cache is ahead of the branch.
+	// History only moves forward: orch refuses until a person accepts it
+	// (orch doctor --accept-rewind), then follows.
 	gitCmd(t, dir, "update-ref", "refs/heads/orch", first)
+	st0, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mb *ErrMovedBackwards
+	if err := st0.Lock(); !errors.As(err, &mb) || len(mb.Dropped) != 1 || mb.Dropped[0].Subject() != "by git" {
+		t.Fatalf("Lock after a reset: %v, want moved backwards dropping the git commit", err)
+	}
+	st0.Close()
+	st0, err = Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st0.AcceptRewind = true
+	if err := st0.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, st0)
 	closeStore(t, checkSummaries(t, dir, "after reset to an older tip"))
 
 	// A commit made with git on top, then packed and gc'd: objects are only

@@ -60,3 +60,91 @@ func (st *Store) blobAt(root plumbing.Hash, path string) plumbing.Hash {
 	}
 	return h
 }
+
+// ErrMovedBackwards: a state branch no longer contains a tip orch saw (a
+// reset, git branch -f, a force-push fetched by sync). History only moves
+// forward (DESIGN §2): orch writes nothing until a person restores the
+// lost tip or accepts the rewind.
+type ErrMovedBackwards struct {
+	Ref     string
+	Seen    plumbing.Hash // the tip orch saw last
+	Now     plumbing.Hash // where the branch is
+	Dropped []*CommitInfo // commits of Seen's first-parent line Now lacks, newest first
+	More    int           // further dropped commits not listed
+	// Diverged: Now has commits of its own (Seen is not a descendant of
+	// Now), so restoring Seen would drop those.
+	Diverged bool
+}
+
+func (e *ErrMovedBackwards) Error() string {
+	var b strings.Builder
+	b.WriteString(strings.TrimPrefix(e.Ref, "refs/heads/") + " moved backwards: it is at " + short7(e.Now) + ", which does not contain " + short7(e.Seen) + ", the tip orch saw last")
+	if n := len(e.Dropped) + e.More; n > 0 {
+		b.WriteString("; dropped: ")
+		for i, c := range e.Dropped {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(short7(c.Hash) + " " + c.Subject())
+		}
+		if e.More > 0 {
+			b.WriteString(", and more")
+		}
+	}
+	b.WriteString("; nothing was written")
+	return b.String()
+}
+
+func short7(h plumbing.Hash) string { return h.String()[:7] }
+
+// maxAncestry bounds the walks that decide whether one commit contains
+// another (a repository's whole history, in practice).
+const maxAncestry = 2_000_000
+
+// Contains reports whether commit old is tip or one of its ancestors.
+func (st *Store) Contains(tip, old plumbing.Hash) bool {
+	if old.IsZero() || tip == old {
+		return true
+	}
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{tip}
+	for len(queue) > 0 && len(seen) < maxAncestry {
+		h := queue[0]
+		queue = queue[1:]
+		if h == old {
+			return true
+		}
+		if seen[h] || h.IsZero() {
+			continue
+		}
+		seen[h] = true
+		c, err := st.ReadCommit(h)
+		if err != nil {
+			continue
+		}
+		queue = append(queue, c.Parents...)
+	}
+	return false
+}
+
+// MovedBackwards describes a branch now at now that lost seen.
+func (st *Store) MovedBackwards(ref string, seen, now plumbing.Hash) *ErrMovedBackwards {
+	e := &ErrMovedBackwards{Ref: ref, Seen: seen, Now: now, Diverged: !st.Contains(seen, now)}
+	h := seen
+	for !h.IsZero() && !st.Contains(now, h) {
+		c, err := st.ReadCommit(h)
+		if err != nil {
+			break
+		}
+		if len(e.Dropped) < 20 {
+			e.Dropped = append(e.Dropped, c)
+		} else {
+			e.More++
+		}
+		if len(c.Parents) == 0 || e.More > 1000 {
+			break
+		}
+		h = c.Parents[0]
+	}
+	return e
+}

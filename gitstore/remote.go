@@ -201,6 +201,9 @@ func (st *Store) MoveTo(h plumbing.Hash, who Signature, msg string) error {
 		return &ErrCheckedOut{Ref: st.Ref, Worktrees: wts}
 	}
 	err := st.Repo.UpdateRef(RefUpdate{Name: st.Ref, Old: st.snap.Tip, New: h, Who: who.String(), Message: msg})
+	if err == nil {
+		st.movedTo = h // orch's own move (an undone claim goes back): no rewind
+	}
 	if rerr := st.reload(); rerr != nil && err == nil {
 		err = rerr
 	}

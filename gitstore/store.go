@@ -38,6 +38,9 @@ type Store struct {
 	// ViewOwner is set when the view belongs to another state branch (this
 	// one then has no view).
 	ViewOwner string
+	// AcceptRewind, set by orch doctor --accept-rewind, loads a branch that
+	// no longer contains the tip orch saw last (see ErrMovedBackwards).
+	AcceptRewind bool
 	// ViewErr is set when the view's path is not a directory of the
 	// repository (a symlink, a file): the store then works without a view
 	// until it is moved away, and says so on every command.
@@ -60,6 +63,7 @@ type Store struct {
 	notes     []string
 	watched   []watchedFile // displaced view files to read again (see placeView)
 	hooks     viewHooks     // tests only
+	movedTo   plumbing.Hash // where MoveTo put the branch (orch's own move, not a rewind)
 	noLeases  bool          // tests only: view writes as on systems without leases
 
 	// Progress, when set, hears how far a long reconcile (a cold view of
@@ -358,6 +362,12 @@ func (st *Store) load() error {
 	tip, err := st.Repo.ReadRef(st.Ref)
 	if err != nil {
 		return err
+	}
+	// History only moves forward: a branch that no longer contains the tip
+	// orch saw last was rewound (or rewritten) outside orch. Following it
+	// silently would let a claim be taken twice and finished work reopen.
+	if seen := st.cache.tip; !seen.IsZero() && !tip.IsZero() && tip != seen && tip != st.movedTo && !st.AcceptRewind && !st.Contains(tip, seen) {
+		return st.MovedBackwards(st.Ref, seen, tip)
 	}
 	if tip == st.cache.tip && len(st.cache.dirs) > 0 || tip.IsZero() && st.cache.tip.IsZero() {
 		st.snap = &Snapshot{Tip: tip, Root: st.cache.root, dirs: st.cache.dirs, objs: st.objs, view: st.readView}

@@ -25,6 +25,7 @@ import (
 // The checks, in the order they are reported and repaired.
 const (
 	CheckStateBranch = "state_branch"
+	CheckHistory     = "history"
 	CheckObjects     = "objects"
 	CheckStaleLock   = "stale_lock"
 	CheckTempFiles   = "temp_files"
@@ -36,7 +37,7 @@ const (
 )
 
 // DoctorChecks lists every check, in report order.
-var DoctorChecks = []string{CheckStateBranch, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude}
+var DoctorChecks = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude}
 
 // Check statuses.
 const (
@@ -110,6 +111,10 @@ type DoctorOptions struct {
 	Now         func() time.Time
 	// Fix repairs what can be repaired; without it nothing changes.
 	Fix bool
+	// RestoreTip puts a state branch that moved backwards back at the tip
+	// orch saw last; AcceptRewind keeps it where it is (DESIGN §2: history
+	// only moves forward unless a person says otherwise).
+	RestoreTip, AcceptRewind bool
 }
 
 // Doctor checks the repository and, with opts.Fix, repairs it.
@@ -123,6 +128,9 @@ func Doctor(opts DoctorOptions) (*DoctorReport, error) {
 	}
 	base, _ := filepath.Abs(opts.Dir)
 	before := diagnose(st, base)
+	if opts.RestoreTip || opts.AcceptRewind {
+		return rewind(opts, st, before)
+	}
 	if !opts.Fix || before.healthy() {
 		return before.report(), nil
 	}
@@ -174,6 +182,7 @@ type diagnosis struct {
 	staleIndex   []string
 	reconcile    bool // the normal open (lock, load, reconcile) repairs something
 	exclude      bool
+	backwards    *gitstore.ErrMovedBackwards
 }
 
 func (d *diagnosis) healthy() bool {
@@ -201,6 +210,7 @@ func diagnose(st *gitstore.Store, base string) *diagnosis {
 	}
 	d.cu = st.Checkup()
 	d.checkStateBranch()
+	d.checkHistory()
 	d.checkObjects()
 	d.checkLocks()
 	d.checkTemps()
@@ -210,6 +220,50 @@ func diagnose(st *gitstore.Store, base string) *diagnosis {
 	d.checkCheckedOut()
 	d.checkExclude()
 	return d
+}
+
+// rewind restores the tip orch saw last, or accepts the branch where it is.
+func rewind(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (*DoctorReport, error) {
+	mb := d.backwards
+	if mb == nil {
+		return nil, &RuleError{Rule: "not_rewound", Msg: "the state branch has not moved backwards: there is nothing to restore or accept", Hint: "orch doctor shows every check"}
+	}
+	var note string
+	switch {
+	case opts.RestoreTip && mb.Diverged:
+		return nil, &RuleError{Rule: "diverged", Msg: fmt.Sprintf("%s has commits of its own since %s: putting it back would drop them", d.branch(), shortHash(mb.Seen)),
+			Hint: fmt.Sprintf("merge %s into %s with git, then orch doctor --accept-rewind", shortHash(mb.Seen), d.branch())}
+	case opts.RestoreTip:
+		if err := st.Repo.UpdateRef(gitstore.RefUpdate{Name: st.Ref, Old: mb.Now, New: mb.Seen, Who: opts.Actor + " <" + opts.Actor + "@orch>", Message: "orch doctor --restore-tip"}); err != nil {
+			return nil, err
+		}
+		note = fmt.Sprintf("restored %s to %s: %d transition(s) are back", d.branch(), shortHash(mb.Seen), len(mb.Dropped)+mb.More)
+	default:
+		st.AcceptRewind = true
+		note = fmt.Sprintf("accepted %s at %s: %d transition(s) dropped from orch's memory (git reflog %s still has them)", d.branch(), shortHash(mb.Now), len(mb.Dropped)+mb.More, d.branch())
+	}
+	// The normal open: load (recording the tip orch now sees) and reconcile
+	// the view with it.
+	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now}
+	if err := st.Lock(); err != nil {
+		return nil, err
+	}
+	e.loadConfig()
+	rerr := e.reconcile()
+	notes := append([]string{note}, st.Notes()...)
+	if err := st.Close(); err != nil {
+		return nil, err
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	st2, err := gitstore.Open(gitstore.Options{Repo: st.Repo, StateBranch: opts.StateBranch})
+	if err != nil {
+		return nil, err
+	}
+	rep := diagnose(st2, d.base).report()
+	rep.Notes = notes
+	return rep, nil
 }
 
 // fixHint starts the hint of every problem that orch doctor --fix repairs.
@@ -376,11 +430,40 @@ func (d *diagnosis) checkTemps() {
 		"run orch doctor --fix (removes them)", items)
 }
 
+// checkHistory finds a state branch that no longer contains the tip orch
+// saw last (DESIGN §2). It is no repair of --fix's: a person chooses.
+func (d *diagnosis) checkHistory() {
+	cu := d.cu
+	h := cu.Cache()
+	if cu.TipErr != nil || cu.Tip.IsZero() || h.Tip.IsZero() || h.Tip == cu.Tip || d.st.Contains(cu.Tip, h.Tip) {
+		d.add(CheckHistory, StatusOK, "the state branch contains every transition orch saw", "", nil)
+		return
+	}
+	mb := d.st.MovedBackwards(d.st.Ref, h.Tip, cu.Tip)
+	d.backwards = mb
+	var items []string
+	for _, c := range mb.Dropped {
+		items = append(items, shortHash(c.Hash)+" "+c.Subject())
+	}
+	if mb.More > 0 {
+		items = append(items, fmt.Sprintf("... and %d more", mb.More))
+	}
+	restore := fmt.Sprintf("orch doctor --restore-tip puts %s back at %s (the dropped transitions return)", d.branch(), shortHash(h.Tip))
+	if mb.Diverged {
+		restore = fmt.Sprintf("%s has commits of its own since, so it cannot simply go back: merge %s into it with git, then orch doctor --accept-rewind", d.branch(), shortHash(h.Tip))
+	}
+	d.add(CheckHistory, StatusProblem, fmt.Sprintf("moved backwards: %s is at %s, which does not contain %s, the tip orch saw last; %d transition(s) dropped",
+		d.branch(), shortHash(cu.Tip), shortHash(h.Tip), len(mb.Dropped)+mb.More),
+		"a person decides: "+restore+"; or orch doctor --accept-rewind keeps it where it is (orch forgets them). Every other command refuses to write until then", items)
+}
+
 func (d *diagnosis) checkCache() {
 	cu := d.cu
 	h := cu.Cache()
 	name := d.show(h.Path)
 	switch {
+	case d.backwards != nil:
+		d.add(CheckCache, StatusOK, fmt.Sprintf("%s describes %s (see history)", name, shortHash(h.Tip)), "", nil)
 	case len(h.Corrupt) > 0:
 		d.rebuildCache, d.reconcile = true, true
 		d.add(CheckCache, StatusProblem, fmt.Sprintf("%s cannot be trusted: %s", name, strings.Join(h.Corrupt, "; ")),
@@ -437,6 +520,10 @@ var driftText = map[string]string{
 }
 
 func (d *diagnosis) checkView() {
+	if d.backwards != nil {
+		d.add(CheckView, StatusOK, "not checked: the state branch moved backwards (see history)", "", nil)
+		return
+	}
 	if err := d.st.ViewErr; err != nil {
 		d.add(CheckView, StatusProblem, err.Error(), "move it away as the message says; --fix does not touch it (it may be yours)", nil)
 		return

@@ -49,6 +49,36 @@ type SyncResult struct {
 	Attempts  int            `json:"attempts"`
 }
 
+// AcceptRemoteRewrite moves the local state branch to a remote's rewritten
+// tip (orch sync --accept-rewrite): what the remote dropped is dropped
+// here too. prev is what the tracking ref held before the fetch; this
+// clone's transitions since are kept. It is a human's decision.
+func (e *Engine) AcceptRemoteRewrite(remote string, prev, rtip plumbing.Hash) error {
+	if err := e.requireHuman("sync --accept-rewrite", "", "accepting a rewritten remote"); err != nil {
+		return err
+	}
+	st := e.Store
+	ltip := st.Snapshot().Tip
+	if rtip.IsZero() || ltip == rtip || st.Contains(rtip, ltip) {
+		return nil
+	}
+	if prev.IsZero() || st.Contains(prev, ltip) {
+		// Nothing here the remote did not have: follow it.
+		if err := st.MoveTo(rtip, e.Signature(), "orch: accept the rewritten "+remote); err != nil {
+			return err
+		}
+		return e.AfterMove()
+	}
+	// This clone has transitions of its own since it last fetched: keep
+	// them, and take the rewrite, by merging from what the remote held
+	// before it (what the rewrite dropped stays dropped).
+	res := &SyncResult{Remote: remote}
+	if err := e.mergeFrom(remote, prev, rtip, res); err != nil {
+		return err
+	}
+	return e.AfterMove()
+}
+
 // MergeRemote brings the remote tip into the local state branch, under the
 // lock: fast-forward when local is behind, a merge commit when both moved.
 // It returns what it did ("up_to_date", "ahead", "fast_forward", "merged").
@@ -92,7 +122,15 @@ func (e *Engine) MergeRemote(remote string, rtip plumbing.Hash, res *SyncResult)
 		return e.AfterMove()
 	}
 	// Both moved: merge on top of the local tip.
+	return e.mergeFrom(remote, base, rtip, res)
+}
+
+// mergeFrom merges the remote tip rtip into the local tip, three ways from
+// base, as one merge commit.
+func (e *Engine) mergeFrom(remote string, base, rtip plumbing.Hash, res *SyncResult) error {
+	st := e.Store
 	var bs *gitstore.Snapshot
+	var err error
 	if base.IsZero() {
 		bs, err = st.SnapshotOf(plumbing.ZeroHash)
 	} else {

@@ -79,7 +79,7 @@ func runClaimSync(o *claimOptions) error {
 		return err
 	}
 	for attempt := 1; attempt <= syncAttempts; attempt++ {
-		rtip, err := o.g.fetchRemote(remote)
+		rtip, err := o.g.fetchRemote(remote, false)
 		if err != nil {
 			return err
 		}

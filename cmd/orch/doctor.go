@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -9,8 +10,10 @@ import (
 )
 
 type doctorOptions struct {
-	g   *globalOptions
-	Fix bool
+	g            *globalOptions
+	Fix          bool
+	RestoreTip   bool
+	AcceptRewind bool
 }
 
 func newDoctorCmd(g *globalOptions) *cobra.Command {
@@ -24,6 +27,8 @@ when other commands fail:
 
   state_branch  the state branch exists and can be read; missing here but
                 present on a remote (refs/remotes/REMOTE/orch)
+  history       the state branch still contains the tip orch saw last (not
+                reset, rewound or rewritten outside orch)
   objects       the tip's commit and trees can be read, every file's object is present
   stale_lock    <ref>.lock files of the state branch left by a killed process
   temp_files    temp files left in the view or in <git common dir>/orch/
@@ -41,23 +46,37 @@ when there is none), rebuilds an untrustworthy cache (keeping the view's sync
 index), adds the exclude entry, and runs the reconcile every command runs. It
 never picks a side in a conflict and never touches a worktree.
 
+A state branch that moved backwards is for a person to settle, not --fix:
+--restore-tip puts it back at the tip orch saw last (the dropped transitions
+return); --accept-rewind keeps it where it is. Until then every other command
+refuses to write. Neither is an agent's to run (ORCH_AGENT set: refused).
+
 Prints one line per check: ok, problem or fixed. Exits 0 when every check is
 ok (or fixed) and 1 when problems remain. With --json the report
 ({"ok": ..., "checks": [{"check", "status", "detail", "hint"}]}) is printed
 on stdout either way.`,
 		Example: `  orch doctor
   orch doctor --fix
+  orch doctor --restore-tip
   orch doctor --json`,
-		Args: exactArgs(0, "doctor [--fix]"),
+		Args: exactArgs(0, "doctor [--fix | --restore-tip | --accept-rewind]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runDoctor(o) },
 	}
 	cmd.Flags().BoolVar(&o.Fix, "fix", false, "repair what can be repaired")
+	cmd.Flags().BoolVar(&o.RestoreTip, "restore-tip", false, "put a state branch that moved backwards back at the tip orch saw last")
+	cmd.Flags().BoolVar(&o.AcceptRewind, "accept-rewind", false, "accept a state branch that moved backwards where it is")
+	cmd.MarkFlagsMutuallyExclusive("fix", "restore-tip", "accept-rewind")
 	return cmd
 }
 
 func runDoctor(o *doctorOptions) error {
 	g := o.g
-	rep, err := workflow.Doctor(workflow.DoctorOptions{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Fix: o.Fix})
+	if (o.RestoreTip || o.AcceptRewind) && os.Getenv("ORCH_AGENT") != "" {
+		return &workflow.RuleError{Rule: "authority", Msg: "restoring or accepting a rewound state branch is for a human, and ORCH_AGENT is set",
+			Hint: "this is for a human: ask one with orch escalate ID -m \"what you need and why\""}
+	}
+	rep, err := workflow.Doctor(workflow.DoctorOptions{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Fix: o.Fix,
+		RestoreTip: o.RestoreTip, AcceptRewind: o.AcceptRewind})
 	if err != nil {
 		return err
 	}

@@ -67,6 +67,7 @@ func classify(err error) classified {
 		refusal   *workflow.InvalidRefusalError
 		external  *workflow.ExternalError
 		unhealthy *workflow.UnhealthyError
+		backwards *gitstore.ErrMovedBackwards
 	)
 	switch {
 	case errors.As(err, &usage):
@@ -77,6 +78,8 @@ func classify(err error) classified {
 		return classified{exitNotFound, "not_found", notFound.Error(), notFound.Hint}
 	case errors.As(err, &nothing):
 		return classified{exitNotFound, "nothing_to_claim", nothing.Error(), "orch list --ready shows what is ready; orch list shows every task"}
+	case errors.As(err, &backwards):
+		return classified{exitFailure, "moved_backwards", backwards.Error(), "a person decides: orch doctor shows the dropped transitions and both ways out (--restore-tip, --accept-rewind)"}
 	case errors.As(err, &unhealthy):
 		hint := "run orch doctor --fix"
 		if unhealthy.Fixed || unhealthy.Fixable == 0 {

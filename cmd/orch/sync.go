@@ -14,7 +14,9 @@ import (
 )
 
 type syncOptions struct {
-	g *globalOptions
+	g             *globalOptions
+	RestoreRemote bool
+	AcceptRewrite bool
 }
 
 // syncAttempts bounds the fetch-merge-push loop.
@@ -30,7 +32,7 @@ func backoff(attempt int) {
 
 func newSyncCmd(g *globalOptions) *cobra.Command {
 	o := &syncOptions{g: g}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "sync [REMOTE]",
 		Short: "Share the queue with other clones through a remote",
 		Long: `Fetch the remote's state branch (default remote: origin), merge it with the
@@ -43,12 +45,25 @@ same lines, differently) is resolved by one rule: the remote's version wins,
 since it was pushed first. Every such conflict is reported here, written in
 the merge commit's message and in a sync.conflict event, and a local body
 that lost is kept in the task under "## Sync conflict": nothing is dropped
-silently.`,
+silently.
+
+History only moves forward: when the remote's state branch no longer holds
+what this clone fetched from it before (a force-push, a reset), sync merges
+and pushes nothing, names the dropped transitions and exits 1. A person
+chooses: --restore-remote merges and pushes as usual, which puts them back on
+the remote (this clone still has them); --accept-rewrite moves this clone's
+branch to the remote's (refused when this clone has transitions of its own
+since).`,
 		Example: `  orch sync
-  orch sync upstream --json`,
+  orch sync upstream --json
+  orch sync --restore-remote`,
 		Args: maxArgs(1, "sync [REMOTE]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runSync(o, argOr(args, 0)) },
 	}
+	cmd.Flags().BoolVar(&o.RestoreRemote, "restore-remote", false, "push back what a rewritten remote dropped (merge and push as usual)")
+	cmd.Flags().BoolVar(&o.AcceptRewrite, "accept-rewrite", false, "move this clone's state branch to a rewritten remote's")
+	cmd.MarkFlagsMutuallyExclusive("restore-remote", "accept-rewrite")
+	return cmd
 }
 
 func remoteOrDefault(r string) (string, error) {
@@ -61,18 +76,35 @@ func remoteOrDefault(r string) (string, error) {
 	return r, nil
 }
 
-// syncOnce fetches and merges; it returns the local tip and the remote tip
-// the push must expect. The caller holds no lock.
-func (g *globalOptions) fetchRemote(remote string) (plumbing.Hash, error) {
+// fetchRemote fetches the remote's state branch into its remote-tracking
+// ref and returns its tip. The caller holds no lock. When the remote no
+// longer holds what was fetched from it before, the tracking ref is put
+// back (so the next sync sees it too) and the rewrite is reported, unless
+// the person chose (allowRewrite).
+func (g *globalOptions) fetchRemote(remote string, allowRewrite bool) (plumbing.Hash, error) {
+	h, _, err := g.fetchRemoteWas(remote, allowRewrite)
+	return h, err
+}
+
+// fetchRemoteWas is fetchRemote, also returning what the tracking ref held
+// before the fetch.
+func (g *globalOptions) fetchRemoteWas(remote string, allowRewrite bool) (h, prev plumbing.Hash, err error) {
 	st, err := gitstore.Open(gitstore.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch})
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, plumbing.ZeroHash, err
 	}
-	h, err := st.Repo.Fetch(remote, st.Ref)
+	track := gitstore.TrackingRef(remote, st.Ref)
+	prev, _ = st.Repo.ReadRef(track)
+	h, err = st.Repo.Fetch(remote, st.Ref)
 	if err != nil {
-		return plumbing.ZeroHash, remoteFailure(err)
+		return plumbing.ZeroHash, prev, remoteFailure(err)
 	}
-	return h, nil
+	if !allowRewrite && !prev.IsZero() && !h.IsZero() && !st.Contains(h, prev) {
+		mb := st.MovedBackwards(track, prev, h)
+		_ = st.Repo.UpdateRef(gitstore.RefUpdate{Name: track, Old: h, New: prev, Who: g.Agent + " <" + g.Agent + "@orch>", Message: "orch: keep what the remote dropped in view"})
+		return plumbing.ZeroHash, prev, &hinted{err: mb, hint: "the remote's state branch was rewritten; a person decides: orch sync --restore-remote pushes the dropped transitions back (this clone has them), orch sync --accept-rewrite moves this clone to the remote's branch"}
+	}
+	return h, prev, nil
 }
 
 func remoteFailure(err error) error {
@@ -92,7 +124,7 @@ func runSync(o *syncOptions, remoteArg string) error {
 		res.Attempts = attempt
 		// What this attempt merged; earlier attempts' are in all already.
 		res.Conflicts, res.Changed = nil, nil
-		rtip, err := o.g.fetchRemote(remote)
+		rtip, prev, err := o.g.fetchRemoteWas(remote, o.RestoreRemote || o.AcceptRewrite)
 		if err != nil {
 			return err
 		}
@@ -101,6 +133,17 @@ func runSync(o *syncOptions, remoteArg string) error {
 		err = o.g.withEngine(func(e *workflow.Engine) error {
 			if !e.Store.Exists() && rtip.IsZero() {
 				return &workflow.NotInitializedError{Ref: e.Store.Ref}
+			}
+			if o.AcceptRewrite {
+				if err := e.AcceptRemoteRewrite(remote, prev, rtip); err != nil {
+					// Not accepted: the tracking ref keeps what the remote
+					// dropped, so the next sync still sees the rewrite.
+					if !prev.IsZero() && !e.Store.Contains(rtip, prev) {
+						_ = e.Store.Repo.UpdateRef(gitstore.RefUpdate{Name: gitstore.TrackingRef(remote, e.Store.Ref), Old: rtip, New: prev,
+							Who: e.Signature().String(), Message: "orch: keep what the remote dropped in view"})
+					}
+					return err
+				}
 			}
 			if err := e.MergeRemote(remote, rtip, res); err != nil {
 				return err
