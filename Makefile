@@ -32,7 +32,7 @@ FUZZTIME ?= 20000x
 FUZZ_TARGETS = \
 	./taskfile:FuzzParse ./taskfile:FuzzEdit ./taskfile:FuzzMergeText \
 	./workflow:FuzzReview ./workflow:FuzzRefusal \
-	./ghreview:FuzzParseReviews ./ghreview:FuzzParseComments \
+	./ghreview:FuzzParseReviews ./ghreview:FuzzParseComments ./taskfile:FuzzFeedbackText \
 	./cmd/orch:FuzzJSONString ./gitstore:FuzzCacheDecode
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,7 +53,7 @@ func checkImport(t *testing.T, reviews []ghreview.Review, comments []ghreview.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb, outcome := ghreview.Decide(reviews, comments, f.Src, 1)
+	fb, outcome := ghreview.Decide(reviews, comments, ghreview.ImportedIn(f.Src), 1)
 	if fb == nil {
 		if outcome == ghreview.ChangesRequested {
 			t.Fatal("changes requested without feedback")
@@ -72,10 +73,10 @@ func checkImport(t *testing.T, reviews []ghreview.Review, comments []ghreview.Co
 	if problems := out.Validate(); len(problems) > 0 {
 		t.Fatalf("the import made the file invalid: %v\n%s", taskfile.Problems(problems), out.Src)
 	}
-	if !ghreview.Imported(out.Src, fb.Review.ID) {
-		t.Fatalf("review %d imported without its marker:\n%s", fb.Review.ID, out.Src)
+	if !slices.Contains(fb.Included, fb.Review.ID) {
+		t.Fatalf("review %d imported but not among the included %v", fb.Review.ID, fb.Included)
 	}
-	if again, outcome := ghreview.Decide(reviews, comments, out.Src, 2); again != nil || outcome != ghreview.AlreadyImported {
+	if again, outcome := ghreview.Decide(reviews, comments, ghreview.ImportedIn(out.Src, fb.Included...), 2); again != nil || outcome != ghreview.AlreadyImported {
 		t.Fatalf("the same review imported twice (outcome %q)", outcome)
 	}
 	rounds := out.FeedbackRounds()

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -225,13 +226,21 @@ func ParseComments(data []byte) ([]Comment, error) {
 	return cs, nil
 }
 
-// Marker is written into imported feedback so that a review is never
-// imported twice; it is an HTML comment, invisible when rendered.
+// Marker is what orch once wrote into imported feedback to remember a
+// review. Reviews are now recorded in the task's github_reviews field; a
+// task file without that field may still hold markers (LegacyImported).
 func Marker(reviewID int64) string { return fmt.Sprintf("<!-- github-review: %d -->", reviewID) }
 
-// Imported reports whether a task file already holds a review.
-func Imported(src []byte, reviewID int64) bool {
+// LegacyImported reports whether a task file from before github_reviews
+// holds a review's marker.
+func LegacyImported(src []byte, reviewID int64) bool {
 	return bytes.Contains(src, []byte(Marker(reviewID)))
+}
+
+// ImportedIn is Decide's imported for a task file from before
+// github_reviews, plus the reviews in ids.
+func ImportedIn(src []byte, ids ...int64) func(int64) bool {
+	return func(id int64) bool { return slices.Contains(ids, id) || LegacyImported(src, id) }
 }
 
 // Feedback is what to import for a pull request.
@@ -240,6 +249,7 @@ type Feedback struct {
 	Sources  []taskfile.Source // one: the review's body and its line comments
 	Blocking int
 	Comments int
+	Included []int64 // the reviews imported (the decisive one, comment-only ones before it)
 }
 
 // Outcome says why nothing is imported.
@@ -261,7 +271,7 @@ const (
 // from the changes-requested review or starts with "BLOCKING:", else a
 // suggestion. Comments of comment-only reviews made since the previous
 // import are included as suggestions (or BLOCKING: when so marked).
-func Decide(reviews []Review, comments []Comment, src []byte, round int) (*Feedback, Outcome) {
+func Decide(reviews []Review, comments []Comment, imported func(reviewID int64) bool, round int) (*Feedback, Outcome) {
 	if len(reviews) == 0 {
 		return nil, NoReviews
 	}
@@ -280,7 +290,7 @@ func Decide(reviews []Review, comments []Comment, src []byte, round int) (*Feedb
 	if strings.ToUpper(newest.State) == "APPROVED" {
 		return nil, Approved
 	}
-	if Imported(src, newest.ID) {
+	if imported(newest.ID) {
 		return nil, AlreadyImported
 	}
 	// The reviews whose comments belong to this import: the newest one and
@@ -297,7 +307,7 @@ func Decide(reviews []Review, comments []Comment, src []byte, round int) (*Feedb
 		}
 	}
 	for _, r := range sorted {
-		if strings.ToUpper(r.State) == "COMMENTED" && r.SubmittedAt.After(prevDecisive) && !r.SubmittedAt.After(newest.SubmittedAt) && !Imported(src, r.ID) {
+		if strings.ToUpper(r.State) == "COMMENTED" && r.SubmittedAt.After(prevDecisive) && !r.SubmittedAt.After(newest.SubmittedAt) && !imported(r.ID) {
 			include[r.ID] = true
 		}
 	}
@@ -341,12 +351,10 @@ func Decide(reviews []Review, comments []Comment, src []byte, round int) (*Feedb
 	if newest.HTMLURL != "" {
 		text += "\n\n" + newest.HTMLURL
 	}
-	var markers []string
 	for id := range include {
-		markers = append(markers, Marker(id))
+		fb.Included = append(fb.Included, id)
 	}
-	sort.Strings(markers)
-	text += "\n\n" + strings.Join(markers, "\n")
+	sort.Slice(fb.Included, func(i, j int) bool { return fb.Included[i] < fb.Included[j] })
 	login := newest.User.Login
 	if login == "" {
 		login = "someone"

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -239,15 +240,17 @@ func TestMarkerAndImported(t *testing.T) {
 		t.Fatalf("Marker = %q", got)
 	}
 	src := []byte("body\n\n<!-- github-review: 2002 -->\n")
-	if !ghreview.Imported(src, 2002) {
+	if !ghreview.LegacyImported(src, 2002) {
 		t.Error("2002 not seen as imported")
 	}
 	for _, id := range []int64{200, 20, 2, 12002, 20021} {
-		if ghreview.Imported(src, id) {
+		if ghreview.LegacyImported(src, id) {
 			t.Errorf("%d seen as imported in %q", id, src)
 		}
 	}
 }
+
+func sortedIDs(ids []int64) []int64 { slices.Sort(ids); return ids }
 
 func issue(id, sev, loc, problem string) taskfile.Issue {
 	return taskfile.Issue{ID: id, Severity: sev, Blocking: sev == "BLOCKING", Location: loc, Problem: problem}
@@ -266,7 +269,7 @@ func TestDecideChangesRequested(t *testing.T) {
 		{"reviews_slurp.json", "comments_slurp.json"},
 	} {
 		t.Run(pair[0], func(t *testing.T) {
-			fb, out := ghreview.Decide(reviews(t, pair[0]), comments(t, pair[1]), []byte("# A task\n"), 1)
+			fb, out := ghreview.Decide(reviews(t, pair[0]), comments(t, pair[1]), ghreview.ImportedIn([]byte("# A task\n")), 1)
 			if out != ghreview.ChangesRequested || fb == nil {
 				t.Fatalf("outcome %q, feedback %v", out, fb)
 			}
@@ -281,8 +284,7 @@ func TestDecideChangesRequested(t *testing.T) {
 				t.Errorf("source %q at %v", s.From, s.Time)
 			}
 			wantText := "Fork start is not snapped like the other shapes.\n\nPlease fix before merge.\n\n" +
-				"https://github.com/acme/app/pull/48#pullrequestreview-2002\n\n" +
-				"<!-- github-review: 2001 -->\n<!-- github-review: 2002 -->"
+				"https://github.com/acme/app/pull/48#pullrequestreview-2002"
 			if s.Text != wantText {
 				t.Errorf("text:\n got %q\nwant %q", s.Text, wantText)
 			}
@@ -304,7 +306,7 @@ func TestDecideChangesRequested(t *testing.T) {
 // issues, and the markers make a second import a no-op.
 func TestDecideRendersAndParsesBack(t *testing.T) {
 	rs, cs := reviews(t, "reviews_changes_requested.json"), comments(t, "comments_changes_requested.json")
-	fb, _ := ghreview.Decide(rs, cs, nil, 1)
+	fb, _ := ghreview.Decide(rs, cs, ghreview.ImportedIn(nil), 1)
 	md := taskfile.RenderRound(taskfile.Round{Number: 1, Verdict: "CHANGES_REQUESTED", Sources: fb.Sources})
 	if strings.Contains(md, "\r") {
 		t.Errorf("rendered feedback holds a carriage return:\n%q", md)
@@ -328,16 +330,19 @@ func TestDecideRendersAndParsesBack(t *testing.T) {
 			t.Errorf("issue %d parsed as %+v, rendered from %+v", i, is, w)
 		}
 	}
-	if fb2, out := ghreview.Decide(rs, cs, src, 2); fb2 != nil || out != ghreview.AlreadyImported {
+	if strings.Contains(md, "<!--") {
+		t.Errorf("the feedback holds a marker (reviews are recorded in github_reviews):\n%s", md)
+	}
+	if fb2, out := ghreview.Decide(rs, cs, ghreview.ImportedIn(src, fb.Included...), 2); fb2 != nil || out != ghreview.AlreadyImported {
 		t.Errorf("second import: %q %+v", out, fb2)
 	}
 }
 
 func TestDecideSecondRound(t *testing.T) {
 	rs, cs := reviews(t, "reviews_second_round.json"), comments(t, "comments_second_round.json")
-	first, _ := ghreview.Decide(reviews(t, "reviews_changes_requested.json"), comments(t, "comments_changes_requested.json"), nil, 1)
+	first, _ := ghreview.Decide(reviews(t, "reviews_changes_requested.json"), comments(t, "comments_changes_requested.json"), ghreview.ImportedIn(nil), 1)
 	src := []byte("# T\n\n" + first.Sources[0].Text + "\n")
-	fb, out := ghreview.Decide(rs, cs, src, 2)
+	fb, out := ghreview.Decide(rs, cs, ghreview.ImportedIn(src, first.Included...), 2)
 	if out != ghreview.ChangesRequested || fb.Review.ID != 2005 {
 		t.Fatalf("outcome %q, review %+v", out, fb)
 	}
@@ -349,8 +354,10 @@ func TestDecideSecondRound(t *testing.T) {
 	if !reflect.DeepEqual(s.Issues, want) {
 		t.Errorf("issues:\n got %+v\nwant %+v", s.Issues, want)
 	}
-	wantText := "Changes requested on GitHub.\n\nhttps://github.com/acme/app/pull/48#pullrequestreview-2005\n\n" +
-		"<!-- github-review: 2004 -->\n<!-- github-review: 2005 -->"
+	wantText := "Changes requested on GitHub.\n\nhttps://github.com/acme/app/pull/48#pullrequestreview-2005"
+	if !slices.Equal(fb.Included, []int64{2004, 2005}) {
+		t.Errorf("included %v, want 2004 and 2005", fb.Included)
+	}
 	if s.Text != wantText {
 		t.Errorf("text:\n got %q\nwant %q", s.Text, wantText)
 	}
@@ -473,7 +480,7 @@ func TestDecideTable(t *testing.T) {
 				round = 1
 			}
 			in := append([]ghreview.Review(nil), tc.reviews...)
-			fb, out := ghreview.Decide(tc.reviews, tc.comments, []byte(tc.src), round)
+			fb, out := ghreview.Decide(tc.reviews, tc.comments, ghreview.ImportedIn([]byte(tc.src)), round)
 			if !reflect.DeepEqual(in, tc.reviews) {
 				t.Errorf("Decide reordered its input")
 			}
@@ -503,16 +510,14 @@ func TestDecideTable(t *testing.T) {
 				t.Errorf("issues:\n got %q\nwant %q", got, tc.want.issues)
 			}
 			text := fb.Sources[0].Text
-			for _, id := range tc.want.markers {
-				if !strings.Contains(text, ghreview.Marker(id)) {
-					t.Errorf("text lacks the marker of %d:\n%s", id, text)
-				}
+			if want := append([]int64(nil), tc.want.markers...); !slices.Equal(fb.Included, sortedIDs(want)) {
+				t.Errorf("included %v, want %v", fb.Included, want)
 			}
-			if n := strings.Count(text, "<!-- github-review:"); n != len(tc.want.markers) {
-				t.Errorf("text holds %d markers, want %d:\n%s", n, len(tc.want.markers), text)
+			if strings.Contains(text, "<!-- github-review:") {
+				t.Errorf("text holds a marker (reviews are recorded in github_reviews):\n%s", text)
 			}
 			// Whatever it returns, importing it makes the next Decide a no-op.
-			if fb2, out2 := ghreview.Decide(tc.reviews, tc.comments, []byte(tc.src+"\n"+text), round+1); fb2 != nil || out2 != ghreview.AlreadyImported {
+			if fb2, out2 := ghreview.Decide(tc.reviews, tc.comments, ghreview.ImportedIn([]byte(tc.src+"\n"+text), fb.Included...), round+1); fb2 != nil || out2 != ghreview.AlreadyImported {
 				t.Errorf("after import: %q %+v", out2, fb2)
 			}
 		})
@@ -533,7 +538,7 @@ func TestDecideFixtures(t *testing.T) {
 		{"reviews_dismissed_later.json", "comments_dismissed_later.json", ghreview.ChangesRequested, 2301, 1},
 	}
 	for _, tc := range cases {
-		fb, out := ghreview.Decide(reviews(t, tc.reviews), comments(t, tc.comments), nil, 1)
+		fb, out := ghreview.Decide(reviews(t, tc.reviews), comments(t, tc.comments), ghreview.ImportedIn(nil), 1)
 		if out != tc.out {
 			t.Errorf("%s: outcome %q, want %q", tc.reviews, out, tc.out)
 			continue
@@ -551,9 +556,9 @@ func TestDecideFixtures(t *testing.T) {
 }
 
 func TestDecideNoLogin(t *testing.T) {
-	fb, _ := ghreview.Decide([]ghreview.Review{{ID: 5, State: "CHANGES_REQUESTED", Body: "  "}}, nil, nil, 1)
+	fb, _ := ghreview.Decide([]ghreview.Review{{ID: 5, State: "CHANGES_REQUESTED", Body: "  "}}, nil, ghreview.ImportedIn(nil), 1)
 	s := fb.Sources[0]
-	if s.From != "GitHub PR review by someone" || !strings.HasPrefix(s.Text, "Changes requested on GitHub.\n\n<!-- github-review: 5 -->") {
+	if s.From != "GitHub PR review by someone" || s.Text != "Changes requested on GitHub." || !slices.Equal(fb.Included, []int64{5}) {
 		t.Errorf("source %+v", s)
 	}
 }

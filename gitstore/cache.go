@@ -26,7 +26,7 @@ import (
 // index (for reconciling with stat calls instead of reads). It is a pure
 // cache: a missing, stale or corrupt file is detected (version, ref, tip,
 // checksum) and rebuilt from the branch and the view.
-const cacheMagic = "orch-state-cache v13\n"
+const cacheMagic = "orch-state-cache v14\n"
 
 // Summary is what orch knows about a task without reading its file again.
 type Summary struct {
@@ -210,6 +210,7 @@ func encodeTask(e *enc, t *taskfile.Task) {
 	e.str(t.AssignedTo)
 	e.strs(t.LockedOut)
 	e.strs(t.WorkedBy)
+	e.strs(t.GitHubReviews)
 	e.strs(t.DependsOn)
 	e.strs(t.Labels)
 	e.str(t.RejectedAt)
@@ -232,6 +233,7 @@ func decodeTask(d *dec, t *taskfile.Task) {
 	t.AssignedTo = d.str()
 	t.LockedOut = d.strs()
 	t.WorkedBy = d.strs()
+	t.GitHubReviews = d.strs()
 	t.DependsOn = d.strs()
 	t.Labels = d.strs()
 	t.RejectedAt = d.str()

@@ -256,7 +256,7 @@ func RenderSource(s Source) string {
 	}
 	b.WriteString("\n\n")
 	if t := strings.TrimSpace(s.Text); t != "" {
-		b.WriteString(escapeIssueLines(demoteHeadings(t)) + "\n")
+		b.WriteString(escapeIssueLines(SafeText(t)) + "\n")
 		if len(s.Issues) > 0 {
 			b.WriteString("\n")
 		}
@@ -267,24 +267,76 @@ func RenderSource(s Source) string {
 	return b.String()
 }
 
-// demoteHeadings keeps free text from closing the round or the source: a
-// "## ..." line a reviewer typed would otherwise end the section.
-func demoteHeadings(t string) string {
+// SafeText makes free text (a reviewer's notes, a GitHub review body, a
+// pause note) safe to insert into a task file: whatever markdown it holds,
+// it cannot end the section it is written into, nor swallow the sections
+// after it, so reading the file back never depends on it.
+//
+//   - an ATX heading of level 1 to 3 becomes level 4 (#### ...);
+//   - a setext underline (a line of only = or -) is escaped (\---), so the
+//     line above it stays a paragraph;
+//   - a line starting with < is escaped (\<), so no HTML block (an
+//     unclosed <!-- or <script>) runs on to the end of the file;
+//   - a code fence left open is closed at the end;
+//   - CRLF line ends become LF.
+//
+// Text inside a code fence is left as written.
+func SafeText(t string) string {
+	t = strings.ReplaceAll(strings.ReplaceAll(t, "\r\n", "\n"), "\r", "\n")
 	lines := strings.Split(t, "\n")
-	fence := false
+	fence := "" // the open fence's marker ("```", "~~~~", ...)
 	for i, l := range lines {
 		tl := strings.TrimLeft(l, " ")
-		if strings.HasPrefix(tl, "```") || strings.HasPrefix(tl, "~~~") {
-			fence = !fence
+		indent := len(l) - len(tl)
+		if indent > 3 {
+			continue // indented code: no block starts here
 		}
-		if !fence && strings.HasPrefix(tl, "#") {
+		if m := fenceMarker(tl); m != "" {
+			switch {
+			case fence == "":
+				fence = m
+			case m[0] == fence[0] && len(m) >= len(fence) && strings.TrimSpace(tl[len(m):]) == "":
+				fence = ""
+			}
+			continue
+		}
+		if fence != "" {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(tl, "#"):
 			n := len(tl) - len(strings.TrimLeft(tl, "#"))
-			if n >= 1 && n <= 3 && (len(tl) == n || tl[n] == ' ') {
+			if n >= 1 && n <= 3 && (len(tl) == n || tl[n] == ' ' || tl[n] == '\t') {
 				lines[i] = "####" + tl[n:]
 			}
+		case setextUnderline(tl), strings.HasPrefix(tl, "<"):
+			lines[i] = `\` + tl
 		}
 	}
+	if fence != "" {
+		lines = append(lines, fence)
+	}
 	return strings.Join(lines, "\n")
+}
+
+// fenceMarker returns the run of ` or ~ (3 or more) a line starts with, ""
+// when it opens no code fence.
+func fenceMarker(l string) string {
+	if len(l) < 3 || (l[0] != '`' && l[0] != '~') {
+		return ""
+	}
+	n := len(l) - len(strings.TrimLeft(l, l[:1]))
+	if n < 3 || (l[0] == '`' && strings.Contains(l[n:], "`")) {
+		return ""
+	}
+	return l[:n]
+}
+
+// setextUnderline reports whether a line (without its indent) is only =
+// or only - characters, with trailing spaces.
+func setextUnderline(l string) bool {
+	l = strings.TrimRight(l, " \t")
+	return l != "" && (strings.Trim(l, "=") == "" || strings.Trim(l, "-") == "")
 }
 
 // escapeIssueLines keeps free text (a reviewer's notes, a GitHub review

@@ -419,3 +419,78 @@ func FuzzMergeText(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFeedbackText: whatever markdown a reviewer's notes, an issue's text
+// or a response hold (setext and ATX headings of every level, thematic
+// breaks, code fences left open, HTML comments and blocks, orch's own
+// headings and markers, CRLF), a round added to a task reads back with the
+// same structure, and the rounds and sections after it survive.
+func FuzzFeedbackText(f *testing.F) {
+	for _, s := range []string{
+		"Summary\n-------\nThe round ends here?",
+		"Summary\n===\n",
+		"# Title\n## Review Feedback (rejection #9)\n### From someone (2026-01-01T00:00:00Z)\n",
+		"```\nunclosed fence\n## Context",
+		"~~~~\n# in a fence\n~~~",
+		"<!-- github-review: 32 -->\n<!-- unclosed comment",
+		"<script>\nvar x;\n",
+		"---\n***\n___\n",
+		"- [ ] **R2.9** CRITICAL `x.go:1` — a fake issue\n  - Response: FIXED (abcdef1) — a fake response",
+		"Verdict: APPROVED\r\nline\r\n====\r\n",
+		"   ## indented heading\n    ## code\n",
+	} {
+		f.Add(s, "Problem text.\n"+s, "fixed it "+s)
+	}
+	base := "---\nid: T-fuzz01\ntitle: Fuzz\nqueue: provisional\n---\n# Fuzz\n\n" +
+		"## Review Feedback (rejection #1)\n\n### From lead via orch reject (2026-02-06T16:35:00Z)\n\nOld round.\n\n" +
+		"## Context\n\nKeep me.\n"
+	f.Fuzz(func(t *testing.T, notes, problem, response string) {
+		for _, s := range []string{notes, problem, response} {
+			if !utf8.ValidString(s) || strings.ContainsRune(s, 0) || len(s) > 4096 {
+				return // refused before it gets here (orch review, ghreview)
+			}
+		}
+		file, err := Parse("fuzz.md", []byte(base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		when := time.Date(2026, 2, 7, 10, 0, 0, 0, time.UTC)
+		round := Round{Number: 2, Verdict: "CHANGES_REQUESTED", Sources: []Source{{
+			From: "lead via orch review", Time: when, Text: notes,
+			Issues: []Issue{{ID: "R2.1", Severity: "HIGH", Blocking: true, Title: "Checked", Problem: problem,
+				Responses: []Response{{Status: "FIXED", Text: response}}}},
+		}}}
+		out, err := file.AddRound(round)
+		if err != nil {
+			t.Fatalf("AddRound: %v", err)
+		}
+		back, err := Parse("fuzz.md", out.Src)
+		if err != nil {
+			t.Fatalf("the file does not parse after AddRound: %v\n%s", err, out.Src)
+		}
+		rounds := back.FeedbackRounds()
+		if len(rounds) != 2 || rounds[0].Number != 2 || rounds[1].Number != 1 {
+			t.Fatalf("rounds read back: %+v\n%s", rounds, out.Src)
+		}
+		r := rounds[0]
+		if r.Verdict != "CHANGES_REQUESTED" || len(r.Sources) != 1 || r.Sources[0].From != "lead via orch review" {
+			t.Fatalf("round read back: %+v\n%s", r, out.Src)
+		}
+		is := r.Sources[0].Issues
+		if len(is) != 1 || is[0].ID != "R2.1" || is[0].Severity != "HIGH" || !is[0].Blocking || is[0].Resolved || len(is[0].Responses) != 1 || is[0].Responses[0].Status != "FIXED" {
+			t.Fatalf("issues read back: %+v\n%s", is, out.Src)
+		}
+		if len(rounds[1].Sources) != 1 || rounds[1].Sources[0].Text != "Old round." {
+			t.Fatalf("the older round read back: %+v\n%s", rounds[1], out.Src)
+		}
+		found := false
+		for _, sec := range back.Sections() {
+			if sec.Level == 2 && sec.Title == "Context" && strings.TrimSpace(back.SectionText(sec)) == "Keep me." {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("## Context did not survive:\n%s", out.Src)
+		}
+	})
+}

@@ -405,7 +405,7 @@ func (f *File) decodeTask() error {
 			case KeyCreated:
 				t.Created = tm
 			}
-		case KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels:
+		case KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyGitHubReviews:
 			list, ok := stringList(v)
 			if !ok {
 				return bad("must be a list such as [a, b]")
@@ -415,6 +415,8 @@ func (f *File) decodeTask() error {
 				t.LockedOut = list
 			case KeyWorkedBy:
 				t.WorkedBy = list
+			case KeyGitHubReviews:
+				t.GitHubReviews = list
 			case KeyDependsOn:
 				t.DependsOn = list
 			case KeyLabels:

@@ -73,10 +73,13 @@ type Task struct {
 	LockedOut      []string  `json:"locked_out,omitempty"`
 	// WorkedBy lists every actor that claimed the task, in any round: none
 	// of them may review it.
-	WorkedBy  []string  `json:"worked_by,omitempty"`
-	DependsOn []string  `json:"depends_on,omitempty"`
-	Labels    []string  `json:"labels,omitempty"`
-	Created   time.Time `json:"created,omitzero"`
+	WorkedBy []string `json:"worked_by,omitempty"`
+	// GitHubReviews lists the GitHub reviews imported into the task (by
+	// review id): pr poll and pr import never import one twice.
+	GitHubReviews []string  `json:"github_reviews,omitempty"`
+	DependsOn     []string  `json:"depends_on,omitempty"`
+	Labels        []string  `json:"labels,omitempty"`
+	Created       time.Time `json:"created,omitzero"`
 	// RejectedAt is the branch tip recorded at the last rejection; submit
 	// refuses when the branch has not moved past it.
 	RejectedAt string `json:"rejected_at_commit,omitempty"`
@@ -102,6 +105,7 @@ const (
 	KeyAssignedTo     = "assigned_to"
 	KeyLockedOut      = "locked_out"
 	KeyWorkedBy       = "worked_by"
+	KeyGitHubReviews  = "github_reviews"
 	KeyDependsOn      = "depends_on"
 	KeyLabels         = "labels"
 	KeyCreated        = "created"
@@ -113,7 +117,7 @@ const (
 var KeyOrder = []string{
 	KeyID, KeyTitle, KeyQueue, KeyPriority, KeyRole, KeyBranch, KeyBaseBranch, KeyPRNumber,
 	KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeySubmittedBy, KeySubmittedAt,
-	KeyAssignedTo, KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyCreated, KeyRejectedAt,
+	KeyAssignedTo, KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyCreated, KeyRejectedAt, KeyGitHubReviews,
 }
 
 // OrchOwned lists the fields that only orch's verbs change. A stale editor
@@ -121,7 +125,7 @@ var KeyOrder = []string{
 // three-way merge keeps orch's values for them.
 var OrchOwned = []string{
 	KeyQueue, KeyBranch, KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt,
-	KeySubmittedBy, KeySubmittedAt, KeyLockedOut, KeyWorkedBy, KeyRejectedAt,
+	KeySubmittedBy, KeySubmittedAt, KeyLockedOut, KeyWorkedBy, KeyRejectedAt, KeyGitHubReviews,
 }
 
 // Priorities in order, highest first.

@@ -2,6 +2,7 @@ package taskfile
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -85,6 +86,11 @@ func (f *File) Validate() []*ParseError {
 			if !ValidName(v) {
 				add(k.key, "%s: %q is not a valid name", k.key, v)
 			}
+		}
+	}
+	for _, r := range t.GitHubReviews {
+		if _, err := strconv.ParseInt(r, 10, 64); err != nil {
+			add(KeyGitHubReviews, "github_reviews: %q is not a review id", r)
 		}
 	}
 	for _, d := range t.DependsOn {

@@ -545,9 +545,10 @@ func (e *Engine) checkReviewer(t *Task, verb string) error {
 type Rejection struct {
 	Sources []taskfile.Source // at least one
 	Verdict string
-	Data    map[string]any // extra event data
-	Summary string         // commit message body
-	Rule    string         // "reject" or "review"
+	Data    map[string]any  // extra event data
+	Summary string          // commit message body
+	Rule    string          // "reject" or "review"
+	Edits   []taskfile.Edit // further frontmatter edits (github_reviews)
 }
 
 // Reject sends the work back with feedback.
@@ -608,6 +609,7 @@ func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
 			edits = append(edits, taskfile.Set(taskfile.KeyRejectedAt, taskfile.String(tip.String())))
 		}
 	}
+	edits = append(edits, rj.Edits...)
 	if f, err = f.Apply(edits...); err != nil {
 		return nil, err
 	}
@@ -805,16 +807,9 @@ func (e *Engine) Pause(id, note string) (*Result, error) {
 	})
 }
 
-// demote keeps free text inside the section it is written to.
-func demote(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(strings.TrimLeft(l, " "), "#") {
-			lines[i] = "\\" + strings.TrimLeft(l, " ")
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+// demote keeps free text inside the section it is written to (see
+// taskfile.SafeText).
+func demote(s string) string { return taskfile.SafeText(s) }
 
 // Fail gives the task up.
 func (e *Engine) Fail(id, reason string) (*Result, error) {

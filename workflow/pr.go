@@ -2,7 +2,9 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/orch-tool/orch/ghreview"
 	"github.com/orch-tool/orch/gitstore"
@@ -40,6 +42,17 @@ type PRImport struct {
 	Commit   string           `json:"commit,omitempty"`
 }
 
+// importedReviews tells which GitHub reviews a task holds already: its
+// github_reviews field, or, in a file from before that field, the review's
+// marker (never the text of a review: a body quoting a marker must not
+// stop the real review).
+func importedReviews(t *Task) func(int64) bool {
+	if t.File.Has(taskfile.KeyGitHubReviews) {
+		return func(id int64) bool { return slices.Contains(t.Task.GitHubReviews, strconv.FormatInt(id, 10)) }
+	}
+	return ghreview.ImportedIn(t.File.Src)
+}
+
 // ImportPR rejects a submitted task with the feedback of its pull request
 // when the newest decisive review requests changes and was not imported
 // before. Approved and comment-only pull requests are left alone.
@@ -56,7 +69,7 @@ func (e *Engine) ImportPR(id string, reviews []ghreview.Review, comments []ghrev
 	if err != nil {
 		return nil, err
 	}
-	fb, outcome := ghreview.Decide(reviews, comments, t.File.Src, t.Task.RejectionCount+1)
+	fb, outcome := ghreview.Decide(reviews, comments, importedReviews(t), t.Task.RejectionCount+1)
 	out.Outcome = outcome
 	if fb == nil {
 		return out, nil
@@ -65,12 +78,19 @@ func (e *Engine) ImportPR(id string, reviews []ghreview.Review, comments []ghrev
 	res, err := e.transition(id, "reject", func(t *Task) (*change, error) {
 		// Decide again on the task as it is at this tip: a concurrent
 		// import may have added the review meanwhile.
-		fb, outcome := ghreview.Decide(reviews, comments, t.File.Src, t.Task.RejectionCount+1)
+		fb, outcome := ghreview.Decide(reviews, comments, importedReviews(t), t.Task.RejectionCount+1)
 		if fb == nil {
 			out.Outcome = outcome
 			return nil, nil
 		}
+		ids := append([]string(nil), t.Task.GitHubReviews...)
+		for _, id := range fb.Included {
+			if s := strconv.FormatInt(id, 10); !slices.Contains(ids, s) {
+				ids = append(ids, s)
+			}
+		}
 		return e.rejectChange(t, Rejection{Sources: fb.Sources, Verdict: "CHANGES_REQUESTED",
+			Edits:   []taskfile.Edit{taskfile.Set(taskfile.KeyGitHubReviews, taskfile.ListOf(ids))},
 			Summary: fmt.Sprintf("GitHub review %d by %s requested changes (%d blocking, %d comment(s)).", fb.Review.ID, fb.Review.User.Login, fb.Blocking, fb.Comments),
 			Data:    map[string]any{"source": "github", "review_id": fb.Review.ID, "reviewer": fb.Review.User.Login, "pr_number": t.Task.PRNumber}})
 	})

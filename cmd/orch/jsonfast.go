@@ -40,6 +40,7 @@ func (j *taskJSON) appendJSON(b []byte) []byte {
 	b = appendOptString(b, "assigned_to", j.AssignedTo)
 	b = appendOptList(b, "locked_out", j.LockedOut)
 	b = appendOptList(b, "worked_by", j.WorkedBy)
+	b = appendOptList(b, "github_reviews", j.GitHubReviews)
 	b = appendOptList(b, "depends_on", j.DependsOn)
 	b = appendOptList(b, "labels", j.Labels)
 	b = appendOptTime(b, "created", j.Created)

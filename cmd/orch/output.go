@@ -49,6 +49,7 @@ type taskJSON struct {
 	AssignedTo     string    `json:"assigned_to,omitempty"`
 	LockedOut      []string  `json:"locked_out,omitempty"`
 	WorkedBy       []string  `json:"worked_by,omitempty"`
+	GitHubReviews  []string  `json:"github_reviews,omitempty"`
 	DependsOn      []string  `json:"depends_on,omitempty"`
 	Labels         []string  `json:"labels,omitempty"`
 	Created        time.Time `json:"created,omitzero"`
@@ -63,7 +64,7 @@ func toTaskJSON(e *workflow.Engine, s *gitstore.Summary) taskJSON {
 		ID: t.ID, Title: t.Title, Queue: string(t.Queue), Priority: t.Priority, Role: t.Role, Branch: t.Branch,
 		BaseBranch: t.BaseBranch, PRNumber: t.PRNumber, RejectionCount: t.RejectionCount, NoProgress: t.NoProgress, Attempts: t.Attempts,
 		ClaimedBy: t.ClaimedBy, ClaimedAt: t.ClaimedAt, SubmittedBy: t.SubmittedBy, AssignedTo: t.AssignedTo,
-		LockedOut: t.LockedOut, WorkedBy: t.WorkedBy, DependsOn: t.DependsOn, Labels: t.Labels, Created: t.Created,
+		LockedOut: t.LockedOut, WorkedBy: t.WorkedBy, GitHubReviews: t.GitHubReviews, DependsOn: t.DependsOn, Labels: t.Labels, Created: t.Created,
 		Path:    gitstore.ViewDirName + "/" + s.Path, // branch paths are clean and slash-separated
 		Problem: s.Problem,
 	}
