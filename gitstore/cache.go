@@ -573,7 +573,7 @@ func startCacheLoad(path, ref string) *cacheLoad {
 // stat the branch's files while it waits, and checks this once it holds
 // the lock.
 func (l *cacheLoad) current() bool {
-	f, err := os.Open(l.path)
+	f, err := openPrivate(l.path, os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -583,7 +583,7 @@ func (l *cacheLoad) current() bool {
 	if err != nil || !bytes.Equal(hdr, l.c.raw[:len(hdr)]) {
 		return false
 	}
-	j, err := os.ReadFile(l.path + journalSuffix)
+	j, err := ReadPrivateFile(l.path + journalSuffix)
 	if errors.Is(err, fs.ErrNotExist) {
 		return l.journal == nil
 	}
@@ -618,7 +618,7 @@ func loadStateCache(path, ref string) *stateCache {
 // long as the process: orch replaces the file by rename and never writes
 // it in place, so the mapped bytes cannot change.
 func readCacheFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openPrivate(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -41,9 +41,9 @@ func (st *Store) DoctorLock(exclusive bool) (release func(), err error) {
 		if err := os.MkdirAll(st.priv, 0o777); err != nil {
 			return nil, err
 		}
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+		f, err = openPrivate(path, os.O_RDWR|os.O_CREATE, 0o666)
 	} else {
-		f, err = os.Open(path)
+		f, err = openPrivate(path, os.O_RDONLY, 0)
 		if errors.Is(err, os.ErrNotExist) {
 			return func() {}, nil
 		}
@@ -67,7 +67,7 @@ func (st *Store) DoctorLock(exclusive bool) (release func(), err error) {
 		}
 		if time.Now().After(deadline) {
 			f.Close()
-			holder, _ := os.ReadFile(path)
+			holder, _ := ReadPrivateFile(path)
 			return nil, &ErrLockTimeout{Path: path, Holder: strings.TrimSpace(string(holder))}
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -173,7 +173,7 @@ func (st *Store) lockOwnerNotes() []string {
 // noteStale reads a note: the pid it names, and whether that process is
 // gone (or the note holds no pid at all).
 func noteStale(note string) (int, bool) {
-	b, err := os.ReadFile(note)
+	b, err := ReadPrivateFile(note)
 	if err != nil {
 		return 0, false
 	}
@@ -245,11 +245,19 @@ func (st *Store) RemoveStaleLockOwnerNote() error {
 	return nil
 }
 
-// Temp file prefixes: view files being written, cache files being written.
+// Temp file prefixes: a view file being written (.orch-new-, removed
+// whenever found), a view file written whole or a view file displaced
+// (.orch-tmp-, see placeView: kept in recovered/ when its content is not a
+// version orch knows), a cache file being written.
 const (
 	viewTempPrefix  = ".orch-tmp-"
+	viewNewPrefix   = ".orch-new-"
 	cacheTempPrefix = ".cache-"
 )
+
+func isViewTemp(name string) bool {
+	return strings.HasPrefix(name, viewTempPrefix) || strings.HasPrefix(name, viewNewPrefix)
+}
 
 // TempFiles lists the temp files orch writes and renames (view files, the
 // state cache) that were left behind. orch writes them only while holding
@@ -257,13 +265,13 @@ const (
 // passes StaleTempAge.
 func (st *Store) TempFiles(minAge time.Duration) []string {
 	var out []string
-	look := func(dir, prefix string) {
+	look := func(dir string, temp func(string) bool) {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			return
 		}
 		for _, e := range ents {
-			if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+			if !temp(e.Name()) || !e.Type().IsRegular() {
 				continue
 			}
 			fi, err := e.Info()
@@ -274,14 +282,14 @@ func (st *Store) TempFiles(minAge time.Duration) []string {
 		}
 	}
 	if st.View != "" {
-		look(st.View, viewTempPrefix)
+		look(st.View, isViewTemp)
 		for _, d := range mirroredDirs {
 			if fi, err := os.Lstat(filepath.Join(st.View, d)); err == nil && fi.IsDir() {
-				look(filepath.Join(st.View, d), viewTempPrefix)
+				look(filepath.Join(st.View, d), isViewTemp)
 			}
 		}
 	}
-	look(st.priv, cacheTempPrefix)
+	look(st.priv, func(name string) bool { return strings.HasPrefix(name, cacheTempPrefix) })
 	sort.Strings(out)
 	return out
 }
@@ -291,7 +299,7 @@ func (st *Store) RemoveTempFile(path string) error {
 	dir, name := filepath.Split(path)
 	dir = filepath.Clean(dir)
 	ok := dir == filepath.Clean(st.priv) && strings.HasPrefix(name, cacheTempPrefix)
-	if st.View != "" && strings.HasPrefix(name, viewTempPrefix) {
+	if st.View != "" && isViewTemp(name) {
 		if dir == filepath.Clean(st.View) {
 			ok = true
 		}
@@ -303,6 +311,12 @@ func (st *Store) RemoveTempFile(path string) error {
 	}
 	if !ok {
 		return fmt.Errorf("%s is not a temp file of orch", path)
+	}
+	if strings.HasPrefix(name, viewTempPrefix) && st.leftoverHoldsASave(path) {
+		// A file orch displaced, holding what orch does not know: a save
+		// that raced a killed orch. Kept, not removed.
+		st.keepRecovered(filepath.Base(dir)+"/"+strings.TrimPrefix(name, viewTempPrefix), path)
+		return nil
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

@@ -62,7 +62,7 @@ type journalReplay struct {
 // damaged or malformed ends the replay. It returns the file as read (nil
 // when there is none) and what replayRest needs.
 func (c *stateCache) replayDirs(path string) ([]byte, *journalReplay) {
-	f, err := os.Open(path)
+	f, err := openPrivate(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, nil
 	}
@@ -308,7 +308,7 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 	rec = binary.AppendUvarint(rec, uint64(len(e.b)))
 	rec = binary.LittleEndian.AppendUint32(rec, checksum(e.b))
 	rec = append(rec, e.b...)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := openPrivate(path, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return false, err
 	}

@@ -38,7 +38,7 @@ func acquireLock(path string, shared bool) (*fileLock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	f, err := openPrivate(path, os.O_RDWR|os.O_CREATE, 0o666)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func acquireLock(path string, shared bool) (*fileLock, error) {
 		}
 		return finishLock(f, path, shared), nil
 	case <-time.After(LockTimeout):
-		holder, _ := os.ReadFile(path)
+		holder, _ := ReadPrivateFile(path)
 		return nil, &ErrLockTimeout{Path: path, Holder: strings.TrimSpace(string(holder))}
 	}
 }

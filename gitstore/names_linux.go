@@ -17,14 +17,15 @@ func cName(name string, _ []byte) []byte {
 // countFiles counts the names of a directory that maybeMirrored accepts and
 // that may be regular files (by the type getdents gives, when it gives
 // one), listing it into buf.
-func countFiles(fd int, dir string, buf []byte) int {
-	count := 0
+func countFiles(fd int, dir string, buf []byte) (count int, leftovers bool) {
 	readDirents(fd, buf, func(name string, _ uint64, typ byte) {
 		if (typ == unix.DT_REG || typ == unix.DT_UNKNOWN) && maybeMirrored(dir, name) {
 			count++
+		} else if name[0] == '.' && isViewTemp(name) {
+			leftovers = true
 		}
 	})
-	return count
+	return count, leftovers
 }
 
 // eachName calls fn with every name of a directory and its inode number;

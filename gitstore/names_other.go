@@ -25,14 +25,15 @@ func cName(name string, buf []byte) []byte {
 
 // countFiles counts the names of a directory that maybeMirrored accepts
 // (all of them may be regular files: the type is not looked at here).
-func countFiles(fd int, dir string, _ []byte) int {
-	count := 0
+func countFiles(fd int, dir string, _ []byte) (count int, leftovers bool) {
 	for _, name := range readNames(fd) {
 		if maybeMirrored(dir, name) {
 			count++
+		} else if isViewTemp(name) {
+			leftovers = true
 		}
 	}
-	return count
+	return count, leftovers
 }
 
 // eachName calls fn with every name of a directory; the inode number is 0

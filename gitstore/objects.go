@@ -52,6 +52,29 @@ func (e *ErrObjectMissing) Error() string { return "object " + e.Hash.String() +
 
 // read returns the content of an object of the given type.
 func (o *objectStore) read(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	b, err := o.readObject(t, h)
+	var missing *ErrObjectMissing
+	if err != nil && !errors.As(err, &missing) {
+		return nil, &ErrObjectDamaged{Hash: h, Type: t, Err: err}
+	}
+	return b, err
+}
+
+// ErrObjectDamaged is an object that is there but cannot be read (a
+// truncated or corrupt loose object, a damaged pack).
+type ErrObjectDamaged struct {
+	Hash plumbing.Hash
+	Type plumbing.ObjectType
+	Err  error
+}
+
+func (e *ErrObjectDamaged) Error() string {
+	return fmt.Sprintf("%s %s cannot be read (%v)", e.Type, e.Hash, e.Err)
+}
+
+func (e *ErrObjectDamaged) Unwrap() error { return e.Err }
+
+func (o *objectStore) readObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 	// Loose objects are read directly: it is the common case for orch's
 	// own recent commits and avoids go-git scanning packs.
 	if b, err := o.readLoose(t, h); err == nil {

@@ -207,7 +207,7 @@ func (r *Repo) ownerNote(lockPath string) string {
 // killed orch and can be taken over at once, instead of after
 // StaleRefLockAge.
 func (r *Repo) noteLockOwner(lockPath string) {
-	if note := r.ownerNote(lockPath); note != "" {
+	if note := r.ownerNote(lockPath); note != "" && checkRegular(note) == nil {
 		_ = os.WriteFile(note, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o666)
 	}
 }
@@ -231,7 +231,7 @@ func (r *Repo) LockOwner(lockPath string) (pid int, noted time.Time, ok bool) {
 		if note == "" {
 			continue
 		}
-		b, err := os.ReadFile(note)
+		b, err := ReadPrivateFile(note)
 		if err != nil {
 			continue // the per-ref note, else the one an older orch wrote
 		}

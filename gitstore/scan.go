@@ -54,6 +54,9 @@ type viewScan struct {
 	exists bool
 	dirs   map[string]*scanFiles // dir ("" for the root) -> its files
 	n      int
+	// leftovers: a temp file of orch's (.orch-tmp-*) was listed in a
+	// mirrored directory; the reconcile cleans up (see removeLeftoverTemps).
+	leftovers bool
 }
 
 // mirroredDirs are the directories of the state branch that the view holds,
@@ -229,7 +232,9 @@ func (s *viewScan) run(view string) {
 			continue
 		}
 		defer unix.Close(fd)
-		lists[dir] = listed{fd, countFiles(fd, dir, buf)}
+		n, left := countFiles(fd, dir, buf)
+		lists[dir] = listed{fd, n}
+		s.leftovers = s.leftovers || left
 		if traceOn {
 			Trace("  scan: listed " + dir)
 		}

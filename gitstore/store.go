@@ -237,7 +237,7 @@ func viewRootProblem(view string) error {
 // viewOwner is the state branch the view belongs to: the one recorded in
 // <common dir>/orch/view-owner, else the default branch if it exists.
 func (st *Store) viewOwner() string {
-	if b, err := os.ReadFile(filepath.Join(st.priv, "view-owner")); err == nil {
+	if b, err := ReadPrivateFile(filepath.Join(st.priv, "view-owner")); err == nil {
 		if o := strings.TrimSpace(string(b)); ValidRefName(o) {
 			return o
 		}
@@ -302,6 +302,10 @@ func (st *Store) Lock() error {
 	}
 	l, err := acquireLock(filepath.Join(st.priv, "lock"), false)
 	if err != nil {
+		return err
+	}
+	if err := st.checkPrivateFiles(); err != nil {
+		l.release()
 		return err
 	}
 	st.lock = l

@@ -27,6 +27,9 @@ type Policy struct {
 	PrepareNewTask func(path string, data []byte, taken func(id string) bool) ([]byte, string, error)
 	// CheckFile validates a hand-edited file that is not a task.
 	CheckFile func(path string, data []byte) error
+	// CheckTask checks a hand-edited task against the other tasks (a
+	// depends_on cycle): an error keeps it out of the branch, reported.
+	CheckTask func(f *taskfile.File) error
 	// Event returns the event-log change recording a task made by hand, so
 	// that the log (and stats) see it like a task made with orch new.
 	Event func(snap *Snapshot, action, id, path string) (Change, error)
@@ -78,6 +81,9 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 	}
 	scan := st.scan.wait()
 	Trace("view scan")
+	if scan.leftovers {
+		st.removeLeftoverTemps()
+	}
 	if !scan.exists && st.snap.Tip.IsZero() {
 		return rep, nil // nothing to mirror yet
 	}
@@ -551,6 +557,12 @@ func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.H
 			rep.Broken[p] = taskfile.Problems(errs)
 			return nil
 		}
+		if pol.CheckTask != nil {
+			if err := pol.CheckTask(wf); err != nil {
+				rep.Broken[p] = err
+				return nil
+			}
+		}
 		rf, err := taskfile.Parse(st.rel(p), rdata)
 		if err != nil {
 			rf = nil
@@ -756,6 +768,12 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 		if len(conflicts) > 0 {
 			st.markConflict(p, rep, st.cache.index.get(p), w, r, conflicts)
 			return nil
+		}
+		if pol.CheckTask != nil {
+			if err := pol.CheckTask(merged); err != nil {
+				rep.Broken[p] = err
+				return nil
+			}
 		}
 		result, id = merged.Src, merged.Task.ID
 		if pol.OrchFields != nil {

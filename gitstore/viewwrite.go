@@ -279,9 +279,13 @@ func (st *Store) placeView(p string, data []byte, blob, expect plumbing.Hash) bo
 }
 
 // writeTemp writes data to a new temp file in dir, dated viewWriteAge in
-// the past, and returns its path.
+// the past, and returns its path. It is written as .orch-new-* and renamed
+// .orch-tmp-* once whole: a leftover .orch-new-* is a write a killed orch
+// never finished (removed by the next command), a leftover .orch-tmp-*
+// either orch's whole new file or a file it displaced (see
+// removeLeftoverTemps).
 func (st *Store) writeTemp(dir string, data []byte) (string, error) {
-	f, err := os.CreateTemp(dir, viewTempPrefix)
+	f, err := os.CreateTemp(dir, viewNewPrefix)
 	if err != nil {
 		return "", err
 	}
@@ -299,7 +303,12 @@ func (st *Store) writeTemp(dir string, data []byte) (string, error) {
 	// read and its index entry a rewrite.
 	now := time.Now()
 	_ = os.Chtimes(f.Name(), now, now.Add(-viewWriteAge))
-	return f.Name(), nil
+	whole := filepath.Join(dir, viewTempPrefix+strings.TrimPrefix(filepath.Base(f.Name()), viewNewPrefix))
+	if err := renameNoReplace(f.Name(), whole); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return whole, nil
 }
 
 // exchangeView is placeView's step for a path that should hold expect. It
@@ -623,4 +632,29 @@ func (st *Store) IgnoredViewFiles() []IgnoredFile {
 		}
 	}
 	return out
+}
+
+// removeLeftoverTemps cleans up the temp files a killed orch left in the
+// view (only the holder of the lock writes them, so none is in use). A
+// .orch-new-* was never finished: removed. A .orch-tmp-* holding a version
+// orch knows (a blob in the repository: its own new file, or a view version
+// it displaced) is removed; one holding anything else can only be a save
+// that raced a killed orch, and goes to recovered/.
+func (st *Store) removeLeftoverTemps() {
+	for _, p := range st.TempFiles(0) {
+		if filepath.Dir(p) == filepath.Clean(st.priv) {
+			continue // the cache's: the cache save replaces them
+		}
+		_ = st.RemoveTempFile(p)
+	}
+}
+
+// leftoverHoldsASave reports whether a leftover .orch-tmp-* file holds
+// text orch does not know (see removeLeftoverTemps).
+func (st *Store) leftoverHoldsASave(p string) bool {
+	data, err := ReadPrivateFile(p)
+	if err != nil {
+		return false
+	}
+	return len(data) > 0 && !st.objs.has(HashBlob(data))
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -76,7 +78,7 @@ func TestPlaceViewRaces(t *testing.T) {
 						}
 						done <- err
 					}()
-					time.Sleep(50 * time.Millisecond) // the open is waiting on the lease
+					waitLeaseBreak(t, full) // the open is waiting on orch's lease
 				}
 				st.hooks.placed = func(string) { t.Error("orch's file was placed although a writer opened the old one") }
 				return func() {
@@ -262,6 +264,30 @@ func TestPlaceViewRaces(t *testing.T) {
 	}
 }
 
+// waitLeaseBreak returns once a process waits to open full for writing
+// while orch holds its read lease: a new lease is refused (EAGAIN) while a
+// lease break is pending.
+func waitLeaseBreak(t *testing.T, full string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		f, err := os.Open(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = setLease(f, unix.F_RDLCK)
+		if err == nil {
+			_ = setLease(f, unix.F_UNLCK)
+		}
+		f.Close()
+		if errors.Is(err, unix.EAGAIN) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("no writer came to wait on the lease")
+}
+
 // heldOpen is the file the "cat >>" case keeps open between its steps.
 var heldOpen *os.File
 
@@ -310,5 +336,31 @@ func TestEmulatedExchange(t *testing.T) {
 	writeFile(t, a, "other")
 	if err := linkNoReplace(a, b); !errors.Is(err, os.ErrExist) || readFile(t, b) != "old" {
 		t.Fatalf("linkNoReplace onto a file: %v, b=%q", err, readFile(t, b))
+	}
+}
+
+// TestLeftoverTempsRemoved: temp files a killed orch left in the view are
+// cleaned up by the next command: a write it never finished (.orch-new-)
+// and a whole one holding a version orch knows are removed; a displaced
+// one holding anything else (a save that raced the killed orch) is kept in
+// recovered/ and named.
+func TestLeftoverTempsRemoved(t *testing.T) {
+	id := "T-left01"
+	dir := viewRepo(t, id)
+	tasks := filepath.Join(dir, ViewDirName, TasksDir)
+	writeFile(t, filepath.Join(tasks, viewTempPrefix+"known"), viewDoc(id))
+	writeFile(t, filepath.Join(tasks, viewTempPrefix+"empty"), "")
+	writeFile(t, filepath.Join(tasks, viewTempPrefix+"typed"), withLine(id, "Typed as orch died."))
+	writeFile(t, filepath.Join(tasks, viewNewPrefix+"partial"), "---\nid: T-left01\nti")
+	_, st := reconcile(t, dir)
+	if left, _ := filepath.Glob(filepath.Join(tasks, ".orch-*")); len(left) > 0 {
+		t.Fatalf("temp files left: %v", left)
+	}
+	rec := st.Recovered()
+	if len(rec) != 1 || readFile(t, filepath.Join(dir, rec[0])) != withLine(id, "Typed as orch died.") {
+		t.Fatalf("recovered %v", rec)
+	}
+	if !strings.Contains(strings.Join(st.Notes(), "\n"), rec[0]) {
+		t.Fatalf("notes do not name %s: %v", rec[0], st.Notes())
 	}
 }

@@ -44,6 +44,26 @@ func ValidName(s string) bool {
 	return n > 0 && !strings.HasSuffix(s, " ") && !strings.Contains(s, "..")
 }
 
+// ValidPersonName reports whether s can name a person: anything git
+// accepts as user.name that orch can write safely (quoted where it must
+// be) into YAML, commit identities and events: 1 to 100 bytes of UTF-8,
+// no control characters, no < or > (git's identity delimiters), no / or \
+// and no - first (never a path or a flag), no space at either end.
+// Apostrophes, commas, colons, other scripts and emoji are fine ("Seán
+// O'Brien", "Doe, John"). An agent's name (--agent, ORCH_AGENT) keeps the
+// stricter ValidName.
+func ValidPersonName(s string) bool {
+	if s == "" || len(s) > 100 || !utf8.ValidString(s) || s != strings.TrimSpace(s) || strings.ContainsAny(s, "<>/\\") || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
 // Validate reports every problem with the task's fields, each with its line.
 // A file that does not parse never gets here: Parse reports that.
 func (f *File) Validate() []*ParseError {
@@ -83,7 +103,7 @@ func (f *File) Validate() []*ParseError {
 		vals []string
 	}{{KeyLockedOut, t.LockedOut}, {KeyWorkedBy, t.WorkedBy}, {KeyLabels, t.Labels}} {
 		for _, v := range k.vals {
-			if !ValidName(v) {
+			if ok := ValidPersonName(v); !ok || k.key == KeyLabels && !ValidName(v) {
 				add(k.key, "%s: %q is not a valid name", k.key, v)
 			}
 		}
@@ -99,7 +119,11 @@ func (f *File) Validate() []*ParseError {
 		}
 	}
 	for _, k := range []struct{ key, val string }{{KeyRole, t.Role}, {KeyClaimedBy, t.ClaimedBy}, {KeyAssignedTo, t.AssignedTo}, {KeySubmittedBy, t.SubmittedBy}} {
-		if k.val != "" && !ValidName(k.val) {
+		valid := ValidPersonName
+		if k.key == KeyRole {
+			valid = ValidName
+		}
+		if k.val != "" && !valid(k.val) {
 			add(k.key, "%s: %q is not a valid name", k.key, k.val)
 		}
 	}

@@ -164,7 +164,7 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 		return nil, problem("max_no_progress", "must be at least 1")
 	}
 	for _, r := range c.Review.Reviewers {
-		if !taskfile.ValidName(r) {
+		if !taskfile.ValidPersonName(r) {
 			return nil, problem("reviewers", "%q is not a valid name", r)
 		}
 	}
@@ -174,7 +174,7 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 		}
 	}
 	for _, h := range c.Humans {
-		if !taskfile.ValidName(h) {
+		if !taskfile.ValidPersonName(h) {
 			return nil, problem("humans", "%q is not a valid name", h)
 		}
 		if c.inRoster(h) {

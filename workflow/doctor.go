@@ -34,10 +34,11 @@ const (
 	CheckConflicts   = "conflicts"
 	CheckCheckedOut  = "checked_out"
 	CheckExclude     = "exclude"
+	CheckPrivate     = "private_files"
 )
 
 // DoctorChecks lists every check, in report order.
-var DoctorChecks = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude}
+var DoctorChecks = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude, CheckPrivate}
 
 // Check statuses.
 const (
@@ -183,6 +184,7 @@ type diagnosis struct {
 	reconcile    bool // the normal open (lock, load, reconcile) repairs something
 	exclude      bool
 	backwards    *gitstore.ErrMovedBackwards
+	notRegular   []string
 }
 
 func (d *diagnosis) healthy() bool {
@@ -219,7 +221,25 @@ func diagnose(st *gitstore.Store, base string) *diagnosis {
 	d.checkConflicts()
 	d.checkCheckedOut()
 	d.checkExclude()
+	d.checkPrivate()
 	return d
+}
+
+// checkPrivate names what in <common dir>/orch/ is not a regular file (a
+// FIFO, a directory at lock): every command refuses to use it.
+func (d *diagnosis) checkPrivate() {
+	bad := d.st.NotRegularPrivateFiles()
+	if len(bad) == 0 {
+		d.add(CheckPrivate, StatusOK, "every file of "+d.show(d.st.PrivDir())+" is a regular file", "", nil)
+		return
+	}
+	var items []string
+	for _, b := range bad {
+		items = append(items, d.show(b.Path)+" is "+b.Kind)
+		d.notRegular = append(d.notRegular, b.Path)
+	}
+	d.add(CheckPrivate, StatusProblem, fmt.Sprintf("%d path(s) of orch's private state are not regular files: %s", len(items), strings.Join(clip(items, 3), ", ")),
+		"run orch doctor --fix (removes them; orch makes the files again)", items)
 }
 
 // rewind restores the tip orch saw last, or accepts the branch where it is.
@@ -709,6 +729,15 @@ func repair(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (done, failed 
 	did := func(check, format string, a ...any) { done[check] = append(done[check], fmt.Sprintf(format, a...)) }
 	fail := func(check, format string, a ...any) { failed[check] = append(failed[check], fmt.Sprintf(format, a...)) }
 	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now}
+	// What is not a regular file goes first: a FIFO or a directory at the
+	// lock would stop the rest.
+	for _, p := range d.notRegular {
+		if err := os.Remove(p); err != nil {
+			fail(CheckPrivate, "cannot remove %s: %v", d.show(p), err)
+		} else {
+			did(CheckPrivate, "removed %s", d.show(p))
+		}
+	}
 	release, err := st.DoctorLock(true)
 	if err != nil {
 		fail(CheckStaleLock, "nothing repaired: %v", err)

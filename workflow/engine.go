@@ -202,6 +202,7 @@ func (e *Engine) policy() gitstore.Policy {
 		PrepareNewTask: e.prepareHandMadeTask,
 		CheckFile:      CheckFile,
 		OrchFields:     e.keepOrchFields,
+		CheckTask:      e.checkDependencies,
 		Hold: func(path string) error {
 			if e.IsHuman() || !isPolicyFile(path) {
 				return nil
@@ -526,7 +527,7 @@ func (e *Engine) cloneID() string {
 		return e.clone
 	}
 	p := filepath.Join(e.Store.PrivDir(), "clone-id")
-	if b, err := os.ReadFile(p); err == nil {
+	if b, err := gitstore.ReadPrivateFile(p); err == nil {
 		if s := strings.TrimSpace(string(b)); len(s) == 6 && strings.Trim(s, idAlphabet) == "" {
 			e.clone = s
 			return s

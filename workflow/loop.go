@@ -705,7 +705,7 @@ func (e *Engine) escalationMessage(t *taskfile.Task, path, reason, why string) g
 	now := e.Now().UTC()
 	name := fmt.Sprintf("%s/%s-%s.md", gitstore.MessagesDir, now.Format("20060102T150405.000Z"), t.ID)
 	var b strings.Builder
-	fmt.Fprintf(&b, "---\ntask: %s\nreason: %s\ncreated: %s\nby: %s\n---\n", t.ID, reason, taskfile.FormatTime(now), e.Actor)
+	fmt.Fprintf(&b, "---\ntask: %s\nreason: %s\ncreated: %s\nby: %q\n---\n", t.ID, reason, taskfile.FormatTime(now), e.Actor)
 	fmt.Fprintf(&b, "# %s escalated: %s\n\n", t.ID, oneLine(t.Title))
 	b.WriteString("## Why\n\n" + why + "\n\n")
 	fmt.Fprintf(&b, "Rejections so far: %d. Locked out: %s. Branch: %s.\n\n", t.RejectionCount, orNone(t.LockedOut), orDash(t.Branch))

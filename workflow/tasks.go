@@ -564,6 +564,9 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := e.checkDependencies(mf); err != nil {
+			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{asParseError(err, view)}}
+		}
 		if changed := e.handChangedFields(mf, rf); len(changed) > 0 {
 			return nil, &RuleError{Rule: "orch_owned", Msg: fmt.Sprintf("%s: an edit may not change %s: orch-owned fields change only through verbs", t.ID, strings.Join(changed, ", ")),
 				Hint: e.verbsFor(changed, mf, t.ID) + "; edit again leaving those fields as they are"}
@@ -696,6 +699,52 @@ func (e *Engine) Check() []Problem {
 		return out[i].Line < out[j].Line
 	})
 	return out
+}
+
+// checkDependencies refuses a hand edit whose depends_on closes a cycle
+// with the tasks on the branch (DESIGN §2: kept out, reported like a file
+// that does not parse).
+func (e *Engine) checkDependencies(f *taskfile.File) error {
+	if cycle := e.cycleThrough(f.Task.ID, f.Task.DependsOn); cycle != nil {
+		return &taskfile.ParseError{Path: f.Path, Line: f.Line(taskfile.KeyDependsOn),
+			Msg: "depends_on: forms a cycle: " + strings.Join(cycle, " -> ") + " (not committed: a task in a cycle never becomes ready)"}
+	}
+	return nil
+}
+
+// cycleThrough returns a dependency cycle that id's depends_on (deps)
+// would close, or nil: a path from one of deps back to id.
+func (e *Engine) cycleThrough(id string, deps []string) []string {
+	if id == "" {
+		return nil
+	}
+	seen := map[string]bool{}
+	var walk func(at string, path []string) []string
+	walk = func(at string, path []string) []string {
+		if at == id {
+			return append(path, at)
+		}
+		if seen[at] {
+			return nil
+		}
+		seen[at] = true
+		s := e.Store.SummaryByID(at)
+		if s == nil {
+			return nil
+		}
+		for _, d := range s.Task.DependsOn {
+			if c := walk(d, append(path, at)); c != nil {
+				return c
+			}
+		}
+		return nil
+	}
+	for _, d := range deps {
+		if c := walk(d, []string{id}); c != nil {
+			return c
+		}
+	}
+	return nil
 }
 
 func (e *Engine) dependencyCycles() []Problem {

@@ -68,6 +68,8 @@ func classify(err error) classified {
 		external  *workflow.ExternalError
 		unhealthy *workflow.UnhealthyError
 		backwards *gitstore.ErrMovedBackwards
+		damaged   *gitstore.ErrObjectDamaged
+		notReg    *gitstore.ErrNotRegular
 	)
 	switch {
 	case errors.As(err, &usage):
@@ -124,6 +126,10 @@ func classify(err error) classified {
 		return classified{exitFailure, "edit_failed", edit.Error(), "orch edit opens the file in your editor"}
 	case errors.As(err, &notRepo):
 		return classified{exitFailure, "not_a_repository", notRepo.Error(), "run orch inside a git repository, or pass -C DIR"}
+	case errors.As(err, &damaged):
+		return classified{exitFailure, "object_damaged", "the repository is damaged: " + damaged.Error(), "git fsck names every damaged object; a clone or a remote that has the state branch can restore it (orch sync, or git fetch); orch doctor shows what orch needs"}
+	case errors.As(err, &notReg):
+		return classified{exitFailure, "not_regular", notReg.Error(), "run orch doctor --fix (removes it), then the command again"}
 	case errors.As(err, &missing):
 		return classified{exitFailure, "object_missing", missing.Error(), "run git fsck; if the repository is a partial or shallow clone, fetch the state branch again"}
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):

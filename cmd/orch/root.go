@@ -196,7 +196,16 @@ func (g *globalOptions) resolveAgent() error {
 	if g.Agent == "" {
 		g.Agent, g.agentSource = "unknown", "none"
 	}
-	if !taskfile.ValidName(g.Agent) {
+	// An agent's name (--agent, ORCH_AGENT) keeps the strict rule; a
+	// person's name from git may be anything git accepts as user.name.
+	valid := taskfile.ValidName
+	if g.agentSource == "git user.name" || g.agentSource == "login" {
+		valid = taskfile.ValidPersonName
+	}
+	if !valid(g.Agent) {
+		if g.agentSource == "git user.name" {
+			return &workflow.UsageError{Msg: fmt.Sprintf("git user.name %q cannot name an actor: it holds control characters, < or >, or spaces at an end", g.Agent), Hint: "fix it with git config user.name, or pass --agent NAME"}
+		}
 		return &workflow.UsageError{Msg: fmt.Sprintf("%q is not a valid agent name", g.Agent), Hint: "names are letters, digits, spaces and . _ - + @, up to 64 characters (--agent NAME)"}
 	}
 	return nil
