@@ -29,9 +29,15 @@ orch holds no lock while the editor is open; if orch changed the task
 meanwhile, your edit is merged with those changes (fields you did not touch
 take orch's values). It works in a bare repository too, where there is no view.
 
---from FILE commits FILE's content as the edit without opening an editor.
-An edit that does not parse is refused with the file and line, and nothing
-is committed; the edited copy is kept so you can fix it.`,
+--from FILE commits FILE's content as the edit without opening an editor;
+FILE is merged from the version of the task it was copied from (found in the
+task's history), so an old copy never undoes what happened since.
+
+Fields orch owns (queue, claimed_by, locked_out, ...) change only through
+verbs: an edit that changes one is refused (exit 4) and the hint names the
+verb. Whatever stops the commit (an invalid file, a conflict, a rule, a
+locked ref, a full disk), nothing is committed and what you typed is kept:
+the path is printed (.git/orch/edits/) with the command that retries it.`,
 		Example: `  orch edit T-4k9x2m
   orch edit config
   EDITOR=nano orch edit 4k9x
