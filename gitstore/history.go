@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"os"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -147,4 +148,26 @@ func (st *Store) MovedBackwards(ref string, seen, now plumbing.Hash) *ErrMovedBa
 		h = c.Parents[0]
 	}
 	return e
+}
+
+// ReadAtTip reads path at the state branch's tip without the lock or the
+// cache (for a command that needs one file before it locks, such as the
+// config before a fetch). ErrNotExist when there is no branch or no file.
+func (st *Store) ReadAtTip(path string) ([]byte, error) {
+	tip, err := st.Repo.ReadRef(st.Ref)
+	if err != nil {
+		return nil, err
+	}
+	if tip.IsZero() {
+		return nil, os.ErrNotExist
+	}
+	c, err := st.ReadCommit(tip)
+	if err != nil {
+		return nil, err
+	}
+	blob := st.blobAt(c.Tree, path)
+	if blob.IsZero() {
+		return nil, os.ErrNotExist
+	}
+	return st.objs.read(plumbing.BlobObject, blob)
 }

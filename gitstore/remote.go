@@ -103,6 +103,51 @@ func (r *Repo) Fetch(remote, ref string) (plumbing.Hash, error) {
 	}
 }
 
+// FetchBranches fetches every branch of the remote whose name starts with
+// prefix (the task branches, task/) into refs/remotes/<remote>/<prefix>*,
+// so that a claim on this clone can continue the work another clone
+// pushed. A remote with none is no error.
+func (r *Repo) FetchBranches(remote, prefix string) error {
+	if !ValidRemote(remote) || prefix == "" || !ValidRefName("refs/heads/"+prefix+"x") {
+		return fmt.Errorf("invalid remote %q or prefix %q", remote, prefix)
+	}
+	spec := "+refs/heads/" + prefix + "*:refs/remotes/" + remote + "/" + prefix + "*"
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		var stderr string
+		if stderr, err = r.git("fetch", "--quiet", "--no-tags", "--", remote, spec); err == nil {
+			return nil
+		}
+		if !strings.Contains(stderr, "cannot lock ref") && !strings.Contains(stderr, "did not send all necessary objects") {
+			return err
+		}
+		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+	}
+	return err
+}
+
+// IsAncestor reports whether commit a is b or an ancestor of b, asking git
+// (its commit-graph answers it without walking a code branch's whole
+// history, which can be long).
+func (r *Repo) IsAncestor(a, b plumbing.Hash) bool {
+	if a == b {
+		return true
+	}
+	_, err := r.git("merge-base", "--is-ancestor", a.String(), b.String())
+	return err == nil
+}
+
+// RemoteCopy returns the first remote-tracking copy of a local branch
+// (refs/remotes/<remote>/<branch>, origin first), and the remote's name.
+func (r *Repo) RemoteCopy(branch string) (plumbing.Hash, string) {
+	for _, rem := range r.Remotes() {
+		if h, err := r.ReadRef(TrackingRef(rem, "refs/heads/"+branch)); err == nil && !h.IsZero() {
+			return h, rem
+		}
+	}
+	return plumbing.ZeroHash, ""
+}
+
 // Push pushes commit h to the remote's ref, expecting the remote to be at
 // expected (ZeroHash: the branch must not exist there). A lost race is
 // ErrPushRejected.

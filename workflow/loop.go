@@ -415,24 +415,62 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 	if err != nil {
 		return "", false, "", nil, err
 	}
+	// Work another clone pushed (a rejected task retried on another
+	// machine) is continued, never started over: the remote-tracking copy
+	// of the task's branch is where the work is.
+	remote, remoteName := e.Store.Repo.RemoteCopy(branch)
 	if !cur.IsZero() {
-		return branch, true, "", nil, nil
+		repo := e.Store.Repo
+		if remote.IsZero() || remote == cur || !repo.IsAncestor(cur, remote) {
+			if !remote.IsZero() && remote != cur && !repo.IsAncestor(remote, cur) {
+				note = fmt.Sprintf("the branch %s and %s/%s have diverged: merge them before you go on", branch, remoteName, branch)
+			}
+			return branch, true, note, nil, nil
+		}
+		// The remote is ahead: fast-forward, unless a worktree has the
+		// branch checked out (moving it would leave that worktree stale).
+		if wts := e.Store.Repo.CheckedOutIn(ref); len(wts) > 0 {
+			note = fmt.Sprintf("%s/%s is ahead of %s, which is checked out in %s: pull it there before you go on", remoteName, branch, branch, strings.Join(wts, ", "))
+			return branch, true, note, nil, nil
+		}
+		create = func() error {
+			return e.Store.Repo.UpdateRef(gitstore.RefUpdate{Name: ref, Old: cur, New: remote, Who: e.Signature().String(), Message: "orch: fast-forward " + branch + " to " + remoteName + "/" + branch})
+		}
+		return branch, true, fmt.Sprintf("fast-forwarded %s to %s/%s (work pushed from another clone)", branch, remoteName, branch), create, nil
+	}
+	if !remote.IsZero() {
+		create = func() error {
+			if err := e.Store.CreateRef(ref, remote, e.Signature(), "orch: branch for "+t.Task.ID+" from "+remoteName+"/"+branch); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {
+				return err
+			}
+			return nil
+		}
+		return branch, true, fmt.Sprintf("continued from %s/%s: the work of earlier attempts, pushed from another clone", remoteName, branch), create, nil
 	}
 	baseHash, err := e.Store.ReadRef("refs/heads/" + base)
 	if err != nil {
 		return "", false, "", nil, err
 	}
+	baseFrom := base
+	if baseHash.IsZero() {
+		// A fresh clone has the base branch only as its remote-tracking
+		// copy.
+		var rem string
+		if baseHash, rem = e.Store.Repo.RemoteCopy(base); !baseHash.IsZero() {
+			baseFrom = rem + "/" + base
+		}
+	}
 	if baseHash.IsZero() {
 		return "", false, "", nil, &RuleError{Rule: "base_branch", Msg: fmt.Sprintf("the base branch %s does not exist, so the task's branch cannot be created", base), Hint: "create it (git commit on " + base + "), or set base_branch in config.yaml or the task"}
 	}
 	create = func() error {
-		if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+base); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {
+		if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+baseFrom); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {
 			return err
 		}
 		return nil
 	}
 	if t.Task.Branch != "" {
-		note = "the branch " + branch + " was missing and was created again from " + base
+		note = "the branch " + branch + " was missing and was created again from " + baseFrom
 	}
 	return branch, false, note, create, nil
 }

@@ -49,6 +49,17 @@ type SyncResult struct {
 	Attempts  int            `json:"attempts"`
 }
 
+// BranchPrefixOf returns the task-branch prefix of the config at the state
+// branch's tip, read without the lock (the default when it cannot be read).
+func BranchPrefixOf(st *gitstore.Store) string {
+	if data, err := st.ReadAtTip(gitstore.ConfigFile); err == nil {
+		if cfg, err := ParseConfig(gitstore.ConfigFile, data); err == nil && cfg.BranchPrefix != "" {
+			return cfg.BranchPrefix
+		}
+	}
+	return DefaultConfig().BranchPrefix
+}
+
 // AcceptRemoteRewrite moves the local state branch to a remote's rewritten
 // tip (orch sync --accept-rewrite): what the remote dropped is dropped
 // here too. prev is what the tracking ref held before the fetch; this

@@ -104,6 +104,13 @@ func (g *globalOptions) fetchRemoteWas(remote string, allowRewrite bool) (h, pre
 		_ = st.Repo.UpdateRef(gitstore.RefUpdate{Name: track, Old: h, New: prev, Who: g.Agent + " <" + g.Agent + "@orch>", Message: "orch: keep what the remote dropped in view"})
 		return plumbing.ZeroHash, prev, &hinted{err: mb, hint: "the remote's state branch was rewritten; a person decides: orch sync --restore-remote pushes the dropped transitions back (this clone has them), orch sync --accept-rewrite moves this clone to the remote's branch"}
 	}
+	// The task branches too, so that a claim here continues the work
+	// another clone pushed (a retry after a rejection elsewhere).
+	if !h.IsZero() {
+		if err := st.Repo.FetchBranches(remote, workflow.BranchPrefixOf(st)); err != nil {
+			return plumbing.ZeroHash, prev, remoteFailure(err)
+		}
+	}
 	return h, prev, nil
 }
 
