@@ -60,7 +60,7 @@ func checkImport(t *testing.T, reviews []ghreview.Review, comments []ghreview.Co
 		}
 		return
 	}
-	if outcome != ghreview.ChangesRequested || len(fb.Sources) != 1 {
+	if outcome != ghreview.ChangesRequested || len(fb.Sources) == 0 {
 		t.Fatalf("feedback with outcome %q and %d sources", outcome, len(fb.Sources))
 	}
 	out, err := f.AddRound(taskfile.Round{Number: 1, Verdict: "CHANGES_REQUESTED", Sources: fb.Sources})
@@ -80,10 +80,13 @@ func checkImport(t *testing.T, reviews []ghreview.Review, comments []ghreview.Co
 		t.Fatalf("the same review imported twice (outcome %q)", outcome)
 	}
 	rounds := out.FeedbackRounds()
-	if len(rounds) != 1 || len(rounds[0].Sources) != 1 {
-		t.Fatalf("want one round with one source, got %d rounds\n%s", len(rounds), out.Src)
+	if len(rounds) != 1 || len(rounds[0].Sources) != len(fb.Sources) {
+		t.Fatalf("want one round with %d sources, got %d rounds\n%s", len(fb.Sources), len(rounds), out.Src)
 	}
-	issues := rounds[0].Sources[0].Issues
+	var issues []taskfile.Issue
+	for _, src := range rounds[0].Sources {
+		issues = append(issues, src.Issues...)
+	}
 	blocking := 0
 	for _, is := range issues {
 		if is.Blocking {

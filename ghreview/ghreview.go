@@ -269,8 +269,9 @@ const (
 // CHANGES_REQUESTED that the task does not hold yet becomes feedback: the
 // review's body, then each line comment as path:line, BLOCKING when it comes
 // from the changes-requested review or starts with "BLOCKING:", else a
-// suggestion. Comments of comment-only reviews made since the previous
-// import are included as suggestions (or BLOCKING: when so marked).
+// suggestion. Comment-only reviews made since the previous decisive review
+// follow, each under its own reviewer's name with its body and its line
+// comments (suggestions, or BLOCKING: when so marked).
 func Decide(reviews []Review, comments []Comment, imported func(reviewID int64) bool, round int) (*Feedback, Outcome) {
 	if len(reviews) == 0 {
 		return nil, NoReviews
@@ -312,7 +313,6 @@ func Decide(reviews []Review, comments []Comment, imported func(reviewID int64) 
 		}
 	}
 	fb := &Feedback{Review: *newest}
-	var issues []taskfile.Issue
 	cs := append([]Comment(nil), comments...)
 	sort.SliceStable(cs, func(i, j int) bool {
 		if cs[i].Path != cs[j].Path {
@@ -320,46 +320,65 @@ func Decide(reviews []Review, comments []Comment, imported func(reviewID int64) 
 		}
 		return lineOf(cs[i]) < lineOf(cs[j])
 	})
+	// One source per review, under its own reviewer's name: the deciding
+	// review first, then the comment-only reviews in the order they were
+	// made, each with its body and its own line comments.
+	order := []*Review{newest}
+	for i := range sorted {
+		if sorted[i].ID != newest.ID && include[sorted[i].ID] {
+			order = append(order, &sorted[i])
+		}
+	}
 	n := 0
-	for _, c := range cs {
-		if !include[c.ReviewID] || c.InReplyTo != 0 || strings.TrimSpace(c.Body) == "" {
-			continue
+	for _, r := range order {
+		var issues []taskfile.Issue
+		for _, c := range cs {
+			if c.ReviewID != r.ID || c.InReplyTo != 0 || strings.TrimSpace(c.Body) == "" {
+				continue
+			}
+			body := strings.TrimSpace(c.Body)
+			blocking := r.ID == newest.ID
+			if rest, ok := cutPrefixFold(body, "BLOCKING:"); ok {
+				blocking, body = true, strings.TrimSpace(rest)
+			}
+			sev := "suggestion"
+			if blocking {
+				sev = "BLOCKING"
+				fb.Blocking++
+			}
+			n++
+			loc := c.Path
+			if l := lineOf(c); l > 0 && c.Path != "" {
+				loc = fmt.Sprintf("%s:%d", c.Path, l)
+			}
+			issues = append(issues, taskfile.Issue{ID: fmt.Sprintf("R%d.%d", round, n), Severity: sev, Blocking: blocking, Location: loc, Problem: body})
 		}
-		body := strings.TrimSpace(c.Body)
-		blocking := c.ReviewID == newest.ID
-		if rest, ok := cutPrefixFold(body, "BLOCKING:"); ok {
-			blocking, body = true, strings.TrimSpace(rest)
+		// GitHub bodies often end lines with CRLF; the task file must not.
+		text := strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(r.Body, "\r\n", "\n"), "\r", "\n"))
+		if r.ID == newest.ID && text == "" {
+			text = "Changes requested on GitHub."
 		}
-		sev := "suggestion"
-		if blocking {
-			sev = "BLOCKING"
-			fb.Blocking++
+		if text == "" && len(issues) == 0 {
+			continue // a comment-only review with nothing in it
 		}
-		n++
-		loc := c.Path
-		if l := lineOf(c); l > 0 && c.Path != "" {
-			loc = fmt.Sprintf("%s:%d", c.Path, l)
+		if r.HTMLURL != "" {
+			text = strings.TrimSpace(text + "\n\n" + r.HTMLURL)
 		}
-		issues = append(issues, taskfile.Issue{ID: fmt.Sprintf("R%d.%d", round, n), Severity: sev, Blocking: blocking, Location: loc, Problem: body})
+		login := r.User.Login
+		if login == "" {
+			login = "someone"
+		}
+		from := "GitHub PR review by " + login
+		if r.ID != newest.ID {
+			from = "GitHub PR comments by " + login
+		}
+		fb.Sources = append(fb.Sources, taskfile.Source{From: from, Time: r.SubmittedAt, Text: text, Issues: issues})
 	}
 	fb.Comments = n
-	// GitHub bodies often end lines with CRLF; the task file must not.
-	text := strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(newest.Body, "\r\n", "\n"), "\r", "\n"))
-	if text == "" {
-		text = "Changes requested on GitHub."
-	}
-	if newest.HTMLURL != "" {
-		text += "\n\n" + newest.HTMLURL
-	}
 	for id := range include {
 		fb.Included = append(fb.Included, id)
 	}
 	sort.Slice(fb.Included, func(i, j int) bool { return fb.Included[i] < fb.Included[j] })
-	login := newest.User.Login
-	if login == "" {
-		login = "someone"
-	}
-	fb.Sources = []taskfile.Source{{From: "GitHub PR review by " + login, Time: newest.SubmittedAt, Text: text, Issues: issues}}
 	return fb, ChangesRequested
 }
 

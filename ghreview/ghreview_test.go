@@ -252,6 +252,15 @@ func TestMarkerAndImported(t *testing.T) {
 
 func sortedIDs(ids []int64) []int64 { slices.Sort(ids); return ids }
 
+// allIssues lists the issues of every source of the feedback, in order.
+func allIssues(fb *ghreview.Feedback) []taskfile.Issue {
+	var out []taskfile.Issue
+	for _, s := range fb.Sources {
+		out = append(out, s.Issues...)
+	}
+	return out
+}
+
 func issue(id, sev, loc, problem string) taskfile.Issue {
 	return taskfile.Issue{ID: id, Severity: sev, Blocking: sev == "BLOCKING", Location: loc, Problem: problem}
 }
@@ -276,7 +285,9 @@ func TestDecideChangesRequested(t *testing.T) {
 			if fb.Review.ID != 2002 || fb.Blocking != 4 || fb.Comments != 5 {
 				t.Errorf("review %d, %d blocking, %d comments; want 2002, 4, 5", fb.Review.ID, fb.Blocking, fb.Comments)
 			}
-			if len(fb.Sources) != 1 {
+			// alice's deciding review, then bob's comment-only review
+			// before it, each under its own name with its own comments.
+			if len(fb.Sources) != 2 {
 				t.Fatalf("%d sources", len(fb.Sources))
 			}
 			s := fb.Sources[0]
@@ -291,12 +302,21 @@ func TestDecideChangesRequested(t *testing.T) {
 			want := []taskfile.Issue{
 				issue("R1.1", "BLOCKING", "docs/snap.md", "Document the snapping rules."),
 				issue("R1.2", "BLOCKING", snapTSX+":1709", "Fork start uses raw svgPos instead of snapResult. Should snap like polygon/rect/circle."),
-				issue("R1.3", "suggestion", snapTSX+":1826", "Snap computation is duplicated 3 times in handleMouseMove. Compute once at the top."),
-				issue("R1.4", "BLOCKING", "src/lib/old.ts:88", "This helper is dead code now."),
-				issue("R1.5", "BLOCKING", "src/lib/snap.ts:12", "snapResult can be null here; this crashes on an empty sketch."),
+				issue("R1.3", "BLOCKING", "src/lib/old.ts:88", "This helper is dead code now."),
 			}
 			if !reflect.DeepEqual(s.Issues, want) {
 				t.Errorf("issues:\n got %+v\nwant %+v", s.Issues, want)
+			}
+			b := fb.Sources[1]
+			if b.From != "GitHub PR comments by bob" || b.Text != "A few notes before alice looks.\n\nhttps://github.com/acme/app/pull/48#pullrequestreview-2001" {
+				t.Errorf("second source %q: %q", b.From, b.Text)
+			}
+			want = []taskfile.Issue{
+				issue("R1.4", "suggestion", snapTSX+":1826", "Snap computation is duplicated 3 times in handleMouseMove. Compute once at the top."),
+				issue("R1.5", "BLOCKING", "src/lib/snap.ts:12", "snapResult can be null here; this crashes on an empty sketch."),
+			}
+			if !reflect.DeepEqual(b.Issues, want) {
+				t.Errorf("bob's issues:\n got %+v\nwant %+v", b.Issues, want)
 			}
 		})
 	}
@@ -317,15 +337,19 @@ func TestDecideRendersAndParsesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	rounds := f.FeedbackRounds()
-	if len(rounds) != 1 || len(rounds[0].Sources) != 1 {
+	if len(rounds) != 1 || len(rounds[0].Sources) != len(fb.Sources) {
 		t.Fatalf("rounds: %+v\n%s", rounds, md)
 	}
-	got := rounds[0].Sources[0].Issues
-	if len(got) != len(fb.Sources[0].Issues) {
-		t.Fatalf("parsed %d issues, rendered %d:\n%s", len(got), len(fb.Sources[0].Issues), md)
+	var got []taskfile.Issue
+	for _, src := range rounds[0].Sources {
+		got = append(got, src.Issues...)
+	}
+	rendered := allIssues(fb)
+	if len(got) != len(rendered) {
+		t.Fatalf("parsed %d issues, rendered %d:\n%s", len(got), len(rendered), md)
 	}
 	for i, is := range got {
-		w := fb.Sources[0].Issues[i]
+		w := rendered[i]
 		if is.ID != w.ID || is.Severity != w.Severity || is.Blocking != w.Blocking || is.Location != w.Location || !strings.Contains(is.Problem+is.Title, w.Problem) {
 			t.Errorf("issue %d parsed as %+v, rendered from %+v", i, is, w)
 		}
@@ -348,10 +372,10 @@ func TestDecideSecondRound(t *testing.T) {
 	}
 	s := fb.Sources[0]
 	want := []taskfile.Issue{
-		issue("R2.1", "suggestion", "src/lib/snap.ts:14", "suggestion: inline this"),
-		issue("R2.2", "BLOCKING", "src/lib/snap.ts:20", "Still null here."),
+		issue("R2.1", "BLOCKING", "src/lib/snap.ts:20", "Still null here."),
+		issue("R2.2", "suggestion", "src/lib/snap.ts:14", "suggestion: inline this"),
 	}
-	if !reflect.DeepEqual(s.Issues, want) {
+	if got := allIssues(fb); !reflect.DeepEqual(got, want) {
 		t.Errorf("issues:\n got %+v\nwant %+v", s.Issues, want)
 	}
 	wantText := "Changes requested on GitHub.\n\nhttps://github.com/acme/app/pull/48#pullrequestreview-2005"
@@ -438,13 +462,13 @@ func TestDecideTable(t *testing.T) {
 				cm(16, 2, "a.go", 7, "BLOCKING: from the blocking review"),
 			},
 			want: want{out: ghreview.ChangesRequested, review: 2, blocking: 4, comments: 7, markers: []int64{1, 2}, issues: []string{
-				"R1.1 BLOCKING a.go:1 upper",
-				"R1.2 BLOCKING a.go:2 lower, no space",
-				"R1.3 BLOCKING a.go:3 indented",
-				"R1.4 suggestion a.go:4 BLOCKING without a colon",
-				"R1.5 suggestion a.go:5 not BLOCKING: in the middle",
-				"R1.6 suggestion a.go:6 **BLOCKING:** bold is not the prefix",
-				"R1.7 BLOCKING a.go:7 from the blocking review",
+				"R1.1 BLOCKING a.go:7 from the blocking review",
+				"R1.2 BLOCKING a.go:1 upper",
+				"R1.3 BLOCKING a.go:2 lower, no space",
+				"R1.4 BLOCKING a.go:3 indented",
+				"R1.5 suggestion a.go:4 BLOCKING without a colon",
+				"R1.6 suggestion a.go:5 not BLOCKING: in the middle",
+				"R1.7 suggestion a.go:6 **BLOCKING:** bold is not the prefix",
 			}}},
 		{name: "replies and empty comments left out", reviews: []ghreview.Review{rv(1, "a", "CHANGES_REQUESTED", 1)},
 			comments: []ghreview.Comment{
@@ -460,7 +484,7 @@ func TestDecideTable(t *testing.T) {
 			rv(1, "b", "COMMENTED", 1), rv(2, "a", "CHANGES_REQUESTED", 2), rv(3, "b", "COMMENTED", 3), rv(4, "a", "CHANGES_REQUESTED", 4)},
 			comments: []ghreview.Comment{cm(10, 1, "a.go", 1, "old"), cm(11, 2, "a.go", 2, "old blocking"), cm(12, 3, "a.go", 3, "new"), cm(13, 4, "a.go", 4, "new blocking")},
 			src:      "<!-- github-review: 1 -->\n<!-- github-review: 2 -->", round: 2,
-			want: want{out: ghreview.ChangesRequested, review: 4, blocking: 1, comments: 2, markers: []int64{3, 4}, issues: []string{"R2.1 suggestion a.go:3 new", "R2.2 BLOCKING a.go:4 new blocking"}}},
+			want: want{out: ghreview.ChangesRequested, review: 4, blocking: 1, comments: 2, markers: []int64{3, 4}, issues: []string{"R2.1 BLOCKING a.go:4 new blocking", "R2.2 suggestion a.go:3 new"}}},
 		{name: "comment-only review imported before is not again", reviews: []ghreview.Review{rv(1, "b", "COMMENTED", 1), rv(2, "a", "CHANGES_REQUESTED", 2)},
 			comments: []ghreview.Comment{cm(10, 1, "a.go", 1, "seen"), cm(11, 2, "a.go", 2, "fix")},
 			src:      "<!-- github-review: 1 -->",
@@ -493,14 +517,14 @@ func TestDecideTable(t *testing.T) {
 				}
 				return
 			}
-			if fb == nil || len(fb.Sources) != 1 {
+			if fb == nil || len(fb.Sources) == 0 {
 				t.Fatalf("feedback %+v", fb)
 			}
 			if fb.Review.ID != tc.want.review || fb.Blocking != tc.want.blocking || fb.Comments != tc.want.comments {
 				t.Errorf("review %d, %d blocking, %d comments; want %d, %d, %d", fb.Review.ID, fb.Blocking, fb.Comments, tc.want.review, tc.want.blocking, tc.want.comments)
 			}
 			var got []string
-			for _, is := range fb.Sources[0].Issues {
+			for _, is := range allIssues(fb) {
 				if is.Blocking != (is.Severity == "BLOCKING") {
 					t.Errorf("%s: severity %s, blocking %v", is.ID, is.Severity, is.Blocking)
 				}
@@ -509,7 +533,10 @@ func TestDecideTable(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want.issues) {
 				t.Errorf("issues:\n got %q\nwant %q", got, tc.want.issues)
 			}
-			text := fb.Sources[0].Text
+			var text string
+			for _, src := range fb.Sources {
+				text += src.Text + "\n"
+			}
 			if want := append([]int64(nil), tc.want.markers...); !slices.Equal(fb.Included, sortedIDs(want)) {
 				t.Errorf("included %v, want %v", fb.Included, want)
 			}
@@ -549,8 +576,8 @@ func TestDecideFixtures(t *testing.T) {
 			}
 			continue
 		}
-		if fb.Review.ID != tc.review || len(fb.Sources[0].Issues) != tc.issues {
-			t.Errorf("%s: review %d with %d issues, want %d with %d", tc.reviews, fb.Review.ID, len(fb.Sources[0].Issues), tc.review, tc.issues)
+		if fb.Review.ID != tc.review || len(allIssues(fb)) != tc.issues {
+			t.Errorf("%s: review %d with %d issues, want %d with %d", tc.reviews, fb.Review.ID, len(allIssues(fb)), tc.review, tc.issues)
 		}
 	}
 }

@@ -32,20 +32,28 @@ func Default(role string) string {
 // Data is what a template sees. Every field holding task or review text is
 // plain data: text/template does not interpret it.
 type Data struct {
-	Agent            string
-	Role             string
-	Task             Task
-	Attempt          int
-	Round            int // the review round this review would be
-	IsRetry          bool
-	IsContinuation   bool
-	RejectionCount   int
-	MaxRejections    int
-	RejectionsLeft   int
-	NextRejection    int
-	LockoutOn        bool
-	LatestRound      *Round
-	OlderRounds      []Round
+	Agent          string
+	Role           string
+	Task           Task
+	Attempt        int
+	Round          int // the review round this review would be
+	IsRetry        bool
+	IsContinuation bool
+	RejectionCount int
+	MaxRejections  int
+	RejectionsLeft int
+	NextRejection  int
+	// NoProgressCount is how many review rounds in a row resolved no
+	// blocking issue; NoProgressLeft more such rounds escalate the task
+	// (review.max_no_progress). Structured reviews only.
+	NoProgressCount int
+	MaxNoProgress   int
+	NoProgressLeft  int
+	LockoutOn       bool
+	LatestRound     *Round
+	OlderRounds     []Round
+	// ContinuationNote holds every note left since the newest review round
+	// (a pause, then a sweep of the next claim), newest first.
 	ContinuationNote string
 	OverrideMessage  string
 	Worktree         string
@@ -147,7 +155,7 @@ func Check(path string, data []byte) error {
 	if err != nil {
 		return &taskfile.ParseError{Path: path, Msg: "template: " + err.Error()}
 	}
-	sample := Data{Agent: "agent", Role: "implementer", Task: Task{ID: "T-000000", Title: "t", Branch: "b", BaseBranch: "main"}, Attempt: 1, MaxRejections: 3, RejectionsLeft: 3, NextRejection: 1,
+	sample := Data{Agent: "agent", Role: "implementer", Task: Task{ID: "T-000000", Title: "t", Branch: "b", BaseBranch: "main"}, Attempt: 1, MaxRejections: 3, RejectionsLeft: 3, NextRejection: 1, MaxNoProgress: 2, NoProgressLeft: 2,
 		LatestRound: &Round{Number: 1}}
 	if err := tmpl.Execute(&strings.Builder{}, sample); err != nil {
 		return &taskfile.ParseError{Path: path, Msg: "template: " + err.Error()}

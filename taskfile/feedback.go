@@ -381,6 +381,17 @@ func (f *File) AddRound(r Round) (*File, error) {
 	return f.AddSection(RenderRound(r))
 }
 
+// AddToNewestRound adds a source at the end of the newest review round
+// (a lead's note on a round imported from GitHub): the round's number and
+// everything already in it stay as they are.
+func (f *File) AddToNewestRound(s Source) (*File, error) {
+	rounds := f.FeedbackRounds()
+	if len(rounds) == 0 || rounds[0].Approval {
+		return nil, &EditError{Path: f.Path, Key: "body", Msg: "no review round to add to"}
+	}
+	return f.Insert(rounds[0].end, RenderSource(s))
+}
+
 // DescriptionHeading is added above text that stood directly under the
 // title when a section is inserted at the top of the body, so that the task's
 // description does not become part of the inserted section.

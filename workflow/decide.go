@@ -65,15 +65,73 @@ func (e *Engine) Refuse(id string, r *Refusal) (*Result, error) {
 }
 
 func renderRefusal(agent, when, id string, r *Refusal) string {
+	return fmt.Sprintf("## Refusal (%s, %s)\n\n%sA human decides with `orch decide %s <%s>` (the protocol's default for %s: %s).\n",
+		agent, when, RefusalText(r), id, strings.Join(Decisions, "|"), r.ReasonType, DefaultDecision(r.ReasonType))
+}
+
+// RefusalText is the whole refusal as markdown, everything a human needs to
+// decide on it: the reason, the detail, what was attempted, the evidence,
+// the suggested way forward and the alternative tasks. The task file's
+// "## Refusal" section, orch inbox and orch show carry it. Every text is the
+// agent's: it is made safe so that it cannot end the section or open one.
+func RefusalText(r *Refusal) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Refusal (%s, %s)\n\n", agent, when)
+	para := func(label, text string) {
+		if text = strings.TrimSpace(text); text == "" {
+			return
+		}
+		if strings.Contains(text, "\n") {
+			fmt.Fprintf(&b, "%s:\n\n%s\n\n", label, demote(text))
+		} else {
+			fmt.Fprintf(&b, "%s: %s\n\n", label, demote(text))
+		}
+	}
 	fmt.Fprintf(&b, "%s: %s\n\n", r.ReasonType, demote(oneLine(r.ReasonSummary)))
-	fmt.Fprintf(&b, "Blocking factor: %s\n\n", demote(oneLine(r.BlockingFactor)))
-	fmt.Fprintf(&b, "Suggested alternative: %s\n", demote(oneLine(r.SuggestedAlternative)))
+	para("Blocking factor", r.BlockingFactor)
+	para("Detail", r.ReasonDetail)
+	if len(r.WhatAttempted) > 0 {
+		fmt.Fprintf(&b, "What was attempted (%d):\n\n", len(r.WhatAttempted))
+		for i, a := range r.WhatAttempted {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, demote(oneLine(a)))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Evidence) > 0 {
+		fmt.Fprintf(&b, "Evidence (%d):\n\n", len(r.Evidence))
+		for _, ev := range r.Evidence {
+			fmt.Fprintf(&b, "- %s", demote(oneLine(ev.Type)))
+			if ev.Source != "" {
+				fmt.Fprintf(&b, " (%s)", demote(oneLine(ev.Source)))
+			}
+			data := strings.TrimSpace(ev.Data)
+			if !strings.Contains(data, "\n") {
+				fmt.Fprintf(&b, ": %s\n", demote(data))
+				continue
+			}
+			// Multi-line evidence (a log, a trace) stays multi-line,
+			// indented under its item.
+			b.WriteString(":\n\n")
+			for _, l := range strings.Split(demote(data), "\n") {
+				if l == "" {
+					b.WriteString("\n")
+				} else {
+					b.WriteString("  " + l + "\n")
+				}
+			}
+		}
+		b.WriteString("\n")
+	}
+	if r.TaskOriginalScope != "" || r.ScopeGrowthFactor > 0 {
+		para("Original scope", r.TaskOriginalScope)
+		if r.ScopeGrowthFactor > 0 {
+			fmt.Fprintf(&b, "Scope growth: %gx\n\n", r.ScopeGrowthFactor)
+		}
+	}
+	para("Suggested alternative", r.SuggestedAlternative)
 	if len(r.AlternativeTasks) > 0 {
-		b.WriteString("\nAlternative tasks:\n\n")
+		b.WriteString("Alternative tasks:\n\n")
 		for i, t := range r.AlternativeTasks {
-			fmt.Fprintf(&b, "%d. %s", i+1, oneLine(t.Title))
+			fmt.Fprintf(&b, "%d. %s", i+1, demote(oneLine(t.Title)))
 			var extra []string
 			if t.Scope != "" {
 				extra = append(extra, oneLine(t.Scope))
@@ -85,12 +143,12 @@ func renderRefusal(agent, when, id string, r *Refusal) string {
 				extra = append(extra, oneLine(t.Estimate))
 			}
 			if len(extra) > 0 {
-				b.WriteString(" (" + strings.Join(extra, "; ") + ")")
+				b.WriteString(" (" + demote(strings.Join(extra, "; ")) + ")")
 			}
 			b.WriteString("\n")
 		}
+		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nThe full record is in the event log; a human decides with `orch decide %s` (default for %s: %s).\n", id, r.ReasonType, DefaultDecision(r.ReasonType))
 	return b.String()
 }
 
@@ -113,9 +171,16 @@ type refusalRecord struct {
 
 // latestRefusal scans the event log for the task's latest valid refusal.
 func (e *Engine) latestRefusal(id string) (*refusalRecord, error) {
-	var best *refusalRecord
+	recs, err := e.latestRefusals(map[string]bool{id: true})
+	return recs[id], err
+}
+
+// latestRefusals scans the event log once for the latest valid refusal of
+// each of the tasks.
+func (e *Engine) latestRefusals(ids map[string]bool) (map[string]*refusalRecord, error) {
+	out := map[string]*refusalRecord{}
 	err := e.scanEvents(func(ev *rawEvent) {
-		if ev.Task != id || ev.Action != "refuse" {
+		if ev.Action != "refuse" || !ids[ev.Task] {
 			return
 		}
 		var data struct {
@@ -124,11 +189,40 @@ func (e *Engine) latestRefusal(id string) (*refusalRecord, error) {
 		if json.Unmarshal(ev.Data, &data) != nil || data.Refusal == nil {
 			return
 		}
-		if best == nil || !eventBefore(ev.Time, best.Time) {
-			best = &refusalRecord{Agent: ev.Actor, Time: ev.Time, Record: data.Refusal}
+		if best := out[ev.Task]; best == nil || !eventBefore(ev.Time, best.Time) {
+			out[ev.Task] = &refusalRecord{Agent: ev.Actor, Time: ev.Time, Record: data.Refusal}
 		}
 	})
-	return best, err
+	return out, err
+}
+
+// PendingRefusal is a refusal that waits for orch decide, as inbox and show
+// present it: the whole record, who refused and when, and the decision the
+// protocol takes by default.
+type PendingRefusal struct {
+	By              string   `json:"by"`
+	Time            string   `json:"time"`
+	DefaultDecision string   `json:"default_decision"`
+	Decide          string   `json:"decide"`
+	Record          *Refusal `json:"record"`
+}
+
+func pendingRefusal(id string, rec *refusalRecord) *PendingRefusal {
+	if rec == nil {
+		return nil
+	}
+	return &PendingRefusal{By: rec.Agent, Time: rec.Time, DefaultDecision: DefaultDecision(rec.Record.ReasonType),
+		Decide: "orch decide " + id + " <" + strings.Join(Decisions, "|") + ">", Record: rec.Record}
+}
+
+// RefusalAwaiting returns the refusal a blocked task waits on a decision
+// for, or nil (not blocked, already decided, or no record in the log).
+func (e *Engine) RefusalAwaiting(s *gitstore.Summary) (*PendingRefusal, error) {
+	if s.Task.Queue != taskfile.Blocked || e.refusalDecided(s) {
+		return nil, nil
+	}
+	rec, err := e.latestRefusal(s.Task.ID)
+	return pendingRefusal(s.Task.ID, rec), err
 }
 
 // eventBefore compares event times as times: as text, "10:00:42Z" would sort
@@ -357,26 +451,49 @@ func (e *Engine) deferTasks(t *Task, r *Refusal) ([]*taskfile.File, string, erro
 	switch r.ReasonType {
 	case RefusalMissingDependency:
 		name := r.DependencyName()
-		// A dependency named by its task ID is that task: no new task.
-		if first := strings.Trim(strings.Fields(name + " x")[0], "()[],."); taskfile.ValidID(first) {
-			if s := e.Store.SummaryByID(first); s != nil && s.Task.ID != t.Task.ID {
-				return nil, s.Task.ID, nil
-			}
+		// A dependency named by its task ID ("depends on T-4k9x2m", "depends
+		// on task:T-4k9x2m") is that task: no new task.
+		if id := e.existingTaskIn(name, t.Task.ID); id != "" {
+			return nil, id, nil
 		}
 		nt = inherit(t, clipTitle("Provide "+name+" (needed by "+t.Task.ID+")"),
-			fmt.Sprintf("## Context\n\n%s depends on it: %s\n\n%s\n", t.Task.ID, oneLine(r.BlockingFactor), strings.TrimSpace(r.ReasonDetail)), nil)
+			fmt.Sprintf("## Context\n\n%s depends on it: %s\n\n%s\n", t.Task.ID, oneLine(r.BlockingFactor), demote(strings.TrimSpace(r.ReasonDetail))), nil)
 	case RefusalUnclearRequirements:
 		nt = inherit(t, clipTitle("Clarify the requirements of "+t.Task.ID+": "+t.Task.Title),
-			fmt.Sprintf("## Questions\n\n%s\n\n## Suggested\n\n%s\n", strings.TrimSpace(r.ReasonDetail), oneLine(r.SuggestedAlternative)), nil)
+			fmt.Sprintf("## Questions\n\n%s\n\n## Suggested\n\n%s\n", demote(strings.TrimSpace(r.ReasonDetail)), demote(strings.TrimSpace(r.SuggestedAlternative))), nil)
 	default:
 		nt = inherit(t, clipTitle("Resolve the blocker of "+t.Task.ID+": "+oneLine(r.BlockingFactor)),
-			fmt.Sprintf("## Context\n\n%s is blocked: %s\n\n%s\n\n## Evidence\n\n%s\n## Suggested\n\n%s\n", t.Task.ID, oneLine(r.BlockingFactor), strings.TrimSpace(r.ReasonDetail), evidenceList(r), oneLine(r.SuggestedAlternative)), nil)
+			fmt.Sprintf("## Context\n\n%s is blocked: %s\n\n%s\n\n## Evidence\n\n%s\n## Suggested\n\n%s\n", t.Task.ID, oneLine(r.BlockingFactor), demote(strings.TrimSpace(r.ReasonDetail)), evidenceList(r), demote(strings.TrimSpace(r.SuggestedAlternative))), nil)
+	}
+	// The refusal protocol makes blocker, dependency and clarification
+	// tasks high priority: the original waits on them. A P0 original keeps
+	// its P0.
+	if taskfile.PriorityRank(nt.Priority) > taskfile.PriorityRank("P1") {
+		nt.Priority = "P1"
 	}
 	f, err := e.renderTask(nt, taken)
 	if err != nil {
 		return nil, "", err
 	}
 	return []*taskfile.File{f}, f.Task.ID, nil
+}
+
+// existingTaskIn returns the ID of an existing task (other than self) that
+// text names by its full ID, bare or written task:<ID>; "" when none.
+func (e *Engine) existingTaskIn(text, self string) string {
+	for _, w := range strings.Fields(text) {
+		w = strings.Trim(w, "()[]{},.;:!?`'\"")
+		if len(w) > 5 && strings.EqualFold(w[:5], "task:") {
+			w = w[5:]
+		}
+		if !taskfile.ValidID(w) {
+			continue
+		}
+		if s := e.Store.SummaryByID(w); s != nil && s.Task.ID != self {
+			return s.Task.ID
+		}
+	}
+	return ""
 }
 
 func evidenceList(r *Refusal) string {
@@ -412,7 +529,7 @@ func (e *Engine) decomposeTasks(t *Task, r *Refusal) ([]*taskfile.File, error) {
 		var body strings.Builder
 		fmt.Fprintf(&body, "## Context\n\nPart %d of %d of %s (%s), decomposed after a SCOPE_CREEP refusal.\n", i+1, len(r.AlternativeTasks), t.Task.ID, oneLine(t.Task.Title))
 		if at.Scope != "" {
-			fmt.Fprintf(&body, "\n## Scope\n\n%s\n", strings.TrimSpace(at.Scope))
+			fmt.Fprintf(&body, "\n## Scope\n\n%s\n", demote(strings.TrimSpace(at.Scope)))
 		}
 		if at.Estimate != "" {
 			fmt.Fprintf(&body, "\nEstimate: %s\n", oneLine(at.Estimate))
@@ -433,7 +550,7 @@ func (e *Engine) decomposeTasks(t *Task, r *Refusal) ([]*taskfile.File, error) {
 // reformulateTask creates the feasible reformulation of an infeasible task.
 func (e *Engine) reformulateTask(t *Task, r *Refusal) ([]*taskfile.File, error) {
 	body := fmt.Sprintf("## Context\n\nReformulation of %s (%s), which was refused as %s: %s\n\n## Task\n\n%s\n",
-		t.Task.ID, oneLine(t.Task.Title), r.ReasonType, oneLine(r.BlockingFactor), strings.TrimSpace(r.SuggestedAlternative))
+		t.Task.ID, oneLine(t.Task.Title), r.ReasonType, oneLine(r.BlockingFactor), demote(strings.TrimSpace(r.SuggestedAlternative)))
 	f, err := e.renderTask(inherit(t, clipTitle(t.Task.Title+" (reformulated)"), body, t.Task.DependsOn), nil)
 	if err != nil {
 		return nil, err

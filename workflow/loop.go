@@ -492,6 +492,16 @@ func (e *Engine) Submit(id string, opts SubmitOptions) (*Result, error) {
 		if err := e.submitGuards(t); err != nil {
 			return nil, err
 		}
+		// One PR per task (the rejection workflow): a retry pushes to the
+		// task's PR, whose history the reviewer follows. Moving a task to
+		// another PR is a person's explicit edit of pr_number.
+		if opts.PR > 0 && t.Task.PRNumber > 0 && opts.PR != t.Task.PRNumber {
+			hint := fmt.Sprintf("push your commits to %s (PR #%d updates itself) and run orch submit %s; if PR #%d cannot be used any more, ask a human with orch escalate %s -m \"why\"", t.Task.Branch, t.Task.PRNumber, t.Task.ID, t.Task.PRNumber, t.Task.ID)
+			if e.IsHuman() {
+				hint = fmt.Sprintf("run orch submit %s without --pr (PR #%d updates itself when %s is pushed); to move the task to PR #%d, set pr_number: %d with orch edit %s first", t.Task.ID, t.Task.PRNumber, t.Task.Branch, opts.PR, opts.PR, t.Task.ID)
+			}
+			return nil, &RuleError{Rule: "one_pr_per_task", Msg: fmt.Sprintf("%s's PR is #%d (pr_number), not #%d: a task keeps one PR across its retries", t.Task.ID, t.Task.PRNumber, opts.PR), Hint: hint}
+		}
 		edits := []taskfile.Edit{
 			taskfile.Set(taskfile.KeySubmittedBy, taskfile.String(t.Task.ClaimedBy)),
 			taskfile.Set(taskfile.KeySubmittedAt, taskfile.Time(e.Now())),
@@ -597,6 +607,47 @@ func (e *Engine) Reject(id, text string) (*Result, error) {
 	}
 	src := taskfile.Source{From: e.Actor + " via orch reject", Time: e.Now(), Text: text}
 	return e.reject(id, "reject", Rejection{Sources: []taskfile.Source{src}, Summary: firstSentence(text)})
+}
+
+// AmendRejection adds a reviewer's note to the newest rejection round
+// without rejecting again (orch reject --amend): the rejection workflow's
+// lead distills scattered PR comments that orch pr import brought in into a
+// note the agent can act on. The count, the lockout and the queue stay; the
+// task must not have been submitted since (the next review is the place
+// then).
+func (e *Engine) AmendRejection(id, text string) (*Result, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, &UsageError{Msg: "a note needs text", Hint: `orch reject ` + id + ` --amend -m "what the comments mean"`}
+	}
+	return e.transitionAny(id, "reject.amend", func(t *Task) (*change, error) {
+		switch t.Task.Queue {
+		case taskfile.Rejected, taskfile.Claimed, taskfile.NeedsContinuation, taskfile.Escalated:
+		default:
+			return nil, &RuleError{Rule: "amend", Msg: fmt.Sprintf("%s is %s: only a rejected task that was not submitted again takes a note on its newest round", t.Task.ID, t.Task.Queue),
+				Hint: amendHint(t)}
+		}
+		rounds := t.File.FeedbackRounds()
+		if t.Task.RejectionCount == 0 || len(rounds) == 0 || rounds[0].Approval {
+			return nil, &RuleError{Rule: "amend", Msg: fmt.Sprintf("%s has no rejection round to add a note to", t.Task.ID), Hint: amendHint(t)}
+		}
+		if err := e.checkReviewer(t, "reject"); err != nil {
+			return nil, err
+		}
+		f, err := t.File.AddToNewestRound(taskfile.Source{From: e.Actor + " via orch reject --amend", Time: e.Now(), Text: text})
+		if err != nil {
+			return nil, err
+		}
+		body := fmt.Sprintf("Note on rejection #%d by %s: %s", rounds[0].Number, e.Actor, firstSentence(text))
+		return &change{file: f, body: body, data: map[string]any{"round": rounds[0].Number, "by": e.Actor, "claimed_by": t.Task.ClaimedBy}}, nil
+	})
+}
+
+func amendHint(t *Task) string {
+	if t.Task.Queue == taskfile.Provisional {
+		return "it waits for review: orch reject " + t.Task.ID + ` -m "..."` + " or orch approve " + t.Task.ID
+	}
+	return "orch show " + t.Task.ID + " shows its rounds"
 }
 
 func firstSentence(s string) string {
@@ -1035,6 +1086,9 @@ type InboxItem struct {
 	Message string    `json:"message,omitempty"` // path of the message file
 	Created time.Time `json:"created,omitzero"`
 	Summary string    `json:"summary"`
+	// Refusal is the whole refusal of a "refused" item, so that the
+	// decision can be taken from the inbox.
+	Refusal *PendingRefusal `json:"refusal,omitempty"`
 }
 
 // Inbox lists open escalations (escalated tasks with their latest message)
@@ -1055,6 +1109,7 @@ func (e *Engine) Inbox() ([]InboxItem, error) {
 		}
 	}
 	var out []InboxItem
+	refused := map[string]bool{}
 	// Refused attempts at what is not the actor's to do, from the last
 	// week: the lead sees what the agents tried.
 	cutoff := e.Now().Add(-authorityWindow)
@@ -1114,7 +1169,22 @@ func (e *Engine) Inbox() ([]InboxItem, error) {
 			if e.refusalDecided(s) {
 				continue
 			}
+			refused[s.Task.ID] = true
 			out = append(out, InboxItem{Task: s.Task.ID, Title: s.Task.Title, Queue: string(s.Task.Queue), Reason: "refused", Summary: "refused by the agent; decide with orch decide " + s.Task.ID})
+		}
+	}
+	if len(refused) > 0 {
+		recs, err := e.latestRefusals(refused)
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			if rec := recs[out[i].Task]; out[i].Reason == "refused" && rec != nil {
+				r := rec.Record
+				out[i].Refusal = pendingRefusal(out[i].Task, rec)
+				out[i].Created, _ = taskfile.ParseTime(rec.Time)
+				out[i].Summary = fmt.Sprintf("%s by %s: %s (default decision: %s)", r.ReasonType, rec.Agent, oneLine(r.ReasonSummary), DefaultDecision(r.ReasonType))
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -1137,6 +1207,9 @@ func (e *Engine) refusalDecided(s *gitstore.Summary) bool {
 		return false
 	}
 	for _, sec := range t.File.Sections() {
+		if sec.Level != 2 {
+			continue // a heading inside someone's text is not orch's section
+		}
 		switch {
 		case strings.HasPrefix(sec.Title, "Decision ("):
 			return true

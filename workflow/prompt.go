@@ -64,14 +64,17 @@ func (e *Engine) promptData(t *Task, role string) prompt.Data {
 		Task: prompt.Task{ID: task.ID, Title: task.Title, Queue: string(task.Queue), Priority: task.Priority, Branch: branch, BaseBranch: base,
 			PRNumber: task.PRNumber, SubmittedBy: task.SubmittedBy, Path: filepath.ToSlash(filepath.Join(gitstore.ViewDirName, t.Path)),
 			Body: description(t.File), DependsOn: task.DependsOn, Labels: task.Labels},
-		Attempt:        max(task.Attempts, 1),
-		RejectionCount: task.RejectionCount,
-		MaxRejections:  e.Config.Review.MaxRejections,
-		RejectionsLeft: e.Config.Review.MaxRejections - task.RejectionCount,
-		NextRejection:  task.RejectionCount + 1,
-		Round:          task.RejectionCount + 1,
-		LockoutOn:      e.Config.Review.LockoutOn(),
-		IsRetry:        task.RejectionCount > 0,
+		Attempt:         max(task.Attempts, 1),
+		RejectionCount:  task.RejectionCount,
+		MaxRejections:   e.Config.Review.MaxRejections,
+		RejectionsLeft:  e.Config.Review.MaxRejections - task.RejectionCount,
+		NextRejection:   task.RejectionCount + 1,
+		NoProgressCount: task.NoProgress,
+		MaxNoProgress:   e.Config.Review.MaxNoProgress,
+		NoProgressLeft:  e.Config.Review.MaxNoProgress - task.NoProgress,
+		Round:           task.RejectionCount + 1,
+		LockoutOn:       e.Config.Review.LockoutOn(),
+		IsRetry:         task.RejectionCount > 0,
 	}
 	if task.Queue == taskfile.Incoming || task.Queue == taskfile.Rejected || task.Queue == taskfile.NeedsContinuation {
 		d.Attempt = task.Attempts + 1
@@ -84,16 +87,32 @@ func (e *Engine) promptData(t *Task, role string) prompt.Data {
 			d.OlderRounds = append(d.OlderRounds, prompt.NewRound(old))
 		}
 	}
+	// Notes are added newest first, above the review rounds: every note
+	// before the first round was left since the newest rejection, and the
+	// next agent needs all of them (a pause note, then the sweep of the
+	// claim after it), not only the newest. A note older than the newest
+	// round belongs to work the review has already judged.
+	var notes []string
+	pastRound := false
 	for _, sec := range t.File.Sections() {
 		if sec.Level != 2 {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(sec.Title, "Continuation Note (") && d.ContinuationNote == "":
-			d.ContinuationNote = strings.TrimSpace(t.File.SectionText(sec))
+		case strings.HasPrefix(sec.Title, "Review Feedback ("):
+			pastRound = true
+		case strings.HasPrefix(sec.Title, "Continuation Note (") && !pastRound:
+			text := strings.TrimSpace(t.File.SectionText(sec))
+			notes = append(notes, "### "+strings.TrimPrefix(strings.TrimSuffix(sec.Title, ")"), "Continuation Note (")+"\n\n"+text)
+			if len(notes) == 1 {
+				d.ContinuationNote = text
+			}
 		case strings.HasPrefix(sec.Title, "Refusal Overridden (") && d.OverrideMessage == "":
 			d.OverrideMessage = strings.TrimSpace(t.File.SectionText(sec))
 		}
+	}
+	if len(notes) > 1 {
+		d.ContinuationNote = strings.Join(notes, "\n\n")
 	}
 	d.IsContinuation = !d.IsRetry && d.ContinuationNote != ""
 	id := task.ID

@@ -19,7 +19,10 @@ func newInboxCmd(g *globalOptions) *cobra.Command {
 		Use:   "inbox",
 		Short: "List what waits for a human: escalations and refusals",
 		Long: `List escalated tasks with the reason from their latest message in messages/,
-and blocked tasks whose refusal awaits orch decide.`,
+blocked tasks whose refusal awaits orch decide (each with the whole refusal:
+reason, detail, what was attempted, evidence, the suggested alternative and
+alternative tasks, so that it can be decided from this screen), and refused
+attempts at what was not the actor's to do (the last 7 days).`,
 		Example: `  orch inbox
   orch inbox --json`,
 		Args: exactArgs(0, "inbox"),
@@ -51,6 +54,14 @@ func runInbox(o *inboxOptions) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		// A refusal is decided from here: its whole record follows the
+		// table (orch show has it too).
+		for _, it := range items {
+			if r := it.Refusal; r != nil {
+				fmt.Fprintf(o.g.io.Out, "\n%s refused by %s at %s: %s\n\n%s", it.Task, r.By, r.Time, oneLineText(it.Title), workflow.RefusalText(r.Record))
+				fmt.Fprintf(o.g.io.Out, "Decide: %s (the protocol's default: %s)\n", r.Decide, r.DefaultDecision)
+			}
 		}
 		for _, it := range items {
 			if it.Message != "" {

@@ -7,9 +7,10 @@ import (
 )
 
 type rejectOptions struct {
-	g    *globalOptions
-	Msg  string
-	File string
+	g     *globalOptions
+	Msg   string
+	File  string
+	Amend bool
 }
 
 func newRejectCmd(g *globalOptions) *cobra.Command {
@@ -25,14 +26,23 @@ subsection; older rounds stay below it. rejection_count goes up, the branch
 and pr_number are kept, and with review.lockout the author is locked out of
 the task. The review.max_rejections-th rejection, or a roster in which every
 capable agent is locked out, escalates the task to a human instead.
-With review.reviewers set only they may reject; nobody rejects their own work.`,
+With review.reviewers set only they may reject; nobody rejects their own work.
+
+--amend adds the text to the newest rejection round instead of rejecting
+again, as "### From <you> via orch reject --amend": a lead's distilled note
+on a round that orch pr import brought in from scattered PR comments. The
+count, the lockout and the queue stay; the task must still be rejected,
+claimed, needs_continuation or escalated (not submitted again). An agent
+that already claimed the task sees the note in orch prompt.`,
 		Example: `  orch reject T-4k9x2m -m "Fork start must snap like the other shapes."
-  orch reject T-4k9x2m -F feedback.md --agent lead`,
+  orch reject T-4k9x2m -F feedback.md --agent lead
+  orch reject T-4k9x2m --amend -m "All three comments ask for one thing: snap the start."`,
 		Args: exactArgs(1, "reject ID (-m TEXT | -F FILE|-)"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runReject(o, args[0]) },
 	}
 	cmd.Flags().StringVarP(&o.Msg, "message", "m", "", "the feedback")
 	cmd.Flags().StringVarP(&o.File, "file", "F", "", "read the feedback from `FILE` (- for stdin)")
+	cmd.Flags().BoolVar(&o.Amend, "amend", false, "add the text to the newest rejection round instead of rejecting again")
 	return cmd
 }
 
@@ -42,6 +52,9 @@ func runReject(o *rejectOptions, ref string) error {
 		return err
 	}
 	return o.g.taskVerb(ref, "reject", func(e *workflow.Engine, id string) (*workflow.Result, error) {
+		if o.Amend {
+			return e.AmendRejection(id, text)
+		}
 		return e.Reject(id, text)
 	})
 }

@@ -50,7 +50,11 @@ func runShow(o *showOptions, ref string) error {
 			return err
 		}
 		if o.g.JSON {
-			return writeJSON(o.g.io.Out, showJSON(e, t))
+			d := showJSON(e, t)
+			if d.Refusal, err = e.RefusalAwaiting(t.Summary); err != nil {
+				return err
+			}
+			return writeJSON(o.g.io.Out, d)
 		}
 		_, err = o.g.io.Out.Write(t.File.Src)
 		return err
@@ -58,12 +62,14 @@ func runShow(o *showOptions, ref string) error {
 }
 
 type showDoc struct {
-	Task     taskJSON         `json:"task"`
-	Blocking []string         `json:"waiting_for,omitempty"`
-	Rounds   []taskfile.Round `json:"rounds"`
-	Sections []sectionJSON    `json:"sections"`
-	Body     string           `json:"body"`
-	Content  string           `json:"content"`
+	Task     taskJSON `json:"task"`
+	Blocking []string `json:"waiting_for,omitempty"`
+	// Refusal is the refusal a blocked task waits on a decision for.
+	Refusal  *workflow.PendingRefusal `json:"refusal,omitempty"`
+	Rounds   []taskfile.Round         `json:"rounds"`
+	Sections []sectionJSON            `json:"sections"`
+	Body     string                   `json:"body"`
+	Content  string                   `json:"content"`
 }
 
 func showJSON(e *workflow.Engine, t *workflow.Task) showDoc {
