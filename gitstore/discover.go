@@ -98,6 +98,9 @@ func newRepo(gitDir, workTree string, bare bool) (*Repo, error) {
 	if !isGitDir(r.CommonDir) {
 		return nil, fmt.Errorf("%s is not a git directory", r.CommonDir)
 	}
+	if err := checkFormat(r.CommonDir); err != nil {
+		return nil, err
+	}
 	r.Bare = bare || (workTree == "" && isBareConfig(r.CommonDir))
 	if isBareConfig(r.CommonDir) && r.GitDir == r.CommonDir && workTree == "" {
 		r.Bare = true

@@ -70,6 +70,7 @@ func classify(err error) classified {
 		backwards *gitstore.ErrMovedBackwards
 		damaged   *gitstore.ErrObjectDamaged
 		notReg    *gitstore.ErrNotRegular
+		format    *gitstore.ErrUnsupportedRepo
 	)
 	switch {
 	case errors.As(err, &usage):
@@ -124,6 +125,8 @@ func classify(err error) classified {
 		return classified{exitFailure, "invalid_file", parse.Error(), "fix the file at the line shown; orch check lists every problem"}
 	case errors.As(err, &edit):
 		return classified{exitFailure, "edit_failed", edit.Error(), "orch edit opens the file in your editor"}
+	case errors.As(err, &format):
+		return classified{exitFailure, "unsupported_repository", format.Error(), "use orch in a repository with SHA-1 objects and files ref storage (the defaults of git init and git clone)"}
 	case errors.As(err, &notRepo):
 		return classified{exitFailure, "not_a_repository", notRepo.Error(), "run orch inside a git repository, or pass -C DIR"}
 	case errors.As(err, &damaged):
