@@ -551,8 +551,8 @@ type cacheLoad struct {
 
 // startCacheLoad reads the cache file and its journal and decodes the
 // directories; nil when there is no usable file.
-func startCacheLoad(path, ref string) *cacheLoad {
-	b, err := readCacheFile(path)
+func startCacheLoad(path, ref string, mapped bool) *cacheLoad {
+	b, err := readCacheFile(path, mapped)
 	if err != nil {
 		return nil
 	}
@@ -602,9 +602,10 @@ func (l *cacheLoad) finish() *stateCache {
 	return l.c
 }
 
-// loadStateCache loads the cache file and replays its journal.
-func loadStateCache(path, ref string) *stateCache {
-	l := startCacheLoad(path, ref)
+// loadStateCache loads the cache file (mapped, or read into the heap) and
+// replays its journal.
+func loadStateCache(path, ref string, mapped bool) *stateCache {
+	l := startCacheLoad(path, ref, mapped)
 	if l == nil {
 		return newStateCache(ref)
 	}
@@ -616,8 +617,10 @@ func loadStateCache(path, ref string) *stateCache {
 // each mapping sixteen pages), where reading would zero and copy 4 MB at
 // 10,000 tasks. Decoded strings point into the mapping, which lives as
 // long as the process: orch replaces the file by rename and never writes
-// it in place, so the mapped bytes cannot change.
-func readCacheFile(path string) ([]byte, error) {
+// it in place, so the mapped bytes cannot change. A process that opens the
+// store many times reads it instead (mapped false), so the garbage
+// collector frees each copy.
+func readCacheFile(path string, mapped bool) ([]byte, error) {
 	f, err := openPrivate(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -627,7 +630,7 @@ func readCacheFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := fi.Size(); n > 0 && n < 1<<31 {
+	if n := fi.Size(); mapped && n > 0 && n < 1<<31 {
 		if b, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_PRIVATE); err == nil {
 			return b, nil
 		}

@@ -55,25 +55,12 @@ func (st *Store) DoctorLock(exclusive bool) (release func(), err error) {
 	if exclusive {
 		how = syscall.LOCK_EX
 	}
-	deadline := time.Now().Add(DoctorLockWait)
-	for {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
-			f.Close()
-			return nil, err
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			holder, _ := ReadPrivateFile(path)
-			return nil, &ErrLockTimeout{Path: path, Holder: strings.TrimSpace(string(holder))}
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := waitFlock(f, path, how, DoctorLockWait); err != nil {
+		f.Close()
+		return nil, err
 	}
 	if exclusive {
-		l := finishLock(f, path, false)
+		l := finishLock(f, path)
 		return l.release, nil
 	}
 	return func() {
@@ -443,7 +430,7 @@ func (st *Store) Checkup() *Checkup {
 
 func (cu *Checkup) loadCache() {
 	path := cu.st.cachePath()
-	b, err := readCacheFile(path)
+	b, err := readCacheFile(path, false)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			cu.cacheSeen, cu.cacheErr = true, err.Error()
@@ -706,7 +693,7 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 // The caller holds the exclusive orch lock.
 func (st *Store) DistrustViewStat(paths []string) error {
 	path := st.cachePath()
-	c := loadStateCache(path, st.Ref)
+	c := loadStateCache(path, st.Ref, false)
 	changed := false
 	for _, p := range paths {
 		if ie := c.index.get(p); ie != nil {

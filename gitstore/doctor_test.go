@@ -61,7 +61,7 @@ func TestDoctorStaleIndex(t *testing.T) {
 	writeFile(t, full, edited)
 	// Make the index claim the edited file is the committed blob.
 	st, _ := checkup(t, dir)
-	c := loadStateCache(st.cachePath(), st.Ref)
+	c := loadStateCache(st.cachePath(), st.Ref, false)
 	ie := c.index.get(p)
 	ws, ok := lstatPath(full)
 	if ie == nil || !ok {
@@ -196,7 +196,7 @@ func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
 	initStore(t, dir, "T-aaaaaa")
 	p := taskPath("T-aaaaaa")
 	st, _ := checkup(t, dir)
-	c := loadStateCache(st.cachePath(), st.Ref)
+	c := loadStateCache(st.cachePath(), st.Ref, false)
 	c.index.get(p).conflictW, c.index.get(p).conflictR, c.index.get(p).raw = plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222"), nil
 	if err := c.save(st.cachePath()); err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
 	if err != nil || !kept {
 		t.Fatalf("RebuildCache: %v %v", kept, err)
 	}
-	c = loadStateCache(st.cachePath(), st.Ref)
+	c = loadStateCache(st.cachePath(), st.Ref, false)
 	if !c.tip.IsZero() || len(c.dirs) > 0 || c.sums.n > 0 || c.index.get(p) == nil || c.index.get(p).conflictW.IsZero() {
 		t.Fatalf("rebuilt cache: tip %s, %d dirs, %d summaries, index %+v", c.tip, len(c.dirs), c.sums.n, c.index.get(p))
 	}

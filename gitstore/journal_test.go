@@ -70,7 +70,7 @@ func TestJournalRoundTrip(t *testing.T) {
 		t.Fatal("a first save wrote a journal, want a base")
 	}
 	// Change a little, save: a journal batch, not a base.
-	c2 := loadStateCache(path, "refs/heads/orch")
+	c2 := loadStateCache(path, "refs/heads/orch", false)
 	baseBefore, _ := os.ReadFile(path)
 	c2.tip = plumbing.NewHash("4444444444444444444444444444444444444444")
 	c2.putSummary(&Summary{Path: "tasks/T-000001-x.md", Task: taskfile.Task{ID: "T-000001", Queue: taskfile.Claimed}})
@@ -92,7 +92,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	if fi, err := os.Stat(path + journalSuffix); err != nil || fi.Size() > 5000 {
 		t.Fatalf("journal: %v %v", fi, err)
 	}
-	c3 := loadStateCache(path, "refs/heads/orch")
+	c3 := loadStateCache(path, "refs/heads/orch", false)
 	want, got := cacheView(c2), cacheView(c3)
 	if !reflect.DeepEqual(want, got) {
 		for _, k := range keysOf(want) {
@@ -107,7 +107,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	if err := c3.save(path); err != nil {
 		t.Fatal(err)
 	}
-	c4 := loadStateCache(path, "refs/heads/orch")
+	c4 := loadStateCache(path, "refs/heads/orch", false)
 	if !reflect.DeepEqual(cacheView(c3), cacheView(c4)) {
 		t.Fatal("second batch lost")
 	}
@@ -129,13 +129,13 @@ func TestJournalTornAndForeign(t *testing.T) {
 	if err := c.save(path); err != nil {
 		t.Fatal(err)
 	}
-	c2 := loadStateCache(path, "refs/heads/orch")
+	c2 := loadStateCache(path, "refs/heads/orch", false)
 	touch(c2.index.get("tasks/T-000001-x.md")).size = 1001
 	if err := c2.save(path); err != nil {
 		t.Fatal(err)
 	}
-	good := cacheView(loadStateCache(path, "refs/heads/orch"))
-	c3 := loadStateCache(path, "refs/heads/orch")
+	good := cacheView(loadStateCache(path, "refs/heads/orch", false))
+	c3 := loadStateCache(path, "refs/heads/orch", false)
 	touch(c3.index.get("tasks/T-000002-x.md")).size = 1002
 	if err := c3.save(path); err != nil {
 		t.Fatal(err)
@@ -146,17 +146,17 @@ func TestJournalTornAndForeign(t *testing.T) {
 		if err := os.WriteFile(path+journalSuffix, j[:len(j)-cut], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if got := cacheView(loadStateCache(path, "refs/heads/orch")); !reflect.DeepEqual(got, good) {
+		if got := cacheView(loadStateCache(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, good) {
 			t.Fatalf("torn by %d bytes: the cache is not the state before the torn batch", cut)
 		}
 	}
 	// After a torn tail, the next save appends after the good part.
-	c4 := loadStateCache(path, "refs/heads/orch")
+	c4 := loadStateCache(path, "refs/heads/orch", false)
 	touch(c4.index.get("tasks/T-000003-x.md")).size = 1003
 	if err := c4.save(path); err != nil {
 		t.Fatal(err)
 	}
-	if got := cacheView(loadStateCache(path, "refs/heads/orch")); !reflect.DeepEqual(got, cacheView(c4)) {
+	if got := cacheView(loadStateCache(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, cacheView(c4)) {
 		t.Fatal("save after a torn tail lost data")
 	}
 	// A flipped byte in a batch: that batch and what follows are ignored.
@@ -164,7 +164,7 @@ func TestJournalTornAndForeign(t *testing.T) {
 	bad := append([]byte(nil), j...)
 	bad[len(bad)-3] ^= 0xff
 	os.WriteFile(path+journalSuffix, bad, 0o600)
-	if got := cacheView(loadStateCache(path, "refs/heads/orch")); !reflect.DeepEqual(got, good) {
+	if got := cacheView(loadStateCache(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, good) {
 		t.Fatal("a damaged batch was applied")
 	}
 	// A journal of another generation is ignored.
@@ -175,7 +175,7 @@ func TestJournalTornAndForeign(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(path+journalSuffix, j, 0o600) // the old generation's journal
-	if got := cacheView(loadStateCache(path, "refs/heads/orch")); !reflect.DeepEqual(got, cacheView(other)) {
+	if got := cacheView(loadStateCache(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, cacheView(other)) {
 		t.Fatal("a journal of another generation was applied")
 	}
 }
@@ -187,7 +187,7 @@ func TestJournalCompacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2000; i++ {
-		c := loadStateCache(path, "refs/heads/orch")
+		c := loadStateCache(path, "refs/heads/orch", false)
 		c.putSummary(&Summary{Path: fmt.Sprintf("tasks/T-%06d-x.md", i%200), Task: taskfile.Task{ID: fmt.Sprint(i), Title: "a long enough title to grow the journal quickly"}})
 		if err := c.save(path); err != nil {
 			t.Fatal(err)
@@ -197,7 +197,7 @@ func TestJournalCompacts(t *testing.T) {
 			t.Fatalf("journal grew to %d bytes (base %d) without a new base", fi.Size(), base.Size())
 		}
 	}
-	c := loadStateCache(path, "refs/heads/orch")
+	c := loadStateCache(path, "refs/heads/orch", false)
 	if r := c.sums.get("tasks/T-000199-x.md"); r == nil || r.summary().Task.ID != "1999" {
 		t.Fatalf("last change lost: %+v", r)
 	}

@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// LockTimeout bounds how long a command waits for another orch process.
-var LockTimeout = 60 * time.Second
+// DefaultLockTimeout bounds how long a command waits for another orch
+// process (Options.LockTimeout overrides it).
+const DefaultLockTimeout = 60 * time.Second
 
 // ErrLockTimeout is returned when the store lock stays held too long.
 type ErrLockTimeout struct {
@@ -34,7 +35,15 @@ type fileLock struct {
 	path string
 }
 
-func acquireLock(path string, shared bool) (*fileLock, error) {
+// acquireLock takes an exclusive flock on path, waiting at most timeout.
+//
+// It polls with LOCK_NB instead of blocking in flock(2): a blocking flock
+// cannot be interrupted, so a waiter that gives up would leave a goroutine
+// (and a descriptor) behind that could still take the lock later, in a
+// process that no longer wants it. The sleeps start at 100µs and stay short
+// (at most 2 ms), so a released lock is taken almost as soon as a blocking
+// flock would take it.
+func acquireLock(path string, timeout time.Duration) (*fileLock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return nil, err
 	}
@@ -42,45 +51,39 @@ func acquireLock(path string, shared bool) (*fileLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	how := syscall.LOCK_EX
-	if shared {
-		how = syscall.LOCK_SH
+	if err := waitFlock(f, path, syscall.LOCK_EX, timeout); err != nil {
+		f.Close()
+		return nil, err
 	}
-	// Fast path: uncontended.
-	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err == nil {
-		return finishLock(f, path, shared), nil
-	}
-	done := make(chan error, 1)
-	go func() { done <- flockRetry(int(f.Fd()), how) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		return finishLock(f, path, shared), nil
-	case <-time.After(LockTimeout):
-		holder, _ := ReadPrivateFile(path)
-		return nil, &ErrLockTimeout{Path: path, Holder: strings.TrimSpace(string(holder))}
-	}
+	return finishLock(f, path), nil
 }
 
-func flockRetry(fd, how int) error {
+// waitFlock polls flock(how|LOCK_NB) on f until it succeeds or timeout
+// passes (*ErrLockTimeout naming the holder).
+func waitFlock(f *os.File, path string, how int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	wait := 100 * time.Microsecond
 	for {
-		err := syscall.Flock(fd, how)
-		if err == syscall.EINTR {
-			continue
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return nil
 		}
-		return err
+		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			holder, _ := ReadPrivateFile(path)
+			return &ErrLockTimeout{Path: path, Holder: strings.TrimSpace(string(holder))}
+		}
+		time.Sleep(wait)
+		wait = min(wait*2, 2*time.Millisecond)
 	}
 }
 
-func finishLock(f *os.File, path string, shared bool) *fileLock {
-	if !shared {
-		// Who holds it, for the timeout message of the next waiter.
-		_ = f.Truncate(0)
-		_, _ = f.WriteAt([]byte("pid "+strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
+func finishLock(f *os.File, path string) *fileLock {
+	// Who holds it, for the timeout message of the next waiter.
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte("pid "+strconv.Itoa(os.Getpid())+"\n"), 0)
 	return &fileLock{f: f, path: path}
 }
 

@@ -25,6 +25,14 @@ type Options struct {
 	Repo        *Repo  // the repository, when the caller found it already
 	Dir         string // where to start looking for the repository
 	StateBranch string // branch name or full ref; default "orch"
+	// LockTimeout bounds the wait for another orch process's lock
+	// (default DefaultLockTimeout).
+	LockTimeout time.Duration
+	// InMemoryCache reads the state cache into the heap instead of
+	// mapping it, for a process that opens the store again and again
+	// (board --watch): a mapping lives as long as the process (see
+	// readCacheFile), and each open would add one.
+	InMemoryCache bool
 }
 
 // Store is orch's state in one repository: the state branch, its view and
@@ -46,25 +54,27 @@ type Store struct {
 	// until it is moved away, and says so on every command.
 	ViewErr error
 
-	objs      *objectStore
-	priv      string
-	lock      *fileLock
-	cache     *stateCache
-	snap      *Snapshot
-	dirty     bool
-	scan      *viewScan
-	byID      map[string]*sumRec
-	byIDScans int   // lookups answered by a walk (see recByID)
-	named     *bool // whether every task file is named after its id (see recByID)
-	early     *cacheLoad
-	conflicts map[string][]taskfile.Conflict
-	broken    map[string]error
-	held      map[string]error
-	notes     []string
-	watched   []watchedFile // displaced view files to read again (see placeView)
-	hooks     viewHooks     // tests only
-	movedTo   plumbing.Hash // where MoveTo put the branch (orch's own move, not a rewind)
-	noLeases  bool          // tests only: view writes as on systems without leases
+	objs        *objectStore
+	priv        string
+	lockTimeout time.Duration
+	mapCache    bool // see Options.InMemoryCache
+	lock        *fileLock
+	cache       *stateCache
+	snap        *Snapshot
+	dirty       bool
+	scan        *viewScan
+	byID        map[string]*sumRec
+	byIDScans   int   // lookups answered by a walk (see recByID)
+	named       *bool // whether every task file is named after its id (see recByID)
+	early       *cacheLoad
+	conflicts   map[string][]taskfile.Conflict
+	broken      map[string]error
+	held        map[string]error
+	notes       []string
+	watched     []watchedFile // displaced view files to read again (see placeView)
+	hooks       viewHooks     // tests only
+	movedTo     plumbing.Hash // where MoveTo put the branch (orch's own move, not a rewind)
+	noLeases    bool          // tests only: view writes as on systems without leases
 
 	// Progress, when set, hears how far a long reconcile (a cold view of
 	// thousands of files) has got; it must not print when not a terminal.
@@ -191,13 +201,18 @@ func Open(opts Options) (*Store, error) {
 	if !ValidRefName(ref) {
 		return nil, fmt.Errorf("invalid state branch %q", opts.StateBranch)
 	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
 	st := &Store{
-		Repo:      repo,
-		Ref:       ref,
-		objs:      newObjectStore(repo.CommonDir),
-		priv:      filepath.Join(repo.CommonDir, "orch"),
-		conflicts: map[string][]taskfile.Conflict{},
-		broken:    map[string]error{},
+		Repo:        repo,
+		Ref:         ref,
+		objs:        newObjectStore(repo.CommonDir),
+		priv:        filepath.Join(repo.CommonDir, "orch"),
+		lockTimeout: opts.LockTimeout,
+		mapCache:    !opts.InMemoryCache,
+		conflicts:   map[string][]taskfile.Conflict{},
+		broken:      map[string]error{},
 	}
 	repo.ownerFile = filepath.Join(st.priv, "ref-lock-owner")
 	if repo.MainWorkTree != "" {
@@ -293,14 +308,14 @@ func (st *Store) Lock() error {
 		// many agents at once, not while this command holds the lock.
 		// (If others commit in between, the files may have changed; the
 		// reconcile then matches them by name.)
-		if st.early = startCacheLoad(st.cachePath(), st.Ref); st.early != nil {
+		if st.early = startCacheLoad(st.cachePath(), st.Ref, st.mapCache); st.early != nil {
 			st.scan.expect(st.early.c.dirs)
 		}
 	}
 	if testHookBeforeLock != nil {
 		testHookBeforeLock()
 	}
-	l, err := acquireLock(filepath.Join(st.priv, "lock"), false)
+	l, err := acquireLock(filepath.Join(st.priv, "lock"), st.lockTimeout)
 	if err != nil {
 		return err
 	}
@@ -359,7 +374,7 @@ func (st *Store) load() error {
 		} else {
 			// Changed while we waited (the scan then stats the files it
 			// was handed, and they are matched by name), or not read early.
-			st.cache = loadStateCache(st.cachePath(), st.Ref)
+			st.cache = loadStateCache(st.cachePath(), st.Ref, st.mapCache)
 		}
 		st.early = nil
 	}

@@ -666,7 +666,7 @@ func TestReconcileRacyEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := loadStateCache(st.cachePath(), st.Ref)
+	cache := loadStateCache(st.cachePath(), st.Ref, false)
 	ws, ok := lstatPath(viewFile(dir, p))
 	if !ok || cache.index.get(p) == nil {
 		t.Fatal("setup: no index entry")

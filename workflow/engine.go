@@ -37,6 +37,8 @@ type Options struct {
 	// Progress, when set, hears how far a long operation has got (see
 	// Engine.Progress).
 	Progress func(what string, done, total int)
+	// InMemoryCache: see gitstore.Options.InMemoryCache.
+	InMemoryCache bool
 	// Signals are what the actor is judged by (DESIGN §4a); Verb names the
 	// command, and ReadOnly says it changes nothing (the rule of a task's
 	// worktree binds only commands that change something). With Verb
@@ -81,7 +83,7 @@ func (e *Engine) progress(what string, done, total int) {
 // Open opens the repository around opts.Dir, locks the store and brings the
 // view in step with the branch.
 func Open(opts Options) (*Engine, error) {
-	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch})
+	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache})
 	if err != nil {
 		return nil, err
 	}

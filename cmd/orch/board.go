@@ -122,6 +122,7 @@ func (o *boardOptions) watch(qs []taskfile.Queue) error {
 		signal.Notify(resized, syscall.SIGWINCH)
 		defer signal.Stop(resized)
 	}
+	o.g.longRunning = true // one store per board: no mapping each (gitstore.Options.InMemoryCache)
 	drawn := 0
 	last, ref, err := o.draw(qs, drawn)
 	if err != nil {

@@ -38,6 +38,7 @@ type globalOptions struct {
 	notes       []string       // notes held back under --json (see printNotes)
 	agentSource string         // where Agent came from (--agent, ORCH_AGENT, ...)
 	verb        string         // the command being run ("pr poll")
+	longRunning bool           // opens the store again and again (board --watch)
 }
 
 // Main runs orch with args and returns the exit code.
@@ -243,7 +244,7 @@ func (g *globalOptions) engineOptions(optimistic bool) workflow.Options {
 	}
 	verb, _, _ := strings.Cut(g.verb, " ")
 	return workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(),
-		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: readOnlyVerbs[verb]}
+		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: readOnlyVerbs[verb], InMemoryCache: g.longRunning}
 }
 
 // close releases the engine and prints what the store did on our behalf.
