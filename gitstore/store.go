@@ -569,12 +569,6 @@ func (st *Store) Summaries() []*Summary {
 	return out
 }
 
-// EachSummary calls fn for every task, in no particular order (cheaper than
-// Summaries when the caller sorts anyway).
-func (st *Store) EachSummary(fn func(*Summary)) {
-	st.cache.sums.each(func(r *sumRec) { fn(r.summary()) })
-}
-
 // EachSummaryWhile calls fn for tasks, in no particular order, until it
 // returns false; the tasks after that are not decoded.
 func (st *Store) EachSummaryWhile(fn func(*Summary) bool) {
@@ -850,12 +844,3 @@ func (st *Store) CreateRef(name string, at plumbing.Hash, who Signature, msg str
 
 // HasObject reports whether the repository has an object.
 func (st *Store) HasObject(h plumbing.Hash) bool { return st.objs.has(h) }
-
-// CommitParents returns the parents of a commit (for branch checks).
-func (st *Store) CommitParents(h plumbing.Hash) ([]plumbing.Hash, error) {
-	c, err := st.ReadCommit(h)
-	if err != nil {
-		return nil, err
-	}
-	return c.Parents, nil
-}

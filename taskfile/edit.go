@@ -29,13 +29,11 @@ const (
 	kindList
 )
 
-func String(s string) Value         { return Value{kind: kindString, s: s} }
-func Int(n int) Value               { return Value{kind: kindInt, n: n} }
-func Time(t time.Time) Value        { return Value{kind: kindTime, s: FormatTime(t)} }
-func List(items ...string) Value    { return Value{kind: kindList, list: append([]string{}, items...)} }
-func ListOf(items []string) Value   { return List(items...) }
-func (v Value) IsList() bool        { return v.kind == kindList }
-func (v Value) StringValue() string { return v.s }
+func String(s string) Value       { return Value{kind: kindString, s: s} }
+func Int(n int) Value             { return Value{kind: kindInt, n: n} }
+func Time(t time.Time) Value      { return Value{kind: kindTime, s: FormatTime(t)} }
+func List(items ...string) Value  { return Value{kind: kindList, list: append([]string{}, items...)} }
+func ListOf(items []string) Value { return List(items...) }
 
 // Edit is one change to one key: a Value to set, or a deletion.
 type Edit struct {

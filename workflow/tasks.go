@@ -261,32 +261,6 @@ var claimQueues = func() map[taskfile.Queue]bool {
 	return m
 }()
 
-// ClaimLess orders tasks the way claim takes them: rejected, then
-// needs_continuation, then incoming; then priority, age, id.
-func ClaimLess(a, b *taskfile.Task) bool {
-	ra, oka := claimQueueRank[a.Queue]
-	rb, okb := claimQueueRank[b.Queue]
-	if !oka {
-		ra = 9
-	}
-	if !okb {
-		rb = 9
-	}
-	if ra != rb {
-		return ra < rb
-	}
-	if pa, pb := taskfile.PriorityRank(a.Priority), taskfile.PriorityRank(b.Priority); pa != pb {
-		return pa < pb
-	}
-	if !a.Created.Equal(b.Created) {
-		if a.Created.IsZero() || b.Created.IsZero() {
-			return !a.Created.IsZero()
-		}
-		return a.Created.Before(b.Created)
-	}
-	return a.ID < b.ID
-}
-
 func queueRank(q taskfile.Queue) int {
 	for i, k := range taskfile.Queues {
 		if k == q {
@@ -395,7 +369,7 @@ func cmpClaimKeys(a, b claimKey) int {
 	return cmp.Compare(a.path, b.path)
 }
 
-// SortClaimOrder sorts tasks in claim order (ClaimLess), by queue in board
+// SortClaimOrder sorts tasks in claim order (cmpClaimKeys), by queue in board
 // order first when byQueue is set.
 func SortClaimOrder(list []*gitstore.Summary, byQueue bool) {
 	keys := make([]claimKey, len(list))
