@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -25,8 +26,15 @@ const syncAttempts = 40
 // backoff waits a random time, growing with the attempt, after a lost push:
 // without it the clone whose attempts take longer (it has to merge) can lose
 // every race to a faster one.
+//
+// ORCH_SYNC_BACKOFF_MAX caps the wait (a Go duration): the testscripts
+// that lose every race on purpose set it, so that they do not sleep for
+// seconds.
 func backoff(attempt int) {
 	limit := 10 * time.Millisecond << min(attempt, 5)
+	if d, err := time.ParseDuration(os.Getenv("ORCH_SYNC_BACKOFF_MAX")); err == nil && d > 0 && d < limit {
+		limit = d
+	}
 	time.Sleep(time.Duration(rand.Int64N(int64(limit))))
 }
 
