@@ -56,7 +56,7 @@ var exitAdvice = map[int]string{
 // reviewerExitAdvice overrides exitAdvice for reviewers.
 var reviewerExitAdvice = map[int]string{
 	exitNotFound: "No such task: check the ID with `orch list --queue provisional`.",
-	exitRefused:  "You may not review this task (not in review.reviewers, or you worked on it), or it is no longer provisional: leave it for another reviewer; never act under another name.",
+	exitRefused:  "You may not review this task (not in review.reviewers, outside your scope there, or you worked on it), or it is no longer provisional: leave it for another reviewer; never act under another name.",
 }
 
 // refusalAdvice says, per refusal reason, when to use it and what the
