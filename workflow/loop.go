@@ -724,6 +724,7 @@ func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
 		trailers: []string{"Orch-Round", fmt.Sprint(n)}}
 	if lockedNow {
 		c.body += fmt.Sprintf("\n\n%s is locked out of this task.", author)
+		c.trailers = append(c.trailers, "Orch-Locked-Out", author) // orch log names who
 	}
 	// Escalation by policy: too many rejections, or nobody left to do it.
 	var why, reason string

@@ -286,4 +286,13 @@ func TestReviewerScopeRecordsGround(t *testing.T) {
 	if grounds[ids["Tests"]] != "label tests" || grounds[ids["API"]] != nil || grounds[ids["Docs"]] != nil {
 		t.Errorf("grounds %v", grounds)
 	}
+	e = openAs(t, dir, "tester", false)
+	defer e.Close()
+	entries, err := e.Log(ids["Tests"], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Action != "reject" || entries[0].LockedOut != "agent-a" {
+		t.Errorf("log %+v", entries)
+	}
 }
