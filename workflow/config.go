@@ -31,10 +31,12 @@ type Config struct {
 
 // Review holds the review and rejection policies.
 type Review struct {
-	MaxRejections int      `yaml:"max_rejections" json:"max_rejections"`
-	MaxNoProgress int      `yaml:"max_no_progress" json:"max_no_progress"`
-	Lockout       *bool    `yaml:"lockout" json:"lockout"`
-	Reviewers     []string `yaml:"reviewers" json:"reviewers"`
+	MaxRejections int   `yaml:"max_rejections" json:"max_rejections"`
+	MaxNoProgress int   `yaml:"max_no_progress" json:"max_no_progress"`
+	Lockout       *bool `yaml:"lockout" json:"lockout"`
+	// Reviewers names who reviews among agents (empty: anyone), each
+	// entry a name or a name scoped to roles and labels (see Reviewer).
+	Reviewers Reviewers `yaml:"reviewers" json:"reviewers"`
 }
 
 // LockoutOn reports whether rejected authors are locked out (default on).
@@ -110,7 +112,8 @@ review:
   max_rejections: 3        # the 3rd rejection escalates instead
   max_no_progress: 2       # structured reviews: rounds in a row that resolved no blocking issue
   lockout: true            # the agent whose work was rejected may not claim that task again
-  reviewers: []            # empty: anyone may review; else only these agents (humans always may)
+  reviewers: []            # empty: anyone may review; else only these agents (humans always may);
+                           # an entry {name: qa, roles: [...], labels: [...]} reviews only tasks of those
 agents: []                 # optional roster: {name, roles: [...]}; an agent claims only tasks of its roles
 humans: []                 # optional: the people; empty: everyone not an agent (ORCH_AGENT set, or in agents) is a human
 github:
@@ -163,10 +166,8 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 	if c.Review.MaxNoProgress < 1 {
 		return nil, problem("max_no_progress", "must be at least 1")
 	}
-	for _, r := range c.Review.Reviewers {
-		if !taskfile.ValidPersonName(r) {
-			return nil, problem("reviewers", "%q is not a valid name", r)
-		}
+	if err := c.Review.Reviewers.check(path); err != nil {
+		return nil, err
 	}
 	for _, a := range c.Agents {
 		if !taskfile.ValidName(a.Name) {
@@ -204,15 +205,8 @@ func (c *Config) RolesOf(agent string) []string {
 	return nil
 }
 
-// IsReviewer reports whether name may review under the config.
+// IsReviewer reports whether name may review under the config (some
+// tasks, when its entry is scoped: see ReviewerScope).
 func (c *Config) IsReviewer(name string) bool {
-	if len(c.Review.Reviewers) == 0 {
-		return true
-	}
-	for _, r := range c.Review.Reviewers {
-		if r == name {
-			return true
-		}
-	}
-	return false
+	return len(c.Review.Reviewers) == 0 || c.Review.Reviewers.Find(name) != nil
 }

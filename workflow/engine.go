@@ -71,6 +71,9 @@ type Engine struct {
 
 	clone           string // this clone's ID in event file names, once read
 	recordedRefusal bool   // a refusal of authority was recorded already
+	// reviewGround is what put the task in a scoped reviewer's scope
+	// ("label tests"), set by checkReviewerScope for apply to record.
+	reviewGround string
 }
 
 // progress reports how far a long operation has got (see Progress).

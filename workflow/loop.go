@@ -48,6 +48,7 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 	}
 	var res Result
 	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		e.reviewGround = "" // each try judges the task afresh
 		s := e.Store.SummaryByID(id)
 		if s == nil {
 			return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
@@ -67,6 +68,14 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 		c, err := fn(t)
 		if err != nil || c == nil {
 			return nil, err
+		}
+		if e.reviewGround != "" {
+			// A scoped reviewer's review says what it was in scope by.
+			if c.data == nil {
+				c.data = map[string]any{}
+			}
+			c.data["ground"] = e.reviewGround
+			c.trailers = append(c.trailers, "Orch-Ground", e.reviewGround)
 		}
 		from := s.Task.Queue
 		to := c.to
@@ -572,12 +581,16 @@ func (e *Engine) submitGuards(t *Task) error {
 
 // checkReviewer applies review authority (DESIGN §4a): with
 // review.reviewers set only they review among agents (a human always may),
-// and nobody reviews a task they worked on in any round.
+// each within its scope (checkReviewerScope), and nobody reviews a task
+// they worked on in any round.
 func (e *Engine) checkReviewer(t *Task, verb string) error {
 	if !e.IsHuman() && !e.Config.IsReviewer(e.Actor) {
 		return e.refuseAuthority(verb, t.Task.ID, "reviewer",
 			fmt.Sprintf("%s may not %s %s: review.reviewers names who reviews, and %s is not among them", e.Actor, verb, t.Task.ID, e.Actor),
 			"a reviewer or a human reviews it; orch claim takes other work")
+	}
+	if err := e.checkReviewerScope(t, verb); err != nil {
+		return err
 	}
 	if contains(workers(&t.Task), e.Actor) {
 		return e.refuseAuthority(verb, t.Task.ID, "self_review",
@@ -711,6 +724,7 @@ func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
 		trailers: []string{"Orch-Round", fmt.Sprint(n)}}
 	if lockedNow {
 		c.body += fmt.Sprintf("\n\n%s is locked out of this task.", author)
+		c.trailers = append(c.trailers, "Orch-Locked-Out", author) // orch log names who
 	}
 	// Escalation by policy: too many rejections, or nobody left to do it.
 	var why, reason string

@@ -18,8 +18,9 @@ func newApproveCmd(g *globalOptions) *cobra.Command {
 		Short: "Accept submitted work",
 		Long: `Approve submitted work. ` + workflow.TransitionHelp("approve") + `
 Lockouts on the task are lifted. With review.reviewers set only they may
-approve; nobody approves their own work. Refused while a blocking review issue
-is unresolved.`,
+approve, a scoped reviewer only the tasks of its roles or labels; nobody
+approves their own work. Refused while a blocking review issue is
+unresolved.`,
 		Example: `  orch approve T-4k9x2m -m "Nice; merge when CI is green" --agent lead`,
 		Args:    exactArgs(1, "approve ID [-m NOTES]"),
 		RunE:    func(cmd *cobra.Command, args []string) error { return runApprove(o, args[0]) },

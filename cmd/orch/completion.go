@@ -97,7 +97,11 @@ func agentNames(e *workflow.Engine) []string {
 			add(a.Name, "roster: "+strings.Join(a.Roles, ", "))
 		}
 		for _, r := range e.Config.Review.Reviewers {
-			add(r, "reviewer")
+			desc := "reviewer"
+			if r.Scoped() {
+				desc += " of " + r.ScopeText()
+			}
+			add(r.Name, desc)
 		}
 	}
 	var inTasks []string

@@ -92,7 +92,7 @@ func TestAgentHintsNeverLeadAroundARule(t *testing.T) {
 	}
 
 	must(repo, "", "init")
-	cfg := "base_branch: main\nreview:\n  reviewers: [lead, agent-a]\nagents:\n" +
+	cfg := "base_branch: main\nreview:\n  reviewers: [lead, agent-a, {name: qa, labels: [tests]}]\nagents:\n" +
 		"  - {name: agent-a, roles: [implementer]}\n  - {name: agent-b, roles: [implementer]}\n  - {name: fe, roles: [frontend]}\n"
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o666); err != nil {
@@ -169,11 +169,16 @@ func TestAgentHintsNeverLeadAroundARule(t *testing.T) {
 		{"reject as a non-reviewer", repo, "agent-b", []string{"reject", submitted, "-m", "x"}},
 		{"review as a non-reviewer", repo, "agent-b", []string{"review", submitted, "--issue", "HIGH|x"}},
 		{"approve own work as a reviewer", repo, "agent-a", []string{"approve", submitted}},
+		{"approve outside the review scope", repo, "qa", []string{"approve", submitted}},
+		{"reject outside the review scope", repo, "qa", []string{"reject", submitted, "-m", "x"}},
+		{"review outside the review scope", repo, "qa", []string{"review", submitted, "--issue", "HIGH|x"}},
 		{"an illegal transition", repo, "agent-b", []string{"claim", "--task", submitted}},
 		{"approve a claimed task", repo, "lead-bot", []string{"approve", claimed}},
 	}
-	actors := []string{"agent-a", "agent-b", "fe", "lead", "tester", "carol", "lead-bot"}
-	forbidden := regexp.MustCompile(`--agent|ORCH_AGENT|reviewers|agents:|roster|--role|orch (unlock|requeue|decide|archive|sweep|edit config)\b`)
+	actors := []string{"agent-a", "agent-b", "fe", "lead", "tester", "carol", "lead-bot", "qa"}
+	// --label and "label it": a reviewer outside its scope is not told to
+	// bring the task into it.
+	forbidden := regexp.MustCompile(`--agent|ORCH_AGENT|reviewers|agents:|roster|--role|--label|label it|orch (unlock|requeue|decide|archive|sweep|edit( config| [A-Z]+-))\b`)
 	for _, p := range paths {
 		a := orch(p.dir, p.agent, p.args...)
 		if a.code == 0 {

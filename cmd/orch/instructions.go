@@ -56,7 +56,7 @@ var exitAdvice = map[int]string{
 // reviewerExitAdvice overrides exitAdvice for reviewers.
 var reviewerExitAdvice = map[int]string{
 	exitNotFound: "No such task: check the ID with `orch list --queue provisional`.",
-	exitRefused:  "You may not review this task (not in review.reviewers, or you worked on it), or it is no longer provisional: leave it for another reviewer; never act under another name.",
+	exitRefused:  "You may not review this task (not in review.reviewers, outside your scope there, or you worked on it), or it is no longer provisional: leave it for another reviewer; never act under another name.",
 }
 
 // refusalAdvice says, per refusal reason, when to use it and what the
@@ -308,7 +308,12 @@ func reviewerSteps(b *strings.Builder, cfg *workflow.Config) {
 		"   the earlier issues you re-open (`--reopen R1.2`); the others count as resolved.\n\n")
 	b.WriteString("### Authority and lockout\n\n")
 	if len(cfg.Review.Reviewers) > 0 {
-		fmt.Fprintf(b, "- Among agents only the reviewers of `review.reviewers` may approve, reject or review: %s. A human always may.\n", strings.Join(cfg.Review.Reviewers, ", "))
+		fmt.Fprintf(b, "- Among agents only the reviewers of `review.reviewers` may approve, reject or review: %s. A human always may.\n", strings.Join(cfg.Review.Reviewers.Names(), ", "))
+		for _, r := range cfg.Review.Reviewers {
+			if r.Scoped() {
+				fmt.Fprintf(b, "  %s reviews only %s; any other task is refused to it (exit 4).\n", r.Name, r.ScopeText())
+			}
+		}
 	} else {
 		b.WriteString("- `review.reviewers` is empty: anyone may approve, reject or review.\n")
 	}

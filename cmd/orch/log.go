@@ -20,7 +20,10 @@ func newLogCmd(g *globalOptions) *cobra.Command {
 		Use:   "log [ID]",
 		Short: "Show the history of the queue, or of one task",
 		Long: `Show the commits of the state branch, newest first, read from their
-Orch-* trailers: when, which task, what action, from and to which queue, who.`,
+Orch-* trailers: when, which task, what action, from and to which queue, who.
+A rejection that locked its author out says whom ("agent-a locked out"), and
+an unlock whom it let back in ("agent-a unlocked"); --json has them as
+locked_out and unlocked.`,
 		Example: `  orch log
   orch log T-4k9x2m --json
   orch log --limit 20`,
@@ -62,7 +65,16 @@ func runLog(o *logOptions, ref string) error {
 			if en.From != "" || en.To != "" {
 				change = fmt.Sprintf("%s %s->%s", en.Action, en.From, en.To)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", en.Commit[:7], en.Time.Format("2006-01-02 15:04:05"), en.Task, change, en.Actor)
+			line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", en.Commit[:7], en.Time.Format("2006-01-02 15:04:05"), en.Task, change, en.Actor)
+			// Who a lockout concerns is another column, only where there
+			// is one, so other lines keep no trailing blanks.
+			switch {
+			case en.LockedOut != "":
+				line += "\t" + en.LockedOut + " locked out"
+			case en.Unlocked != "":
+				line += "\t" + en.Unlocked + " unlocked"
+			}
+			fmt.Fprintln(tw, line)
 		}
 		return tw.Flush()
 	})

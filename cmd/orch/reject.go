@@ -26,7 +26,8 @@ subsection; older rounds stay below it. rejection_count goes up, the branch
 and pr_number are kept, and with review.lockout the author is locked out of
 the task. The review.max_rejections-th rejection, or a roster in which every
 capable agent is locked out, escalates the task to a human instead.
-With review.reviewers set only they may reject; nobody rejects their own work.
+With review.reviewers set only they may reject, a scoped reviewer only the
+tasks of its roles or labels; nobody rejects their own work.
 
 --amend adds the text to the newest rejection round instead of rejecting
 again, as "### From <you> via orch reject --amend": a lead's distilled note

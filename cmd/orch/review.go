@@ -34,7 +34,7 @@ as orch reject); only suggestions -> done as APPROVED_WITH_NOTES; nothing ->
 done as APPROVED. On a re-review, earlier issues not listed in reopen are
 resolved, and only new blocking issues may be raised. A round that resolves no
 earlier blocking issue counts as no progress; review.max_no_progress such
-rounds in a row escalate.`,
+rounds in a row escalate. Who may review is as for orch reject.`,
 		Example: `  orch review T-4k9x2m -F review.json --agent lead
   orch review T-4k9x2m --issue 'HIGH|SQL injection|src/api/users.py:56|input is interpolated|use a parameterised query'
   orch review T-4k9x2m --reopen R1.2 -m "R1.1 fixed; R1.2 still duplicated"

@@ -1,0 +1,298 @@
+package workflow
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+func TestParseConfigReviewers(t *testing.T) {
+	cfg, err := ParseConfig("config.yaml", []byte(`base_branch: main
+review:
+  reviewers:
+    - lead
+    - name: qa
+      labels: [tests, qa]
+    - {name: fe-lead, roles: [frontend]}
+    - {name: both, roles: [tester], labels: [tests]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := cfg.Review.Reviewers
+	if got := rs.Names(); !slices.Equal(got, []string{"lead", "qa", "fe-lead", "both"}) {
+		t.Fatalf("names %v", got)
+	}
+	if rs.Find("lead").Scoped() || !rs.Find("qa").Scoped() || rs.Find("nobody") != nil {
+		t.Errorf("scoping wrong: %+v", rs)
+	}
+	for _, c := range []struct{ name, text string }{
+		{"lead", "every task"},
+		{"qa", "tasks labelled tests or qa"},
+		{"fe-lead", "tasks of role frontend"},
+		{"both", "tasks of role tester, or labelled tests"},
+	} {
+		if got := rs.Find(c.name).ScopeText(); got != c.text {
+			t.Errorf("%s: ScopeText %q, want %q", c.name, got, c.text)
+		}
+	}
+	if !cfg.IsReviewer("qa") || cfg.IsReviewer("agent-a") {
+		t.Error("IsReviewer")
+	}
+
+	// The plain list still reads as before.
+	cfg, err = ParseConfig("config.yaml", []byte("review:\n  reviewers: [lead, qa]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Review.Reviewers.Names(); !slices.Equal(got, []string{"lead", "qa"}) || cfg.Review.Reviewers.Find("qa").Scoped() {
+		t.Errorf("plain list: %+v", cfg.Review.Reviewers)
+	}
+	cfg, err = ParseConfig("config.yaml", []byte("review:\n  reviewers: []\n"))
+	if err != nil || len(cfg.Review.Reviewers) != 0 || !cfg.IsReviewer("anyone") {
+		t.Errorf("empty list: %+v, %v", cfg.Review.Reviewers, err)
+	}
+}
+
+func TestParseConfigReviewerProblems(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		line int
+		msg  string
+	}{
+		{"review:\n  reviewers: lead\n", 2, "reviewers: a list"},
+		{"review:\n  reviewers:\n    - name: qa\n      label: [tests]\n", 4, `reviewers: unknown key "label"`},
+		{"review:\n  reviewers:\n    - name: qa\n", 3, "qa's entry names no role and no label"},
+		{"review:\n  reviewers:\n    - labels: [tests]\n", 3, "the entry has no name"},
+		{"review:\n  reviewers:\n    - lead\n    - {name: qa, labels: [tests]}\n    - lead\n", 5, "reviewers: lead is listed twice (first on line 3)"},
+		{"review:\n  reviewers:\n    - {name: qa, labels: [tests]}\n    - {name: qa, roles: [tester]}\n", 4, "qa is listed twice"},
+		{"review:\n  reviewers:\n    - name: qa\n      labels:\n        - tests\n        - ../x\n", 6, `"../x" is not a valid label name`},
+		{"review:\n  reviewers:\n    - {name: qa, roles: [-x]}\n", 3, `"-x" is not a valid role name`},
+		{"review:\n  reviewers:\n    - {name: qa, roles: [tester, tester]}\n", 3, "role tester is listed twice"},
+		{"review:\n  reviewers:\n    - {name: qa, roles: tester}\n", 3, "roles is a list, like [tester]"},
+		{"review:\n  reviewers:\n    - {name: qa, labels: []}\n", 3, "labels is empty"},
+		{"review:\n  reviewers:\n    - {name: qa, name: qb, labels: [x]}\n", 3, "name is given twice in one entry"},
+		{"review:\n  reviewers:\n    - [qa]\n", 3, "an entry is a name, or {name: NAME"},
+		{"review:\n  reviewers:\n    - ~\n", 3, `"~" is not a valid name`},
+		{"review:\n  reviewers:\n    - \"a<b>\"\n", 3, `"a<b>" is not a valid name`},
+	} {
+		_, err := ParseConfig("config.yaml", []byte(c.yaml))
+		var pe *taskfile.ParseError
+		if !errors.As(err, &pe) {
+			t.Errorf("%q: got %v, want a ParseError", c.yaml, err)
+			continue
+		}
+		if pe.Path != "config.yaml" || pe.Line != c.line || !strings.Contains(pe.Msg, c.msg) {
+			t.Errorf("%q: got %s:%d: %s; want line %d and %q", c.yaml, pe.Path, pe.Line, pe.Msg, c.line, c.msg)
+		}
+	}
+}
+
+func TestReviewerCovers(t *testing.T) {
+	qa := Reviewer{Name: "qa", Roles: []string{"tester"}, Labels: []string{"tests", "qa"}}
+	for _, c := range []struct {
+		role   string
+		labels []string
+		ground string
+		ok     bool
+	}{
+		{"implementer", nil, "", false},
+		{"implementer", []string{"ui"}, "", false},
+		{"implementer", []string{"ui", "tests"}, "label tests", true},
+		{"tester", nil, "role tester", true},
+		{"tester", []string{"qa", "tests"}, "role tester, label tests, label qa", true},
+		{"Tester", []string{"Tests"}, "", false}, // names are exact, as roles are for claims
+	} {
+		ground, ok := qa.Covers(c.role, c.labels)
+		if ground != c.ground || ok != c.ok {
+			t.Errorf("Covers(%s, %v) = %q, %v; want %q, %v", c.role, c.labels, ground, ok, c.ground, c.ok)
+		}
+	}
+	lead := Reviewer{Name: "lead"}
+	if ground, ok := lead.Covers("anything", nil); ground != "" || !ok {
+		t.Errorf("an unscoped reviewer covers every task without a ground: %q, %v", ground, ok)
+	}
+}
+
+// TestReviewersJSONShape: a plain list marshals as it did when it was a
+// list of names; a scoped entry as the object config.yaml has.
+func TestReviewersJSONShape(t *testing.T) {
+	cfg, err := ParseConfig("config.yaml", []byte("review:\n  reviewers:\n    - lead\n    - {name: qa, labels: [tests]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(cfg.Review.Reviewers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `["lead",{"name":"qa","labels":["tests"]}]`; string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
+	}
+}
+
+// scopeRepo is a repository with config.yaml as given and one submitted
+// task per entry of tasks (title -> labels), claimed and submitted by
+// agent-a. It returns the directory and the tasks' IDs by title.
+func scopeRepo(t *testing.T, config string, tasks map[string][]string) (string, map[string]string) {
+	t.Helper()
+	dir, _ := doctorRepo(t)
+	if err := os.WriteFile(filepath.Join(dir, ".orchestrator", "config.yaml"), []byte(config), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	e := openAs(t, dir, "tester", false) // a human commits the config
+	ids := map[string]string{}
+	for title, labels := range tasks {
+		r, err := e.New(NewTask{Title: title, Labels: labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[title] = r.Task.Task.ID
+	}
+	e.Close()
+	for _, id := range ids {
+		a := openAs(t, dir, "agent-a", true)
+		if _, err := a.Claim(ClaimOptions{Task: id}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Submit(id, SubmitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+	}
+	return dir, ids
+}
+
+// openAs opens the repository as name: an agent (ORCH_AGENT set) or not.
+func openAs(t *testing.T, dir, name string, agent bool) *Engine {
+	t.Helper()
+	sig := ActorSignals{Source: "--agent"}
+	if agent {
+		sig = ActorSignals{Source: "ORCH_AGENT", EnvAgent: name}
+	}
+	e, err := Open(Options{Dir: dir, Actor: name, Signals: sig, Verb: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ConfigErr != nil {
+		t.Fatal(e.ConfigErr)
+	}
+	return e
+}
+
+// events reads every event of the view's event log.
+func events(t *testing.T, dir string) []Event {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, ".orchestrator", "events", "*.jsonl"))
+	var out []Event
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var ev Event
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestReviewerScopeRefusesOutside: a scoped agent reviewer is refused
+// every review verb on a task outside its scope, through the authority
+// path (a RuleError, an authority.refused event), and nothing changes.
+func TestReviewerScopeRefusesOutside(t *testing.T) {
+	dir, ids := scopeRepo(t, "base_branch: main\nreview:\n  reviewers:\n    - lead\n    - {name: qa, labels: [tests]}\n", map[string][]string{"API": nil})
+	id := ids["API"]
+	e := openAs(t, dir, "qa", true)
+	defer e.Close()
+	verbs := map[string]func() error{
+		"reject":  func() error { _, err := e.Reject(id, "no tests"); return err },
+		"approve": func() error { _, err := e.Approve(id, ""); return err },
+		"review": func() error {
+			_, err := e.Review(id, &ReviewInput{Issues: []ReviewIssue{{Severity: "HIGH", Title: "no tests"}}})
+			return err
+		},
+	}
+	for verb, run := range verbs {
+		e.recordedRefusal = false // each attempt is its own record
+		err := run()
+		var re *RuleError
+		if !errors.As(err, &re) || re.Rule != "reviewer_scope" {
+			t.Fatalf("%s: got %v, want the reviewer_scope refusal", verb, err)
+		}
+		want := "qa may not " + verb + " " + id + ": review.reviewers scopes qa to tasks labelled tests, and " + id + " is of role implementer, with no label"
+		if re.Msg != want {
+			t.Errorf("%s: message %q, want %q", verb, re.Msg, want)
+		}
+		if strings.Contains(re.Hint, "reviewers") || strings.Contains(re.Hint, "label") || strings.Contains(re.Hint, "--agent") {
+			t.Errorf("%s: the hint leads around the rule: %s", verb, re.Hint)
+		}
+	}
+	if s := e.Store.SummaryByID(id); s.Task.Queue != taskfile.Provisional {
+		t.Errorf("the task moved to %s", s.Task.Queue)
+	}
+	refused := map[string]bool{}
+	for _, ev := range events(t, dir) {
+		if ev.Action == AuthorityEvent && ev.Data["rule"] == "reviewer_scope" && ev.Actor == "qa" {
+			refused[ev.Data["verb"].(string)] = true
+		}
+	}
+	if len(refused) != 3 {
+		t.Errorf("authority.refused events for %v, want reject, approve and review", refused)
+	}
+}
+
+// TestReviewerScopeRecordsGround: inside its scope a scoped reviewer acts,
+// and the event and commit say on what ground; an unscoped reviewer and a
+// human record none.
+func TestReviewerScopeRecordsGround(t *testing.T) {
+	cfg := "base_branch: main\nreview:\n  reviewers:\n    - lead\n    - {name: qa, labels: [tests]}\n    - {name: boss, labels: [nothing]}\nhumans: [tester, boss]\n"
+	dir, ids := scopeRepo(t, cfg, map[string][]string{"Tests": {"ui", "tests"}, "API": nil, "Docs": nil})
+
+	e := openAs(t, dir, "qa", true)
+	if _, err := e.Reject(ids["Tests"], "the retry path has no test"); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e = openAs(t, dir, "lead", true)
+	if _, err := e.Approve(ids["API"], ""); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e = openAs(t, dir, "boss", false) // a human: a scope does not bind
+	if e.Kind != KindHuman {
+		t.Fatalf("boss is %s", e.Kind)
+	}
+	if _, err := e.Approve(ids["Docs"], ""); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+
+	grounds := map[string]any{}
+	for _, ev := range events(t, dir) {
+		if ev.Action == "reject" || ev.Action == "approve" {
+			grounds[ev.Task] = ev.Data["ground"]
+		}
+	}
+	if grounds[ids["Tests"]] != "label tests" || grounds[ids["API"]] != nil || grounds[ids["Docs"]] != nil {
+		t.Errorf("grounds %v", grounds)
+	}
+	e = openAs(t, dir, "tester", false)
+	defer e.Close()
+	entries, err := e.Log(ids["Tests"], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Action != "reject" || entries[0].LockedOut != "agent-a" {
+		t.Errorf("log %+v", entries)
+	}
+}
