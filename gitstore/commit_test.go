@@ -98,7 +98,7 @@ func TestStoredObjectsReadByGit(t *testing.T) {
 		if err != nil || got != fmt.Sprint(n) {
 			t.Fatalf("%d bytes: git cat-file -s = %q, %v", n, got, err)
 		}
-		back, err := objs.readLoose(plumbing.BlobObject, h)
+		back, err := objs.read(plumbing.BlobObject, h)
 		if err != nil || string(back) != string(data) {
 			t.Fatalf("%d bytes: read back %d bytes, %v", n, len(back), err)
 		}

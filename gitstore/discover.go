@@ -6,13 +6,14 @@
 package gitstore
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
 )
 
 // Repo is a git repository as seen from one working directory.
@@ -178,63 +179,20 @@ func isBareConfig(commonDir string) bool {
 	return strings.EqualFold(readConfigValue(filepath.Join(commonDir, "config"), "core", "bare"), "true")
 }
 
-// readConfigValue reads one value from a git config file. It handles the
-// subset of the format git writes for the keys orch needs (core.bare,
-// core.worktree, user.name, user.email); includes are not followed.
+// readConfigValue reads one value from a git config file with go-git's
+// parser (quoting, escapes, subsections, the last value wins). Includes
+// are not followed: the keys orch reads (core.bare, core.worktree,
+// user.name, user.email) live in the files themselves.
 func readConfigValue(path, section, key string) string {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	return scanConfig(f, section, key)
-}
-
-func scanConfig(r interface{ Read([]byte) (int, error) }, section, key string) string {
-	sc := bufio.NewScanner(r)
-	// Config files are small and read several times per command: a small
-	// first buffer (the scanner grows it for long lines).
-	sc.Buffer(make([]byte, 4096), 1<<20)
-	cur := ""
-	val := ""
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				continue
-			}
-			name := strings.TrimSpace(line[1:end])
-			if i := strings.IndexAny(name, " \t"); i >= 0 {
-				name = name[:i] // [section "sub"]: only plain sections matter here
-				cur = "\x00"
-				continue
-			}
-			cur = strings.ToLower(name)
-			continue
-		}
-		if cur != section {
-			continue
-		}
-		k, v, found := strings.Cut(line, "=")
-		k = strings.ToLower(strings.TrimSpace(k))
-		if k != key {
-			continue
-		}
-		if !found {
-			val = "true"
-			continue
-		}
-		v = strings.TrimSpace(v)
-		if i := strings.IndexAny(v, "#;"); i >= 0 && !strings.HasPrefix(v, "\"") {
-			v = strings.TrimSpace(v[:i])
-		}
-		val = strings.Trim(v, "\"")
+	cfg := gitconfig.New()
+	if gitconfig.NewDecoder(bytes.NewReader(data)).Decode(cfg) != nil {
+		return ""
 	}
-	return val
+	return cfg.Section(section).Option(key)
 }
 
 // GitConfig returns a value from the repository config, falling back to the

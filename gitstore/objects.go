@@ -2,8 +2,6 @@ package gitstore
 
 import (
 	"bytes"
-	"compress/zlib"
-	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -75,11 +73,6 @@ func (e *ErrObjectDamaged) Error() string {
 func (e *ErrObjectDamaged) Unwrap() error { return e.Err }
 
 func (o *objectStore) readObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
-	// Loose objects are read directly: it is the common case for orch's
-	// own recent commits and avoids go-git scanning packs.
-	if b, err := o.readLoose(t, h); err == nil {
-		return b, nil
-	}
 	var obj plumbing.EncodedObject
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -91,11 +84,8 @@ func (o *objectStore) readObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte
 			return nil, err
 		}
 		// A concurrent `git gc` may have just moved the object into a new
-		// pack: look again with fresh pack lists.
+		// pack (or out of one): look again with fresh pack lists.
 		o.reset()
-		if b, lerr := o.readLoose(t, h); lerr == nil {
-			return b, nil
-		}
 		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
 	}
 	if err != nil {
@@ -109,7 +99,15 @@ func (o *objectStore) readObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte
 		return nil, err
 	}
 	defer r.Close()
-	return io.ReadAll(r)
+	b := make([]byte, 0, obj.Size())
+	buf := bytes.NewBuffer(b)
+	if _, err := io.Copy(buf, r); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) != obj.Size() {
+		return nil, fmt.Errorf("object %s: %d bytes, its header says %d", h, buf.Len(), obj.Size())
+	}
+	return buf.Bytes(), nil
 }
 
 func (o *objectStore) reset() {
@@ -122,39 +120,6 @@ func (o *objectStore) loosePath(h plumbing.Hash) string {
 	return filepath.Join(o.dir, s[:2], s[2:])
 }
 
-func (o *objectStore) readLoose(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
-	f, err := os.Open(o.loosePath(h))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zr, err := zlib.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	defer zr.Close()
-	raw, err := io.ReadAll(io.LimitReader(zr, 256<<20))
-	if err != nil {
-		return nil, err
-	}
-	nul := bytes.IndexByte(raw, 0)
-	if nul < 0 {
-		return nil, fmt.Errorf("object %s: bad header", h)
-	}
-	var typ, size string
-	if i := bytes.IndexByte(raw[:nul], ' '); i > 0 {
-		typ, size = string(raw[:i]), string(raw[i+1:nul])
-	}
-	n, err := strconv.Atoi(size)
-	if err != nil || n != len(raw)-nul-1 {
-		return nil, fmt.Errorf("object %s: bad size", h)
-	}
-	if t != plumbing.AnyObject && typ != t.String() {
-		return nil, fmt.Errorf("object %s is a %s, not a %s", h, typ, t)
-	}
-	return raw[nul+1:], nil
-}
-
 // has reports whether the object exists, loose or packed.
 func (o *objectStore) has(h plumbing.Hash) bool {
 	if _, err := os.Stat(o.loosePath(h)); err == nil {
@@ -163,14 +128,10 @@ func (o *objectStore) has(h plumbing.Hash) bool {
 	return o.gogit().HasEncodedObject(h) == nil
 }
 
-// hashObject computes the object id git would give data.
+// hashObject computes the object id git would give data (go-git's hasher,
+// with SHA-1 collision detection, as git's own).
 func hashObject(t plumbing.ObjectType, data []byte) plumbing.Hash {
-	h := sha1.New()
-	h.Write([]byte(t.String() + " " + strconv.Itoa(len(data)) + "\x00"))
-	h.Write(data)
-	var out plumbing.Hash
-	copy(out[:], h.Sum(nil))
-	return out
+	return plumbing.ComputeHash(t, data)
 }
 
 // HashBlob is the blob id git would give data.

@@ -35,24 +35,11 @@ func (e *ErrRefLocked) Error() string {
 	return fmt.Sprintf("%s exists: another git process is updating the ref; if none is running, remove the file", e.Path)
 }
 
-// ValidRefName refuses names git would refuse, and names that escape refs/.
+// ValidRefName refuses names git would refuse (go-git's check of
+// git check-ref-format's rules), and names outside refs/, which could
+// escape the refs directory.
 func ValidRefName(name string) bool {
-	if !strings.HasPrefix(name, "refs/") || strings.Contains(name, "..") || strings.Contains(name, "//") ||
-		strings.HasSuffix(name, "/") || strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, ".") ||
-		strings.Contains(name, "@{") {
-		return false
-	}
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
-			return false
-		}
-	}
-	for _, p := range strings.Split(name, "/") {
-		if p == "" || strings.HasPrefix(p, ".") {
-			return false
-		}
-	}
-	return true
+	return strings.HasPrefix(name, "refs/") && plumbing.ReferenceName(name).Validate() == nil
 }
 
 // ReadRef returns the commit a ref points at: the loose file if there is
