@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -81,6 +82,13 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 		to := c.to
 		if to == "" {
 			to = from
+		}
+		if checkQueue {
+			// The table's To column binds the code as its From column
+			// binds the task: a verb cannot move a task anywhere else.
+			if tr := TransitionFor(verb); tr != nil && len(tr.To) > 0 && !slices.Contains(tr.To, to) {
+				return nil, fmt.Errorf("internal error: %s would move %s from %s to %s, which the transition table does not allow (it allows %s)", verb, id, from, to, tr.ToText())
+			}
 		}
 		if c.file != nil && to != from {
 			if c.file, err = c.file.Apply(taskfile.Set(taskfile.KeyQueue, taskfile.String(string(to)))); err != nil {
