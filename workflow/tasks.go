@@ -250,7 +250,30 @@ type ListFilter struct {
 	Ready  bool // only tasks a claim could take now
 }
 
-var claimQueueRank = map[taskfile.Queue]int{taskfile.Rejected: 0, taskfile.NeedsContinuation: 1, taskfile.Incoming: 2}
+// ClaimQueueOrder is the claim order's first key, and the one place it is
+// written: a claim takes rejected work first (the branch and the feedback
+// are waiting), then work another agent paused, then new work. Within a
+// queue: priority (P0 first), then age (oldest first), then id
+// (cmpClaimKeys). The help text and the docs are built from it
+// (ClaimOrderText).
+var ClaimQueueOrder = []taskfile.Queue{taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Incoming}
+
+// ClaimOrderText says the claim order in words.
+func ClaimOrderText() string {
+	s := make([]string, len(ClaimQueueOrder))
+	for i, q := range ClaimQueueOrder {
+		s[i] = string(q)
+	}
+	return strings.Join(s, ", then ") + "; within a queue by priority (P0 first), then age (oldest first), then id"
+}
+
+var claimQueueRank = func() map[taskfile.Queue]int {
+	m := map[taskfile.Queue]int{}
+	for i, q := range ClaimQueueOrder {
+		m[q] = i
+	}
+	return m
+}()
 
 // claimQueues are the queues a claim takes from (those of claimQueueRank).
 var claimQueues = func() map[taskfile.Queue]bool {

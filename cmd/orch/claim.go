@@ -26,8 +26,7 @@ func newClaimCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "claim [--task ID] [--role R] [--prompt]",
 		Short: "Take the next ready task (or --task ID) and its branch",
-		Long: `Claim the next task you may work on: rejected tasks first, then
-needs_continuation, then incoming; within a queue by priority, age and id.
+		Long: `Claim the next task you may work on, in claim order: ` + workflow.ClaimOrderText() + `.
 Tasks waiting for dependencies, for another role, assigned to someone else or
 that lock you out are skipped. ` + workflow.TransitionHelp("claim") + `
 

@@ -24,9 +24,9 @@ func newListCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [--queue Q]... [--ready]",
 		Short: "List tasks",
-		Long: `List tasks by queue, and in claim order within a queue (rejected first, then
-needs_continuation, then incoming; then priority, age, id). --ready lists the
-tasks a claim could take now, in the order it would take them.`,
+		Long: `List tasks by queue, and in claim order within a queue (` + workflow.ClaimOrderText() + `).
+--ready lists the tasks a claim could take now, in the order it would take
+them.`,
 		Example: `  orch list
   orch list --queue rejected --queue provisional
   orch list --ready --json`,
