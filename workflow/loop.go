@@ -216,22 +216,22 @@ func (e *Engine) whyNot(s *gitstore.Summary, roles []string) (rule, msg string) 
 	if ok, pending := e.DepsDone(t); !ok {
 		return "dependencies", "it waits for " + strings.Join(pending, ", ")
 	}
-	if t.Role != "" && !contains(roles, t.Role) {
+	return e.notForActor(t, roles)
+}
+
+// notForActor returns the rule of whyNot that refuses t to this actor in
+// particular (role, assignment, lockout), "" when none does. It needs no
+// lookup among other tasks, so a claim checks it first.
+func (e *Engine) notForActor(t *taskfile.Task, roles []string) (rule, msg string) {
+	switch {
+	case t.Role != "" && !contains(roles, t.Role):
 		return "role", fmt.Sprintf("it is for role %s, and you claim as %s", t.Role, strings.Join(roles, ", "))
-	}
-	if t.AssignedTo != "" && t.AssignedTo != e.Actor {
+	case t.AssignedTo != "" && t.AssignedTo != e.Actor:
 		return "assigned", "it is assigned to " + t.AssignedTo
-	}
-	if contains(t.LockedOut, e.Actor) {
+	case contains(t.LockedOut, e.Actor):
 		return "lockout", e.Actor + " is locked out of it after a rejection"
 	}
 	return "", ""
-}
-
-// notForActor reports whether whyNot's role, assignment or lockout rule
-// refuses t to the actor.
-func (e *Engine) notForActor(t *taskfile.Task, roles []string) bool {
-	return t.Role != "" && !contains(roles, t.Role) || t.AssignedTo != "" && t.AssignedTo != e.Actor || contains(t.LockedOut, e.Actor)
 }
 
 func contains(l []string, s string) bool {
@@ -358,7 +358,7 @@ func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*
 	var passed []*gitstore.Summary
 	for h := order.next(); h != nil; h = order.next() {
 		s := load(h)
-		if e.notForActor(&s.Task, roles) {
+		if rule, _ := e.notForActor(&s.Task, roles); rule != "" {
 			passed = append(passed, s)
 			continue
 		}
