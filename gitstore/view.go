@@ -567,9 +567,11 @@ func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.H
 		if err != nil {
 			rf = nil
 		}
-		if rf != nil && rf.Task.ID != "" && wf.Task.ID != rf.Task.ID {
-			rep.Broken[p] = &taskfile.ParseError{Path: st.rel(p), Line: wf.Line(taskfile.KeyID), Msg: fmt.Sprintf("id: a task's id cannot change (it is %s)", rf.Task.ID)}
-			return nil
+		if rf != nil {
+			if perr := taskfile.CheckIDKept(st.rel(p), wf, rf.Task.ID); perr != nil {
+				rep.Broken[p] = perr
+				return nil
+			}
 		}
 		id = wf.Task.ID
 		if rf != nil {

@@ -209,3 +209,13 @@ func expandedSize(n *yaml.Node, limit int) int {
 	}
 	return size(n, 0)
 }
+
+// CheckIDKept refuses an edit of a task file that changes the task's id
+// (was): a task's id is its name everywhere (branches, depends_on, events),
+// so no edit, by hand or through orch edit, may change it.
+func CheckIDKept(path string, edited *File, was string) *ParseError {
+	if was == "" || edited.Task.ID == was {
+		return nil
+	}
+	return &ParseError{Path: path, Line: edited.Line(KeyID), Msg: fmt.Sprintf("id: a task's id cannot change (it is %s)", was)}
+}

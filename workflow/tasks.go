@@ -524,8 +524,8 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 		if errs := ef.Validate(); len(errs) > 0 {
 			return nil, &InvalidFileError{Problems: errs}
 		}
-		if ef.Task.ID != t.ID {
-			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{{Path: view, Line: ef.Line(taskfile.KeyID), Msg: fmt.Sprintf("id: a task's id cannot change (it is %s)", t.ID)}}}
+		if perr := taskfile.CheckIDKept(view, ef, t.ID); perr != nil {
+			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{perr}}
 		}
 		if !curOK {
 			return nil, &ConflictError{Msg: fmt.Sprintf("%s was removed from the state branch while you edited it", t.ID), Hint: "orch log " + t.ID + " shows what happened"}
