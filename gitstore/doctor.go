@@ -24,8 +24,12 @@ import (
 // that cannot be made by the normal path. The workflow decides what is a
 // problem and in which order to repair.
 
-// DoctorLockWait bounds how long orch doctor waits for the orch lock.
-var DoctorLockWait = 10 * time.Second
+// doctorLockWait bounds how long orch doctor waits for the orch lock. A
+// variable only for the tests.
+var doctorLockWait = 10 * time.Second
+
+// doctorLockWait is doctorLockWait, for messages.
+func DoctorLockWait() time.Duration { return doctorLockWait }
 
 // StaleTempAge is the age after which a temp file found without holding the
 // orch lock is taken to be left by a killed process.
@@ -33,7 +37,7 @@ const StaleTempAge = 10 * time.Minute
 
 // DoctorLock takes the orch lock for orch doctor: shared to look, exclusive
 // to repair. Looking creates nothing: without a lock file no orch process
-// holds the lock. It fails with *ErrLockTimeout after DoctorLockWait.
+// holds the lock. It fails with *ErrLockTimeout after doctorLockWait.
 func (st *Store) DoctorLock(exclusive bool) (release func(), err error) {
 	path := filepath.Join(st.priv, "lock")
 	var f *os.File
@@ -55,7 +59,7 @@ func (st *Store) DoctorLock(exclusive bool) (release func(), err error) {
 	if exclusive {
 		how = syscall.LOCK_EX
 	}
-	if err := waitFlock(f, path, how, DoctorLockWait); err != nil {
+	if err := waitFlock(f, path, how, doctorLockWait); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -81,7 +85,7 @@ type RefLockFile struct {
 
 // RefLockFiles lists the .lock files of the state branch and of its
 // remote-tracking refs, judged the way UpdateRef judges them before taking
-// one over: older than StaleRefLockAge, or left by an orch process that is
+// one over: older than staleRefLockAge, or left by an orch process that is
 // gone.
 func (st *Store) RefLockFiles() []RefLockFile {
 	refs := []string{st.Ref}
@@ -111,7 +115,7 @@ func (st *Store) refLockStale(p string, fi os.FileInfo) (bool, string) {
 		pid, _, _ := st.Repo.LockOwner(p)
 		return true, fmt.Sprintf("left by orch process %d, which is gone", pid)
 	}
-	if age := time.Since(fi.ModTime()); age > StaleRefLockAge {
+	if age := time.Since(fi.ModTime()); age > staleRefLockAge {
 		return true, fmt.Sprintf("%s old: git holds a ref lock for milliseconds, so no live process owns it", roundAge(age))
 	}
 	return false, fmt.Sprintf("%s old: a git process may be updating the ref", roundAge(time.Since(fi.ModTime())))

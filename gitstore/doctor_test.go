@@ -315,9 +315,9 @@ func TestDoctorLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held()
-	old := DoctorLockWait
-	DoctorLockWait = 50 * time.Millisecond
-	defer func() { DoctorLockWait = old }()
+	old := doctorLockWait
+	doctorLockWait = 50 * time.Millisecond
+	defer func() { doctorLockWait = old }()
 	st2, _ := Open(Options{Dir: dir})
 	if _, err := st2.DoctorLock(false); err == nil {
 		t.Fatal("shared lock taken while held exclusively")

@@ -16,14 +16,19 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// RefLockTimeout is how long a ref update waits for a .lock file held by
-// another writer (git itself waits 100 ms by default).
-var RefLockTimeout = 5 * time.Second
+// refLockTimeout is how long a ref update waits for a .lock file held by
+// another writer (git itself waits 100 ms by default). A variable only for
+// the tests.
+var refLockTimeout = 5 * time.Second
 
-// StaleRefLockAge is the age after which a ref .lock file is taken to be left
-// by a killed process. git holds ref locks for milliseconds; orch holds them
-// only while holding its own flock, so a lock this old has no live owner.
-var StaleRefLockAge = 30 * time.Second
+// staleRefLockAge is the age after which a ref .lock file is taken to be
+// left by a killed process. git holds ref locks for milliseconds; orch holds
+// them only while holding its own flock, so a lock this old has no live
+// owner. A variable only for the tests.
+var staleRefLockAge = 30 * time.Second
+
+// StaleRefLockAge is staleRefLockAge, for messages.
+func StaleRefLockAge() time.Duration { return staleRefLockAge }
 
 // ErrRefMoved means the ref no longer points where the caller built on.
 var ErrRefMoved = errors.New("ref moved")
@@ -192,7 +197,7 @@ func (r *Repo) ownerNote(lockPath string) string {
 // a ref .lock file. Only the holder of the orch flock writes notes, so when
 // a .lock file outlives the process named in its note it was left by a
 // killed orch and can be taken over at once, instead of after
-// StaleRefLockAge.
+// staleRefLockAge.
 func (r *Repo) noteLockOwner(lockPath string) {
 	if note := r.ownerNote(lockPath); note != "" && checkRegular(note) == nil {
 		_ = os.WriteFile(note, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o666)
@@ -236,7 +241,7 @@ func (r *Repo) LockOwner(lockPath string) (pid int, noted time.Time, ok bool) {
 }
 
 // leftByDeadOrch reports whether the lock was left by a killed orch, so that
-// it can be taken over now rather than after StaleRefLockAge.
+// it can be taken over now rather than after staleRefLockAge.
 func (r *Repo) leftByDeadOrch(lockPath string, lockInfo os.FileInfo) bool {
 	// Also give a live git process holding a fresh lock time to finish.
 	return r.deadOrchNote(lockPath, lockInfo) && time.Since(lockInfo.ModTime()) > time.Second
@@ -276,12 +281,12 @@ func (r *Repo) noteOfLock(lockPath string, lockInfo os.FileInfo) (int, bool) {
 // at any moment after the lock appears then leaves a note naming a dead
 // process, so the next orch takes the lock over at once. (Noting after the
 // lock appeared left a moment in which a killed orch left a lock with no
-// note, which blocked every orch command for StaleRefLockAge: found when
+// note, which blocked every orch command for staleRefLockAge: found when
 // another process's lock went away between looking and creating.) The one
 // note left alone is one that dates from the lock that exists: it is what
 // lets that lock be taken over once its process is gone.
 func (r *Repo) createLockFile(lockPath string) (_ *os.File, err error) {
-	deadline := time.Now().Add(RefLockTimeout)
+	deadline := time.Now().Add(refLockTimeout)
 	delay := time.Millisecond
 	noted := false
 	defer func() {
@@ -319,7 +324,7 @@ func (r *Repo) createLockFile(lockPath string) (_ *os.File, err error) {
 		if !errors.Is(err, os.ErrExist) {
 			return nil, err
 		}
-		if fi, serr := os.Stat(lockPath); serr == nil && (time.Since(fi.ModTime()) > StaleRefLockAge || r.leftByDeadOrch(lockPath, fi)) {
+		if fi, serr := os.Stat(lockPath); serr == nil && (time.Since(fi.ModTime()) > staleRefLockAge || r.leftByDeadOrch(lockPath, fi)) {
 			// Left by a killed process: take it over. Only the holder of
 			// the orch flock gets here, so two orch processes never race on it.
 			os.Remove(lockPath)

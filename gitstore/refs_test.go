@@ -207,9 +207,9 @@ func deadPID(t *testing.T) int {
 }
 
 func setRefLockVars(t *testing.T, timeout, stale time.Duration) {
-	oldT, oldS := RefLockTimeout, StaleRefLockAge
-	RefLockTimeout, StaleRefLockAge = timeout, stale
-	t.Cleanup(func() { RefLockTimeout, StaleRefLockAge = oldT, oldS })
+	oldT, oldS := refLockTimeout, staleRefLockAge
+	refLockTimeout, staleRefLockAge = timeout, stale
+	t.Cleanup(func() { refLockTimeout, staleRefLockAge = oldT, oldS })
 }
 
 func TestStaleRefLockTakenOver(t *testing.T) {
@@ -257,7 +257,7 @@ func TestStaleRefLockTakenOver(t *testing.T) {
 
 // TestRefLockLeftByKilledOrch: an orch process killed while holding the ref
 // lock (noted in the owner file) must not block the next orch command until
-// StaleRefLockAge.
+// staleRefLockAge.
 func TestRefLockLeftByKilledOrch(t *testing.T) {
 	dir := makeRepo(t)
 	initStore(t, dir)
@@ -289,7 +289,7 @@ func TestRefLockLeftByKilledOrch(t *testing.T) {
 	}
 	setup := func(pid int) { setupAt(pid, 5*time.Millisecond) }
 	setup(live.Process.Pid)
-	RefLockTimeout = 200 * time.Millisecond
+	refLockTimeout = 200 * time.Millisecond
 	before := tip(t, dir)
 	_, err := st.Commit(&CommitRequest{Changes: []Change{{Path: "messages/a.md", Data: []byte("a\n")}}, Message: "m", Author: testActor})
 	var rl *ErrRefLocked
@@ -319,7 +319,7 @@ func TestRefLockLeftByKilledOrch(t *testing.T) {
 
 	// The owner is dead and the lock is its: taken over at once.
 	setup(deadPID(t))
-	RefLockTimeout = 3 * time.Second
+	refLockTimeout = 3 * time.Second
 	st = openStore(t, dir)
 	h, err := st.Commit(&CommitRequest{Changes: []Change{{Path: "messages/b.md", Data: []byte("b\n")}}, Message: "m", Author: testActor})
 	if err != nil {

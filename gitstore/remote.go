@@ -36,11 +36,11 @@ func (e *RemoteError) Error() string {
 	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
 }
 
-// RemoteTimeout bounds one fetch or push.
-var RemoteTimeout = 5 * time.Minute
+// remoteTimeout bounds one git command (a fetch, a push).
+const remoteTimeout = 5 * time.Minute
 
 func (r *Repo) git(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), RemoteTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
 	full := append([]string{"--git-dir", r.CommonDir}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)

@@ -393,7 +393,7 @@ func (d *diagnosis) checkLocks() {
 		if lt.Holder != "" {
 			holder = "another orch process (" + lt.Holder + ")"
 		}
-		items = append(items, fmt.Sprintf("%s is held by %s for more than %s", d.show(lt.Path), holder, gitstore.DoctorLockWait))
+		items = append(items, fmt.Sprintf("%s is held by %s for more than %s", d.show(lt.Path), holder, gitstore.DoctorLockWait()))
 		hints = append(hints, "wait for that command to end; if it hangs, stop it (the kernel releases the lock)")
 	} else if d.lockErr != nil {
 		items = append(items, fmt.Sprintf("the orch lock cannot be taken: %v", d.lockErr))
@@ -418,7 +418,7 @@ func (d *diagnosis) checkLocks() {
 	}
 	if len(items) == 0 {
 		if len(fresh) > 0 {
-			d.add(CheckStaleLock, StatusOK, strings.Join(fresh, "; "), "if no git command is running, run orch doctor --fix again in "+gitstore.StaleRefLockAge.String(), nil)
+			d.add(CheckStaleLock, StatusOK, strings.Join(fresh, "; "), "if no git command is running, run orch doctor --fix again in "+gitstore.StaleRefLockAge().String(), nil)
 			return
 		}
 		d.add(CheckStaleLock, StatusOK, "no stale lock files", "", nil)
