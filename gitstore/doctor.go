@@ -28,7 +28,7 @@ import (
 // variable only for the tests.
 var doctorLockWait = 10 * time.Second
 
-// doctorLockWait is doctorLockWait, for messages.
+// DoctorLockWait is doctorLockWait, for messages.
 func DoctorLockWait() time.Duration { return doctorLockWait }
 
 // StaleTempAge is the age after which a temp file found without holding the
