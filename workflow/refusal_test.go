@@ -590,6 +590,10 @@ func TestRefusalFieldsMatchTags(t *testing.T) {
 
 func TestRefusalRoundTrip(t *testing.T) {
 	for _, data := range [][]byte{refusalScopeCreepJSON(t), []byte(refusalLazyJSON)} {
+		// These parse: a round trip that skipped them would test nothing.
+		if _, err := ParseRefusal(data); err != nil {
+			t.Fatalf("ParseRefusal(%s): %v", data, err)
+		}
 		checkRefusalRoundTrip(t, data)
 	}
 }
