@@ -18,6 +18,8 @@ import (
 
 	"github.com/orch-tool/orch/bench/repogen"
 	"github.com/orch-tool/orch/taskfile"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // orchBin is the orch binary under test, built once by TestMain.
@@ -120,20 +122,6 @@ type Repo struct {
 	worktrees []string
 }
 
-// gitconfig is the whole global git config of a test repository.
-const gitconfig = `[user]
-	name = e2e
-	email = e2e@example.com
-[init]
-	defaultBranch = main
-[advice]
-	detachedHead = false
-[gc]
-	autoDetach = false
-[maintenance]
-	auto = false
-`
-
 // NewRepo creates a repository with one commit on main and runs `orch
 // init`. Every process the Repo starts gets its environment.
 func NewRepo(t testing.TB) *Repo {
@@ -150,10 +138,11 @@ func NewRepoIn(t testing.TB, root string) *Repo {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(r.Home, ".gitconfig"), []byte(gitconfig), 0o666); err != nil {
+	home, err := testgit.Home(r.Home, "e2e", "e2e@example.com")
+	if err != nil {
 		t.Fatal(err)
 	}
-	r.Env = testEnv(r.Home)
+	r.Env = append(testEnv(), home...)
 	r.worktrees = []string{r.Main}
 	r.Git(r.Main, "init", "-q", "-b", "main")
 	if err := os.WriteFile(filepath.Join(r.Main, "README.md"), []byte("# e2e\n"), 0o666); err != nil {
@@ -201,8 +190,8 @@ func tempDir(t testing.TB) string {
 }
 
 // testEnv is the parent's environment without anything that would change
-// how git or orch behave, plus a private HOME.
-func testEnv(home string) []string {
+// how git or orch behave (the caller adds a private git home).
+func testEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -214,9 +203,6 @@ func testEnv(home string) []string {
 		env = append(env, kv)
 	}
 	return append(env,
-		"HOME="+home,
-		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_TERMINAL_PROMPT=0",
 		"NO_COLOR=1",
 		"TERM=dumb",

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 func doctorGit(t *testing.T, dir string, args ...string) string {
@@ -27,11 +29,14 @@ func doctorGit(t *testing.T, dir string, args ...string) string {
 // doctorRepo makes a repository with orch set up and two tasks.
 func doctorRepo(t *testing.T) (string, []string) {
 	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = tester\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n"), 0o666)
+	env, err := testgit.Home(t.TempDir(), "tester", "t@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/orch-tool/orch/taskfile"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // TestGenerate writes a small realistic repository (every file validated
@@ -18,8 +20,11 @@ func TestGenerate(t *testing.T) {
 		t.Skip("no git")
 	}
 	dir := t.TempDir()
-	home := t.TempDir()
-	env := append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+	home, err := testgit.Home(t.TempDir(), "tester", "tester@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), home...)
 	git := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("git", args...)

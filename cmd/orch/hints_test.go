@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // TestAgentHintsNeverLeadAroundARule drives every refusal an agent can meet
@@ -17,14 +19,7 @@ import (
 // human's verb. A refused agent is told how to ask (escalate) or what else
 // it may do.
 func TestAgentHintsNeverLeadAroundARule(t *testing.T) {
-	home := t.TempDir()
-	gitconfig := "[user]\n\tname = tester\n\temail = tester@example.com\n[init]\n\tdefaultBranch = main\n"
-	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o666); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	privateGitHome(t)
 	t.Setenv("NO_COLOR", "1")
 	t.Setenv("ORCH_AGENT", "")
 	repo := filepath.Join(t.TempDir(), "repo")
@@ -197,5 +192,18 @@ func TestAgentHintsNeverLeadAroundARule(t *testing.T) {
 			}
 		}
 		t.Logf("%s: exit %d: %s\n    hint: %s", p.name, a.code, a.msg, a.hint)
+	}
+}
+
+// privateGitHome gives the test's git and orch a private git home.
+func privateGitHome(t *testing.T) {
+	t.Helper()
+	env, err := testgit.Home(t.TempDir(), "tester", "tester@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/orch-tool/orch/internal/repostate"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // TestMain lets the test binary act as the orch command inside scripts.
@@ -35,17 +37,14 @@ func scriptParams(dir string) testscript.Params {
 		Dir:                 dir,
 		RequireExplicitExec: false,
 		Setup: func(env *testscript.Env) error {
-			home := filepath.Join(env.WorkDir, ".home")
-			if err := os.MkdirAll(home, 0o777); err != nil {
+			vars, err := testgit.Home(filepath.Join(env.WorkDir, ".home"), "tester", "tester@example.com")
+			if err != nil {
 				return err
 			}
-			gitconfig := "[user]\n\tname = tester\n\temail = tester@example.com\n[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
-			if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o666); err != nil {
-				return err
+			for _, kv := range vars {
+				k, v, _ := strings.Cut(kv, "=")
+				env.Setenv(k, v)
 			}
-			env.Setenv("HOME", home)
-			env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("TERM", "dumb")
 			env.Setenv("EDITOR", "")
