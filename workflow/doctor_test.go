@@ -47,7 +47,7 @@ func doctorRepo(t *testing.T) (string, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Init(nil); err != nil {
+	if _, err := e.Init(InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var paths []string

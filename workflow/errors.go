@@ -111,6 +111,15 @@ func (e *InvalidFileError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// SetupError is a repository orch is not set up right for (exit 1): a
+// base branch that does not exist. The hint says how to set it up.
+type SetupError struct {
+	Msg  string
+	Hint string
+}
+
+func (e *SetupError) Error() string { return e.Msg }
+
 // ExternalError is a tool orch relies on (gh, git) failing (exit 1).
 type ExternalError struct {
 	Msg  string

@@ -478,7 +478,15 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 		}
 	}
 	if baseHash.IsZero() {
-		return "", false, "", nil, &RuleError{Rule: "base_branch", Msg: fmt.Sprintf("the base branch %s does not exist, so the task's branch cannot be created", base), Hint: "create it (git commit on " + base + "), or set base_branch in config.yaml or the task"}
+		hint := "create it (git branch " + base + "), or set base_branch in config.yaml (orch edit config) or in the task"
+		if here := e.Store.Repo.HeadBranch(); here != "" && here != base {
+			hint = fmt.Sprintf("the branch checked out here is %s: if tasks start from it, set base_branch: %s in config.yaml (orch edit config); or create %s", here, here, base)
+		}
+		if !e.IsHuman() {
+			// config.yaml is a person's to change.
+			hint = fmt.Sprintf("a person sets up the base branch: ask one with orch escalate %s -m \"the base branch %s does not exist\"", t.Task.ID, base)
+		}
+		return "", false, "", nil, &SetupError{Msg: fmt.Sprintf("the base branch %s does not exist, so the task's branch cannot be created", base), Hint: hint}
 	}
 	create = func() error {
 		if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+baseFrom); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {

@@ -29,16 +29,43 @@ type InitResult struct {
 	Commit       plumbing.Hash
 	ExcludeAdded bool
 	View         string
+	BaseBranch   string // the base_branch written into a new config.yaml ("" when none was written)
 }
 
-// Init creates the state branch (idempotent). With example, the files of
-// the embedded example that the branch lacks are added.
-func (e *Engine) Init(example fs.FS) (*InitResult, error) {
+// InitOptions are orch init's choices.
+type InitOptions struct {
+	// Example adds the files of the embedded example the branch lacks.
+	Example fs.FS
+	// BaseBranch is the base_branch of a new config.yaml; "" takes the
+	// branch checked out here (a repository whose branch is master gets
+	// base_branch: master), else main.
+	BaseBranch string
+}
+
+// Init creates the state branch (idempotent). With opts.Example, the files
+// of the embedded example that the branch lacks are added.
+func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
+	example := opts.Example
 	res := &InitResult{View: e.Store.View}
+	base := opts.BaseBranch
+	if base == "" {
+		if base = e.Store.Repo.HeadBranch(); base == "" || base == strings.TrimPrefix(e.Store.Ref, "refs/heads/") {
+			base = DefaultConfig().BaseBranch
+		}
+	}
+	if !gitstore.ValidRefName("refs/heads/" + base) {
+		return nil, &UsageError{Msg: fmt.Sprintf("--base %q is not a valid branch name", printable(base)), Hint: "orch init --base main"}
+	}
+	// The base branch goes into the config orch writes (the default one,
+	// or the example's): every task branch starts there.
+	withBase := func(cfg []byte) []byte {
+		res.BaseBranch = base
+		return []byte(strings.Replace(string(cfg), "base_branch: main", "base_branch: "+base, 1))
+	}
 	snap := e.Store.Snapshot()
 	var changes []gitstore.Change
 	if _, ok := snap.Get(gitstore.ConfigFile); !ok && !e.Store.Exists() {
-		changes = append(changes, gitstore.Change{Path: gitstore.ConfigFile, Data: []byte(DefaultConfigYAML)})
+		changes = append(changes, gitstore.Change{Path: gitstore.ConfigFile, Data: withBase([]byte(DefaultConfigYAML))})
 	}
 	if example != nil {
 		err := fs.WalkDir(example, ".", func(p string, d fs.DirEntry, err error) error {
@@ -54,6 +81,9 @@ func (e *Engine) Init(example fs.FS) (*InitResult, error) {
 			data, err := fs.ReadFile(example, p)
 			if err != nil {
 				return err
+			}
+			if p == gitstore.ConfigFile {
+				data = withBase(data)
 			}
 			for i := range changes {
 				if changes[i].Path == p {

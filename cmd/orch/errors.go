@@ -71,6 +71,7 @@ func classify(err error) classified {
 		damaged   *gitstore.ErrObjectDamaged
 		notReg    *gitstore.ErrNotRegular
 		format    *gitstore.ErrUnsupportedRepo
+		setup     *workflow.SetupError
 	)
 	switch {
 	case errors.As(err, &usage):
@@ -125,6 +126,8 @@ func classify(err error) classified {
 		return classified{exitFailure, "invalid_file", parse.Error(), "fix the file at the line shown; orch check lists every problem"}
 	case errors.As(err, &edit):
 		return classified{exitFailure, "edit_failed", edit.Error(), "orch edit opens the file in your editor"}
+	case errors.As(err, &setup):
+		return classified{exitFailure, "setup", setup.Msg, setup.Hint}
 	case errors.As(err, &format):
 		return classified{exitFailure, "unsupported_repository", format.Error(), "use orch in a repository with SHA-1 objects and files ref storage (the defaults of git init and git clone)"}
 	case errors.As(err, &notRepo):

@@ -13,22 +13,29 @@ import (
 type initOptions struct {
 	g       *globalOptions
 	Example bool
+	Base    string
 }
 
 func newInitCmd(g *globalOptions) *cobra.Command {
 	o := &initOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "init [--example]",
+		Use:   "init [--example] [--base BRANCH]",
 		Short: "Set orch up in this repository (idempotent)",
 		Long: `Create the state branch "orch" with a default config.yaml, add /.orchestrator/
 to .git/info/exclude and write the view. Running it again changes nothing.
-With --example, the example tasks (one in every queue) are added as well.`,
+With --example, the example tasks (one in every queue) are added as well.
+
+base_branch, where every task's branch starts, is the branch checked out
+here (main, master, develop, ...) unless --base names another; it is only
+written into a new config.yaml (orch edit config changes it later).`,
 		Example: `  orch init
-  orch init --example`,
-		Args: exactArgs(0, "init [--example]"),
+  orch init --example
+  orch init --base develop`,
+		Args: exactArgs(0, "init [--example] [--base BRANCH]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runInit(o) },
 	}
 	cmd.Flags().BoolVar(&o.Example, "example", false, "also add the example config, prompts and tasks")
+	cmd.Flags().StringVar(&o.Base, "base", "", "the base_branch of a new config (default: the branch checked out here)")
 	return cmd
 }
 
@@ -38,7 +45,7 @@ func runInit(o *initOptions) error {
 		if o.Example {
 			example = orch.Example()
 		}
-		res, err := e.Init(example)
+		res, err := e.Init(workflow.InitOptions{Example: example, BaseBranch: o.Base})
 		if err != nil {
 			return err
 		}
@@ -49,7 +56,8 @@ func runInit(o *initOptions) error {
 				Commit       string   `json:"commit,omitempty"`
 				View         string   `json:"view,omitempty"`
 				ExcludeAdded bool     `json:"exclude_added"`
-			}{res.Created, nonNil(res.Added), hashOrEmpty(res.Commit), res.View, res.ExcludeAdded})
+				BaseBranch   string   `json:"base_branch,omitempty"`
+			}{res.Created, nonNil(res.Added), hashOrEmpty(res.Commit), res.View, res.ExcludeAdded, res.BaseBranch})
 		}
 		out := o.g.io.Out
 		switch {
@@ -69,6 +77,9 @@ func runInit(o *initOptions) error {
 		}
 		if res.ExcludeAdded {
 			fmt.Fprintln(out, "Added /.orchestrator/ to .git/info/exclude.")
+		}
+		if res.BaseBranch != "" {
+			fmt.Fprintf(out, "Task branches start from %s (base_branch in config.yaml).\n", res.BaseBranch)
 		}
 		if res.Created {
 			fmt.Fprintln(out, `Next: orch new "My first task", then orch claim from a worktree.`)
