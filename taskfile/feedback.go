@@ -289,6 +289,28 @@ func NormalizePatch(p string) string {
 	return strings.Join(lines, "\n")
 }
 
+// RenderPatch writes a patch as a diff code block, each line indented:
+// whatever the patch holds (headings, HTML, fences, lines like issues or
+// responses), it stays code, for the fence is longer than any backtick run
+// inside it. "" for a blank patch.
+func RenderPatch(patch, indent string) string {
+	p := NormalizePatch(patch)
+	if p == "" {
+		return ""
+	}
+	fence := patchFence(p)
+	var b strings.Builder
+	b.WriteString(indent + fence + "diff\n")
+	for _, l := range strings.Split(p, "\n") {
+		if l != "" {
+			b.WriteString(indent + l)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(indent + fence + "\n")
+	return b.String()
+}
+
 // patchFence is a backtick fence longer than any run of backticks in the
 // patch, so that nothing in the patch can close the block early.
 func patchFence(p string) string {
@@ -337,20 +359,8 @@ func RenderIssue(is Issue) string {
 	if id := oneLine(is.ReviewerIssueID); id != "" {
 		b.WriteString("  " + reviewerIDLabel + " " + id + "\n")
 	}
-	if p := NormalizePatch(is.FixPatch); p != "" {
-		// A fenced block inside the list item: whatever the patch holds
-		// (headings, HTML, fences, lines like issues or responses), it is
-		// code, and the fence is longer than any backtick run inside it.
-		fence := patchFence(p)
-		b.WriteString("  " + patchLabel + "\n  " + fence + "diff\n")
-		for _, l := range strings.Split(p, "\n") {
-			if l == "" {
-				b.WriteString("\n")
-				continue
-			}
-			b.WriteString("  " + l + "\n")
-		}
-		b.WriteString("  " + fence + "\n")
+	if p := RenderPatch(is.FixPatch, "  "); p != "" {
+		b.WriteString("  " + patchLabel + "\n" + p)
 	}
 	for _, r := range is.Responses {
 		b.WriteString(RenderResponse(r))

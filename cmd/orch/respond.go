@@ -18,7 +18,9 @@ func newRespondCmd(g *globalOptions) *cobra.Command {
 		Use:   "respond [ID] ISSUE fixed|deferred|rejected -m TEXT [--commit SHA]",
 		Short: "Answer a review issue (written under the issue in the task)",
 		Long: `Answer one review issue while the task is claimed by you. The response is
-written under the issue as "- Response: FIXED (sha) — text".
+written under the issue as "- Response: FIXED (sha) — text". ISSUE is orch's
+ID (R1.2), or the reviewer's own ID kept with the issue (like TL-002) when it
+names one issue.
 Blocking issues (CRITICAL, HIGH, BLOCKING) may not be deferred; rejecting an
 issue needs a justification. orch submit is refused while a blocking issue of
 the newest review has no response. Inside the task's worktree the ID may be

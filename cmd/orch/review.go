@@ -25,9 +25,18 @@ func newReviewCmd(g *globalOptions) *cobra.Command {
 		Long: `Record a structured review. ` + workflow.TransitionHelp("review") + `
 
 Issues come from -F (JSON: {"issues": [{"severity", "title", "location",
-"problem", "fix", "why"}], "reopen": ["R1.2"], "notes": "..."}; only severity
-and title are required) or from repeated --issue flags. CRITICAL and HIGH are
-blocking; MEDIUM and LOW are suggestions. Issues get stable IDs R<round>.<n>.
+"problem", "fix", "why", "id", "blocking", "fix_patch"}], "reopen": ["R1.2"],
+"notes": "..."}; only a title and a severity or blocking flag are required) or
+from repeated --issue flags. CRITICAL and HIGH are blocking; MEDIUM and LOW are
+suggestions. The review protocol's other names are recorded as:
+` + workflow.SeverityAliases + `.
+"blocking" must agree with the severity (a contradiction is refused); given
+alone, true is HIGH and false is MEDIUM.
+
+Issues get stable IDs R<round>.<n>. A reviewer's own "id" (like TL-001) is
+kept beside it, and orch respond and --reopen accept it where it names one
+issue; an id of the form R<round>.<n> must be the one orch gives. "fix_patch"
+(a unified diff) is shown under the issue as a diff block.
 
 Verdict: any blocking issue -> rejected (feedback, count, lockout, escalation,
 as orch reject); only suggestions -> done as APPROVED_WITH_NOTES; nothing ->
