@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -502,6 +503,28 @@ var responseStatuses = map[string]string{"fixed": "FIXED", "deferred": "DEFERRED
 
 var shaRE = lazyRegexp(`^[0-9a-fA-F]{4,40}$`)
 
+// MinJustificationWords is how long the justification of a REJECTED answer
+// must be: a sentence that says why the issue does not apply. The review
+// protocol asks for technical reasoning and names "too hard", "takes too
+// long" and "I disagree" as weak reasons; a word count cannot judge
+// reasoning (the reviewer does, on re-review), but it refuses the answers
+// that give none: "no", "won't fix", "I disagree with this". Six words
+// admit a terse real reason ("the handler computes it once already").
+const MinJustificationWords = 6
+
+// justificationWords counts the words of a text: runs of non-space
+// characters with at least one letter or digit, so that punctuation and
+// dashes do not count.
+func justificationWords(s string) int {
+	n := 0
+	for _, w := range strings.Fields(s) {
+		if strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Respond records an implementer's answer to a review issue, under the issue
 // in the task file. The issue is named by orch's ID or by the reviewer's own
 // ID for it.
@@ -539,6 +562,16 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		if st == "DEFERRED" && is.Blocking {
 			return nil, &RuleError{Rule: "defer_blocking", Msg: fmt.Sprintf("%s is blocking (%s): it can be fixed, or rejected with a justification, but not deferred", ref, is.Severity),
 				Hint: `orch respond ` + id + ` ` + ref + ` fixed -m "what you changed" --commit SHA`}
+		}
+		if n := justificationWords(text); st == "REJECTED" && n < MinJustificationWords {
+			hint := `say why it does not apply: orch respond ` + id + ` ` + ref + ` rejected -m "the input is validated upstream in auth.py:13, before it reaches the query"`
+			if is.Blocking {
+				hint += `; if the issue is right but hard to fix, fix it, or ask a human: orch escalate ` + id + ` -m "..."`
+			} else {
+				hint += `; or defer it: orch respond ` + id + ` ` + ref + ` deferred -m "tracked as ..."`
+			}
+			return nil, &RuleError{Rule: "weak_justification", Msg: fmt.Sprintf("rejecting %s needs a justification that says why the issue does not apply, in at least %d words; %q has %d", ref, MinJustificationWords, clipArg(text), n),
+				Hint: hint}
 		}
 		f, err := t.File.SetIssueResponse(ref, taskfile.Response{Status: st, Commit: commit, Text: text})
 		if err != nil {

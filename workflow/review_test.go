@@ -127,3 +127,22 @@ func TestFindIssueRef(t *testing.T) {
 		t.Errorf("dup: %v", err)
 	}
 }
+
+func TestJustificationWords(t *testing.T) {
+	for text, want := range map[string]int{
+		"no":                                   1,
+		"I disagree with this":                 4,
+		"won't fix - -- — …":                   2,
+		"the handler computes it once already": 6,
+		"R1.2: see auth_service.py:13 for validation": 5,
+		"  ":  0,
+		"…—–": 0,
+	} {
+		if got := justificationWords(text); got != want {
+			t.Errorf("%q: %d words, want %d", text, got, want)
+		}
+	}
+	if justificationWords("the handler computes it once already") < MinJustificationWords {
+		t.Error("a terse real reason is refused")
+	}
+}
