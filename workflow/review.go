@@ -11,6 +11,9 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -501,8 +504,6 @@ func issueLess(a, b string) bool {
 // Response statuses.
 var responseStatuses = map[string]string{"fixed": "FIXED", "deferred": "DEFERRED", "rejected": "REJECTED"}
 
-var shaRE = lazyRegexp(`^[0-9a-fA-F]{4,40}$`)
-
 // MinJustificationWords is how long the justification of a REJECTED answer
 // must be: a sentence that says why the issue does not apply. The review
 // protocol asks for technical reasoning and names "too hard", "takes too
@@ -527,7 +528,9 @@ func justificationWords(s string) int {
 
 // Respond records an implementer's answer to a review issue, under the issue
 // in the task file. The issue is named by orch's ID or by the reviewer's own
-// ID for it.
+// ID for it. commit, when given, is any commit-ish of the repository the
+// command runs in (HEAD is this worktree's); it must be on the task's branch,
+// and its full hash is recorded.
 func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error) {
 	st, ok := responseStatuses[strings.ToLower(status)]
 	if !ok {
@@ -541,8 +544,13 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		}
 		return nil, &UsageError{Msg: "a response needs a text (-m TEXT)", Hint: hint}
 	}
-	if commit != "" && !shaRE().MatchString(commit) {
-		return nil, &UsageError{Msg: fmt.Sprintf("--commit %q is not a commit id", printable(commit))}
+	var fix plumbing.Hash
+	if commit = strings.TrimSpace(commit); commit != "" {
+		h, err := e.Store.Repo.ResolveRevision(commit)
+		if err != nil {
+			return nil, commitError(commit, err)
+		}
+		fix = h
 	}
 	return e.transitionAny(id, "respond", func(t *Task) (*change, error) {
 		if t.Task.Queue != "claimed" {
@@ -573,15 +581,65 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 			return nil, &RuleError{Rule: "weak_justification", Msg: fmt.Sprintf("rejecting %s needs a justification that says why the issue does not apply, in at least %d words; %q has %d", ref, MinJustificationWords, clipArg(text), n),
 				Hint: hint}
 		}
-		f, err := t.File.SetIssueResponse(ref, taskfile.Response{Status: st, Commit: commit, Text: text})
+		full := ""
+		if !fix.IsZero() {
+			if err := e.checkOnBranch(t, commit, fix); err != nil {
+				return nil, err
+			}
+			full = fix.String()
+		}
+		f, err := t.File.SetIssueResponse(ref, taskfile.Response{Status: st, Commit: full, Text: text})
 		if err != nil {
 			return nil, err
 		}
-		data := map[string]any{"issue": ref, "status": st, "commit": commit, "text": text, "blocking": is.Blocking}
+		data := map[string]any{"issue": ref, "status": st, "commit": full, "text": text, "blocking": is.Blocking}
 		if ref != issue {
 			data["named_as"] = issue
 		}
 		return &change{file: f, body: fmt.Sprintf("%s: %s by %s.", ref, st, e.Actor),
 			data: data, trailers: []string{"Orch-Issue", ref}}, nil
 	})
+}
+
+// commitError says why --commit names no commit.
+func commitError(commit string, err error) error {
+	var nf *gitstore.ErrRevisionNotFound
+	var amb *gitstore.ErrAmbiguousRevision
+	var un *gitstore.ErrUnsupportedRevision
+	hint := "give the commit that fixes it: --commit HEAD in the task's worktree after committing, or its hash (git log --oneline)"
+	switch {
+	case errors.As(err, &nf):
+		return &UsageError{Msg: fmt.Sprintf("--commit %q names no commit in this repository", printable(commit)), Hint: hint}
+	case errors.As(err, &amb):
+		return &UsageError{Msg: fmt.Sprintf("--commit %q is ambiguous: %d commits start with it", printable(commit), len(amb.Commits)), Hint: "give more digits of the hash"}
+	case errors.As(err, &un):
+		return &UsageError{Msg: fmt.Sprintf("--commit %q is not a revision orch reads", printable(commit)), Hint: "use a commit hash (4+ hex digits), HEAD, a branch or a tag, optionally followed by ~N or ^N"}
+	}
+	return err
+}
+
+// checkOnBranch refuses a fix commit that is not on the task's branch (its
+// tip or an ancestor of it): the answer would point the reviewer at work
+// the submission does not contain. The branch is the local one, else a
+// remote's copy.
+func (e *Engine) checkOnBranch(t *Task, commit string, h plumbing.Hash) error {
+	id, br := t.Task.ID, t.Task.Branch
+	hint := "commit the fix on the task's branch (in its worktree: orch worktree " + id + "), then answer with --commit HEAD from there"
+	if br == "" {
+		return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("%s has no branch, so --commit %s cannot be checked against it", id, printable(commit)), Hint: "answer without --commit, saying what changed in the text"}
+	}
+	repo := e.Store.Repo
+	tip, err := repo.ReadRef("refs/heads/" + br)
+	if err != nil || tip.IsZero() {
+		tip, _ = repo.RemoteCopy(br)
+	}
+	if tip.IsZero() {
+		return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("%s's branch %s is not in this repository, so --commit %s cannot be checked against it", id, br, printable(commit)), Hint: hint}
+	}
+	// git answers quickly from its commit-graph; a walk of the objects
+	// confirms a "no" (and answers when git cannot run).
+	if h == tip || repo.IsAncestor(h, tip) || e.Store.Contains(tip, h) {
+		return nil
+	}
+	return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("--commit %s (%s) is not on %s's branch %s", printable(commit), h.String()[:12], id, br), Hint: hint}
 }
