@@ -129,6 +129,11 @@ type ReviewResult struct {
 	Progress        bool
 	NoProgressCount int
 	Escalated       string
+	// On a re-review: the open suggestions the developer fixed, those it
+	// skipped, and whether it skipped them all (the audit note).
+	SuggestionsAdopted    []string
+	SuggestionsSkipped    []string
+	AllSuggestionsSkipped bool
 }
 
 // Review records a structured review of submitted work and moves the task by
@@ -342,6 +347,11 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 			hadBlocking = true
 		}
 	}
+	adopted, skipped := suggestionsAnswered(earlier, open)
+	// The protocol's safeguard against approvals where the developer skips
+	// every suggestion (review-feedback-loop.md, "Non-Blocking Approval
+	// Safeguard"): a re-review says so, for the audit, without blocking.
+	allSkipped := reReview && len(skipped) > 0 && len(adopted) == 0
 	noProgress := 0
 	if reReview && hadBlocking && !progress {
 		noProgress = t.Task.NoProgress + 1
@@ -370,6 +380,9 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	if len(resolvedList) > 0 {
 		fmt.Fprintf(&text, "\nResolved: %s.\n", strings.Join(resolvedList, ", "))
 	}
+	if allSkipped {
+		fmt.Fprintf(&text, "\n%s: %s (none was answered FIXED). Not blocking; noted for the audit.\n", AllSuggestionsSkipped, strings.Join(skipped, ", "))
+	}
 	// A re-opened issue is listed again in the new round, under its own ID,
 	// so that the next submission must answer it again (the submit guard
 	// looks at the newest round) and the prompt shows it with the new work.
@@ -385,6 +398,10 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	src := taskfile.Source{From: e.Actor + " via orch review", Time: e.Now(), Text: strings.TrimSpace(text.String()), Issues: roundIssues}
 	data := map[string]any{"verdict": verdict, "round": n, "issues": news, "reopen": reopenedList, "resolved": resolvedList,
 		"progress": progress, "no_progress_count": noProgress, "rereview": reReview}
+	if reReview {
+		data["suggestions_adopted"], data["suggestions_skipped"], data["all_suggestions_skipped"] = nonNilStrings(adopted), nonNilStrings(skipped), allSkipped
+	}
+	out.SuggestionsAdopted, out.SuggestionsSkipped, out.AllSuggestionsSkipped = adopted, skipped, allSkipped
 	if verdict == VerdictChangesRequested {
 		if f, err = f.Apply(taskfile.Set(taskfile.KeyNoProgress, taskfile.Int(noProgress))); err != nil {
 			return nil, err
@@ -423,9 +440,52 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	}
 	data["author"] = t.Task.SubmittedBy
 	data["rounds"] = t.Task.RejectionCount
+	body := fmt.Sprintf("%s by %s (round %d): %d suggestion(s).", strings.ReplaceAll(verdict, "_", " "), e.Actor, n, len(news))
+	if allSkipped {
+		body += " " + AllSuggestionsSkipped + "."
+	}
 	return &change{file: f, to: "done", data: data,
-		body:     fmt.Sprintf("%s by %s (round %d): %d suggestion(s).", strings.ReplaceAll(verdict, "_", " "), e.Actor, n, len(news)),
+		body:     body,
 		trailers: []string{"Orch-Verdict", verdict, "Orch-Round", fmt.Sprint(n)}}, nil
+}
+
+// AllSuggestionsSkipped is the protocol's audit note on a re-review after
+// which the developer fixed none of the open suggestions.
+const AllSuggestionsSkipped = "All suggestions skipped"
+
+// suggestionsAnswered sorts the open suggestions (non-blocking issues) of
+// earlier rounds into those the developer adopted (the newest answer is
+// FIXED) and those skipped (deferred, rejected, or not answered). Answers
+// are written under the newest copy of an issue (a re-opened issue is
+// listed again in the round that re-opened it), which findIssue finds.
+func suggestionsAnswered(earlier []taskfile.Issue, open map[string]taskfile.Issue) (adopted, skipped []string) {
+	for id, is := range open {
+		if is.Blocking {
+			continue
+		}
+		if latest := findIssue(earlier, id); latest != nil && lastStatus(latest.Responses) == "FIXED" {
+			adopted = append(adopted, id)
+		} else {
+			skipped = append(skipped, id)
+		}
+	}
+	sort.Slice(adopted, func(i, j int) bool { return issueLess(adopted[i], adopted[j]) })
+	sort.Slice(skipped, func(i, j int) bool { return issueLess(skipped[i], skipped[j]) })
+	return adopted, skipped
+}
+
+func lastStatus(rs []taskfile.Response) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	return strings.ToUpper(rs[len(rs)-1].Status)
+}
+
+func nonNilStrings(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 // findIssueRef finds the issue a reference names (newest round first):

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -144,5 +145,27 @@ func TestJustificationWords(t *testing.T) {
 	}
 	if justificationWords("the handler computes it once already") < MinJustificationWords {
 		t.Error("a terse real reason is refused")
+	}
+}
+
+// TestSuggestionsAnswered: an open suggestion is adopted when its newest
+// copy's newest answer is FIXED, else skipped; blocking issues do not
+// count.
+func TestSuggestionsAnswered(t *testing.T) {
+	earlier := []taskfile.Issue{
+		{ID: "R1.3", Responses: []taskfile.Response{{Status: "FIXED"}}}, // the re-opened copy, answered again
+		{ID: "R1.1", Blocking: true, Responses: []taskfile.Response{{Status: "REJECTED"}}},
+		{ID: "R1.2", Responses: []taskfile.Response{{Status: "FIXED"}, {Status: "DEFERRED"}}},
+		{ID: "R1.3"},
+		{ID: "R1.4"},
+		{ID: "R1.10", Responses: []taskfile.Response{{Status: "fixed"}}},
+	}
+	open := map[string]taskfile.Issue{}
+	for _, is := range earlier {
+		open[is.ID] = is // the oldest copy, as reviewChange builds it
+	}
+	adopted, skipped := suggestionsAnswered(earlier, open)
+	if !reflect.DeepEqual(adopted, []string{"R1.3", "R1.10"}) || !reflect.DeepEqual(skipped, []string{"R1.2", "R1.4"}) {
+		t.Errorf("adopted %v, skipped %v", adopted, skipped)
 	}
 }
