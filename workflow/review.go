@@ -652,7 +652,10 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		if err != nil {
 			return nil, err
 		}
-		data := map[string]any{"issue": ref, "status": st, "commit": full, "text": text, "blocking": is.Blocking}
+		// The round answered (a re-opened issue keeps its ID in later
+		// rounds) lets orch stats count each answer once.
+		data := map[string]any{"issue": ref, "status": st, "commit": full, "text": text, "blocking": is.Blocking,
+			"severity": is.Severity, "round": t.Task.RejectionCount}
 		if ref != issue {
 			data["named_as"] = issue
 		}
