@@ -125,6 +125,13 @@ func NewRound(r taskfile.Round) Round {
 	return out
 }
 
+// funcs are the functions templates may call.
+var funcs = template.FuncMap{
+	// patch shows a review issue's suggested patch as an indented diff
+	// block, fenced so that nothing in it ends the block.
+	"patch": func(p string) string { return strings.TrimRight(taskfile.RenderPatch(p, "  "), "\n") },
+}
+
 // Render renders the prompt of a role. override is the content of
 // prompts/<role>.md on the state branch, if any.
 func Render(role string, override []byte, d Data) (string, error) {
@@ -137,7 +144,7 @@ func Render(role string, override []byte, d Data) (string, error) {
 	if src == "" {
 		return "", fmt.Errorf("no prompt template for role %q: add prompts/%s.md to the state branch (orch edit prompts/%s.md)", role, role, role)
 	}
-	tmpl, err := template.New(name).Option("missingkey=error").Parse(src)
+	tmpl, err := template.New(name).Option("missingkey=error").Funcs(funcs).Parse(src)
 	if err != nil {
 		return "", &taskfile.ParseError{Path: name, Msg: "template: " + err.Error()}
 	}
@@ -151,7 +158,7 @@ func Render(role string, override []byte, d Data) (string, error) {
 // Check parses a prompt template and runs it on sample data, for validating
 // hand edits of prompts/<role>.md.
 func Check(path string, data []byte) error {
-	tmpl, err := template.New(path).Option("missingkey=error").Parse(string(data))
+	tmpl, err := template.New(path).Option("missingkey=error").Funcs(funcs).Parse(string(data))
 	if err != nil {
 		return &taskfile.ParseError{Path: path, Msg: "template: " + err.Error()}
 	}

@@ -33,14 +33,21 @@ import (
 
 // Issue is one structured review issue.
 type Issue struct {
-	ID        string     `json:"id"`
-	Severity  string     `json:"severity"`
-	Blocking  bool       `json:"blocking"`
-	Location  string     `json:"location,omitempty"`
-	Title     string     `json:"title,omitempty"`
-	Problem   string     `json:"problem,omitempty"`
-	Fix       string     `json:"fix,omitempty"`
-	Why       string     `json:"why,omitempty"`
+	ID       string `json:"id"`
+	Severity string `json:"severity"`
+	Blocking bool   `json:"blocking"`
+	Location string `json:"location,omitempty"`
+	Title    string `json:"title,omitempty"`
+	Problem  string `json:"problem,omitempty"`
+	Fix      string `json:"fix,omitempty"`
+	Why      string `json:"why,omitempty"`
+	// ReviewerIssueID is the reviewer's own name for the issue (the review
+	// protocol's "id", such as TL-001), kept beside orch's stable ID so that
+	// both sides can find it; "" when the reviewer gave none.
+	ReviewerIssueID string `json:"reviewer_issue_id,omitempty"`
+	// FixPatch is the unified diff the reviewer suggests as the fix (the
+	// protocol's optional fix_patch), shown as a diff code block.
+	FixPatch  string     `json:"fix_patch,omitempty"`
 	Resolved  bool       `json:"resolved"` // the box is ticked: a later review resolved it
 	Responses []Response `json:"responses,omitempty"`
 	Line      int        `json:"line,omitempty"` // 1-based line in the file
@@ -157,7 +164,8 @@ func parseIssues(src []byte, start, end, line int) (string, []Issue) {
 	var free strings.Builder
 	var issues []Issue
 	var cur *Issue
-	for i, raw := range lines {
+	for i := 0; i < len(lines); i++ {
+		raw := lines[i]
 		l := strings.TrimRight(raw, "\r\n")
 		if m := issueRE().FindStringSubmatch(l); m != nil {
 			issues = append(issues, Issue{
@@ -171,17 +179,37 @@ func parseIssues(src []byte, start, end, line int) (string, []Issue) {
 			}
 			continue
 		}
-		if cur != nil && (strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "\t")) {
+		if cur != nil && indentedLine(l) {
 			if rm := responseRE().FindStringSubmatch(l); rm != nil {
 				cur.Responses = append(cur.Responses, Response{Status: strings.ToUpper(rm[1]), Commit: rm[2], Text: strings.TrimSpace(rm[3])})
 				continue
 			}
 			t := strings.TrimSpace(l)
+			if fence := patchOpener(lines, i); fence != "" {
+				var patch []string
+				j := i + 2
+				for ; j < len(lines); j++ {
+					pl := strings.TrimRight(lines[j], "\r\n")
+					if !indentedLine(pl) && strings.TrimSpace(pl) != "" {
+						break // the item ended with the fence left open
+					}
+					if closesFence(pl, fence) {
+						j++
+						break
+					}
+					patch = append(patch, unindentPatchLine(pl))
+				}
+				cur.FixPatch = strings.Join(patch, "\n")
+				i = j - 1
+				continue
+			}
 			switch {
 			case strings.HasPrefix(t, "Fix:"):
 				cur.Fix = strings.TrimSpace(strings.TrimPrefix(t, "Fix:"))
 			case strings.HasPrefix(t, "Why:"):
 				cur.Why = strings.TrimSpace(strings.TrimPrefix(t, "Why:"))
+			case strings.HasPrefix(t, reviewerIDLabel):
+				cur.ReviewerIssueID = strings.TrimSpace(strings.TrimPrefix(t, reviewerIDLabel))
 			default:
 				if cur.Problem != "" {
 					cur.Problem += "\n"
@@ -197,6 +225,105 @@ func parseIssues(src []byte, start, end, line int) (string, []Issue) {
 		free.WriteString(raw)
 	}
 	return strings.TrimSpace(free.String()), issues
+}
+
+// The lines under an issue that carry the reviewer's own ID and the
+// suggested patch. The patch is a fenced code block right after its label
+// line; the label is what makes it the patch, so that a code block in the
+// problem text stays problem text.
+const (
+	reviewerIDLabel = "Reviewer's ID:"
+	patchLabel      = "Patch:"
+)
+
+// indentedLine reports whether a line continues a list item.
+func indentedLine(l string) bool { return strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "\t") }
+
+// patchOpener returns the fence that opens an issue's patch when lines[i]
+// is the patch label and the next line opens a code fence; "" otherwise.
+func patchOpener(lines []string, i int) string {
+	if strings.TrimSpace(lines[i]) != patchLabel || i+1 >= len(lines) {
+		return ""
+	}
+	next := strings.TrimRight(lines[i+1], "\r\n")
+	if !indentedLine(next) {
+		return ""
+	}
+	return fenceMarker(strings.TrimLeft(next, " \t"))
+}
+
+// closesFence reports whether line l closes a code block opened by fence.
+func closesFence(l, fence string) bool {
+	t := strings.TrimLeft(l, " \t")
+	n := len(t) - len(strings.TrimLeft(t, fence[:1]))
+	return n >= len(fence) && strings.TrimSpace(t[n:]) == ""
+}
+
+// unindentPatchLine removes the list item's indent that RenderIssue puts
+// before each line of a patch (hand edits may have less of it).
+func unindentPatchLine(l string) string {
+	l = strings.TrimRight(l, "\r")
+	switch {
+	case strings.HasPrefix(l, "  "):
+		return l[2:]
+	case strings.HasPrefix(l, "\t"):
+		return l[1:]
+	}
+	return strings.TrimLeft(l, " ")
+}
+
+// NormalizePatch is the patch as it is kept: line ends as LF, without the
+// blank lines around it. A patch of only white space is no patch.
+func NormalizePatch(p string) string {
+	p = strings.ReplaceAll(strings.ReplaceAll(p, "\r\n", "\n"), "\r", "\n")
+	if strings.TrimSpace(p) == "" {
+		return ""
+	}
+	lines := strings.Split(p, "\n")
+	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// RenderPatch writes a patch as a diff code block, each line indented:
+// whatever the patch holds (headings, HTML, fences, lines like issues or
+// responses), it stays code, for the fence is longer than any backtick run
+// inside it. "" for a blank patch.
+func RenderPatch(patch, indent string) string {
+	p := NormalizePatch(patch)
+	if p == "" {
+		return ""
+	}
+	fence := patchFence(p)
+	var b strings.Builder
+	b.WriteString(indent + fence + "diff\n")
+	for _, l := range strings.Split(p, "\n") {
+		if l != "" {
+			b.WriteString(indent + l)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(indent + fence + "\n")
+	return b.String()
+}
+
+// patchFence is a backtick fence longer than any run of backticks in the
+// patch, so that nothing in the patch can close the block early.
+func patchFence(p string) string {
+	longest, run := 0, 0
+	for i := 0; i < len(p); i++ {
+		if p[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
 }
 
 // RenderIssue writes one issue as a list item.
@@ -217,8 +344,8 @@ func RenderIssue(is Issue) string {
 	b.WriteString("\n")
 	for _, l := range strings.Split(strings.TrimSpace(is.Problem), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			if responseRE().MatchString("  " + l) {
-				l = `\` + l // text, not a response the implementer never wrote
+			if responseRE().MatchString("  "+l) || l == patchLabel || strings.HasPrefix(l, reviewerIDLabel) {
+				l = `\` + l // text, not a response or a patch the file does not hold
 			}
 			b.WriteString("  " + l + "\n")
 		}
@@ -228,6 +355,12 @@ func RenderIssue(is Issue) string {
 	}
 	if is.Why != "" {
 		b.WriteString("  Why: " + oneLine(is.Why) + "\n")
+	}
+	if id := oneLine(is.ReviewerIssueID); id != "" {
+		b.WriteString("  " + reviewerIDLabel + " " + id + "\n")
+	}
+	if p := RenderPatch(is.FixPatch, "  "); p != "" {
+		b.WriteString("  " + patchLabel + "\n" + p)
 	}
 	for _, r := range is.Responses {
 		b.WriteString(RenderResponse(r))
@@ -470,6 +603,8 @@ func lineStart(src []byte, line int) int {
 	return len(src)
 }
 
+// issueEnd is the offset after an issue's last line: its continuation and
+// response lines, and the whole of its patch block (blank lines included).
 func issueEnd(src []byte, line int) int {
 	pos := lineStart(src, line)
 	// skip the item line
@@ -479,15 +614,28 @@ func issueEnd(src []byte, line int) int {
 	if pos < len(src) {
 		pos++
 	}
+	fence, label := "", false
 	for pos < len(src) {
 		end := pos
 		for end < len(src) && src[end] != '\n' {
 			end++
 		}
-		l := string(src[pos:end])
-		if !(strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "\t")) || strings.TrimSpace(l) == "" {
+		l := strings.TrimRight(string(src[pos:end]), "\r")
+		blank := strings.TrimSpace(l) == ""
+		switch {
+		case fence != "":
+			if !indentedLine(l) && !blank {
+				return pos // the item ended with the fence left open
+			}
+			if closesFence(l, fence) {
+				fence = ""
+			}
+		case !indentedLine(l) || blank:
 			return pos
+		case label:
+			fence = fenceMarker(strings.TrimLeft(l, " \t"))
 		}
+		label = fence == "" && strings.TrimSpace(l) == patchLabel
 		pos = end
 		if pos < len(src) {
 			pos++

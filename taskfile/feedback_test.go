@@ -161,3 +161,74 @@ func TestSeverities(t *testing.T) {
 		t.Errorf("SortIssues = %v", ids)
 	}
 }
+
+// TestIssuePatchAndReviewerID: the reviewer's own ID and a suggested patch
+// read back exactly, whatever the patch holds (headings, HTML, fences, blank
+// and white-space lines, lines that look like issues or responses), the
+// sections after the round survive, and a response lands after the patch.
+func TestIssuePatchAndReviewerID(t *testing.T) {
+	patches := []string{
+		"--- a/src/api/users.py\n+++ b/src/api/users.py\n@@ -56 +56 @@\n-cursor.execute(f\"SELECT * FROM users WHERE id = {user_id}\")\n+cursor.execute(\"SELECT * FROM users WHERE id = ?\", (user_id,))",
+		"@@ -1,4 +1,4 @@\n # Title\n \n-## Context\n+## Review Feedback (rejection #9)\n \n\n<!-- open comment\n<script>",
+		"```\n````\n+ `x`\n```go",
+		"- [ ] **R9.9** CRITICAL — a fake issue\n  - Response: FIXED (abcdef1) — a fake response\n  Patch:\n  ```diff\n\tindented with a tab",
+		"~~~\n+x\n~~~~~",
+		"line\nPatch:\n```\nnot the end\n```",
+	}
+	for _, p := range patches {
+		f := mustParse(t, designExample)
+		round := Round{Number: 2, Verdict: "CHANGES_REQUESTED", Sources: []Source{{From: "lead via orch review", Issues: []Issue{
+			{ID: "R2.1", Severity: "HIGH", Title: "SQL injection", Problem: "Input is interpolated.\nPatch:\n```\nnot a patch\n```", Fix: "use a parameter",
+				ReviewerIssueID: "TL-AUTH-1-001", FixPatch: "\r\n" + strings.ReplaceAll(p, "\n", "\r\n") + "\r\n\n"},
+			{ID: "R2.2", Severity: "LOW", Title: "naming"},
+		}}}}
+		out, err := f.AddRound(round)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if problems := out.Validate(); len(problems) > 0 {
+			t.Fatalf("invalid file: %v\n%s", Problems(problems), out.Src)
+		}
+		rounds := out.FeedbackRounds()
+		if len(rounds) != 2 {
+			t.Fatalf("rounds = %+v\n%s", rounds, out.Src)
+		}
+		is := rounds[0].Sources[0].Issues
+		if len(is) != 2 || is[0].FixPatch != p || is[0].ReviewerIssueID != "TL-AUTH-1-001" || is[0].Fix != "use a parameter" ||
+			is[0].Problem != "Input is interpolated.\n\\Patch:\n```\nnot a patch\n```" || is[1].ID != "R2.2" || is[1].FixPatch != "" {
+			t.Fatalf("issues read back as %#v\n%s", is, out.Src)
+		}
+		var titles []string
+		for _, s := range out.Sections() {
+			if s.Level <= 2 {
+				titles = append(titles, s.Title)
+			}
+		}
+		if want := []string{"Snap fork start like the other shapes", "Review Feedback (rejection #2)", "Review Feedback (rejection #1)", "Context", "Acceptance Criteria"}; !reflect.DeepEqual(titles, want) {
+			t.Fatalf("sections = %q, want %q\n%s", titles, want, out.Src)
+		}
+		// A response goes after the whole patch, blank lines included.
+		out2, err := out.SetIssueResponse("R2.1", Response{Status: "FIXED", Commit: "abc1234", Text: "applied the patch"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		is = out2.FeedbackRounds()[0].Sources[0].Issues
+		if is[0].FixPatch != p || len(is[0].Responses) != 1 || is[0].Responses[0].Text != "applied the patch" || len(is[1].Responses) != 0 {
+			t.Fatalf("after the response: %#v\n%s", is, out2.Src)
+		}
+	}
+}
+
+func TestIssuePatchRendering(t *testing.T) {
+	got := RenderIssue(Issue{ID: "R1.1", Severity: "HIGH", Title: "t", ReviewerIssueID: " TL-001 ", FixPatch: "-a\n\n+``b``\n"})
+	want := "- [ ] **R1.1** HIGH — t\n  Reviewer's ID: TL-001\n  Patch:\n  ```diff\n  -a\n\n  +``b``\n  ```\n"
+	if got != want {
+		t.Errorf("RenderIssue =\n%s\nwant\n%s", got, want)
+	}
+	if got := RenderIssue(Issue{ID: "R1.1", Severity: "LOW", FixPatch: "a ``` b"}); !strings.Contains(got, "  ````diff\n  a ``` b\n  ````\n") {
+		t.Errorf("fence not longer than the patch's backticks:\n%s", got)
+	}
+	if got := RenderIssue(Issue{ID: "R1.1", Severity: "LOW", FixPatch: " \n\t\n"}); strings.Contains(got, "Patch") {
+		t.Errorf("a blank patch was written:\n%s", got)
+	}
+}

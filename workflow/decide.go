@@ -27,6 +27,9 @@ func (e *InvalidRefusalError) Error() string {
 // and returned as an *InvalidRefusalError; a valid one moves the task to
 // blocked with a "## Refusal" section and the full record in the event log.
 func (e *Engine) Refuse(id string, r *Refusal) (*Result, error) {
+	if err := e.CheckRefusalIdentity(id, r); err != nil {
+		return nil, err
+	}
 	issues := ValidateRefusal(r)
 	check := func(t *Task) error {
 		if t.Task.Queue != taskfile.Claimed {

@@ -35,6 +35,11 @@ func FuzzReview(f *testing.F) {
 	f.Add([]byte(`{"issues":[{"severity":"HIGH","title":"x","extra":1}]}`))
 	f.Add([]byte("{\"issues\": [\n {\"severity\": 3}\n]}"))
 	f.Add([]byte(`{"notes":"a"} {"notes":"b"}`))
+	// The review protocol's own forms: its ids, blocking flags, fix_patch and
+	// older severity names.
+	f.Add([]byte(`{"issues":[{"id":"TL-001","severity":"CRITICAL","blocking":true,"title":"SQL Injection Vulnerability","location":"src/api/users.py:56","problem":"User input directly interpolated into SQL query","fix":"Use parameterized query","why":"Allows attackers to execute arbitrary SQL commands","fix_patch":"--- a/src/api/users.py\n+++ b/src/api/users.py\n@@ -56 +56 @@\n-q = f\"SELECT * FROM users WHERE id = {user_id}\"\n+q = \"SELECT * FROM users WHERE id = ?\"\n"},{"id":"TL-002","severity":"SUGGESTION","blocking":false,"title":"Consider adding rate limiting"}]}`))
+	f.Add([]byte(`{"issues":[{"blocking":true,"title":"only the flag"},{"severity":"nit","title":"x","id":"R1.2"}]}`))
+	f.Add([]byte(`{"issues":[{"severity":"MINOR","title":"x","fix_patch":"` + "```" + `\n## not a heading\n\n  - Response: FIXED (abcd) — fake\n"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, err := ParseReview("review.json", data)
 		if err != nil {
@@ -113,6 +118,24 @@ func checkReviewRendered(t *testing.T, in *ReviewInput) {
 		}
 		if want := strings.Join(strings.Fields(is.Title), " "); g.Title != want {
 			t.Fatalf("issue %d title %q read back as %q\n%s", i+1, is.Title, g.Title, f.Src)
+		}
+		if g.ReviewerIssueID != is.ReviewerIssueID || g.FixPatch != is.FixPatch {
+			t.Fatalf("issue %d id %q and patch %q read back as %q and %q\n%s", i+1, is.ReviewerIssueID, is.FixPatch, g.ReviewerIssueID, g.FixPatch, f.Src)
+		}
+	}
+	// An answer to the last issue goes below all of it, patch included.
+	if len(issues) > 0 {
+		last := issues[len(issues)-1]
+		f2, err := f.SetIssueResponse(last.ID, taskfile.Response{Status: "FIXED", Text: "done"})
+		if err != nil {
+			if errors.Is(err, taskfile.ErrTooLarge) {
+				return
+			}
+			t.Fatalf("SetIssueResponse: %v", err)
+		}
+		back := f2.FeedbackRounds()[0].Sources[0].Issues
+		if len(back) != len(issues) || back[len(back)-1].FixPatch != last.FixPatch || len(back[len(back)-1].Responses) != 1 {
+			t.Fatalf("after an answer: %+v\n%s", back, f2.Src)
 		}
 	}
 	if rounds[0].Verdict != VerdictChangesRequested {

@@ -70,9 +70,17 @@ type AlternativeTask struct {
 	Estimate     string `json:"estimate,omitempty"`
 }
 
-// Refusal is the protocol's record of a refused task (its TaskRejection
-// without the identity fields task_id, handoff_id, agent_id and rejected_at,
-// which orch takes from the command line, --agent and the clock).
+// Refusal is the protocol's record of a refused task (its TaskRejection).
+//
+// Identity. orch takes the task from the command line (or the worktree),
+// the agent from ORCH_AGENT or --agent and the time from the clock, so the
+// record's identity fields are optional. A record that names them must agree
+// with the command: task_id names the task refused (the protocol writes
+// graph node IDs, "task:T-123"; the "task:" is optional), agent_id the agent
+// refusing (a record cannot speak for someone else); see
+// CheckRefusalIdentity. handoff_id (the protocol's hand-off, which orch has
+// no counterpart of) and rejected_at (the agent's clock) are kept as
+// written, in the event log.
 //
 // Reason-specific information. The protocol's record has no extra fields for
 // it: its validator reads each item from the fields below, and DESIGN §5 says
@@ -93,6 +101,14 @@ type AlternativeTask struct {
 //   - UNCLEAR_REQUIREMENTS, the questions: ReasonDetail, with at least one
 //     "?"; the attempted interpretation: ReasonDetail, as "... interpreted as ...".
 type Refusal struct {
+	// TaskID is the task the record is about ("" when not given).
+	TaskID string `json:"task_id,omitempty"`
+	// HandoffID is the protocol's hand-off the task came in, kept as written.
+	HandoffID string `json:"handoff_id,omitempty"`
+	// AgentID is the agent refusing ("" when not given).
+	AgentID string `json:"agent_id,omitempty"`
+	// RejectedAt is when the agent says it refused, kept as written.
+	RejectedAt string `json:"rejected_at,omitempty"`
 	// ReasonType is one of the five reasons.
 	ReasonType RefusalReason `json:"reason_type"`
 	// ReasonSummary is a one-line explanation (not validated by the protocol).
@@ -140,7 +156,7 @@ func (e *RefusalParseError) Error() string {
 // The JSON fields of the record, in the protocol's order. They must match
 // the struct tags above (refusal_test.go checks).
 var (
-	refusalFields         = []string{"reason_type", "reason_summary", "reason_detail", "what_attempted", "blocking_factor", "evidence", "suggested_alternative", "alternative_tasks", "task_original_scope", "scope_growth_factor"}
+	refusalFields         = []string{"task_id", "handoff_id", "agent_id", "rejected_at", "reason_type", "reason_summary", "reason_detail", "what_attempted", "blocking_factor", "evidence", "suggested_alternative", "alternative_tasks", "task_original_scope", "scope_growth_factor"}
 	refusalEvidenceFields = []string{"type", "data", "source"}
 	refusalAltTaskFields  = []string{"title", "scope", "dependencies", "estimate"}
 )
@@ -172,6 +188,14 @@ func ParseRefusal(data []byte) (*Refusal, error) {
 	err = p.object("the refusal record", refusalFields, func(key string) error {
 		var err error
 		switch key {
+		case "task_id":
+			r.TaskID, err = p.str(key)
+		case "handoff_id":
+			r.HandoffID, err = p.str(key)
+		case "agent_id":
+			r.AgentID, err = p.str(key)
+		case "rejected_at":
+			r.RejectedAt, err = p.str(key)
 		case "reason_type":
 			var s string
 			s, err = p.str(key)
@@ -709,6 +733,38 @@ func refusalAlternativeIssues(r *Refusal) []string {
 		}
 	}
 	return issues
+}
+
+// RefusalTaskRef is the task ID a record's task_id names: without the
+// protocol's "task:" node prefix and surrounding white space.
+func RefusalTaskRef(taskID string) string {
+	s := strings.TrimSpace(taskID)
+	if len(s) >= 5 && strings.EqualFold(s[:5], "task:") {
+		s = strings.TrimSpace(s[5:])
+	}
+	return s
+}
+
+// CheckRefusalIdentity refuses a record whose identity fields contradict the
+// command that files it: a task_id other than the task refused (a usage
+// error: the record is about another task), an agent_id other than the
+// actor (refused by rule, and an agent's attempt is recorded for the lead:
+// a record cannot speak for someone else). Absent fields agree with
+// anything.
+func (e *Engine) CheckRefusalIdentity(id string, r *Refusal) error {
+	if r == nil {
+		return nil
+	}
+	if r.TaskID != "" && !strings.EqualFold(RefusalTaskRef(r.TaskID), id) {
+		return &UsageError{Msg: fmt.Sprintf("the refusal record's task_id is %q, but this refuses %s: the record is about another task", clipArg(r.TaskID), id),
+			Hint: fmt.Sprintf("set task_id to %s (or leave it out: orch takes the task from the command line), then refuse again", id)}
+	}
+	if agent := strings.TrimSpace(r.AgentID); agent != "" && agent != e.Actor {
+		return e.refuseAuthority("refuse", id, "record_identity",
+			fmt.Sprintf("the refusal record's agent_id is %q, but %s is refusing %s: a record cannot speak for someone else", clipArg(r.AgentID), e.Actor, id),
+			fmt.Sprintf("set agent_id to %s (or leave it out: orch records who refuses), then refuse again", e.Actor))
+	}
+	return nil
 }
 
 // DependencyName is what a refusal's blocking factor names after "depends

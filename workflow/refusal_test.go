@@ -385,6 +385,84 @@ func TestRefusalWorkedExampleSummaryIsValid(t *testing.T) {
 	}
 }
 
+// The summary's example with its identity fields (task_id, handoff_id,
+// agent_id), and rejected_at as the protocol's to_dict writes it: all taken,
+// kept, and the record still valid.
+func TestRefusalIdentityFields(t *testing.T) {
+	data := `{
+  "task_id": "task:T-123abc",
+  "handoff_id": "handoff:H-456",
+  "agent_id": "sub-agent-1",
+  "rejected_at": "2025-12-20T15:30:45.123456",
+  "reason_type": "SCOPE_CREEP",
+  "reason_summary": "Task requires auth system redesign",
+  "reason_detail": "Original: Add button. Actual: Redesign auth module.",
+  "what_attempted": [
+    "Analyzed auth/ module - 47 files need changes",
+    "Reviewed tests - 89 test files affected",
+    "Estimated effort - 16 hours vs 2 hours originally"
+  ],
+  "blocking_factor": "Cannot add OAuth without refactoring auth for extensibility",
+  "evidence": [],
+  "suggested_alternative": "Decompose into: refactor auth, add OAuth, add UI",
+  "alternative_tasks": [
+    {"title": "Refactor auth module", "scope": "Extract provider interface", "dependencies": "none", "estimate": "8h"},
+    {"title": "Add OAuth provider", "scope": "Implement OAuth plugin", "dependencies": "auth refactor", "estimate": "4h"}
+  ],
+  "task_original_scope": "Add OAuth button to login page (2h)",
+  "scope_growth_factor": 8.0
+}`
+	r, err := ParseRefusal([]byte(data))
+	if err != nil {
+		t.Fatalf("ParseRefusal: %v", err)
+	}
+	if r.TaskID != "task:T-123abc" || r.HandoffID != "handoff:H-456" || r.AgentID != "sub-agent-1" || r.RejectedAt != "2025-12-20T15:30:45.123456" {
+		t.Errorf("identity = %q %q %q %q", r.TaskID, r.HandoffID, r.AgentID, r.RejectedAt)
+	}
+	if got := ValidateRefusal(r); len(got) != 0 {
+		t.Errorf("issues: %q", got)
+	}
+	checkRefusalRoundTrip(t, []byte(data))
+	out, _ := json.Marshal(r)
+	if !strings.HasPrefix(string(out), `{"task_id":"task:T-123abc","handoff_id":"handoff:H-456","agent_id":"sub-agent-1","rejected_at":`) {
+		t.Errorf("the event log's copy: %s", out)
+	}
+	// Without them, the copy is as before.
+	out, _ = json.Marshal(&Refusal{ReasonType: RefusalBlocker})
+	if strings.Contains(string(out), "_id") || strings.Contains(string(out), "rejected_at") {
+		t.Errorf("absent identity fields written: %s", out)
+	}
+}
+
+// TestCheckRefusalIdentity: task_id must name the task refused (with or
+// without the protocol's "task:"), agent_id the actor; absent fields agree.
+func TestCheckRefusalIdentity(t *testing.T) {
+	e := &Engine{Actor: "sub-agent-1", Kind: KindAgent}
+	for _, r := range []*Refusal{nil, {}, {TaskID: "T-123abc"}, {TaskID: " task:T-123abc "}, {TaskID: "TASK:t-123ABC"}, {AgentID: "sub-agent-1"}, {HandoffID: "handoff:H-1", RejectedAt: "yesterday"}} {
+		if err := e.CheckRefusalIdentity("T-123abc", r); err != nil {
+			t.Errorf("%+v: %v", r, err)
+		}
+	}
+	var ue *UsageError
+	err := e.CheckRefusalIdentity("T-123abc", &Refusal{TaskID: "task:T-999zzz"})
+	if !errors.As(err, &ue) || ue.Msg != `the refusal record's task_id is "task:T-999zzz", but this refuses T-123abc: the record is about another task` ||
+		!strings.HasPrefix(ue.Hint, "set task_id to T-123abc") {
+		t.Errorf("another task: %v (%+v)", err, ue)
+	}
+	for _, prefix := range []string{"task:", "T-123", "T-123abcd"} {
+		if err := e.CheckRefusalIdentity("T-123abc", &Refusal{TaskID: prefix}); !errors.As(err, &ue) {
+			t.Errorf("task_id %q: %v", prefix, err)
+		}
+	}
+	var re *RuleError
+	err = e.CheckRefusalIdentity("T-123abc", &Refusal{TaskID: "T-123abc", AgentID: "sub-agent-2"})
+	if !errors.As(err, &re) || re.Rule != "record_identity" ||
+		re.Msg != `the refusal record's agent_id is "sub-agent-2", but sub-agent-1 is refusing T-123abc: a record cannot speak for someone else` ||
+		strings.Contains(re.Hint, "--agent") || !strings.Contains(re.Hint, "set agent_id to sub-agent-1") {
+		t.Errorf("another agent: %v (%+v)", err, re)
+	}
+}
+
 func TestRefusalWorkedExampleLazyFailsWithItsFourIssues(t *testing.T) {
 	r, err := ParseRefusal([]byte(refusalLazyJSON))
 	if err != nil {
@@ -461,7 +539,7 @@ func TestRefusalParseAcceptsNullsAndBOM(t *testing.T) {
 }
 
 func TestRefusalParseErrors(t *testing.T) {
-	const known = "the known fields are reason_type, reason_summary, reason_detail, what_attempted, blocking_factor, evidence, suggested_alternative, alternative_tasks, task_original_scope, scope_growth_factor"
+	const known = "the known fields are task_id, handoff_id, agent_id, rejected_at, reason_type, reason_summary, reason_detail, what_attempted, blocking_factor, evidence, suggested_alternative, alternative_tasks, task_original_scope, scope_growth_factor"
 	for _, c := range []struct{ name, in, want string }{
 		// Malformed JSON.
 		{"empty", "", "the refusal record is empty; expected a JSON object"},
@@ -479,7 +557,8 @@ func TestRefusalParseErrors(t *testing.T) {
 		// Unknown and duplicate fields.
 		{"unknown field", `{"reason": "BLOCKER"}`, `line 1, column 2: unknown field "reason" in the refusal record; ` + known},
 		{"field names are exact", `{"Reason_Type": "BLOCKER"}`, `line 1, column 2: unknown field "Reason_Type" in the refusal record; ` + known},
-		{"protocol identity field", "{\n  \"task_id\": \"task:T-1\"}", `line 2, column 3: unknown field "task_id" in the refusal record; ` + known},
+		{"identity field of the wrong type", "{\n  \"task_id\": 123}", `line 2, column 14: task_id must be a string, not a number`},
+		{"agent_id array", `{"agent_id": ["a"]}`, `line 1, column 14: agent_id must be a string, not an array`},
 		{"unknown evidence field", `{"evidence": [{"type": "error_log", "url": "x"}]}`, `line 1, column 37: unknown field "url" in evidence[0]; the known fields are type, data, source`},
 		{"unknown task field", `{"alternative_tasks": [{"title": "a"}, {"name": "b"}]}`, `line 1, column 41: unknown field "name" in alternative_tasks[1]; the known fields are title, scope, dependencies, estimate`},
 		{"duplicate field", `{"reason_type": "BLOCKER", "reason_type": "INFEASIBLE"}`, `line 1, column 28: duplicate field "reason_type" in the refusal record`},

@@ -6,9 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -20,14 +25,27 @@ import (
 // be raised. Escalation is by lack of progress: review.max_no_progress
 // rounds in a row that resolved no blocking issue.
 
-// ReviewIssue is one issue as a reviewer writes it.
+// ReviewIssue is one issue as a reviewer writes it: orch's fields, and the
+// review protocol's own (id, blocking, fix_patch, and its older severity
+// names), so that a review written to the protocol is taken as it is.
 type ReviewIssue struct {
+	// ID is the reviewer's own name for the issue (the protocol's TL-001).
+	// orch numbers issues itself (R<round>.<n>, stable forever); an ID equal
+	// to the one orch gives is the same name, any other R<round>.<n> would
+	// contradict it, and anything else is kept beside orch's ID.
+	ID       string `json:"id,omitempty"`
 	Severity string `json:"severity"`
+	// Blocking, when given, must agree with the severity; given alone, it
+	// decides it (true: HIGH, false: MEDIUM).
+	Blocking *bool  `json:"blocking,omitempty"`
 	Title    string `json:"title"`
 	Location string `json:"location,omitempty"`
 	Problem  string `json:"problem,omitempty"`
 	Fix      string `json:"fix,omitempty"`
 	Why      string `json:"why,omitempty"`
+	// FixPatch is a unified diff the reviewer suggests (the protocol's
+	// optional fix_patch), written as a diff code block under the issue.
+	FixPatch string `json:"fix_patch,omitempty"`
 }
 
 // ReviewInput is the JSON of `orch review -F`.
@@ -57,7 +75,7 @@ func ParseReview(path string, data []byte) (*ReviewInput, error) {
 	dec.DisallowUnknownFields()
 	var in ReviewInput
 	if err := dec.Decode(&in); err != nil {
-		return nil, &UsageError{Msg: jsonErrorAt(path, data, err), Hint: `a review is {"issues": [{"severity": "HIGH", "title": "...", "location": "file:line", "problem": "...", "fix": "...", "why": "..."}], "reopen": ["R1.2"], "notes": "..."}`}
+		return nil, &UsageError{Msg: jsonErrorAt(path, data, err), Hint: `a review is {"issues": [{"severity": "HIGH", "title": "...", "location": "file:line", "problem": "...", "fix": "...", "why": "...", "id": "TL-001", "blocking": true, "fix_patch": "--- a/f\n+++ b/f\n..."}], "reopen": ["R1.2"], "notes": "..."}`}
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, &UsageError{Msg: path + ": unexpected data after the review object"}
@@ -111,6 +129,11 @@ type ReviewResult struct {
 	Progress        bool
 	NoProgressCount int
 	Escalated       string
+	// On a re-review: the open suggestions the developer fixed, those it
+	// skipped, and whether it skipped them all (the audit note).
+	SuggestionsAdopted    []string
+	SuggestionsSkipped    []string
+	AllSuggestionsSkipped bool
 }
 
 // Review records a structured review of submitted work and moves the task by
@@ -133,23 +156,103 @@ func (e *Engine) Review(id string, in *ReviewInput) (*ReviewResult, error) {
 	return out, nil
 }
 
-// checkReviewInput checks what Review needs of every issue.
+// severityNames maps every severity a review may name onto orch's four.
+// The review protocol (review-feedback-loop.md, "Severity Taxonomy
+// Unification") makes CRITICAL/HIGH/MEDIUM/LOW canonical and maps the Tech
+// Lead's older terms: BLOCKER -> CRITICAL, IMPORTANT -> HIGH, SUGGESTION ->
+// MEDIUM, NIT -> LOW. MINOR is the protocol's rank below SUGGESTION ("fix if
+// easy, otherwise skip"; its summary's suggestion/minor counts became
+// medium/low), so LOW; FYI, the last term of the same taxonomy, is LOW too.
+var severityNames = map[string]string{
+	"CRITICAL": "CRITICAL", "HIGH": "HIGH", "MEDIUM": "MEDIUM", "LOW": "LOW",
+	"BLOCKER": "CRITICAL", "IMPORTANT": "HIGH", "SUGGESTION": "MEDIUM", "MINOR": "LOW", "NIT": "LOW", "FYI": "LOW",
+}
+
+// SeverityAliases is how the protocol's older severity names are recorded,
+// for help texts: "BLOCKER=CRITICAL, ...".
+const SeverityAliases = "BLOCKER=CRITICAL, IMPORTANT=HIGH, SUGGESTION=MEDIUM, MINOR=LOW, NIT=LOW, FYI=LOW"
+
+// issueSeverity is the severity an issue is recorded with: its own, through
+// the aliases; or, when it names none, the one its blocking flag decides
+// (HIGH or MEDIUM: the lesser of each kind, since the reviewer said only
+// whether it blocks). "" when neither says anything orch knows.
+func issueSeverity(is ReviewIssue) string {
+	if s := strings.ToUpper(strings.TrimSpace(is.Severity)); s != "" {
+		return severityNames[s]
+	}
+	switch {
+	case is.Blocking == nil:
+		return ""
+	case *is.Blocking:
+		return "HIGH"
+	}
+	return "MEDIUM"
+}
+
+// checkReviewInput checks what Review needs of every issue. It refuses only
+// what is missing or contradicts itself: an alias, a blocking flag that
+// agrees with the severity, a reviewer's own ID and a patch are all taken.
 func checkReviewInput(in *ReviewInput) error {
+	ids := map[string]int{}
 	for i, is := range in.Issues {
-		if !validReviewSeverity(is.Severity) {
-			return &UsageError{Msg: fmt.Sprintf("issue %d: severity %q is not one of CRITICAL, HIGH, MEDIUM, LOW", i+1, printable(is.Severity)), Hint: "CRITICAL and HIGH block approval; MEDIUM and LOW are suggestions"}
+		sev := issueSeverity(is)
+		if sev == "" {
+			return &UsageError{Msg: fmt.Sprintf("issue %d: severity %q is not one of CRITICAL, HIGH, MEDIUM, LOW (or the protocol's %s)", i+1, printable(is.Severity), SeverityAliases),
+				Hint: `CRITICAL and HIGH block approval; MEDIUM and LOW are suggestions; "blocking": true or false alone also says which`}
+		}
+		if is.Blocking != nil && *is.Blocking != taskfile.Blocking(sev) {
+			kind := "a suggestion"
+			if taskfile.Blocking(sev) {
+				kind = "blocking"
+			}
+			name := strings.ToUpper(strings.TrimSpace(is.Severity))
+			if name != sev {
+				name += " (" + sev + ")"
+			}
+			return &UsageError{Msg: fmt.Sprintf("issue %d (%q): \"blocking\": %v contradicts its severity %s, which is %s", i+1, clipArg(is.Title), *is.Blocking, name, kind),
+				Hint: `CRITICAL and HIGH block, MEDIUM and LOW do not: correct the severity or the blocking flag, or leave "blocking" out`}
 		}
 		if strings.TrimSpace(is.Title) == "" {
 			return &UsageError{Msg: fmt.Sprintf("issue %d has no title", i+1)}
 		}
-		for _, f := range []struct{ name, val string }{{"severity", is.Severity}, {"title", is.Title}, {"location", is.Location}, {"problem", is.Problem}, {"fix", is.Fix}, {"why", is.Why}} {
+		for _, f := range []struct{ name, val string }{{"severity", is.Severity}, {"title", is.Title}, {"location", is.Location}, {"problem", is.Problem}, {"fix", is.Fix}, {"why", is.Why}, {"id", is.ID}, {"fix_patch", is.FixPatch}} {
 			if hasControl(f.val) {
 				return &UsageError{Msg: fmt.Sprintf("issue %d: the %s contains control characters", i+1, f.name), Hint: "a review is text: no NUL, escape or other control characters"}
 			}
 		}
+		if id := reviewerID(is.ID); id != "" {
+			if strings.ContainsAny(is.ID, "\r\n") {
+				return &UsageError{Msg: fmt.Sprintf("issue %d: the id is more than one line", i+1)}
+			}
+			if j, dup := ids[strings.ToUpper(id)]; dup {
+				return &UsageError{Msg: fmt.Sprintf("issues %d and %d have the same id %q: an id names one issue", j, i+1, clipArg(id))}
+			}
+			ids[strings.ToUpper(id)] = i + 1
+		}
 	}
 	if hasControl(in.Notes) {
 		return &UsageError{Msg: "the notes contain control characters", Hint: "a review is text: no NUL, escape or other control characters"}
+	}
+	return nil
+}
+
+// reviewerID is a reviewer's issue ID as it is kept: one line, spacing
+// folded.
+func reviewerID(id string) string { return strings.Join(strings.Fields(id), " ") }
+
+var orchIssueIDRE = lazyRegexp(`^[Rr]\d+\.\d+$`)
+
+// checkReviewerIDs compares the reviewers' IDs of round n's new issues with
+// the IDs orch gives them: the same ID is fine, a different R<round>.<n>
+// contradicts it (the developer would answer the wrong issue).
+func checkReviewerIDs(n int, in *ReviewInput) error {
+	for i, is := range in.Issues {
+		id := reviewerID(is.ID)
+		want := fmt.Sprintf("R%d.%d", n, i+1)
+		if orchIssueIDRE().MatchString(id) && !strings.EqualFold(id, want) {
+			return &UsageError{Msg: fmt.Sprintf("issue %d (%q): id %s contradicts the ID orch gives it, %s (the issues of review round %d are numbered in order)", i+1, clipArg(is.Title), id, want, n),
+				Hint: "leave id out, or give the issue a label of your own (like TL-001): it is kept beside " + want}
+		}
 	}
 	return nil
 }
@@ -165,23 +268,24 @@ func hasControl(s string) bool {
 	return false
 }
 
-// reviewIssue is the i-th (0-based) new issue of review round n.
+// reviewIssue is the i-th (0-based) new issue of review round n. A
+// reviewer's ID equal to orch's is not repeated beside it.
 func reviewIssue(n, i int, is ReviewIssue) taskfile.Issue {
-	sev := strings.ToUpper(strings.TrimSpace(is.Severity))
-	return taskfile.Issue{ID: fmt.Sprintf("R%d.%d", n, i+1), Severity: sev, Blocking: taskfile.Blocking(sev), Location: is.Location,
-		Title: is.Title, Problem: is.Problem, Fix: is.Fix, Why: is.Why}
-}
-
-func validReviewSeverity(s string) bool {
-	switch strings.ToUpper(strings.TrimSpace(s)) {
-	case "CRITICAL", "HIGH", "MEDIUM", "LOW":
-		return true
+	sev := issueSeverity(is)
+	id := fmt.Sprintf("R%d.%d", n, i+1)
+	rid := reviewerID(is.ID)
+	if strings.EqualFold(rid, id) {
+		rid = ""
 	}
-	return false
+	return taskfile.Issue{ID: id, Severity: sev, Blocking: taskfile.Blocking(sev), Location: is.Location,
+		Title: is.Title, Problem: is.Problem, Fix: is.Fix, Why: is.Why, ReviewerIssueID: rid, FixPatch: taskfile.NormalizePatch(is.FixPatch)}
 }
 
 func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*change, error) {
 	n := t.Task.RejectionCount + 1
+	if err := checkReviewerIDs(n, in); err != nil {
+		return nil, err
+	}
 	earlier := t.File.AllIssues()
 	open := map[string]taskfile.Issue{}
 	for _, is := range earlier {
@@ -192,23 +296,27 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	reopen := map[string]bool{}
 	for _, r := range in.Reopen {
 		r = strings.TrimSpace(r)
-		if _, ok := open[r]; !ok {
-			if known := findIssue(earlier, r); known != nil {
-				return nil, &RuleError{Rule: "reopen_resolved", Msg: fmt.Sprintf("%s was resolved in an earlier review and cannot be re-opened; raise a new issue instead", r)}
-			}
+		known, err := findIssueRef(earlier, r)
+		if err != nil {
+			return nil, err
+		}
+		if known == nil {
 			return nil, &NotFoundError{What: "review issue", Ref: printable(r), Hint: "orch show " + t.Task.ID + " --json lists the issues (rounds)"}
 		}
-		reopen[r] = true
+		if _, ok := open[known.ID]; !ok {
+			return nil, &RuleError{Rule: "reopen_resolved", Msg: fmt.Sprintf("%s was resolved in an earlier review and cannot be re-opened; raise a new issue instead", r)}
+		}
+		reopen[known.ID] = true
 	}
 	reReview := t.Task.RejectionCount > 0
 	var news []taskfile.Issue
 	for i, is := range in.Issues {
-		sev := strings.ToUpper(strings.TrimSpace(is.Severity))
-		if reReview && !taskfile.Blocking(sev) {
-			return nil, &RuleError{Rule: "new_suggestion_on_rereview", Msg: fmt.Sprintf("issue %d (%s %q): a re-review may not raise new suggestions, only new blocking issues (CRITICAL, HIGH)", i+1, sev, is.Title),
+		ri := reviewIssue(n, i, is) // the severity as recorded: aliases and blocking flags decided
+		if reReview && !ri.Blocking {
+			return nil, &RuleError{Rule: "new_suggestion_on_rereview", Msg: fmt.Sprintf("issue %d (%s %q): a re-review may not raise new suggestions, only new blocking issues (CRITICAL, HIGH)", i+1, ri.Severity, is.Title),
 				Hint: "drop it, or raise it as a new task"}
 		}
-		news = append(news, reviewIssue(n, i, is))
+		news = append(news, ri)
 	}
 	// Earlier issues not re-opened are resolved.
 	resolved := map[string]bool{}
@@ -239,6 +347,11 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 			hadBlocking = true
 		}
 	}
+	adopted, skipped := suggestionsAnswered(earlier, open)
+	// The protocol's safeguard against approvals where the developer skips
+	// every suggestion (review-feedback-loop.md, "Non-Blocking Approval
+	// Safeguard"): a re-review says so, for the audit, without blocking.
+	allSkipped := reReview && len(skipped) > 0 && len(adopted) == 0
 	noProgress := 0
 	if reReview && hadBlocking && !progress {
 		noProgress = t.Task.NoProgress + 1
@@ -267,6 +380,9 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	if len(resolvedList) > 0 {
 		fmt.Fprintf(&text, "\nResolved: %s.\n", strings.Join(resolvedList, ", "))
 	}
+	if allSkipped {
+		fmt.Fprintf(&text, "\n%s: %s (none was answered FIXED). Not blocking; noted for the audit.\n", AllSuggestionsSkipped, strings.Join(skipped, ", "))
+	}
 	// A re-opened issue is listed again in the new round, under its own ID,
 	// so that the next submission must answer it again (the submit guard
 	// looks at the newest round) and the prompt shows it with the new work.
@@ -282,6 +398,10 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	src := taskfile.Source{From: e.Actor + " via orch review", Time: e.Now(), Text: strings.TrimSpace(text.String()), Issues: roundIssues}
 	data := map[string]any{"verdict": verdict, "round": n, "issues": news, "reopen": reopenedList, "resolved": resolvedList,
 		"progress": progress, "no_progress_count": noProgress, "rereview": reReview}
+	if reReview {
+		data["suggestions_adopted"], data["suggestions_skipped"], data["all_suggestions_skipped"] = nonNilStrings(adopted), nonNilStrings(skipped), allSkipped
+	}
+	out.SuggestionsAdopted, out.SuggestionsSkipped, out.AllSuggestionsSkipped = adopted, skipped, allSkipped
 	if verdict == VerdictChangesRequested {
 		if f, err = f.Apply(taskfile.Set(taskfile.KeyNoProgress, taskfile.Int(noProgress))); err != nil {
 			return nil, err
@@ -320,9 +440,83 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	}
 	data["author"] = t.Task.SubmittedBy
 	data["rounds"] = t.Task.RejectionCount
+	body := fmt.Sprintf("%s by %s (round %d): %d suggestion(s).", strings.ReplaceAll(verdict, "_", " "), e.Actor, n, len(news))
+	if allSkipped {
+		body += " " + AllSuggestionsSkipped + "."
+	}
 	return &change{file: f, to: "done", data: data,
-		body:     fmt.Sprintf("%s by %s (round %d): %d suggestion(s).", strings.ReplaceAll(verdict, "_", " "), e.Actor, n, len(news)),
+		body:     body,
 		trailers: []string{"Orch-Verdict", verdict, "Orch-Round", fmt.Sprint(n)}}, nil
+}
+
+// AllSuggestionsSkipped is the protocol's audit note on a re-review after
+// which the developer fixed none of the open suggestions.
+const AllSuggestionsSkipped = "All suggestions skipped"
+
+// suggestionsAnswered sorts the open suggestions (non-blocking issues) of
+// earlier rounds into those the developer adopted (the newest answer is
+// FIXED) and those skipped (deferred, rejected, or not answered). Answers
+// are written under the newest copy of an issue (a re-opened issue is
+// listed again in the round that re-opened it), which findIssue finds.
+func suggestionsAnswered(earlier []taskfile.Issue, open map[string]taskfile.Issue) (adopted, skipped []string) {
+	for id, is := range open {
+		if is.Blocking {
+			continue
+		}
+		if latest := findIssue(earlier, id); latest != nil && lastStatus(latest.Responses) == "FIXED" {
+			adopted = append(adopted, id)
+		} else {
+			skipped = append(skipped, id)
+		}
+	}
+	sort.Slice(adopted, func(i, j int) bool { return issueLess(adopted[i], adopted[j]) })
+	sort.Slice(skipped, func(i, j int) bool { return issueLess(skipped[i], skipped[j]) })
+	return adopted, skipped
+}
+
+func lastStatus(rs []taskfile.Response) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	return strings.ToUpper(rs[len(rs)-1].Status)
+}
+
+func nonNilStrings(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// findIssueRef finds the issue a reference names (newest round first):
+// orch's ID, or else a reviewer's own ID (the protocol's TL-001) when it
+// names one issue. nil when nothing matches.
+func findIssueRef(issues []taskfile.Issue, ref string) (*taskfile.Issue, error) {
+	if is := findIssue(issues, ref); is != nil {
+		return is, nil
+	}
+	ref = reviewerID(ref)
+	if ref == "" {
+		return nil, nil
+	}
+	var found *taskfile.Issue
+	var ids []string
+	for i := range issues {
+		if !strings.EqualFold(issues[i].ReviewerIssueID, ref) {
+			continue
+		}
+		if found == nil {
+			found = &issues[i]
+		}
+		if !slices.Contains(ids, issues[i].ID) {
+			ids = append(ids, issues[i].ID)
+		}
+	}
+	if len(ids) > 1 {
+		return nil, &UsageError{Msg: fmt.Sprintf("%q is the reviewer's ID of %d issues (%s)", clipArg(ref), len(ids), strings.Join(ids, ", ")),
+			Hint: "name the issue by orch's ID: " + strings.Join(ids, " or ")}
+	}
+	return found, nil
 }
 
 func findIssue(is []taskfile.Issue, id string) *taskfile.Issue {
@@ -370,10 +564,33 @@ func issueLess(a, b string) bool {
 // Response statuses.
 var responseStatuses = map[string]string{"fixed": "FIXED", "deferred": "DEFERRED", "rejected": "REJECTED"}
 
-var shaRE = lazyRegexp(`^[0-9a-fA-F]{4,40}$`)
+// MinJustificationWords is how long the justification of a REJECTED answer
+// must be: a sentence that says why the issue does not apply. The review
+// protocol asks for technical reasoning and names "too hard", "takes too
+// long" and "I disagree" as weak reasons; a word count cannot judge
+// reasoning (the reviewer does, on re-review), but it refuses the answers
+// that give none: "no", "won't fix", "I disagree with this". Six words
+// admit a terse real reason ("the handler computes it once already").
+const MinJustificationWords = 6
+
+// justificationWords counts the words of a text: runs of non-space
+// characters with at least one letter or digit, so that punctuation and
+// dashes do not count.
+func justificationWords(s string) int {
+	n := 0
+	for _, w := range strings.Fields(s) {
+		if strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+			n++
+		}
+	}
+	return n
+}
 
 // Respond records an implementer's answer to a review issue, under the issue
-// in the task file.
+// in the task file. The issue is named by orch's ID or by the reviewer's own
+// ID for it. commit, when given, is any commit-ish of the repository the
+// command runs in (HEAD is this worktree's); it must be on the task's branch,
+// and its full hash is recorded.
 func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error) {
 	st, ok := responseStatuses[strings.ToLower(status)]
 	if !ok {
@@ -387,8 +604,13 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		}
 		return nil, &UsageError{Msg: "a response needs a text (-m TEXT)", Hint: hint}
 	}
-	if commit != "" && !shaRE().MatchString(commit) {
-		return nil, &UsageError{Msg: fmt.Sprintf("--commit %q is not a commit id", printable(commit))}
+	var fix plumbing.Hash
+	if commit = strings.TrimSpace(commit); commit != "" {
+		h, err := e.Store.Repo.ResolveRevision(commit)
+		if err != nil {
+			return nil, commitError(commit, err)
+		}
+		fix = h
 	}
 	return e.transitionAny(id, "respond", func(t *Task) (*change, error) {
 		if t.Task.Queue != "claimed" {
@@ -397,19 +619,90 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		if err := e.requireClaimant(&t.Task, "respond"); err != nil {
 			return nil, err
 		}
-		is := findIssue(t.File.AllIssues(), issue)
-		if is == nil {
-			return nil, &NotFoundError{What: "review issue", Ref: printable(issue), Hint: "orch show " + id + " --json lists the issues (rounds)"}
-		}
-		if st == "DEFERRED" && is.Blocking {
-			return nil, &RuleError{Rule: "defer_blocking", Msg: fmt.Sprintf("%s is blocking (%s): it can be fixed, or rejected with a justification, but not deferred", issue, is.Severity),
-				Hint: `orch respond ` + id + ` ` + issue + ` fixed -m "what you changed" --commit SHA`}
-		}
-		f, err := t.File.SetIssueResponse(issue, taskfile.Response{Status: st, Commit: commit, Text: text})
+		is, err := findIssueRef(t.File.AllIssues(), issue)
 		if err != nil {
 			return nil, err
 		}
-		return &change{file: f, body: fmt.Sprintf("%s: %s by %s.", issue, st, e.Actor),
-			data: map[string]any{"issue": issue, "status": st, "commit": commit, "text": text, "blocking": is.Blocking}, trailers: []string{"Orch-Issue", issue}}, nil
+		if is == nil {
+			return nil, &NotFoundError{What: "review issue", Ref: printable(issue), Hint: "orch show " + id + " --json lists the issues (rounds)"}
+		}
+		ref := is.ID
+		if st == "DEFERRED" && is.Blocking {
+			return nil, &RuleError{Rule: "defer_blocking", Msg: fmt.Sprintf("%s is blocking (%s): it can be fixed, or rejected with a justification, but not deferred", ref, is.Severity),
+				Hint: `orch respond ` + id + ` ` + ref + ` fixed -m "what you changed" --commit SHA`}
+		}
+		if n := justificationWords(text); st == "REJECTED" && n < MinJustificationWords {
+			hint := `say why it does not apply: orch respond ` + id + ` ` + ref + ` rejected -m "the input is validated upstream in auth.py:13, before it reaches the query"`
+			if is.Blocking {
+				hint += `; if the issue is right but hard to fix, fix it, or ask a human: orch escalate ` + id + ` -m "..."`
+			} else {
+				hint += `; or defer it: orch respond ` + id + ` ` + ref + ` deferred -m "tracked as ..."`
+			}
+			return nil, &RuleError{Rule: "weak_justification", Msg: fmt.Sprintf("rejecting %s needs a justification that says why the issue does not apply, in at least %d words; %q has %d", ref, MinJustificationWords, clipArg(text), n),
+				Hint: hint}
+		}
+		full := ""
+		if !fix.IsZero() {
+			if err := e.checkOnBranch(t, commit, fix); err != nil {
+				return nil, err
+			}
+			full = fix.String()
+		}
+		f, err := t.File.SetIssueResponse(ref, taskfile.Response{Status: st, Commit: full, Text: text})
+		if err != nil {
+			return nil, err
+		}
+		// The round answered (a re-opened issue keeps its ID in later
+		// rounds) lets orch stats count each answer once.
+		data := map[string]any{"issue": ref, "status": st, "commit": full, "text": text, "blocking": is.Blocking,
+			"severity": is.Severity, "round": t.Task.RejectionCount}
+		if ref != issue {
+			data["named_as"] = issue
+		}
+		return &change{file: f, body: fmt.Sprintf("%s: %s by %s.", ref, st, e.Actor),
+			data: data, trailers: []string{"Orch-Issue", ref}}, nil
 	})
+}
+
+// commitError says why --commit names no commit.
+func commitError(commit string, err error) error {
+	var nf *gitstore.ErrRevisionNotFound
+	var amb *gitstore.ErrAmbiguousRevision
+	var un *gitstore.ErrUnsupportedRevision
+	hint := "give the commit that fixes it: --commit HEAD in the task's worktree after committing, or its hash (git log --oneline)"
+	switch {
+	case errors.As(err, &nf):
+		return &UsageError{Msg: fmt.Sprintf("--commit %q names no commit in this repository", printable(commit)), Hint: hint}
+	case errors.As(err, &amb):
+		return &UsageError{Msg: fmt.Sprintf("--commit %q is ambiguous: %d commits start with it", printable(commit), len(amb.Commits)), Hint: "give more digits of the hash"}
+	case errors.As(err, &un):
+		return &UsageError{Msg: fmt.Sprintf("--commit %q is not a revision orch reads", printable(commit)), Hint: "use a commit hash (4+ hex digits), HEAD, a branch or a tag, optionally followed by ~N or ^N"}
+	}
+	return err
+}
+
+// checkOnBranch refuses a fix commit that is not on the task's branch (its
+// tip or an ancestor of it): the answer would point the reviewer at work
+// the submission does not contain. The branch is the local one, else a
+// remote's copy.
+func (e *Engine) checkOnBranch(t *Task, commit string, h plumbing.Hash) error {
+	id, br := t.Task.ID, t.Task.Branch
+	hint := "commit the fix on the task's branch (in its worktree: orch worktree " + id + "), then answer with --commit HEAD from there"
+	if br == "" {
+		return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("%s has no branch, so --commit %s cannot be checked against it", id, printable(commit)), Hint: "answer without --commit, saying what changed in the text"}
+	}
+	repo := e.Store.Repo
+	tip, err := repo.ReadRef("refs/heads/" + br)
+	if err != nil || tip.IsZero() {
+		tip, _ = repo.RemoteCopy(br)
+	}
+	if tip.IsZero() {
+		return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("%s's branch %s is not in this repository, so --commit %s cannot be checked against it", id, br, printable(commit)), Hint: hint}
+	}
+	// git answers quickly from its commit-graph; a walk of the objects
+	// confirms a "no" (and answers when git cannot run).
+	if h == tip || repo.IsAncestor(h, tip) || e.Store.Contains(tip, h) {
+		return nil
+	}
+	return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("--commit %s (%s) is not on %s's branch %s", printable(commit), h.String()[:12], id, br), Hint: hint}
 }

@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,8 +37,123 @@ type Stats struct {
 	OverrideRate        float64        `json:"override_rate"`
 	Approvals           int            `json:"approvals"`
 	AvgRoundsToApproval float64        `json:"avg_review_rounds_to_approval"`
+	Reviews             ReviewStats    `json:"reviews"`
+	Responses           ResponseStats  `json:"responses"`
+	Warnings            []Warning      `json:"warnings"`
 	Escalations         Breakdown      `json:"escalations"`
 }
+
+// ReviewStats are the review loop's metrics (review-feedback-loop.md,
+// "Metrics to track"): issues per structured review, suggestions adopted or
+// skipped, and each reviewer's rate of requested changes.
+type ReviewStats struct {
+	// Total counts structured reviews (orch review), by verdict.
+	Total     int            `json:"total"`
+	ByVerdict map[string]int `json:"by_verdict"`
+	// Issues counts the new issues they raised, by severity.
+	Issues             int            `json:"issues"`
+	BySeverity         map[string]int `json:"by_severity"`
+	Blocking           int            `json:"blocking"`
+	Suggestions        int            `json:"suggestions"`
+	AvgIssuesPerReview float64        `json:"avg_issues_per_review"`
+	// Recent is the issue count of each review, newest first (--top of
+	// them).
+	Recent []ReviewCount `json:"recent"`
+	// On re-reviews: the open suggestions the developer fixed (adopted) or
+	// not (skipped: deferred, rejected, unanswered), and the re-reviews that
+	// noted "All suggestions skipped".
+	SuggestionsAdopted     int     `json:"suggestions_adopted"`
+	SuggestionsSkipped     int     `json:"suggestions_skipped"`
+	SuggestionAdoptionRate float64 `json:"suggestion_adoption_rate"`
+	AllSuggestionsSkipped  int     `json:"all_suggestions_skipped"`
+	// ByReviewer counts every review decision (orch review, reject,
+	// approve, and GitHub reviews that requested changes) by reviewer.
+	ByReviewer []ReviewerStats `json:"by_reviewer"`
+}
+
+// ReviewCount is one structured review's issues.
+type ReviewCount struct {
+	Task        string `json:"task"`
+	Round       int    `json:"round"`
+	Reviewer    string `json:"reviewer"`
+	Time        string `json:"time"`
+	Verdict     string `json:"verdict"`
+	Issues      int    `json:"issues"`
+	Blocking    int    `json:"blocking"`
+	Suggestions int    `json:"suggestions"`
+	Reopened    int    `json:"reopened"`
+	Resolved    int    `json:"resolved"`
+}
+
+// ReviewerStats is one reviewer's decisions.
+type ReviewerStats struct {
+	Reviewer         string  `json:"reviewer"`
+	Reviews          int     `json:"reviews"`
+	ChangesRequested int     `json:"changes_requested"`
+	RejectionRate    float64 `json:"rejection_rate"`
+	// Flagged: the rate is unusually high (see ReviewerFlagRate).
+	Flagged bool `json:"flagged"`
+}
+
+// ResponseStats count the developers' answers to review issues (orch
+// respond), each answer to an issue in a round once (the newest).
+type ResponseStats struct {
+	Total    int `json:"total"`
+	Fixed    int `json:"fixed"`
+	Deferred int `json:"deferred"`
+	Rejected int `json:"rejected"`
+	// Blocking issues answered, and the share of them rejected.
+	BlockingAnswered      int                `json:"blocking_answered"`
+	BlockingRejected      int                `json:"blocking_rejected"`
+	BlockingRejectedShare float64            `json:"blocking_rejected_share"`
+	ByDeveloper           []DeveloperAnswers `json:"by_developer"`
+}
+
+// DeveloperAnswers is one developer's answers.
+type DeveloperAnswers struct {
+	Developer             string  `json:"developer"`
+	Fixed                 int     `json:"fixed"`
+	Deferred              int     `json:"deferred"`
+	Rejected              int     `json:"rejected"`
+	BlockingAnswered      int     `json:"blocking_answered"`
+	BlockingRejected      int     `json:"blocking_rejected"`
+	BlockingRejectedShare float64 `json:"blocking_rejected_share"`
+	// Flagged: rejects most blocking issues (see DeveloperFlagShare).
+	Flagged bool `json:"flagged"`
+	// Tasks where it rejected a blocking issue, for the lead to read the
+	// justifications (flagged developers only).
+	Tasks []string `json:"blocking_rejected_in,omitempty"`
+}
+
+// Warning is a pattern a lead should look at.
+type Warning struct {
+	Kind    string `json:"kind"` // developer_rejects_blocking | reviewer_rejection_rate
+	Who     string `json:"who"`
+	Message string `json:"message"`
+}
+
+// The thresholds of the warnings.
+//
+// A developer is flagged when it rejects most (more than half) of the
+// blocking issues it answered, over at least DeveloperFlagMin of them. The
+// review protocol's risk table answers "Developer rejects everything" with
+// a rejection-rate trigger for a PM review; its number is garbled (">44%"),
+// and a blocking issue may be rejected only with strong justification, so
+// orch flags a developer for whom rejecting is the rule rather than the
+// exception.
+//
+// A reviewer is flagged when it requested changes in more than
+// ReviewerFlagRate (three quarters) of its review decisions, over at least
+// ReviewerFlagMin of them. The loop expects a first review to send work back
+// often (one or two rounds to approval), so half is ordinary; a reviewer who
+// almost never approves is nitpicking (the loop the protocol sets out to
+// stop) or is sent work that needs another fix than review.
+const (
+	DeveloperFlagShare = 0.5
+	DeveloperFlagMin   = 2
+	ReviewerFlagRate   = 0.75
+	ReviewerFlagMin    = 4
+)
 
 type counter map[string]int
 
@@ -62,7 +179,9 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
-	st := &Stats{Decisions: map[string]int{}}
+	st := &Stats{Decisions: map[string]int{}, Reviews: ReviewStats{ByVerdict: map[string]int{}, BySeverity: map[string]int{}}}
+	rv := &reviewerTally{by: map[string]*ReviewerStats{}}
+	answers := map[answerKey]answer{}
 	if !since.IsZero() {
 		st.Since = taskfile.FormatTime(since)
 	}
@@ -88,9 +207,55 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 			Verdict   string `json:"verdict"`
 			Rounds    int    `json:"rounds"`
 			Escalated string `json:"escalated"`
+			// review and respond events
+			Round  *int `json:"round"`
+			Issues []struct {
+				Severity string `json:"severity"`
+				Blocking bool   `json:"blocking"`
+			} `json:"issues"`
+			Reopen     []string `json:"reopen"`
+			Resolved   []string `json:"resolved"`
+			Adopted    []string `json:"suggestions_adopted"`
+			Skipped    []string `json:"suggestions_skipped"`
+			AllSkipped bool     `json:"all_suggestions_skipped"`
+			Reviewer   string   `json:"reviewer"`
+			Issue      string   `json:"issue"`
+			Status     string   `json:"status"`
+			IsBlocking bool     `json:"blocking"`
 		}
 		if len(ev.Data) > 0 {
-			_ = json.Unmarshal(ev.Data, &d)
+			_ = json.Unmarshal(ev.Data, &d) // fields of other types are skipped
+		}
+		rv.add(ev, &d.Verdict, d.Reviewer)
+		switch ev.Action {
+		case "review":
+			rc := ReviewCount{Task: ev.Task, Reviewer: ev.Actor, Time: ev.Time, Verdict: d.Verdict, Issues: len(d.Issues), Reopened: len(d.Reopen), Resolved: len(d.Resolved)}
+			if d.Round != nil {
+				rc.Round = *d.Round
+			}
+			for _, is := range d.Issues {
+				if is.Blocking {
+					rc.Blocking++
+				} else {
+					rc.Suggestions++
+				}
+				st.Reviews.BySeverity[strings.ToUpper(is.Severity)]++
+			}
+			rv.reviews = append(rv.reviews, rc)
+			st.Reviews.SuggestionsAdopted += len(d.Adopted)
+			st.Reviews.SuggestionsSkipped += len(d.Skipped)
+			if d.AllSkipped {
+				st.Reviews.AllSuggestionsSkipped++
+			}
+		case "respond":
+			round := -1 // events before rounds were recorded: one answer per issue
+			if d.Round != nil {
+				round = *d.Round
+			}
+			k := answerKey{ev.Actor, ev.Task, d.Issue, round}
+			if old, ok := answers[k]; !ok || !eventBefore(ev.Time, old.time) {
+				answers[k] = answer{time: ev.Time, status: strings.ToUpper(d.Status), blocking: d.IsBlocking}
+			}
 		}
 		rejected := ev.Action == "reject" || (ev.Action == "review" && d.Verdict == VerdictChangesRequested)
 		if rejected {
@@ -159,5 +324,194 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 	if approvals > 0 {
 		st.AvgRoundsToApproval = float64(rounds) / float64(approvals)
 	}
+	st.Reviews.finish(rv, top)
+	st.Responses.finish(answers, top)
+	st.Warnings = warnings(rv, answers)
 	return st, nil
+}
+
+// reviewerTally counts review decisions by reviewer, and keeps the
+// structured reviews.
+type reviewerTally struct {
+	by      map[string]*ReviewerStats
+	reviews []ReviewCount
+}
+
+// add counts an event that is a review decision: orch review (any
+// verdict), reject (by the person who ran it, or for a GitHub review, its
+// reviewer) and approve.
+func (rv *reviewerTally) add(ev *rawEvent, verdict *string, ghReviewer string) {
+	var changes bool
+	switch ev.Action {
+	case "review":
+		changes = *verdict == VerdictChangesRequested
+	case "reject":
+		changes = true
+	case "approve":
+	default:
+		return
+	}
+	who := ev.Actor
+	if ev.Action == "reject" && ghReviewer != "" {
+		who = ghReviewer
+	}
+	r := rv.by[who]
+	if r == nil {
+		r = &ReviewerStats{Reviewer: who}
+		rv.by[who] = r
+	}
+	r.Reviews++
+	if changes {
+		r.ChangesRequested++
+	}
+}
+
+func (s *ReviewStats) finish(rv *reviewerTally, top int) {
+	s.Total = len(rv.reviews)
+	for _, r := range rv.reviews {
+		s.ByVerdict[r.Verdict]++
+		s.Issues += r.Issues
+		s.Blocking += r.Blocking
+		s.Suggestions += r.Suggestions
+	}
+	if s.Total > 0 {
+		s.AvgIssuesPerReview = float64(s.Issues) / float64(s.Total)
+	}
+	if n := s.SuggestionsAdopted + s.SuggestionsSkipped; n > 0 {
+		s.SuggestionAdoptionRate = float64(s.SuggestionsAdopted) / float64(n)
+	}
+	s.Recent = append([]ReviewCount{}, rv.reviews...)
+	sort.SliceStable(s.Recent, func(i, j int) bool { return eventBefore(s.Recent[j].Time, s.Recent[i].Time) })
+	if top > 0 && len(s.Recent) > top {
+		s.Recent = s.Recent[:top]
+	}
+	s.ByReviewer = []ReviewerStats{}
+	for _, r := range rv.by {
+		r.RejectionRate = float64(r.ChangesRequested) / float64(r.Reviews)
+		r.Flagged = r.Reviews >= ReviewerFlagMin && r.RejectionRate > ReviewerFlagRate
+		s.ByReviewer = append(s.ByReviewer, *r)
+	}
+	sort.Slice(s.ByReviewer, func(i, j int) bool {
+		a, b := s.ByReviewer[i], s.ByReviewer[j]
+		if a.Reviews != b.Reviews {
+			return a.Reviews > b.Reviews
+		}
+		return a.Reviewer < b.Reviewer
+	})
+	if top > 0 && len(s.ByReviewer) > top {
+		s.ByReviewer = s.ByReviewer[:top]
+	}
+}
+
+// answerKey is one developer's answer to one issue in one round: answering
+// again (a second response to the same issue) replaces the first.
+type answerKey struct {
+	developer, task, issue string
+	round                  int
+}
+
+type answer struct {
+	time, status string
+	blocking     bool
+}
+
+// developerAnswers tallies the answers by developer, with the tasks where
+// each rejected a blocking issue.
+func developerAnswers(answers map[answerKey]answer) map[string]*DeveloperAnswers {
+	by := map[string]*DeveloperAnswers{}
+	for k, a := range answers {
+		d := by[k.developer]
+		if d == nil {
+			d = &DeveloperAnswers{Developer: k.developer}
+			by[k.developer] = d
+		}
+		switch a.status {
+		case "FIXED":
+			d.Fixed++
+		case "DEFERRED":
+			d.Deferred++
+		case "REJECTED":
+			d.Rejected++
+		}
+		if a.blocking {
+			d.BlockingAnswered++
+			if a.status == "REJECTED" {
+				d.BlockingRejected++
+				if !slices.Contains(d.Tasks, k.task) {
+					d.Tasks = append(d.Tasks, k.task)
+				}
+			}
+		}
+	}
+	for _, d := range by {
+		if d.BlockingAnswered > 0 {
+			d.BlockingRejectedShare = float64(d.BlockingRejected) / float64(d.BlockingAnswered)
+		}
+		d.Flagged = d.BlockingAnswered >= DeveloperFlagMin && d.BlockingRejectedShare > DeveloperFlagShare
+		sort.Strings(d.Tasks)
+		if !d.Flagged {
+			d.Tasks = nil
+		}
+	}
+	return by
+}
+
+func (s *ResponseStats) finish(answers map[answerKey]answer, top int) {
+	s.ByDeveloper = []DeveloperAnswers{}
+	for _, d := range developerAnswers(answers) {
+		s.Fixed += d.Fixed
+		s.Deferred += d.Deferred
+		s.Rejected += d.Rejected
+		s.BlockingAnswered += d.BlockingAnswered
+		s.BlockingRejected += d.BlockingRejected
+		s.ByDeveloper = append(s.ByDeveloper, *d)
+	}
+	s.Total = len(answers)
+	if s.BlockingAnswered > 0 {
+		s.BlockingRejectedShare = float64(s.BlockingRejected) / float64(s.BlockingAnswered)
+	}
+	sort.Slice(s.ByDeveloper, func(i, j int) bool {
+		a, b := s.ByDeveloper[i], s.ByDeveloper[j]
+		na, nb := a.Fixed+a.Deferred+a.Rejected, b.Fixed+b.Deferred+b.Rejected
+		if na != nb {
+			return na > nb
+		}
+		return a.Developer < b.Developer
+	})
+	if top > 0 && len(s.ByDeveloper) > top {
+		s.ByDeveloper = s.ByDeveloper[:top]
+	}
+}
+
+// warnings lists every flagged developer and reviewer (not only the --top
+// ones), developers first, each by name.
+func warnings(rv *reviewerTally, answers map[answerKey]answer) []Warning {
+	out := []Warning{}
+	devs := developerAnswers(answers)
+	names := make([]string, 0, len(devs))
+	for n := range devs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if d := devs[n]; d.Flagged {
+			out = append(out, Warning{Kind: "developer_rejects_blocking", Who: n,
+				Message: fmt.Sprintf("%s rejected %d of the %d blocking issues it answered (%.0f%%): more than half; read the justifications (orch show %s)",
+					n, d.BlockingRejected, d.BlockingAnswered, 100*d.BlockingRejectedShare, strings.Join(d.Tasks, ", orch show "))})
+		}
+	}
+	names = names[:0]
+	for n := range rv.by {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		r := rv.by[n]
+		if r.Reviews >= ReviewerFlagMin && float64(r.ChangesRequested) > ReviewerFlagRate*float64(r.Reviews) {
+			out = append(out, Warning{Kind: "reviewer_rejection_rate", Who: n,
+				Message: fmt.Sprintf("%s requested changes in %d of %d reviews (%.0f%%): more than %.0f%% is unusually high; look for nitpicking, or for tasks that need another fix than review",
+					n, r.ChangesRequested, r.Reviews, 100*float64(r.ChangesRequested)/float64(r.Reviews), 100*ReviewerFlagRate)})
+		}
+	}
+	return out
 }

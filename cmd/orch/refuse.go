@@ -39,6 +39,12 @@ evidence [{type, data, source}], suggested_alternative, alternative_tasks
 [{title, scope, dependencies, estimate}], task_original_scope,
 scope_growth_factor) or from the flags.
 
+The record's identity fields are optional: task_id must name the task refused
+("T-4k9x2m" or the protocol's "task:T-4k9x2m"; else a usage error), agent_id
+must be the agent refusing (else refused: a record cannot speak for someone
+else); handoff_id and rejected_at are kept as written in the event log.
+Without ID, the task is the worktree's, else the record's task_id.
+
 The validator needs at least 2 attempts, at least one concrete; a specific
 blocking factor (15+ characters, no "too complex"); an actionable alternative
 (20+ characters, not "ask someone else"); and per reason: BLOCKER evidence of
@@ -125,6 +131,22 @@ func runRefuse(o *refuseOptions, ref string) error {
 	r, err := o.record()
 	if err != nil {
 		return err
+	}
+	if ref == "" && r.TaskID != "" {
+		// Outside a task's worktree, the record says which task it is about.
+		return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+			s, err := e.Lookup("")
+			if err != nil {
+				if s, err = e.Lookup(workflow.RefusalTaskRef(r.TaskID)); err != nil {
+					return err
+				}
+			}
+			res, err := e.Refuse(s.Task.ID, r)
+			if err != nil {
+				return err
+			}
+			return o.g.printTransition(e, "refuse", res)
+		})
 	}
 	return o.g.taskVerb(ref, "refuse", func(e *workflow.Engine, id string) (*workflow.Result, error) {
 		return e.Refuse(id, r)

@@ -25,16 +25,27 @@ func newReviewCmd(g *globalOptions) *cobra.Command {
 		Long: `Record a structured review. ` + workflow.TransitionHelp("review") + `
 
 Issues come from -F (JSON: {"issues": [{"severity", "title", "location",
-"problem", "fix", "why"}], "reopen": ["R1.2"], "notes": "..."}; only severity
-and title are required) or from repeated --issue flags. CRITICAL and HIGH are
-blocking; MEDIUM and LOW are suggestions. Issues get stable IDs R<round>.<n>.
+"problem", "fix", "why", "id", "blocking", "fix_patch"}], "reopen": ["R1.2"],
+"notes": "..."}; only a title and a severity or blocking flag are required) or
+from repeated --issue flags. CRITICAL and HIGH are blocking; MEDIUM and LOW are
+suggestions. The review protocol's other names are recorded as:
+` + workflow.SeverityAliases + `.
+"blocking" must agree with the severity (a contradiction is refused); given
+alone, true is HIGH and false is MEDIUM.
+
+Issues get stable IDs R<round>.<n>. A reviewer's own "id" (like TL-001) is
+kept beside it, and orch respond and --reopen accept it where it names one
+issue; an id of the form R<round>.<n> must be the one orch gives. "fix_patch"
+(a unified diff) is shown under the issue as a diff block.
 
 Verdict: any blocking issue -> rejected (feedback, count, lockout, escalation,
 as orch reject); only suggestions -> done as APPROVED_WITH_NOTES; nothing ->
 done as APPROVED. On a re-review, earlier issues not listed in reopen are
 resolved, and only new blocking issues may be raised. A round that resolves no
 earlier blocking issue counts as no progress; review.max_no_progress such
-rounds in a row escalate. Who may review is as for orch reject.`,
+rounds in a row escalate. When the developer fixed none of the open
+suggestions, the re-review notes "All suggestions skipped" (for the audit; it
+does not block). Who may review is as for orch reject.`,
 		Example: `  orch review T-4k9x2m -F review.json --agent lead
   orch review T-4k9x2m --issue 'HIGH|SQL injection|src/api/users.py:56|input is interpolated|use a parameterised query'
   orch review T-4k9x2m --reopen R1.2 -m "R1.1 fixed; R1.2 still duplicated"
@@ -97,8 +108,12 @@ func runReview(o *reviewOptions, ref string) error {
 				Progress        bool     `json:"progress"`
 				NoProgressCount int      `json:"no_progress_count"`
 				Escalated       string   `json:"escalated,omitempty"`
+				Adopted         []string `json:"suggestions_adopted"`
+				Skipped         []string `json:"suggestions_skipped"`
+				AllSkipped      bool     `json:"all_suggestions_skipped"`
 			}{transitionJSON{Task: toTaskJSON(e, res.Task), From: string(res.From), To: string(res.To), Commit: res.Commit.String()},
-				res.Verdict, res.Round, nonNilIssues(res), nonNil(res.Resolved), nonNil(res.Reopened), res.Progress, res.NoProgressCount, res.Escalated})
+				res.Verdict, res.Round, nonNilIssues(res), nonNil(res.Resolved), nonNil(res.Reopened), res.Progress, res.NoProgressCount, res.Escalated,
+				nonNil(res.SuggestionsAdopted), nonNil(res.SuggestionsSkipped), res.AllSuggestionsSkipped})
 		}
 		fmt.Fprintf(o.g.io.Out, "%s: %s (round %d): %s -> %s\n", res.Task.Task.ID, res.Verdict, res.Round, res.From, res.To)
 		for _, is := range res.NewIssues {
@@ -109,6 +124,9 @@ func runReview(o *reviewOptions, ref string) error {
 		}
 		if len(res.Reopened) > 0 {
 			fmt.Fprintf(o.g.io.Out, "  re-opened: %s\n", strings.Join(res.Reopened, ", "))
+		}
+		if res.AllSuggestionsSkipped {
+			fmt.Fprintf(o.g.io.Out, "  %s: %s\n", strings.ToLower(workflow.AllSuggestionsSkipped), strings.Join(res.SuggestionsSkipped, ", "))
 		}
 		return nil
 	})

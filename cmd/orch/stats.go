@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,11 +23,23 @@ func newStatsCmd(g *globalOptions) *cobra.Command {
 	o := &statsOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "stats [--since DATE]",
-		Short: "Rejections, refusals, decisions and escalations, from the event log",
-		Long: `Summarise the event log: rejections by author and task; refusals by
+		Short: "Rejections, refusals, reviews, answers, decisions and escalations, from the event log",
+		Long: fmt.Sprintf(`Summarise the event log: rejections by author and task; refusals by
 reason, agent and task; the commonest blocking factors; decisions and the
 override rate (overrides / decisions: how often refusals were not justified);
-the average number of review rounds to approval; escalations by reason.`,
+the average number of review rounds to approval; escalations by reason.
+
+The review loop: structured reviews by verdict, their issues by severity and
+per review (the newest --top); suggestions adopted (answered FIXED) or skipped
+at re-review, and the re-reviews that noted "All suggestions skipped"; each
+reviewer's decisions (review, reject, approve) and the share that requested
+changes. The developers' answers (orch respond), each answer to an issue in a
+round counted once: fixed, deferred and rejected by developer, and the share of
+blocking issues each rejected.
+
+Warnings: a developer who rejected more than %.0f%% of the blocking issues it
+answered (at least %d of them); a reviewer who requested changes in more than
+%.0f%% of its reviews (at least %d of them).`, 100*workflow.DeveloperFlagShare, workflow.DeveloperFlagMin, 100*workflow.ReviewerFlagRate, workflow.ReviewerFlagMin),
 		Example: `  orch stats
   orch stats --since 2026-02-01 --json`,
 		Args: exactArgs(0, "stats [--since DATE]"),
@@ -76,8 +89,16 @@ func runStats(o *statsOptions) error {
 		printCounts(w, "", ds)
 		fmt.Fprintf(w, "  override rate: %.0f%%\n", st.OverrideRate*100)
 		fmt.Fprintf(w, "\napprovals: %d, average review rounds to approval: %.2f\n", st.Approvals, st.AvgRoundsToApproval)
+		printReviews(w, &st.Reviews)
+		printResponses(w, &st.Responses)
 		fmt.Fprintf(w, "\nescalations: %d\n", st.Escalations.Total)
 		printCounts(w, "by reason", st.Escalations.ByReason)
+		if len(st.Warnings) > 0 {
+			fmt.Fprintf(w, "\nwarnings:\n")
+			for _, wn := range st.Warnings {
+				fmt.Fprintf(w, "  %s\n", wn.Message)
+			}
+		}
 		return nil
 	})
 }
@@ -92,4 +113,80 @@ func printCounts(w io.Writer, title string, cs []workflow.Count) {
 	for _, c := range cs {
 		fmt.Fprintf(w, "    %4d  %s\n", c.Count, c.Key)
 	}
+}
+
+// printReviews writes the review loop's figures.
+func printReviews(w io.Writer, r *workflow.ReviewStats) {
+	fmt.Fprintf(w, "\nreviews: %d", r.Total)
+	if r.Total > 0 {
+		fmt.Fprintf(w, " (%s)", sortedCounts(r.ByVerdict))
+	}
+	fmt.Fprintln(w)
+	if r.Total > 0 {
+		fmt.Fprintf(w, "  issues: %d, %.2f per review", r.Issues, r.AvgIssuesPerReview)
+		if r.Issues > 0 {
+			var sev []string
+			for _, s := range []string{"CRITICAL", "HIGH", "MEDIUM", "LOW"} {
+				if n := r.BySeverity[s]; n > 0 {
+					sev = append(sev, fmt.Sprintf("%s %d", s, n))
+				}
+			}
+			fmt.Fprintf(w, " (%s)", strings.Join(sev, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+	if n := r.SuggestionsAdopted + r.SuggestionsSkipped; n > 0 {
+		fmt.Fprintf(w, "  suggestions at re-review: %d adopted, %d skipped (%.0f%% adopted); all skipped in %d re-review(s)\n",
+			r.SuggestionsAdopted, r.SuggestionsSkipped, 100*r.SuggestionAdoptionRate, r.AllSuggestionsSkipped)
+	}
+	if len(r.Recent) > 0 {
+		fmt.Fprintf(w, "  per review, newest first:\n")
+		for _, c := range r.Recent {
+			fmt.Fprintf(w, "    %s round %d by %s: %s, %d issue(s) (%d blocking, %d suggestion(s)), %d re-opened, %d resolved\n",
+				c.Task, c.Round, c.Reviewer, c.Verdict, c.Issues, c.Blocking, c.Suggestions, c.Reopened, c.Resolved)
+		}
+	}
+	if len(r.ByReviewer) > 0 {
+		fmt.Fprintf(w, "  by reviewer:\n")
+		for _, c := range r.ByReviewer {
+			flag := ""
+			if c.Flagged {
+				flag = "  [unusually high]"
+			}
+			fmt.Fprintf(w, "    %s: %d review(s), %d requested changes (%.0f%%)%s\n", c.Reviewer, c.Reviews, c.ChangesRequested, 100*c.RejectionRate, flag)
+		}
+	}
+}
+
+// printResponses writes the developers' answers.
+func printResponses(w io.Writer, r *workflow.ResponseStats) {
+	fmt.Fprintf(w, "\nanswers to review issues: %d (%d fixed, %d deferred, %d rejected)\n", r.Total, r.Fixed, r.Deferred, r.Rejected)
+	if r.BlockingAnswered > 0 {
+		fmt.Fprintf(w, "  blocking issues rejected: %d of %d (%.0f%%)\n", r.BlockingRejected, r.BlockingAnswered, 100*r.BlockingRejectedShare)
+	}
+	if len(r.ByDeveloper) > 0 {
+		fmt.Fprintf(w, "  by developer:\n")
+		for _, d := range r.ByDeveloper {
+			flag := ""
+			if d.Flagged {
+				flag = "  [rejects most blocking issues]"
+			}
+			fmt.Fprintf(w, "    %s: %d fixed, %d deferred, %d rejected; blocking rejected %d of %d%s\n",
+				d.Developer, d.Fixed, d.Deferred, d.Rejected, d.BlockingRejected, d.BlockingAnswered, flag)
+		}
+	}
+}
+
+// sortedCounts is "KEY n, KEY n" in key order.
+func sortedCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
