@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orch-tool/orch/internal/lazyregexp"
 )
 
 // GH runs the gh CLI. Bin is ORCH_GH or "gh".
@@ -107,7 +109,7 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-var repoRE = lazyRegexp(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+var repoRE = lazyregexp.New(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
 // ValidRepo reports whether s looks like owner/name.
 func ValidRepo(s string) bool { return repoRE().MatchString(s) && !strings.Contains(s, "..") }
@@ -149,7 +151,7 @@ func (g *GH) Comments(repo string, pr int) ([]Comment, error) {
 	return ParseComments(out)
 }
 
-var prURLRE = lazyRegexp(`/pull/(\d+)\b`)
+var prURLRE = lazyregexp.New(`/pull/(\d+)\b`)
 
 // CreatePR opens a draft pull request for branch and returns its number.
 func (g *GH) CreatePR(repo, branch, base, title, body string) (int, string, error) {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orch-tool/orch/internal/lazyregexp"
 )
 
 // The review feedback format. Each round of review is a level-2 section
@@ -99,10 +101,10 @@ func ValidSeverity(s string) bool {
 }
 
 var (
-	roundRE    = lazyRegexp(`^(?:Review Feedback \(rejection #(\d+)\)|Review \(round (\d+)\))\s*$`)
-	sourceRE   = lazyRegexp(`^From (.+?)(?: \((\S+)\))?\s*$`)
-	issueRE    = lazyRegexp("^- \\[( |x|X)\\] \\*\\*(R\\d+\\.\\d+)\\*\\*\\s+([A-Za-z]+)(?:\\s+`([^`]*)`)?(?:\\s*(?:—|--|-)\\s*(.*))?\\s*$")
-	responseRE = lazyRegexp(`^\s+- Response: ([A-Za-z]+)(?: \(([0-9a-fA-F]{4,40})\))?(?:\s*(?:—|--|-)\s*(.*))?\s*$`)
+	roundRE    = lazyregexp.New(`^(?:Review Feedback \(rejection #(\d+)\)|Review \(round (\d+)\))\s*$`)
+	sourceRE   = lazyregexp.New(`^From (.+?)(?: \((\S+)\))?\s*$`)
+	issueRE    = lazyregexp.New("^- \\[( |x|X)\\] \\*\\*(R\\d+\\.\\d+)\\*\\*\\s+([A-Za-z]+)(?:\\s+`([^`]*)`)?(?:\\s*(?:—|--|-)\\s*(.*))?\\s*$")
+	responseRE = lazyregexp.New(`^\s+- Response: ([A-Za-z]+)(?: \(([0-9a-fA-F]{4,40})\))?(?:\s*(?:—|--|-)\s*(.*))?\s*$`)
 )
 
 // FeedbackRounds parses every review round of the body, newest first (the
@@ -147,7 +149,7 @@ func (f *File) FeedbackRounds() []Round {
 	return rounds
 }
 
-var verdictRE = lazyRegexp(`(?m)^Verdict: ([A-Z_]+)`)
+var verdictRE = lazyregexp.New(`(?m)^Verdict: ([A-Z_]+)`)
 
 func verdictOf(text string) string {
 	if m := verdictRE().FindStringSubmatch(text); m != nil {

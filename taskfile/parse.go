@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/adrg/frontmatter"
+	"github.com/orch-tool/orch/internal/lazyregexp"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -190,7 +191,7 @@ func (f *File) splitFrontmatter() error {
 	return nil
 }
 
-var yamlLineRE = lazyRegexp(`^yaml: line (\d+): (.*)$`)
+var yamlLineRE = lazyregexp.New(`^yaml: line (\d+): (.*)$`)
 
 func (f *File) parseYAML() error {
 	text := f.Src[f.fmStart:f.fmEnd]

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/orch-tool/orch/internal/lazyregexp"
 )
 
 // Render writes a new task file: the frontmatter in KeyOrder (then any extra
@@ -47,7 +49,7 @@ func Render(path string, fields []Edit, body string) (*File, error) {
 	return Parse(path, []byte(b.String()))
 }
 
-var keyRE = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+var keyRE = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 
 func validKey(k string) bool { return keyRE().MatchString(k) }
 

@@ -8,11 +8,13 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/orch-tool/orch/internal/lazyregexp"
 )
 
 // IDPattern is the shape of a task ID: a prefix (default "T-") and lowercase
 // base32 characters. Validating it keeps IDs usable in file and branch names.
-var IDPattern = lazyRegexp(`^[A-Za-z][A-Za-z0-9]{0,15}-[0-9a-z]{4,16}$`)
+var IDPattern = lazyregexp.New(`^[A-Za-z][A-Za-z0-9]{0,15}-[0-9a-z]{4,16}$`)
 
 // ValidID reports whether id can name a task.
 func ValidID(id string) bool { return IDPattern().MatchString(id) }

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -71,7 +72,7 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return []byte(strconv.Quote(time.Duration(d).String())), nil
 }
 
-var dayRE = lazyRegexp(`^(\d+)d$`)
+var dayRE = lazyregexp.New(`^(\d+)d$`)
 
 // ParseDuration accepts Go durations ("90m", "2h30m") and whole days ("3d").
 func ParseDuration(s string) (time.Duration, error) {
@@ -120,7 +121,7 @@ github:
   repo: ""                 # owner/name; empty: ask "gh repo view"
 `
 
-var cfgLineRE = lazyRegexp(`line (\d+): (.*)`)
+var cfgLineRE = lazyregexp.New(`line (\d+): (.*)`)
 
 // ParseConfig reads config.yaml. Unknown keys are errors: a misspelt
 // setting silently ignored is worse than a refusal.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/prompt"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -13,7 +14,7 @@ import (
 // noteSections are the sections orch writes at the top of a task's body for
 // the next reader; a prompt shows them in their own places, so they are cut
 // from the task description it shows.
-var noteSectionRE = lazyRegexp(`^(Review Feedback \(rejection #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\))$`)
+var noteSectionRE = lazyregexp.New(`^(Review Feedback \(rejection #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\))$`)
 
 // Prompt renders the prompt for a task and role ("" picks reviewer for a
 // submitted task, else implementer).

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -103,7 +104,7 @@ func jsonErrorAt(path string, data []byte, err error) string {
 	return fmt.Sprintf("%s:%d:%d: %s", path, line, col, msg)
 }
 
-var issueFlagSev = lazyRegexp(`^[A-Za-z]+$`)
+var issueFlagSev = lazyregexp.New(`^[A-Za-z]+$`)
 
 // ParseIssueFlag reads --issue 'SEVERITY|TITLE[|LOCATION[|PROBLEM[|FIX[|WHY]]]]'.
 func ParseIssueFlag(s string) (ReviewIssue, error) {
@@ -240,7 +241,7 @@ func checkReviewInput(in *ReviewInput) error {
 // folded.
 func reviewerID(id string) string { return strings.Join(strings.Fields(id), " ") }
 
-var orchIssueIDRE = lazyRegexp(`^[Rr]\d+\.\d+$`)
+var orchIssueIDRE = lazyregexp.New(`^[Rr]\d+\.\d+$`)
 
 // checkReviewerIDs compares the reviewers' IDs of round n's new issues with
 // the IDs orch gives them: the same ID is fine, a different R<round>.<n>

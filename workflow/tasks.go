@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -857,7 +858,7 @@ func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
 
 // lockedOutSentence is how a rejection's commit body has always said whom
 // it locked out: a paragraph of its own.
-var lockedOutSentence = lazyRegexp(`^(.+) is locked out of this task\.$`)
+var lockedOutSentence = lazyregexp.New(`^(.+) is locked out of this task\.$`)
 
 // lockedOutBy names whom a rejection commit locked out: its Orch-Locked-Out
 // trailer, or, in commits made before the trailer existed, the body's

@@ -1,0 +1,15 @@
+// Package lazyregexp compiles a regular expression the first time it is
+// used: compiling every pattern at start-up cost a few milliseconds in a
+// program that runs for a few dozen (as Go's own internal/lazyregexp).
+package lazyregexp
+
+import (
+	"regexp"
+	"sync"
+)
+
+// New returns a function that compiles pattern once, on the first call,
+// and returns it.
+func New(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
