@@ -885,9 +885,14 @@ func (e *Engine) approve(id, verb, verdict, notes string, extra func(t *Task, f 
 		if notes != "" {
 			body += "\n\n" + notes
 		}
+		trailers := []string{"Orch-Verdict", verdict}
+		if len(t.Task.LockedOut) > 0 {
+			// Approval lifts every lockout: orch log names whom.
+			trailers = append(trailers, "Orch-Unlocked", strings.Join(t.Task.LockedOut, ", "))
+		}
 		return &change{file: f, to: taskfile.Done, body: body,
 			data:     map[string]any{"verdict": verdict, "notes": notes, "author": t.Task.SubmittedBy, "rounds": t.Task.RejectionCount, "unlocked": t.Task.LockedOut},
-			trailers: []string{"Orch-Verdict", verdict}}, nil
+			trailers: trailers}, nil
 	})
 }
 

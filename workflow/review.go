@@ -445,9 +445,15 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	if allSkipped {
 		body += " " + AllSuggestionsSkipped + "."
 	}
+	trailers := []string{"Orch-Verdict", verdict, "Orch-Round", fmt.Sprint(n)}
+	if len(t.Task.LockedOut) > 0 {
+		data["unlocked"] = t.Task.LockedOut
+		// Approval lifts every lockout: orch log names whom.
+		trailers = append(trailers, "Orch-Unlocked", strings.Join(t.Task.LockedOut, ", "))
+	}
 	return &change{file: f, to: "done", data: data,
 		body:     body,
-		trailers: []string{"Orch-Verdict", verdict, "Orch-Round", fmt.Sprint(n)}}, nil
+		trailers: trailers}, nil
 }
 
 // AllSuggestionsSkipped is the protocol's audit note on a re-review after
