@@ -243,3 +243,13 @@ func (st *Store) ResolveCommit(name string) (plumbing.Hash, error) {
 	}
 	return st.Repo.ReadRef(name)
 }
+
+// DeleteRef deletes ref if it still points at old (git update-ref -d: git's
+// own lockfile protocol, packed-refs included).
+func (r *Repo) DeleteRef(ref string, old plumbing.Hash) error {
+	if !ValidRefName(ref) {
+		return fmt.Errorf("invalid ref name %q", ref)
+	}
+	_, err := r.git("update-ref", "-d", ref, old.String())
+	return err
+}

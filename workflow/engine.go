@@ -164,6 +164,24 @@ func (e *Engine) Close() error { return e.Store.Close() }
 // Notes are things the store did that the user should hear about.
 func (e *Engine) Notes() []string { return e.Store.Notes() }
 
+// AllNotes are Notes and the warnings of the reconcile: hand edits that
+// could not be committed, files in conflict, policy files held.
+func (e *Engine) AllNotes() []string {
+	notes := append([]string(nil), e.Notes()...)
+	if e.Reconciled != nil {
+		for _, err := range e.Reconciled.Broken {
+			notes = append(notes, fmt.Sprintf("warning: %v (not committed; orch check lists every problem)", err))
+		}
+		for p := range e.Reconciled.Conflicts {
+			notes = append(notes, fmt.Sprintf("warning: %s/%s is in conflict with the state branch (orch check shows how)", gitstore.ViewDirName, p))
+		}
+		for _, err := range e.Reconciled.Held {
+			notes = append(notes, "warning: "+err.Error())
+		}
+	}
+	return notes
+}
+
 func (e *Engine) loadConfig() {
 	e.Config, e.ConfigErr = DefaultConfig(), nil
 	defer func() { e.Kind = e.Config.Kind(e.Actor, e.Signals) }()

@@ -403,10 +403,5 @@ func (e *Engine) mergeTaskFile(p string, bd, od, td []byte) ([]byte, []SyncConfl
 	return merged.Src, out
 }
 
-// SyncOptions control one sync.
-type SyncOptions struct {
-	Remote string
-}
-
 // ErrSyncRace is a push that kept losing.
 var ErrSyncRace = errors.New("the remote kept moving; sync again")

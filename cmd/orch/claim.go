@@ -1,13 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os/exec"
 
 	"github.com/spf13/cobra"
 
-	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -69,79 +66,19 @@ func runClaim(o *claimOptions) error {
 	})
 }
 
-// runClaimSync: fetch (without the lock), then under the lock merge the
-// remote, claim, and push the claim with a lease. A lost push undoes the
-// claim locally (the branch moves back to before it) and starts again.
+// runClaimSync claims through the remote (workflow.ClaimSync) and prints
+// the answer from the engine it leaves open.
 func runClaimSync(o *claimOptions) error {
-	remote, err := remoteOrDefault(o.Remote)
+	e, res, notes, err := workflow.ClaimSync(o.g.engineOptions(false), workflow.ClaimOptions{Task: o.Task, Role: o.Role}, syncOptionsOf(o.Remote))
+	o.g.printNoteList(notes)
 	if err != nil {
 		return err
 	}
-	for attempt := 1; attempt <= syncAttempts; attempt++ {
-		rtip, err := o.g.fetchRemote(remote, false)
-		if err != nil {
-			return err
-		}
-		lost := false
-		err = o.g.withEngine(func(e *workflow.Engine) error {
-			sr := &workflow.SyncResult{Remote: remote}
-			if err := e.MergeRemote(remote, rtip, sr); err != nil {
-				return err
-			}
-			before := e.Store.Snapshot().Tip
-			res, err := e.Claim(workflow.ClaimOptions{Task: o.Task, Role: o.Role})
-			if err != nil {
-				if before != rtip && !before.IsZero() {
-					// Share what the merge made even when nothing is claimable.
-					_ = e.Store.Repo.Push(remote, e.Store.Ref, before, rtip)
-				}
-				return err
-			}
-			perr := e.Store.Repo.Push(remote, e.Store.Ref, res.Commit, rtip)
-			if errors.Is(perr, gitstore.ErrPushRejected) {
-				lost = true
-				if err := e.Store.MoveTo(before, e.Signature(), "orch: undo claim of "+res.Task.Task.ID+" (lost the race on "+remote+")"); err != nil {
-					return err
-				}
-				dropClaimBranch(e, res)
-				fmt.Fprintf(o.g.io.Err, "orch: another clone moved %s first; undid the claim of %s and trying again\n", remote, res.Task.Task.ID)
-				return e.AfterMove()
-			}
-			if perr != nil {
-				if err := e.Store.MoveTo(before, e.Signature(), "orch: undo claim of "+res.Task.Task.ID+" (push failed)"); err != nil {
-					return err
-				}
-				dropClaimBranch(e, res)
-				_ = e.AfterMove()
-				return remoteFailure(perr)
-			}
-			return printClaim(o, e, res)
-		})
-		if err != nil {
-			return err
-		}
-		if !lost {
-			return nil
-		}
-		backoff(attempt)
+	perr := printClaim(o, e, res)
+	if cerr := o.g.close(e); perr == nil {
+		perr = cerr
 	}
-	return &workflow.ConflictError{Msg: fmt.Sprintf("every claim lost the race on %s %d times", remote, syncAttempts), Hint: "run orch claim --sync again"}
-}
-
-// dropClaimBranch deletes the branch an undone claim created (git
-// update-ref -d, only if it is still where the claim put it), so that a
-// lost race leaves no branch behind and a later claim is not told it
-// continues on a branch with no work.
-func dropClaimBranch(e *workflow.Engine, res *workflow.ClaimResult) {
-	if res.BranchReused || res.Branch == "" {
-		return
-	}
-	ref := "refs/heads/" + res.Branch
-	h, err := e.Store.ReadRef(ref)
-	if err != nil || h.IsZero() {
-		return
-	}
-	_ = exec.Command("git", "--git-dir", e.Store.Repo.CommonDir, "update-ref", "-d", ref, h.String()).Run()
+	return perr
 }
 
 func printClaim(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) error {

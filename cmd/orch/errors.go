@@ -72,6 +72,7 @@ func classify(err error) classified {
 		notReg    *gitstore.ErrNotRegular
 		format    *gitstore.ErrUnsupportedRepo
 		setup     *workflow.SetupError
+		rewritten *workflow.RemoteRewrittenError
 	)
 	switch {
 	case errors.As(err, &usage):
@@ -82,6 +83,8 @@ func classify(err error) classified {
 		return classified{exitNotFound, "not_found", notFound.Error(), notFound.Hint}
 	case errors.As(err, &nothing):
 		return classified{exitNotFound, "nothing_to_claim", nothing.Error(), "orch list --ready shows what is ready; orch list shows every task"}
+	case errors.As(err, &rewritten):
+		return classified{exitFailure, "moved_backwards", rewritten.Error(), "the remote's state branch was rewritten; a person decides: orch sync --restore-remote pushes the dropped transitions back (this clone has them), orch sync --accept-rewrite moves this clone to the remote's branch"}
 	case errors.As(err, &backwards):
 		return classified{exitFailure, "moved_backwards", backwards.Error(), "a person decides: orch doctor shows the dropped transitions and both ways out (--restore-tip, --accept-rewind)"}
 	case errors.As(err, &unhealthy):

@@ -255,18 +255,11 @@ func (g *globalOptions) close(e *workflow.Engine) error {
 }
 
 func (g *globalOptions) printNotes(e *workflow.Engine) {
-	notes := append([]string(nil), e.Notes()...)
-	if e.Reconciled != nil {
-		for _, err := range e.Reconciled.Broken {
-			notes = append(notes, fmt.Sprintf("warning: %v (not committed; orch check lists every problem)", err))
-		}
-		for p := range e.Reconciled.Conflicts {
-			notes = append(notes, fmt.Sprintf("warning: %s/%s is in conflict with the state branch (orch check shows how)", gitstore.ViewDirName, p))
-		}
-		for _, err := range e.Reconciled.Held {
-			notes = append(notes, "warning: "+err.Error())
-		}
-	}
+	g.printNoteList(e.AllNotes())
+}
+
+// printNoteList prints notes (held back under --json).
+func (g *globalOptions) printNoteList(notes []string) {
 	if g.JSON {
 		// With --json a failure's stderr is the error envelope alone
 		// (DESIGN §9): the notes wait for the outcome (see Main).
