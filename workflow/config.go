@@ -22,8 +22,11 @@ type Config struct {
 	ClaimTimeout Duration `yaml:"claim_timeout" json:"claim_timeout"`
 	IDPrefix     string   `yaml:"id_prefix" json:"id_prefix"`
 	DefaultRole  string   `yaml:"default_role" json:"default_role"`
-	Review       Review   `yaml:"review" json:"review"`
-	Agents       []Agent  `yaml:"agents" json:"agents"`
+	// WorktreeDir holds the tasks' worktrees (relative to the main
+	// worktree); empty: beside the main worktree.
+	WorktreeDir string  `yaml:"worktree_dir" json:"worktree_dir"`
+	Review      Review  `yaml:"review" json:"review"`
+	Agents      []Agent `yaml:"agents" json:"agents"`
 	// Humans names the people (DESIGN §4a); when empty, every actor that
 	// is not an agent is a human.
 	Humans []string `yaml:"humans" json:"humans"`
@@ -109,6 +112,8 @@ branch_prefix: task/       # task branches are <prefix><id>-<slug>
 claim_timeout: 2h          # orch sweep moves older claims to needs_continuation
 id_prefix: T               # task ids are <prefix>-xxxxxx
 default_role: implementer  # role of tasks created without --role
+worktree_dir: ""           # where orch worktree and claim --worktree put task worktrees
+                           # (relative to this repository); empty: beside it, as <repo>-<id>
 review:
   max_rejections: 3        # the 3rd rejection escalates instead
   max_no_progress: 2       # structured reviews: rounds in a row that resolved no blocking issue

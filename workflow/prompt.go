@@ -80,6 +80,13 @@ func (e *Engine) promptData(t *Task, role string) prompt.Data {
 	if task.Queue == taskfile.Incoming || task.Queue == taskfile.Rejected || task.Queue == taskfile.NeedsContinuation {
 		d.Attempt = task.Attempts + 1
 	}
+	if task.Branch != "" {
+		// The worktree that has the branch checked out is where all the
+		// work happens; without one, the prompt says how to make it.
+		if wts := e.Store.Repo.CheckedOutIn("refs/heads/" + task.Branch); len(wts) > 0 {
+			d.Worktree = wts[0]
+		}
+	}
 	rounds := t.File.FeedbackRounds()
 	if len(rounds) > 0 {
 		r := prompt.NewRound(rounds[0])

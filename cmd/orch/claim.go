@@ -14,14 +14,15 @@ type claimOptions struct {
 	Task   string
 	Role   string
 	Prompt bool
-	Sync   bool
-	Remote string
+	Sync     bool
+	Remote   string
+	Worktree bool
 }
 
 func newClaimCmd(g *globalOptions) *cobra.Command {
 	o := &claimOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "claim [--task ID] [--role R] [--prompt]",
+		Use:   "claim [--task ID] [--role R] [--worktree] [--prompt]",
 		Short: "Take the next ready task (or --task ID) and its branch",
 		Long: `Claim the next task you may work on, in claim order: ` + workflow.ClaimOrderText() + `.
 Tasks waiting for dependencies, for another role, assigned to someone else or
@@ -32,19 +33,24 @@ task that was rejected or paused keeps its branch, and the answer says so
 (branch_reused). Exactly one of many racing claimers wins each task.
 Exits 3 when nothing is ready. --prompt adds the agent's prompt.
 
+--worktree also creates (or reuses) the task's worktree, as orch worktree
+does, and answers its absolute path (worktree): all the work happens there.
+
 --sync makes the claim atomic across clones: fetch the remote's state branch
 and merge it, claim, and push with a lease; when another clone pushed first,
 the claim is undone locally and the next ready task is tried.`,
 		Example: `  orch claim --json
+  orch claim --worktree --prompt --json
   orch claim --agent agent-a --prompt
   orch claim --task T-4k9x2m --role reviewer`,
-		Args: exactArgs(0, "claim [--task ID] [--role R] [--prompt]"),
+		Args: exactArgs(0, "claim [--task ID] [--role R] [--worktree] [--prompt]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runClaim(o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Task, "task", "", "claim this task (ID or unique prefix)")
 	f.StringVar(&o.Role, "role", "", "claim as this role (default: your roles in the roster, else default_role)")
 	f.BoolVar(&o.Prompt, "prompt", false, "include the prompt for the task")
+	f.BoolVar(&o.Worktree, "worktree", false, "create (or reuse) the task's worktree and answer its path")
 	f.BoolVar(&o.Sync, "sync", false, "claim atomically across clones through the remote")
 	f.StringVar(&o.Remote, "remote", "origin", "the remote --sync uses")
 	return cmd
@@ -83,6 +89,14 @@ func runClaimSync(o *claimOptions) error {
 
 func printClaim(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) error {
 	var err error
+	worktree := ""
+	if o.Worktree {
+		w, err := e.TaskWorktree(res.Task.Task.ID, "")
+		if err != nil {
+			return err
+		}
+		worktree = w.Path
+	}
 	text := ""
 	if o.Prompt {
 		if text, _, err = e.Prompt(res.Task.Task.ID, o.Role); err != nil {
@@ -98,8 +112,9 @@ func printClaim(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) 
 			PRNumber     int      `json:"pr_number,omitempty"`
 			Attempt      int      `json:"attempt"`
 			Commit       string   `json:"commit"`
+			Worktree     string   `json:"worktree,omitempty"`
 			Prompt       string   `json:"prompt,omitempty"`
-		}{toTaskJSON(e, res.Task), res.Branch, res.BranchReused, res.BranchNote, res.Task.Task.PRNumber, res.Attempt, res.Commit.String(), text})
+		}{toTaskJSON(e, res.Task), res.Branch, res.BranchReused, res.BranchNote, res.Task.Task.PRNumber, res.Attempt, res.Commit.String(), worktree, text})
 	}
 	t := res.Task.Task
 	how := "new branch"
@@ -108,6 +123,9 @@ func printClaim(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) 
 	}
 	fmt.Fprintf(o.g.io.Out, "%s claimed by %s: %s\n", t.ID, e.Actor, t.Title)
 	fmt.Fprintf(o.g.io.Out, "branch: %s (%s)\n", res.Branch, how)
+	if worktree != "" {
+		fmt.Fprintf(o.g.io.Out, "worktree: %s\n", worktree)
+	}
 	if t.PRNumber > 0 {
 		fmt.Fprintf(o.g.io.Out, "PR: #%d (push to it; do not open a new one)\n", t.PRNumber)
 	}

@@ -277,18 +277,20 @@ func instructionsMarkdown(root *cobra.Command, role string, cfg *workflow.Config
 }
 
 func implementerSteps(b *strings.Builder, role string) {
-	claim := "orch claim --prompt --json --agent <you>"
+	claim := "orch claim --worktree --prompt --json --agent <you>"
 	if role != roleImplementer {
-		claim = "orch claim --role " + role + " --prompt --json --agent <you>"
+		claim = "orch claim --role " + role + " --worktree --prompt --json --agent <you>"
 	}
 	fmt.Fprintf(b, "### Your loop\n\n"+
 		"1. Claim: `%s`. Exit 3 means nothing is ready: stop.\n"+
 		"   The answer names the task (`task.id`), its `branch`, whether the branch is reused (`branch_reused`:\n"+
-		"   a retry or a continuation) and the `prompt`; `orch prompt <id>` prints the prompt again.\n"+
+		"   a retry or a continuation), the task's `worktree` (an absolute path) and the `prompt`;\n"+
+		"   `orch prompt <id>` prints the prompt again.\n"+
 		"2. Read the prompt. On a retry it starts with the review feedback, blocking issues first; a\n"+
 		"   continuation carries the previous agent's pause note.\n"+
-		"3. Work only on the task's branch, in its own worktree: `cd \"$(orch worktree <id>)\"`. Read\n"+
-		"   `git log` of the branch first. Commit there and push; never open a second PR for the task.\n"+
+		"3. Work only in the task's worktree: `cd` to the `worktree` path (or `d=$(orch worktree <id>) && cd \"$d\"`,\n"+
+		"   which stops if orch fails). Read `git log` of the branch first. Commit there and push; never\n"+
+		"   open a second PR for the task.\n"+
 		"4. Answer every blocking issue of the newest review with `orch respond` (fixed with the commit, or\n"+
 		"   rejected with a justification; blocking issues may not be deferred).\n"+
 		"5. Submit with `orch submit <id> -m \"what changed\"`. It is refused while a blocking issue has no\n"+

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -22,104 +19,120 @@ func newWorktreeCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worktree [ID] [--path DIR]",
 		Short: "Print, or create, the worktree for a task's branch",
-		Long: `Print the path of the worktree that has the task's branch checked out, creating
-it with git worktree add when there is none (default: a directory beside the
-main worktree named <repo>-<id>). The task must have a branch: claim it first.
-A scheduler runs: orch claim --json, then cd "$(orch worktree ID)".`,
+		Long: `Print the absolute path of the worktree that has the task's branch checked
+out, creating it with git worktree add when there is none: at --path, else in
+worktree_dir (config.yaml), else beside the main worktree as <repo>-<id>. The
+task must have a branch: claim it first (orch claim --worktree does both).
+
+On any error nothing is printed on stdout, so use the form that fails closed:
+  d=$(orch worktree ID) && cd "$d"
+(cd "$(orch worktree ID)" would run cd "" and stay where it was.)`,
 		Example: `  orch worktree T-4k9x2m
-  cd "$(orch worktree T-4k9x2m)"
+  d=$(orch worktree T-4k9x2m) && cd "$d"
   orch worktree T-4k9x2m --path /tmp/wt --json`,
 		Args: maxArgs(1, "worktree [ID] [--path DIR]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runWorktree(o, argOr(args, 0)) },
 	}
 	cmd.Flags().StringVar(&o.Path, "path", "", "create the worktree at `DIR`")
+	cmd.AddCommand(newWorktreePruneCmd(g))
 	return cmd
 }
 
 func runWorktree(o *worktreeOptions, ref string) error {
-	var id, branch, path, gitDir string
-	var existing []string
-	err := o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.withEngine(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}
-		id, branch = s.Task.ID, s.Task.Branch
-		if branch == "" {
-			return &workflow.RuleError{Rule: "no_branch", Msg: fmt.Sprintf("%s has no branch yet (it is %s)", id, s.Task.Queue), Hint: "claim it first: orch claim --task " + id}
-		}
-		h, err := e.Store.ReadRef("refs/heads/" + branch)
+		w, err := e.TaskWorktree(s.Task.ID, o.Path)
 		if err != nil {
 			return err
 		}
-		if h.IsZero() {
-			return &workflow.RuleError{Rule: "no_branch", Msg: fmt.Sprintf("the branch %s of %s does not exist in this repository", branch, id), Hint: "fetch it (git fetch origin " + branch + ":" + branch + "), or claim the task again to recreate it"}
+		if o.g.JSON {
+			return writeJSON(o.g.io.Out, struct {
+				Task    string `json:"task"`
+				Branch  string `json:"branch"`
+				Path    string `json:"path"`
+				Created bool   `json:"created"`
+			}{w.Task, w.Branch, w.Path, w.Created})
 		}
-		existing = e.Store.Repo.CheckedOutIn("refs/heads/" + branch)
-		gitDir = e.Store.Repo.CommonDir
-		base := e.Store.Repo.MainWorkTree
-		if base == "" {
-			base = e.Store.Repo.CommonDir
-		}
-		path = o.Path
-		if path == "" {
-			name := filepath.Base(base)
-			if name == ".git" || filepath.Ext(name) == ".git" {
-				name = name[:len(name)-len(filepath.Ext(name))]
-				if name == "" {
-					name = "repo"
-				}
-			}
-			path = filepath.Join(filepath.Dir(base), name+"-"+id)
+		fmt.Fprintln(o.g.io.Out, w.Path)
+		if w.Created {
+			fmt.Fprintf(o.g.io.Err, "created a worktree for %s on %s\n", w.Task, w.Branch)
 		}
 		return nil
 	})
-	if err != nil {
-		return err
+}
+
+type worktreePruneOptions struct {
+	g      *globalOptions
+	DryRun bool
+}
+
+func newWorktreePruneCmd(g *globalOptions) *cobra.Command {
+	o := &worktreePruneOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "prune [--dry-run]",
+		Short: "Remove the worktrees of finished tasks",
+		Long: `Remove the worktrees of tasks that are done, failed, superseded or archived
+(git worktree remove; the branches stay). A worktree with uncommitted changes
+(untracked files included) is kept and named, with what to do: removing it
+would lose work; so is the worktree orch runs in. --dry-run lists what would
+be removed.`,
+		Example: `  orch worktree prune
+  orch worktree prune --dry-run --json`,
+		Args: exactArgs(0, "worktree prune [--dry-run]"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runWorktreePrune(o) },
 	}
-	created := false
-	var live []string
-	for _, p := range existing {
-		if _, err := os.Stat(p); err == nil {
-			live = append(live, p)
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "list what would be removed, remove nothing")
+	return cmd
+}
+
+func runWorktreePrune(o *worktreePruneOptions) error {
+	return o.g.withEngine(func(e *workflow.Engine) error {
+		if err := e.RequireInit(); err != nil {
+			return err
 		}
-	}
-	if len(live) < len(existing) {
-		// A worktree deleted without git worktree remove: prune it, so that
-		// it is not printed as if it were there and can be made again.
-		_ = exec.Command("git", "--git-dir", gitDir, "worktree", "prune").Run()
-	}
-	existing = live
-	if len(existing) > 0 {
-		path = existing[0]
-	} else {
-		abs, err := filepath.Abs(path)
+		list, err := e.PruneWorktrees(o.DryRun)
 		if err != nil {
 			return err
 		}
-		path = abs
-		if _, err := os.Stat(path); err == nil {
-			return &workflow.RuleError{Rule: "path_exists", Msg: fmt.Sprintf("%s already exists and is not %s's worktree", path, id), Hint: "pass another --path"}
+		kept := 0
+		for _, w := range list {
+			if w.Kept != "" {
+				kept++
+			}
 		}
-		cmd := exec.Command("git", "--git-dir", gitDir, "worktree", "add", "--quiet", path, branch)
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		if err := cmd.Run(); err != nil {
-			return &workflow.ExternalError{Msg: fmt.Sprintf("git worktree add %s %s failed: %s", path, branch, bytes.TrimSpace(errb.Bytes())), Hint: "git worktree list shows the existing worktrees"}
+		if o.g.JSON {
+			if err := writeJSON(o.g.io.Out, struct {
+				Worktrees []workflow.PrunedWorktree `json:"worktrees"`
+				Count     int                       `json:"count"`
+				DryRun    bool                      `json:"dry_run"`
+			}{list, len(list), o.DryRun}); err != nil {
+				return err
+			}
+		} else {
+			if len(list) == 0 {
+				fmt.Fprintln(o.g.io.Err, "no worktree of a finished task")
+			}
+			tw := tabwriter.NewWriter(o.g.io.Out, 0, 4, 2, ' ', 0)
+			for _, w := range list {
+				what := "removed"
+				switch {
+				case w.Kept != "":
+					what = "kept: " + w.Kept
+				case o.DryRun:
+					what = "would be removed"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.Task, w.Queue, w.Path, what)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
 		}
-		created = true
-	}
-	if o.g.JSON {
-		return writeJSON(o.g.io.Out, struct {
-			Task    string `json:"task"`
-			Branch  string `json:"branch"`
-			Path    string `json:"path"`
-			Created bool   `json:"created"`
-		}{id, branch, path, created})
-	}
-	fmt.Fprintln(o.g.io.Out, path)
-	if created {
-		fmt.Fprintf(o.g.io.Err, "created a worktree for %s on %s\n", id, branch)
-	}
-	return nil
+		if kept > 0 && !o.g.JSON {
+			fmt.Fprintf(o.g.io.Err, "kept %d worktree(s): see why above\n", kept)
+		}
+		return nil
+	})
 }

@@ -1,0 +1,175 @@
+package workflow
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// Every task is worked on in a worktree of its own, with its branch checked
+// out: agents never share a checkout, and a retry finds the earlier work
+// where it was left.
+
+// WorktreeResult is a task's worktree.
+type WorktreeResult struct {
+	Task    string
+	Branch  string
+	Path    string // absolute
+	Created bool
+}
+
+// WorktreePath is where a task's worktree goes when none exists:
+// <worktree_dir>/<repo>-<id>, worktree_dir resolved against the main
+// worktree (default: beside it).
+func (e *Engine) WorktreePath(id string) string {
+	main := e.Store.Repo.MainWorkTree
+	if main == "" {
+		main = e.Store.Repo.CommonDir
+	}
+	name := filepath.Base(main)
+	if name == ".git" || filepath.Ext(name) == ".git" {
+		if name = strings.TrimSuffix(name, filepath.Ext(name)); name == "" {
+			name = "repo"
+		}
+	}
+	dir := filepath.Dir(main)
+	if wd := e.Config.WorktreeDir; wd != "" {
+		if filepath.IsAbs(wd) {
+			dir = wd
+		} else {
+			dir = filepath.Join(main, wd)
+		}
+	}
+	return filepath.Join(dir, name+"-"+id)
+}
+
+// TaskWorktree returns the worktree that has the task's branch checked
+// out, creating it (at path, else WorktreePath) when there is none.
+func (e *Engine) TaskWorktree(id, path string) (*WorktreeResult, error) {
+	s := e.Store.SummaryByID(id)
+	if s == nil {
+		return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+	}
+	branch := s.Task.Branch
+	if branch == "" {
+		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("%s has no branch yet (it is %s)", id, s.Task.Queue), Hint: "claim it first: orch claim --task " + id + " --worktree"}
+	}
+	h, err := e.Store.ReadRef("refs/heads/" + branch)
+	if err != nil {
+		return nil, err
+	}
+	if h.IsZero() {
+		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("the branch %s of %s does not exist in this repository", branch, id), Hint: "fetch it (git fetch origin " + branch + ":" + branch + "), or claim the task again to recreate it"}
+	}
+	res := &WorktreeResult{Task: id, Branch: branch}
+	repo := e.Store.Repo
+	existing := repo.CheckedOutIn("refs/heads/" + branch)
+	var live []string
+	for _, p := range existing {
+		if _, err := os.Stat(p); err == nil {
+			live = append(live, p)
+		}
+	}
+	if len(live) < len(existing) {
+		// A worktree deleted without git worktree remove: prune it, so that
+		// it is not given out as if it were there and can be made again.
+		_ = repo.PruneWorktrees()
+	}
+	if len(live) > 0 {
+		res.Path = live[0]
+		return res, nil
+	}
+	if path == "" {
+		path = e.WorktreePath(id)
+	}
+	if res.Path, err = filepath.Abs(path); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(res.Path); err == nil {
+		return nil, &RuleError{Rule: "path_exists", Msg: fmt.Sprintf("%s already exists and is not %s's worktree", res.Path, id), Hint: "pass another --path, or set worktree_dir in config.yaml"}
+	}
+	if err := os.MkdirAll(filepath.Dir(res.Path), 0o777); err != nil {
+		return nil, &ExternalError{Msg: fmt.Sprintf("cannot make the worktree %s: %v", res.Path, err), Hint: "pass another --path, or set worktree_dir in config.yaml"}
+	}
+	if err := repo.AddWorktree(res.Path, branch); err != nil {
+		return nil, &ExternalError{Msg: fmt.Sprintf("git worktree add %s %s failed: %v", res.Path, branch, err), Hint: "git worktree list shows the existing worktrees"}
+	}
+	res.Created = true
+	return res, nil
+}
+
+// PrunedWorktree is one worktree orch worktree prune looked at.
+type PrunedWorktree struct {
+	Path    string `json:"path"`
+	Branch  string `json:"branch"`
+	Task    string `json:"task"`
+	Queue   string `json:"queue"` // "archived" when the task file is gone
+	Removed bool   `json:"removed"`
+	Kept    string `json:"kept,omitempty"` // why it was kept
+}
+
+// finishedForWorktrees are the queues whose tasks need their worktree no
+// more.
+var finishedForWorktrees = map[taskfile.Queue]bool{taskfile.Done: true, taskfile.Failed: true, taskfile.Superseded: true}
+
+// PruneWorktrees removes the worktrees of finished tasks (done, failed,
+// superseded, archived). A worktree with uncommitted changes is kept and
+// named: removing it would lose work. dryRun only lists.
+func (e *Engine) PruneWorktrees(dryRun bool) ([]PrunedWorktree, error) {
+	repo := e.Store.Repo
+	_ = repo.PruneWorktrees()
+	wts, err := repo.Worktrees()
+	if err != nil {
+		return nil, &ExternalError{Msg: err.Error(), Hint: "git worktree list shows the worktrees"}
+	}
+	out := []PrunedWorktree{}
+	here, _ := filepath.Abs(repo.WorkTree)
+	for _, w := range wts {
+		if w.Main || w.Branch == "" || !strings.HasPrefix(w.Branch, e.Config.BranchPrefix) {
+			continue
+		}
+		p := PrunedWorktree{Path: w.Path, Branch: w.Branch}
+		if s := e.taskOfBranch(w.Branch, nil); s != nil {
+			p.Task, p.Queue = s.Task.ID, string(s.Task.Queue)
+			if !finishedForWorktrees[s.Task.Queue] {
+				continue // its task is still open
+			}
+		} else if id := archivedTaskOf(w.Branch, e.Config.BranchPrefix); id != "" && e.Store.SummaryByID(id) == nil {
+			p.Task, p.Queue = id, "archived"
+		} else {
+			continue // not a task's branch orch knows
+		}
+		switch changes, err := repo.WorktreeChanges(w.Path); {
+		case err != nil:
+			p.Kept = err.Error()
+		case changes != "":
+			p.Kept = fmt.Sprintf("%d uncommitted change(s): commit or stash them there, or remove it yourself (git worktree remove --force %s)", strings.Count(changes, "\n"), w.Path)
+		case here != "" && (here == w.Path || strings.HasPrefix(here, w.Path+string(filepath.Separator))):
+			p.Kept = "orch runs in it"
+		case dryRun:
+		default:
+			if err := repo.RemoveWorktree(w.Path); err != nil {
+				p.Kept = err.Error()
+			} else {
+				p.Removed = true
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// archivedTaskOf reads the task id out of a task branch's name
+// (<prefix><id>-<slug>), "" when it holds none.
+func archivedTaskOf(branch, prefix string) string {
+	rest := strings.TrimPrefix(branch, prefix)
+	for i := len(rest); i > 0; i = strings.LastIndexByte(rest[:i], '-') {
+		if taskfile.ValidID(rest[:i]) {
+			return rest[:i]
+		}
+	}
+	return ""
+}
