@@ -10,10 +10,10 @@ import (
 )
 
 type claimOptions struct {
-	g      *globalOptions
-	Task   string
-	Role   string
-	Prompt bool
+	g        *globalOptions
+	Task     string
+	Role     string
+	Prompt   bool
 	Sync     bool
 	Remote   string
 	Worktree bool
