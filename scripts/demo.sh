@@ -43,16 +43,16 @@ echo "$ orch new \"Add a dark mode toggle\" --priority critical --body ..."
 echo "$ID"
 BRANCH=
 
-step "agent-a claims it: a new branch is created from main"
-run orch claim --task "$ID" --agent agent-a
+step "agent-a claims it: a new branch from main, checked out in the task's own worktree"
+run orch claim --task "$ID" --agent agent-a --worktree
 BRANCH=$(orch show "$ID" --json | sed -n 's/.*"branch":"\([^"]*\)".*/\1/p' | head -1)
-run git worktree add -q "$WORK/agent-a" "$BRANCH"
+WT=$(orch worktree "$ID")
 
 step "agent-a reads its prompt"
 run orch prompt "$ID" --agent agent-a
 
 step "agent-a works in its worktree, commits and submits"
-cd "$WORK/agent-a"
+cd "$WT"
 echo "toggle" > theme.js && git add theme.js && git commit -qm "Add theme toggle"
 run orch submit --agent agent-a --pr 7 -m "Toggle in the header; theme in CSS variables"
 cd "$WORK/repo"
@@ -68,14 +68,12 @@ run orch show "$ID"
 step "agent-a is locked out of the task it wrote"
 expect_fail 4 orch claim --task "$ID" --agent agent-a
 
-step "agent-b claims it: same branch, same PR, a retry prompt"
-run orch claim --task "$ID" --agent agent-b
+step "agent-b claims it: same branch, same worktree, same PR, a retry prompt"
+run orch claim --task "$ID" --agent agent-b --worktree
 run orch prompt "$ID" --agent agent-b
 
 step "agent-b tries to resubmit without a new commit: refused"
-git worktree remove "$WORK/agent-a"
-run git worktree add -q "$WORK/agent-b" "$BRANCH"
-cd "$WORK/agent-b"
+cd "$WT"
 expect_fail 4 orch submit --agent agent-b
 
 step "agent-b fixes it on the same branch and resubmits"
