@@ -332,7 +332,7 @@ func (r *Repo) List(args ...string) []TaskJSON {
 	if err := res.JSON(&doc); err != nil {
 		r.t.Fatal(err)
 	}
-	if doc.SchemaVersion != 1 || doc.Count != len(doc.Tasks) {
+	if doc.SchemaVersion != 2 || doc.Count != len(doc.Tasks) {
 		r.t.Fatalf("orch list --json: schema_version %d, count %d, %d tasks", doc.SchemaVersion, doc.Count, len(doc.Tasks))
 	}
 	return doc.Tasks

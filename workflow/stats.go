@@ -122,7 +122,7 @@ type DeveloperAnswers struct {
 	Flagged bool `json:"flagged"`
 	// Tasks where it rejected a blocking issue, for the lead to read the
 	// justifications (flagged developers only).
-	Tasks []string `json:"blocking_rejected_in,omitempty"`
+	Tasks []string `json:"blocking_rejected_in"`
 }
 
 // Warning is a pattern a lead should look at.

@@ -26,6 +26,13 @@ does not delete the task: orch restores it.`,
 	}
 }
 
+// archiveAnswer is orch archive's JSON answer: the task as it was.
+type archiveAnswer struct {
+	Task     taskJSON `json:"task"`
+	Archived bool     `json:"archived"`
+	Commit   string   `json:"commit"`
+}
+
 func runArchive(o *archiveOptions, ref string) error {
 	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
@@ -33,16 +40,16 @@ func runArchive(o *archiveOptions, ref string) error {
 			return err
 		}
 		snapshot := *s
+		var before taskJSON
+		if o.g.JSON {
+			before = o.g.task(e, &snapshot)
+		}
 		res, err := e.Archive(s.Task.ID)
 		if err != nil {
 			return err
 		}
 		if o.g.JSON {
-			return writeJSON(o.g.io.Out, struct {
-				Task     taskJSON `json:"task"`
-				Archived bool     `json:"archived"`
-				Commit   string   `json:"commit"`
-			}{toTaskJSON(e, &snapshot), true, res.Commit.String()})
+			return o.g.writeJSON(archiveAnswer{before, true, res.Commit.String()})
 		}
 		fmt.Fprintf(o.g.io.Out, "%s archived (%s)\n", snapshot.Task.ID, short(res.Commit))
 		return nil

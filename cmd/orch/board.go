@@ -163,11 +163,10 @@ func (o *boardOptions) draw(qs []taskfile.Queue, n int) (tip plumbing.Hash, ref 
 		cols := groupBoard(qs, e.List(workflow.ListFilter{Queues: qs}))
 		gitstore.Trace("board")
 		if g.JSON {
-			b := appendBoardJSON(nil, e, cols)
+			b := g.appendBoardJSON(nil, e, cols)
 			return func() error {
 				tip, ref = e.Store.Snapshot().Tip, e.Store.Ref
-				_, err := g.io.Out.Write(b)
-				return err
+				return g.emitJSON(b)
 			}, nil
 		}
 		return func() error {
@@ -219,11 +218,31 @@ func (o *boardOptions) width() int {
 	return 100
 }
 
+// boardAnswer is orch board's JSON answer (written by appendBoardJSON):
+// the columns, each with its tasks as orch list --json shows them.
+type boardAnswer struct {
+	Count  int               `json:"count"`
+	Queues []boardColumnJSON `json:"queues"`
+}
+
+type boardColumnJSON struct {
+	Queue string     `json:"queue"`
+	Count int        `json:"count"`
+	Tasks []taskJSON `json:"tasks"`
+}
+
 // appendBoardJSON writes the board as one JSON document on one line:
-// {"schema_version":1,"queues":[{"queue":Q,"count":N,"tasks":[...]}...]},
+// {"schema_version":2,"count":N,"queues":[{"queue":Q,"count":N,"tasks":[...]}...]},
 // each task as orch list --json prints it.
-func appendBoardJSON(b []byte, e *workflow.Engine, cols []boardColumn) []byte {
-	b = append(b, `{"schema_version":1,"queues":[`...)
+func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []boardColumn) []byte {
+	b = append(b, schemaHead+`,"count":`...)
+	b = strconv.AppendInt(b, int64(len(cols)), 10)
+	b = append(b, `,"queues":[`...)
+	var all []*gitstore.Summary
+	for _, c := range cols {
+		all = append(all, c.Tasks...)
+	}
+	tjs := g.tasks(e, all)
 	for i, c := range cols {
 		if i > 0 {
 			b = append(b, ',')
@@ -233,12 +252,12 @@ func appendBoardJSON(b []byte, e *workflow.Engine, cols []boardColumn) []byte {
 		b = append(b, `,"count":`...)
 		b = strconv.AppendInt(b, int64(len(c.Tasks)), 10)
 		b = append(b, `,"tasks":[`...)
-		for j, s := range c.Tasks {
+		for j := range c.Tasks {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			tj := toTaskJSON(e, s)
-			b = tj.appendJSON(b)
+			b = tjs[0].appendJSON(b)
+			tjs = tjs[1:]
 		}
 		b = append(b, "]}"...)
 	}

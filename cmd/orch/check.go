@@ -23,12 +23,20 @@ committed, conflicts between the view and the branch, missing or circular
 dependencies, and config.yaml. Each problem names the file and line.
 
 Exits 0 when all is well and 1 when there are problems. With --json the
-report ({"ok": false, "problems": [...]}) is printed on stdout either way.`,
+report ({"ok": false, "count": N, "problems": [...]}) is printed on stdout
+either way.`,
 		Example: `  orch check
   orch check --json`,
 		Args: exactArgs(0, "check"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runCheck(o) },
 	}
+}
+
+// checkAnswer is orch check's JSON answer.
+type checkAnswer struct {
+	OK       bool               `json:"ok"`
+	Count    int                `json:"count"`
+	Problems []workflow.Problem `json:"problems"`
 }
 
 func runCheck(o *checkOptions) error {
@@ -47,10 +55,7 @@ func runCheck(o *checkOptions) error {
 		if problems == nil {
 			problems = []workflow.Problem{}
 		}
-		if err := writeJSON(o.g.io.Out, struct {
-			OK       bool               `json:"ok"`
-			Problems []workflow.Problem `json:"problems"`
-		}{len(problems) == 0, problems}); err != nil {
+		if err := o.g.writeJSON(checkAnswer{len(problems) == 0, len(problems), problems}); err != nil {
 			return err
 		}
 	} else {

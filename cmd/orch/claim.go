@@ -87,15 +87,29 @@ func runClaimSync(o *claimOptions) error {
 	return perr
 }
 
+// claimAnswer is orch claim's JSON answer.
+type claimAnswer struct {
+	Task         taskJSON `json:"task"`
+	Branch       string   `json:"branch"`
+	BranchReused bool     `json:"branch_reused"`
+	BranchNote   string   `json:"branch_note"`
+	PRNumber     int      `json:"pr_number"`
+	Attempt      int      `json:"attempt"`
+	Commit       string   `json:"commit"`
+	Worktree     string   `json:"worktree"`     // with --worktree: its absolute path
+	NewWorktree  bool     `json:"new_worktree"` // with --worktree: made by this claim
+	Prompt       string   `json:"prompt"`       // with --prompt
+}
+
 func printClaim(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) error {
 	var err error
-	worktree := ""
+	worktree, newWorktree := "", false
 	if o.Worktree {
 		w, err := e.TaskWorktree(res.Task.Task.ID, "")
 		if err != nil {
 			return err
 		}
-		worktree = w.Path
+		worktree, newWorktree = w.Path, w.Created
 	}
 	text := ""
 	if o.Prompt {
@@ -104,17 +118,8 @@ func printClaim(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) 
 		}
 	}
 	if o.g.JSON {
-		return writeJSON(o.g.io.Out, struct {
-			Task         taskJSON `json:"task"`
-			Branch       string   `json:"branch"`
-			BranchReused bool     `json:"branch_reused"`
-			BranchNote   string   `json:"branch_note,omitempty"`
-			PRNumber     int      `json:"pr_number,omitempty"`
-			Attempt      int      `json:"attempt"`
-			Commit       string   `json:"commit"`
-			Worktree     string   `json:"worktree,omitempty"`
-			Prompt       string   `json:"prompt,omitempty"`
-		}{toTaskJSON(e, res.Task), res.Branch, res.BranchReused, res.BranchNote, res.Task.Task.PRNumber, res.Attempt, res.Commit.String(), worktree, text})
+		return o.g.writeJSON(claimAnswer{o.g.task(e, res.Task), res.Branch, res.BranchReused, res.BranchNote, res.Task.Task.PRNumber, res.Attempt,
+			res.Commit.String(), worktree, newWorktree, text})
 	}
 	t := res.Task.Task
 	how := "new branch"

@@ -63,13 +63,16 @@ func setupCompletion(g *globalOptions, c *cobra.Command) {
 				return err
 			}
 			if g.JSON {
-				return writeJSON(g.io.Out, struct {
-					Shell  string `json:"shell"`
-					Script string `json:"script"`
-				}{shell, b.String()})
+				return g.writeJSON(completionAnswer{shell, b.String()})
 			}
 			_, err = g.io.Out.Write(b.Bytes())
 			return err
 		}
 	}
+}
+
+// completionAnswer is orch completion's JSON answer.
+type completionAnswer struct {
+	Shell  string `json:"shell"`
+	Script string `json:"script"`
 }

@@ -49,6 +49,14 @@ UNCLEAR_REQUIREMENTS defer; SCOPE_CREEP decomposes; INFEASIBLE reformulates.`,
 	return cmd
 }
 
+// decideAnswer is orch decide's JSON answer: the decided task's
+// transition, and the tasks the decision created.
+type decideAnswer struct {
+	transitionJSON
+	Decision     string     `json:"decision"`
+	CreatedTasks []taskJSON `json:"created_tasks"`
+}
+
 func runDecide(o *decideOptions, ref, decision string) error {
 	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
@@ -60,15 +68,7 @@ func runDecide(o *decideOptions, ref, decision string) error {
 			return err
 		}
 		if o.g.JSON {
-			created := make([]taskJSON, len(res.Created))
-			for i, c := range res.Created {
-				created[i] = toTaskJSON(e, c)
-			}
-			return writeJSON(o.g.io.Out, struct {
-				transitionJSON
-				Decision string     `json:"decision"`
-				Created  []taskJSON `json:"created"`
-			}{transitionJSON{Task: toTaskJSON(e, res.Task), From: string(res.From), To: string(res.To), Commit: res.Commit.String()}, res.Decision, created})
+			return o.g.writeJSON(decideAnswer{o.g.transition(e, &res.Result), res.Decision, o.g.tasks(e, res.Created)})
 		}
 		fmt.Fprintf(o.g.io.Out, "%s: %s: %s -> %s\n", res.Task.Task.ID, res.Decision, res.From, res.To)
 		for _, c := range res.Created {

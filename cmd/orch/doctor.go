@@ -53,8 +53,8 @@ refuses to write. Neither is an agent's to run (ORCH_AGENT set: refused).
 
 Prints one line per check: ok, problem or fixed. Exits 0 when every check is
 ok (or fixed) and 1 when problems remain. With --json the report
-({"ok": ..., "checks": [{"check", "status", "detail", "hint"}]}) is printed
-on stdout either way.`,
+({"ok": ..., "count": N, "checks": [{"check", "status", "detail", "hint",
+"items"}]}) is printed on stdout either way.`,
 		Example: `  orch doctor
   orch doctor --fix
   orch doctor --restore-tip
@@ -67,6 +67,13 @@ on stdout either way.`,
 	cmd.Flags().BoolVar(&o.AcceptRewind, "accept-rewind", false, "accept a state branch that moved backwards where it is")
 	cmd.MarkFlagsMutuallyExclusive("fix", "restore-tip", "accept-rewind")
 	return cmd
+}
+
+// doctorAnswer is orch doctor's JSON answer.
+type doctorAnswer struct {
+	OK     bool                   `json:"ok"`
+	Count  int                    `json:"count"`
+	Checks []workflow.DoctorCheck `json:"checks"`
 }
 
 func runDoctor(o *doctorOptions) error {
@@ -85,7 +92,14 @@ func runDoctor(o *doctorOptions) error {
 	}
 	problems := rep.Problems()
 	if g.JSON {
-		if err := writeJSON(g.io.Out, rep); err != nil {
+		checks := rep.Checks
+		if checks == nil {
+			checks = []workflow.DoctorCheck{}
+		}
+		for i := range checks {
+			checks[i].Items = nonNil(checks[i].Items)
+		}
+		if err := g.writeJSON(doctorAnswer{rep.OK, len(checks), checks}); err != nil {
 			return err
 		}
 		if problems > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -49,6 +50,20 @@ the path is printed (.git/orch/edits/) with the command that retries it.`,
 	return cmd
 }
 
+// editAnswer is orch edit's JSON answer: the file (a task, config.yaml or
+// a prompt), the commit ("" when nothing changed), and the task when the
+// file is one.
+type editAnswer struct {
+	Changed bool      `json:"changed"`
+	Path    string    `json:"path"`
+	Commit  string    `json:"commit"`
+	Task    *taskJSON `json:"task"`
+}
+
+// viewPath is the path, relative to the repository, of a file of the
+// state branch as the view shows it.
+func viewPath(p string) string { return gitstore.ViewDirName + "/" + p }
+
 func runEdit(o *editOptions, ref string) error {
 	// Phase 1: read what to edit, under the lock.
 	var target *workflow.EditTarget
@@ -76,10 +91,7 @@ func runEdit(o *editOptions, ref string) error {
 	}
 	if bytes.Equal(edited, target.Data) {
 		if o.g.JSON {
-			return writeJSON(o.g.io.Out, struct {
-				Changed bool   `json:"changed"`
-				Path    string `json:"path"`
-			}{false, target.Path})
+			return o.g.writeJSON(editAnswer{Changed: false, Path: viewPath(target.Path)})
 		}
 		fmt.Fprintln(o.g.io.Err, "no changes")
 		return nil
@@ -94,17 +106,12 @@ func runEdit(o *editOptions, ref string) error {
 			return err
 		}
 		if o.g.JSON {
-			doc := struct {
-				Changed bool      `json:"changed"`
-				Path    string    `json:"path"`
-				Commit  string    `json:"commit"`
-				Task    *taskJSON `json:"task,omitempty"`
-			}{Changed: true, Path: target.Path, Commit: res.Commit.String()}
+			doc := editAnswer{Changed: true, Path: viewPath(target.Path), Commit: res.Commit.String()}
 			if res.Task != nil {
-				tj := toTaskJSON(e, res.Task)
+				tj := o.g.task(e, res.Task)
 				doc.Task = &tj
 			}
-			return writeJSON(o.g.io.Out, doc)
+			return o.g.writeJSON(doc)
 		}
 		fmt.Fprintf(o.g.io.Err, "committed %s (%s)\n", target.Path, short(res.Commit))
 		return nil

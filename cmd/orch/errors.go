@@ -39,10 +39,11 @@ var exitCodes = []struct {
 // classified is an error with everything the user needs: the exit code, a
 // stable machine code, and a hint saying what to run next.
 type classified struct {
-	exit int
-	code string
-	msg  string
-	hint string
+	exit    int
+	code    string
+	msg     string
+	hint    string
+	details []string // the parts of an error that has several (every failed rule of a refusal)
 }
 
 // classify is the one place where errors become exit codes and hints.
@@ -76,35 +77,37 @@ func classify(err error) classified {
 	)
 	switch {
 	case errors.As(err, &usage):
-		return classified{exitUsage, "usage", usage.Msg, usage.Hint}
+		return classified{exitUsage, "usage", usage.Msg, usage.Hint, nil}
 	case errors.As(err, &ambiguous):
-		return classified{exitUsage, "ambiguous", ambiguous.Error(), "use more characters of the ID"}
+		return classified{exitUsage, "ambiguous", ambiguous.Error(), "use more characters of the ID", nil}
 	case errors.As(err, &notFound):
-		return classified{exitNotFound, "not_found", notFound.Error(), notFound.Hint}
+		return classified{exitNotFound, "not_found", notFound.Error(), notFound.Hint, nil}
 	case errors.As(err, &nothing):
-		return classified{exitNotFound, "nothing_to_claim", nothing.Error(), "orch list --ready shows what is ready; orch list shows every task"}
+		return classified{exitNotFound, "nothing_to_claim", nothing.Error(), "orch list --ready shows what is ready; orch list shows every task", nil}
 	case errors.As(err, &rewritten):
-		return classified{exitFailure, "moved_backwards", rewritten.Error(), "the remote's state branch was rewritten; a person decides: orch sync --restore-remote pushes the dropped transitions back (this clone has them), orch sync --accept-rewrite moves this clone to the remote's branch"}
+		return classified{exitFailure, "moved_backwards", rewritten.Error(), "the remote's state branch was rewritten; a person decides: orch sync --restore-remote pushes the dropped transitions back (this clone has them), orch sync --accept-rewrite moves this clone to the remote's branch", nil}
 	case errors.As(err, &backwards):
-		return classified{exitFailure, "moved_backwards", backwards.Error(), "a person decides: orch doctor shows the dropped transitions and both ways out (--restore-tip, --accept-rewind)"}
+		return classified{exitFailure, "moved_backwards", backwards.Error(), "a person decides: orch doctor shows the dropped transitions and both ways out (--restore-tip, --accept-rewind)", nil}
 	case errors.As(err, &unhealthy):
 		hint := "run orch doctor --fix"
 		if unhealthy.Fixed || unhealthy.Fixable == 0 {
 			hint = "repair them as each check's hint says, then run orch doctor again"
 		}
-		return classified{exitFailure, "unhealthy", unhealthy.Error(), hint}
+		return classified{exitFailure, "unhealthy", unhealthy.Error(), hint, nil}
 	case errors.As(err, &external):
-		return classified{exitFailure, "external", external.Msg, external.Hint}
+		return classified{exitFailure, "external", external.Msg, external.Hint, nil}
 	case errors.As(err, &refusal):
-		return classified{exitRefused, "invalid_refusal", refusal.Error(), "fix every point and refuse again, or keep working on the task (it is still claimed by you); orch refuse --help lists the rules"}
+		c := classified{exitRefused, "invalid_refusal", refusal.Error(), "fix every point and refuse again, or keep working on the task (it is still claimed by you); orch refuse --help lists the rules", nil}
+		c.details = refusal.Issues
+		return c
 	case errors.As(err, &illegal):
 		hint := "orch show " + illegal.Task + " shows the task"
 		if len(illegal.Legal) > 0 {
 			hint = fmt.Sprintf("from %s you can: orch %s %s", illegal.Queue, strings.Join(illegal.Legal, "|"), illegal.Task)
 		}
-		return classified{exitRefused, "illegal_transition", illegal.Error(), hint}
+		return classified{exitRefused, "illegal_transition", illegal.Error(), hint, nil}
 	case errors.As(err, &rule):
-		return classified{exitRefused, "refused", rule.Msg, rule.Hint}
+		return classified{exitRefused, "refused", rule.Msg, rule.Hint, nil}
 	case errors.As(err, &checked):
 		// "git switch -" fails in a worktree created on the branch (no
 		// previous branch), so name a command that always works.
@@ -112,47 +115,47 @@ func classify(err error) classified {
 		for _, wt := range checked.Worktrees {
 			fixes = append(fixes, fmt.Sprintf("git -C %q switch --detach", wt))
 		}
-		return classified{exitRefused, "state_branch_checked_out", checked.Error(), "move those worktrees off the branch (" + strings.Join(fixes, "; ") + ", or git worktree remove them), then run the command again"}
+		return classified{exitRefused, "state_branch_checked_out", checked.Error(), "move those worktrees off the branch (" + strings.Join(fixes, "; ") + ", or git worktree remove them), then run the command again", nil}
 	case errors.As(err, &conflict):
-		return classified{exitConflict, "conflict", conflict.Msg, conflict.Hint}
+		return classified{exitConflict, "conflict", conflict.Msg, conflict.Hint, nil}
 	case errors.As(err, &refLocked):
-		return classified{exitConflict, "ref_locked", refLocked.Error(), "wait for the other git command to finish, then run the command again"}
+		return classified{exitConflict, "ref_locked", refLocked.Error(), "wait for the other git command to finish, then run the command again", nil}
 	case errors.As(err, &lockTime):
-		return classified{exitConflict, "lock_timeout", lockTime.Error(), "another orch command is running (an open editor does not hold the lock); run again when it ends"}
+		return classified{exitConflict, "lock_timeout", lockTime.Error(), "another orch command is running (an open editor does not hold the lock); run again when it ends", nil}
 	case errors.Is(err, gitstore.ErrTooManyRetries):
-		return classified{exitConflict, "race", err.Error(), "run the command again"}
+		return classified{exitConflict, "race", err.Error(), "run the command again", nil}
 	case errors.As(err, &notInit):
-		return classified{exitFailure, "not_initialized", notInit.Error(), "run: orch init (or orch init --example for a sample queue)"}
+		return classified{exitFailure, "not_initialized", notInit.Error(), "run: orch init (or orch init --example for a sample queue)", nil}
 	case errors.As(err, &invalid):
-		return classified{exitFailure, "invalid_file", invalid.Error(), "fix the file at the line shown; orch check lists every problem"}
+		return classified{exitFailure, "invalid_file", invalid.Error(), "fix the file at the line shown; orch check lists every problem", nil}
 	case errors.As(err, &parse):
-		return classified{exitFailure, "invalid_file", parse.Error(), "fix the file at the line shown; orch check lists every problem"}
+		return classified{exitFailure, "invalid_file", parse.Error(), "fix the file at the line shown; orch check lists every problem", nil}
 	case errors.As(err, &edit):
-		return classified{exitFailure, "edit_failed", edit.Error(), "orch edit opens the file in your editor"}
+		return classified{exitFailure, "edit_failed", edit.Error(), "orch edit opens the file in your editor", nil}
 	case errors.As(err, &setup):
-		return classified{exitFailure, "setup", setup.Msg, setup.Hint}
+		return classified{exitFailure, "setup", setup.Msg, setup.Hint, nil}
 	case errors.As(err, &format):
-		return classified{exitFailure, "unsupported_repository", format.Error(), "use orch in a repository with SHA-1 objects and files ref storage (the defaults of git init and git clone)"}
+		return classified{exitFailure, "unsupported_repository", format.Error(), "use orch in a repository with SHA-1 objects and files ref storage (the defaults of git init and git clone)", nil}
 	case errors.As(err, &notRepo):
-		return classified{exitFailure, "not_a_repository", notRepo.Error(), "run orch inside a git repository, or pass -C DIR"}
+		return classified{exitFailure, "not_a_repository", notRepo.Error(), "run orch inside a git repository, or pass -C DIR", nil}
 	case errors.As(err, &damaged):
-		return classified{exitFailure, "object_damaged", "the repository is damaged: " + damaged.Error(), "git fsck names every damaged object; a clone or a remote that has the state branch can restore it (orch sync, or git fetch); orch doctor shows what orch needs"}
+		return classified{exitFailure, "object_damaged", "the repository is damaged: " + damaged.Error(), "git fsck names every damaged object; a clone or a remote that has the state branch can restore it (orch sync, or git fetch); orch doctor shows what orch needs", nil}
 	case errors.As(err, &notReg):
-		return classified{exitFailure, "not_regular", notReg.Error(), "run orch doctor --fix (removes it), then the command again"}
+		return classified{exitFailure, "not_regular", notReg.Error(), "run orch doctor --fix (removes it), then the command again", nil}
 	case errors.As(err, &missing):
-		return classified{exitFailure, "object_missing", missing.Error(), "run git fsck; if the repository is a partial or shallow clone, fetch the state branch again"}
+		return classified{exitFailure, "object_missing", missing.Error(), "run git fsck; if the repository is a partial or shallow clone, fetch the state branch again", nil}
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return classified{exitFailure, "no_space", "no space left on the device that holds the repository: " + err.Error(), "free some space there (df -h shows it), then run the command again; orch log shows whether the change was recorded"}
+		return classified{exitFailure, "no_space", "no space left on the device that holds the repository: " + err.Error(), "free some space there (df -h shows it), then run the command again; orch log shows whether the change was recorded", nil}
 	case errors.Is(err, syscall.EROFS):
-		return classified{exitFailure, "read_only", "the repository is on a read-only file system: " + err.Error(), "orch records every command under .git/ (orch list too reconciles the view under a lock): run it where the repository is writable"}
+		return classified{exitFailure, "read_only", "the repository is on a read-only file system: " + err.Error(), "orch records every command under .git/ (orch list too reconciles the view under a lock): run it where the repository is writable", nil}
 	case errors.Is(err, os.ErrPermission):
-		return classified{exitFailure, "permission", err.Error(), "check that you may write to the repository (orch writes under .git/ and .orchestrator/)"}
+		return classified{exitFailure, "permission", err.Error(), "check that you may write to the repository (orch writes under .git/ and .orchestrator/)", nil}
 	}
 	msg := err.Error()
 	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.Contains(msg, "flag needs an argument") {
-		return classified{exitUsage, "usage", msg, "orch --help lists the verbs"}
+		return classified{exitUsage, "usage", msg, "orch --help lists the verbs", nil}
 	}
-	return classified{exitFailure, "failure", msg, ""}
+	return classified{exitFailure, "failure", msg, "", nil}
 }
 
 // reportError prints the error (as the JSON envelope with --json) and
@@ -167,29 +170,27 @@ func reportError(g *globalOptions, err error) int {
 	if errors.As(err, &h) {
 		c.hint = h.hint
 	}
+	var d *detailed
+	if errors.As(err, &d) {
+		c.details = append(c.details, d.details...)
+	}
 	var se *silentExit
 	if errors.As(err, &se) {
 		g.flushNotes()
 		return se.code
 	}
 	if g.JSON {
-		// A struct, not a map: the envelope starts with schema_version, in
-		// the documented order (DESIGN §9). What the reconcile did on the
-		// way (a hand edit committed, a file restored) rides along in
-		// notes, so that stderr stays one JSON document.
-		type errorBody struct {
-			Code    string   `json:"code"`
-			Message string   `json:"message"`
-			Hint    string   `json:"hint"`
-			Notes   []string `json:"notes,omitempty"`
+		// What the reconcile did on the way (a hand edit committed, a
+		// file restored) rides along in notes, so that stderr stays one
+		// JSON document.
+		msg := c.msg
+		if len(c.details) > 0 {
+			msg, _, _ = strings.Cut(msg, "\n") // the details are the rest
 		}
-		body := struct {
-			SchemaVersion int       `json:"schema_version"`
-			Error         errorBody `json:"error"`
-		}{1, errorBody{c.code, c.msg, c.hint, g.notes}}
+		body := errorAnswer{errorJSON{c.code, msg, c.hint, nonNil(c.details), nonNil(g.notes)}}
 		g.notes = nil
 		b, _ := json.Marshal(body)
-		fmt.Fprintln(g.io.Err, string(b))
+		_, _ = g.io.Err.Write(withSchemaVersion(b))
 		return c.exit
 	}
 	fmt.Fprintln(g.io.Err, "orch: "+c.msg)
@@ -198,6 +199,29 @@ func reportError(g *globalOptions, err error) int {
 	}
 	return c.exit
 }
+
+// errorAnswer is the JSON document on stderr when a command fails under
+// --json (stdout is then empty).
+type errorAnswer struct {
+	Error errorJSON `json:"error"`
+}
+
+type errorJSON struct {
+	Code    string   `json:"code"`    // stable, machine-readable
+	Message string   `json:"message"` // one line
+	Hint    string   `json:"hint"`    // what to do next ("" when there is nothing to add)
+	Details []string `json:"details"` // the parts of an error that has several (every failed rule of a refusal)
+	Notes   []string `json:"notes"`   // what the reconcile did on the way (a hand edit committed, a file restored)
+}
+
+// detailed adds details (the parts of an error that has several) to err.
+type detailed struct {
+	err     error
+	details []string
+}
+
+func (d *detailed) Error() string { return d.err.Error() }
+func (d *detailed) Unwrap() error { return d.err }
 
 // hinted keeps err's exit code and machine code but replaces its hint with
 // one that only the verb knows (orch edit: where the rejected copy is).

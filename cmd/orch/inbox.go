@@ -30,6 +30,41 @@ attempts at what was not the actor's to do (the last 7 days).`,
 	}
 }
 
+// inboxAnswer is orch inbox's JSON answer.
+type inboxAnswer struct {
+	Count int             `json:"count"`
+	Items []inboxItemJSON `json:"items"`
+}
+
+// inboxItemJSON is one thing waiting for a human: an escalation, a
+// refusal, or a refused attempt at what was not the actor's to do.
+type inboxItemJSON struct {
+	TaskID      string              `json:"task_id"` // "" when it concerns no task
+	Task        *taskJSON           `json:"task"`    // null when the task is not on the state branch
+	Reason      string              `json:"reason"`  // the escalation's reason, "refused" or "authority"
+	Summary     string              `json:"summary"`
+	MessagePath string              `json:"message_path"` // the message file, relative to the repository ("" when none)
+	Time        jsonTime            `json:"time"`         // when it happened (null when unknown)
+	Refusal     *pendingRefusalJSON `json:"refusal"`      // a refusal awaiting orch decide
+}
+
+// pendingRefusalJSON is a refusal awaiting orch decide: the whole record,
+// who refused and when, and the protocol's default decision.
+type pendingRefusalJSON struct {
+	By              string            `json:"by"`
+	Time            jsonTime          `json:"time"`
+	DefaultDecision string            `json:"default_decision"`
+	Decide          string            `json:"decide"`
+	Record          *workflow.Refusal `json:"record"` // the refusal protocol's record, as the agent gave it
+}
+
+func pendingRefusal(r *workflow.PendingRefusal) *pendingRefusalJSON {
+	if r == nil {
+		return nil
+	}
+	return &pendingRefusalJSON{By: r.By, Time: jsonTimeText(r.Time), DefaultDecision: r.DefaultDecision, Decide: r.Decide, Record: r.Record}
+}
+
 func runInbox(o *inboxOptions) error {
 	return o.g.withEngine(func(e *workflow.Engine) error {
 		items, err := e.Inbox()
@@ -37,12 +72,17 @@ func runInbox(o *inboxOptions) error {
 			return err
 		}
 		if o.g.JSON {
-			if items == nil {
-				items = []workflow.InboxItem{}
+			ids := make([]string, len(items))
+			for i, it := range items {
+				ids[i] = it.Task
 			}
-			return writeJSON(o.g.io.Out, struct {
-				Items []workflow.InboxItem `json:"items"`
-			}{items})
+			refs := o.g.taskRefs(e, ids)
+			out := make([]inboxItemJSON, len(items))
+			for i, it := range items {
+				out[i] = inboxItemJSON{TaskID: it.Task, Task: refs[it.Task], Reason: it.Reason, Summary: it.Summary,
+					MessagePath: it.Message, Time: jsonTime(it.Created), Refusal: pendingRefusal(it.Refusal)}
+			}
+			return o.g.writeJSON(inboxAnswer{len(out), out})
 		}
 		if len(items) == 0 {
 			fmt.Fprintln(o.g.io.Err, "inbox empty: nothing waits for a human")

@@ -39,6 +39,16 @@ written into a new config.yaml (orch edit config changes it later).`,
 	return cmd
 }
 
+// initAnswer is orch init's JSON answer.
+type initAnswer struct {
+	Initialized  bool     `json:"initialized"`   // this run created the state branch
+	Added        []string `json:"added"`         // files added to the state branch, relative to the repository
+	Commit       string   `json:"commit"`        // "" when nothing was committed
+	View         string   `json:"view"`          // the view's directory ("" in a bare repository)
+	ExcludeAdded bool     `json:"exclude_added"` // /.orchestrator/ was added to .git/info/exclude
+	BaseBranch   string   `json:"base_branch"`   // written into a new config.yaml ("" when none was written)
+}
+
 func runInit(o *initOptions) error {
 	return o.g.withEngine(func(e *workflow.Engine) error {
 		var example fs.FS
@@ -50,14 +60,11 @@ func runInit(o *initOptions) error {
 			return err
 		}
 		if o.g.JSON {
-			return writeJSON(o.g.io.Out, struct {
-				Created      bool     `json:"created"`
-				Added        []string `json:"added"`
-				Commit       string   `json:"commit,omitempty"`
-				View         string   `json:"view,omitempty"`
-				ExcludeAdded bool     `json:"exclude_added"`
-				BaseBranch   string   `json:"base_branch,omitempty"`
-			}{res.Created, nonNil(res.Added), hashOrEmpty(res.Commit), res.View, res.ExcludeAdded, res.BaseBranch})
+			added := make([]string, len(res.Added))
+			for i, p := range res.Added {
+				added[i] = viewPath(p)
+			}
+			return o.g.writeJSON(initAnswer{res.Created, added, hashOrEmpty(res.Commit), res.View, res.ExcludeAdded, res.BaseBranch})
 		}
 		out := o.g.io.Out
 		switch {

@@ -97,6 +97,13 @@ verbs as data.`,
 }
 
 // instructionVerb is one verb as the instructions show it.
+// instructionsAnswer is orch instructions' JSON answer.
+type instructionsAnswer struct {
+	Role     string            `json:"role"`
+	Markdown string            `json:"markdown"`
+	Verbs    []instructionVerb `json:"verbs"`
+}
+
 type instructionVerb struct {
 	Name    string `json:"name"`
 	Usage   string `json:"usage"`
@@ -127,11 +134,7 @@ func runInstructions(o *instructionsOptions, root *cobra.Command) error {
 	}
 	md, verbs := instructionsMarkdown(root, role, cfg)
 	if o.g.JSON {
-		return writeJSON(o.g.io.Out, struct {
-			Role     string            `json:"role"`
-			Markdown string            `json:"markdown"`
-			Verbs    []instructionVerb `json:"verbs"`
-		}{role, md, verbs})
+		return o.g.writeJSON(instructionsAnswer{role, md, verbs})
 	}
 	_, err := fmt.Fprint(o.g.io.Out, md)
 	return err
@@ -233,8 +236,8 @@ func instructionsMarkdown(root *cobra.Command, role string, cfg *workflow.Config
 		"change is one git commit. Run orch from any worktree of the repository. You act under one name,\n" +
 		"yours: `ORCH_AGENT` (your harness sets it) or `--agent <your name>`, never anyone else's. Add\n" +
 		"`--json` to read the answers: on success stdout holds one JSON document with\n" +
-		"`\"schema_version\": 1`; on failure stdout is empty and stderr holds\n" +
-		"`{\"schema_version\":1,\"error\":{\"code\",\"message\",\"hint\"}}`. The hint says what you may do next.\n\n" +
+		"`\"schema_version\": 2`; on failure stdout is empty and stderr holds\n" +
+		"`{\"schema_version\":2,\"error\":{\"code\",\"message\",\"hint\",\"details\",\"notes\"}}`. The hint says what you may do next.\n\n" +
 		"Some things are a human's, not yours: unlocking, requeueing, deciding on refusals, archiving,\n" +
 		"sweeping, failing a task you did not claim, and changing `config.yaml` or `prompts/`. orch refuses\n" +
 		"them (exit 4) and records the attempt for the lead. When you need one, ask:\n" +

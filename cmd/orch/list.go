@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ func runList(o *listOptions) error {
 		tasks := e.List(workflow.ListFilter{Queues: qs, Ready: o.Ready})
 		gitstore.Trace("list")
 		if o.g.JSON {
-			doc := taskListJSON(e, tasks)
+			doc := o.g.taskListJSON(e, tasks)
 			gitstore.Trace("output")
 			return func() error {
 				for _, b := range doc {
@@ -79,38 +80,58 @@ func runList(o *listOptions) error {
 	})
 }
 
+// listAnswer is orch list's JSON answer (written by taskListJSON).
+type listAnswer struct {
+	Count int        `json:"count"`
+	Tasks []taskJSON `json:"tasks"`
+}
+
 // taskListJSON renders the list document in pieces, written one after the
-// other. Readiness needs the engine (dependency lookups), so it is computed
-// first; the rest is pure formatting of 10,000 tasks (4 MB), its second
-// half on another goroutine: by then the view scan is done and a core is
-// idle.
-func taskListJSON(e *workflow.Engine, tasks []*gitstore.Summary) [][]byte {
-	js := make([]taskJSON, len(tasks))
+// other. Readiness and the custom keys need the engine (dependency lookups,
+// the fields cache), so they are computed first; the rest is pure
+// formatting of 10,000 tasks (6 MB), its second half on another goroutine:
+// by then the view scan is done and a core is idle. No task object is
+// kept: each is made and written in turn.
+func (g *globalOptions) taskListJSON(e *workflow.Engine, tasks []*gitstore.Summary) [][]byte {
+	ready := make([]bool, len(tasks))
 	for i, s := range tasks {
-		js[i] = toTaskJSON(e, s)
+		if s.Problem == "" {
+			ready[i] = e.Ready(&s.Task)
+		}
 	}
-	render := func(b []byte, part []taskJSON, comma bool) []byte {
-		for i := range part {
-			if i > 0 || comma {
+	var fields []json.RawMessage
+	if g.fields.has(fieldFields) {
+		fields = e.TaskFieldsOf(tasks)
+	}
+	render := func(b []byte, lo, hi int) []byte {
+		for i := lo; i < hi; i++ {
+			if i > 0 {
 				b = append(b, ',')
 			}
-			b = part[i].appendJSON(b)
+			f := workflow.NoFields
+			if fields != nil {
+				f = fields[i]
+			}
+			j := newTaskJSON(tasks[i], ready[i], f, g.fields)
+			b = j.appendJSON(b)
 		}
 		return b
 	}
-	half := len(js)
-	if len(js) >= 512 {
-		half = len(js) / 2
+	// Room for a task as most are (a large task makes its half grow once).
+	const perTask = 800
+	half := len(tasks)
+	if len(tasks) >= 512 {
+		half = len(tasks) / 2
 	}
 	var second []byte
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		second = render(make([]byte, 0, 400*(len(js)-half)+4), js[half:], half > 0)
+		second = render(make([]byte, 0, perTask*(len(tasks)-half)+4), half, len(tasks))
 		second = append(second, "]}\n"...)
 	}()
-	first := []byte(`{"schema_version":1,"count":` + strconv.Itoa(len(tasks)) + `,"tasks":[`)
-	first = render(append(make([]byte, 0, len(first)+400*half), first...), js[:half], false)
+	first := []byte(schemaHead + `,"count":` + strconv.Itoa(len(tasks)) + `,"tasks":[`)
+	first = render(append(make([]byte, 0, len(first)+perTask*half), first...), 0, half)
 	<-done
 	return [][]byte{first, second}
 }

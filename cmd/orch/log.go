@@ -34,6 +34,29 @@ locked_out and unlocked.`,
 	return cmd
 }
 
+// logAnswer is orch log's JSON answer.
+type logAnswer struct {
+	Count   int            `json:"count"`
+	Entries []logEntryJSON `json:"entries"`
+}
+
+// logEntryJSON is one commit of the state branch, read from its trailers;
+// task is the task as it is now (null when it is no longer on the state
+// branch, or the commit concerns no task).
+type logEntryJSON struct {
+	Commit    string    `json:"commit"`
+	Time      jsonTime  `json:"time"`
+	TaskID    string    `json:"task_id"`
+	Task      *taskJSON `json:"task"`
+	Action    string    `json:"action"`
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	Actor     string    `json:"actor"`
+	Subject   string    `json:"subject"`
+	LockedOut string    `json:"locked_out"` // the author a rejection locked out
+	Unlocked  string    `json:"unlocked"`   // the agent an unlock let back in
+}
+
 func runLog(o *logOptions, ref string) error {
 	return o.g.withEngine(func(e *workflow.Engine) error {
 		if err := e.RequireInit(); err != nil {
@@ -52,12 +75,17 @@ func runLog(o *logOptions, ref string) error {
 			return err
 		}
 		if o.g.JSON {
-			if entries == nil {
-				entries = []workflow.LogEntry{}
+			ids := make([]string, len(entries))
+			for i, en := range entries {
+				ids[i] = en.Task
 			}
-			return writeJSON(o.g.io.Out, struct {
-				Entries []workflow.LogEntry `json:"entries"`
-			}{entries})
+			refs := o.g.taskRefs(e, ids)
+			out := make([]logEntryJSON, len(entries))
+			for i, en := range entries {
+				out[i] = logEntryJSON{Commit: en.Commit, Time: jsonTime(en.Time), TaskID: en.Task, Task: refs[en.Task], Action: en.Action,
+					From: en.From, To: en.To, Actor: en.Actor, Subject: en.Subject, LockedOut: en.LockedOut, Unlocked: en.Unlocked}
+			}
+			return o.g.writeJSON(logAnswer{len(out), out})
 		}
 		tw := tabwriter.NewWriter(o.g.io.Out, 0, 4, 2, ' ', 0)
 		for _, en := range entries {

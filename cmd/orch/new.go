@@ -64,10 +64,7 @@ func runNew(o *newOptions, title string) error {
 			return err
 		}
 		if o.g.JSON {
-			return writeJSON(o.g.io.Out, struct {
-				Task   taskJSON `json:"task"`
-				Commit string   `json:"commit"`
-			}{toTaskJSON(e, res.Task), res.Commit.String()})
+			return o.g.writeJSON(newAnswer{o.g.task(e, res.Task), res.Commit.String()})
 		}
 		fmt.Fprintln(o.g.io.Out, res.Task.Task.ID)
 		fmt.Fprintf(o.g.io.Err, "created %s (%s, %s): %s\n", res.Task.Task.ID, res.Task.Task.Queue, res.Task.Task.Priority, res.Task.Task.Title)
@@ -113,4 +110,10 @@ func hashOrEmpty(h plumbing.Hash) string {
 		return ""
 	}
 	return h.String()
+}
+
+// newAnswer is orch new's JSON answer.
+type newAnswer struct {
+	Task   taskJSON `json:"task"`
+	Commit string   `json:"commit"`
 }

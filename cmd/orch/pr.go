@@ -47,8 +47,8 @@ is read before anything is written, and each is imported on its own: one that
 gh cannot read, or whose review orch refuses (a body over 64 KiB, control
 characters), is reported with its number and the others are imported. Then
 the command prints what it imported, names each refused pull request, and
-exits 1 (with --json: {"imports": [...], "refused": [{"task", "pr_number",
-"message"}]} on stdout, exit 1 when refused is not empty). When gh fails for
+exits 1 (with --json: {"ok": false, "pull_requests": [...]} on stdout, each
+refused one with "outcome": "refused" and its "message"). When gh fails for
 every pull request (no network, not logged in), nothing changes.`,
 		Example: `  orch pr poll
   ORCH_GH=/usr/local/bin/gh orch pr poll --json`,
@@ -107,63 +107,112 @@ func runPRImport(o *prOptions, ref string) error {
 		if err != nil {
 			return err
 		}
-		return printImports(o.g, []*workflow.PRImport{res})
+		return printImports(o.g, e, []*workflow.PRImport{res})
 	})
 }
 
-func printImports(g *globalOptions, res []*workflow.PRImport) error {
-	return printPoll(g, res, nil)
+func printImports(g *globalOptions, e *workflow.Engine, res []*workflow.PRImport) error {
+	return printPoll(g, e, res, nil)
 }
 
 // prRefusal is a pull request pr poll could not import.
 type prRefusal struct {
-	Task    string `json:"task"`
-	PR      int    `json:"pr_number"`
-	Message string `json:"message"`
+	Task    string
+	PR      int
+	Message string
+}
+
+// prAnswer is the JSON answer of orch pr poll and pr import: every pull
+// request looked at, imported or not; ok is false when one could not be
+// imported.
+type prAnswer struct {
+	OK           bool     `json:"ok"`
+	Count        int      `json:"count"`
+	PullRequests []prJSON `json:"pull_requests"`
+}
+
+// prJSON is one pull request of a submitted task.
+type prJSON struct {
+	TaskID   string    `json:"task_id"`
+	Task     *taskJSON `json:"task"`
+	PRNumber int       `json:"pr_number"` // 0 for pr import of a task without a pr_number
+	Imported bool      `json:"imported"`  // a review requesting changes was imported
+	Outcome  string    `json:"outcome"`   // changes requested, approved, no reviews, only comments, already imported; refused
+	ReviewID int64     `json:"review_id"`
+	Reviewer string    `json:"reviewer"`
+	Blocking int       `json:"blocking"`
+	Comments int       `json:"comments"`
+	To       string    `json:"to"`      // the task's new queue when imported
+	Commit   string    `json:"commit"`  // the import's commit
+	Message  string    `json:"message"` // why it was refused
+}
+
+// prDetails are the lines of a poll's outcome, for an error's details
+// when the poll stopped half-way.
+func prDetails(res []*workflow.PRImport, refused []prRefusal) []string {
+	var out []string
+	for _, r := range res {
+		out = append(out, fmt.Sprintf("%s: PR #%d: %s (imported; commit %s)", r.Task, r.PR, r.Outcome, shortText(r.Commit)))
+	}
+	for _, r := range refused {
+		out = append(out, fmt.Sprintf("%s: PR #%d not imported: %s", r.Task, r.PR, r.Message))
+	}
+	return out
 }
 
 // printPoll prints what pr poll or pr import did, and names each refused
 // pull request (then the command exits 1).
-func printPoll(g *globalOptions, res []*workflow.PRImport, refused []prRefusal) error {
+func printPoll(g *globalOptions, e *workflow.Engine, res []*workflow.PRImport, refused []prRefusal) error {
 	if g.JSON {
-		if res == nil {
-			res = []*workflow.PRImport{}
-		}
-		if refused == nil {
-			refused = []prRefusal{}
-		}
-		if err := writeJSON(g.io.Out, struct {
-			Imports []*workflow.PRImport `json:"imports"`
-			Refused []prRefusal          `json:"refused"`
-		}{res, refused}); err != nil {
-			return err
-		}
-	} else {
+		var ids []string
 		for _, r := range res {
-			what := fmt.Sprintf("%s: PR #%d", r.Task, r.PR)
-			if r.PR == 0 { // pr import for a task without a pr_number
-				what = r.Task + ":"
-			}
-			if r.To != "" {
-				fmt.Fprintf(g.io.Out, "%s review %d by %s requested changes: provisional -> %s (%d blocking, %d comments)\n", what, r.Review, r.Reviewer, r.To, r.Blocking, r.Comments)
-			} else {
-				if r.PR > 0 {
-					what += ":"
-				}
-				fmt.Fprintf(g.io.Out, "%s %s, nothing to import\n", what, r.Outcome)
-			}
+			ids = append(ids, r.Task)
 		}
 		for _, r := range refused {
-			fmt.Fprintf(g.io.Err, "orch: %s: PR #%d not imported: %s\n", r.Task, r.PR, r.Message)
+			ids = append(ids, r.Task)
 		}
-		if len(res)+len(refused) == 0 {
-			fmt.Fprintln(g.io.Err, "no submitted task has a pr_number")
+		refs := map[string]*taskJSON{}
+		if e != nil {
+			refs = g.taskRefs(e, ids)
+		}
+		prs := []prJSON{}
+		for _, r := range res {
+			prs = append(prs, prJSON{TaskID: r.Task, Task: refs[r.Task], PRNumber: r.PR, Imported: r.To != "", Outcome: string(r.Outcome),
+				ReviewID: r.Review, Reviewer: r.Reviewer, Blocking: r.Blocking, Comments: r.Comments, To: r.To, Commit: r.Commit})
+		}
+		for _, r := range refused {
+			prs = append(prs, prJSON{TaskID: r.Task, Task: refs[r.Task], PRNumber: r.PR, Outcome: "refused", Message: r.Message})
+		}
+		if err := g.writeJSON(prAnswer{len(refused) == 0, len(prs), prs}); err != nil {
+			return err
 		}
 		if len(refused) > 0 {
-			fmt.Fprintln(g.io.Err, "hint: the other pull requests were imported; fix the refused ones on GitHub (or import a cleaned copy of their JSON with orch pr import ID --reviews FILE --comments FILE) and poll again")
+			return &silentExit{code: exitFailure}
+		}
+		return nil
+	}
+	for _, r := range res {
+		what := fmt.Sprintf("%s: PR #%d", r.Task, r.PR)
+		if r.PR == 0 { // pr import for a task without a pr_number
+			what = r.Task + ":"
+		}
+		if r.To != "" {
+			fmt.Fprintf(g.io.Out, "%s review %d by %s requested changes: provisional -> %s (%d blocking, %d comments)\n", what, r.Review, r.Reviewer, r.To, r.Blocking, r.Comments)
+		} else {
+			if r.PR > 0 {
+				what += ":"
+			}
+			fmt.Fprintf(g.io.Out, "%s %s, nothing to import\n", what, r.Outcome)
 		}
 	}
+	for _, r := range refused {
+		fmt.Fprintf(g.io.Err, "orch: %s: PR #%d not imported: %s\n", r.Task, r.PR, r.Message)
+	}
+	if len(res)+len(refused) == 0 {
+		fmt.Fprintln(g.io.Err, "no submitted task has a pr_number")
+	}
 	if len(refused) > 0 {
+		fmt.Fprintln(g.io.Err, "hint: the other pull requests were imported; fix the refused ones on GitHub (or import a cleaned copy of their JSON with orch pr import ID --reviews FILE --comments FILE) and poll again")
 		return &silentExit{code: exitFailure}
 	}
 	return nil
@@ -193,7 +242,7 @@ func runPRPoll(o *prOptions) error {
 		return err
 	}
 	if len(targets) == 0 {
-		return printImports(o.g, nil)
+		return printImports(o.g, nil, nil)
 	}
 	// Read every pull request first, without holding the store lock: gh
 	// may take seconds. Each pull request stands on its own: one that
@@ -227,7 +276,7 @@ func runPRPoll(o *prOptions) error {
 		return ghFailure(ghErr)
 	}
 	var out []*workflow.PRImport
-	err = o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.withEngine(func(e *workflow.Engine) error {
 		for _, d := range data {
 			s := e.Store.SummaryByID(d.target.ID)
 			if s == nil || s.Task.Queue != "provisional" || s.Task.PRNumber != d.target.PR {
@@ -236,21 +285,21 @@ func runPRPoll(o *prOptions) error {
 			res, err := e.ImportPR(d.target.ID, d.reviews, d.comments)
 			if err != nil {
 				if !prRefusable(err) {
-					return err // the repository itself failed: stop here
+					// The repository itself failed: stop here. What was
+					// imported before is committed: say so.
+					if o.g.JSON {
+						return &detailed{err: err, details: prDetails(out, refused)}
+					}
+					_ = printPoll(o.g, e, out, refused)
+					return err
 				}
 				refused = append(refused, prRefusal{d.target.ID, d.target.PR, ghreview.CleanText(err.Error())})
 				continue
 			}
 			out = append(out, res)
 		}
-		return nil
+		return printPoll(o.g, e, out, refused)
 	})
-	if err != nil {
-		// What was imported before the failure is committed: say so.
-		_ = printPoll(o.g, out, refused)
-		return err
-	}
-	return printPoll(o.g, out, refused)
 }
 
 // prRefusable reports whether an import failed for a reason of its own

@@ -34,6 +34,13 @@ reviewer for a submitted task and to the task's role otherwise.`,
 	return cmd
 }
 
+// promptAnswer is orch prompt's JSON answer.
+type promptAnswer struct {
+	Task   taskJSON `json:"task"`
+	Role   string   `json:"role"`
+	Prompt string   `json:"prompt"`
+}
+
 func runPrompt(o *promptOptions, ref string) error {
 	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
@@ -45,11 +52,7 @@ func runPrompt(o *promptOptions, ref string) error {
 			return err
 		}
 		if o.g.JSON {
-			return writeJSON(o.g.io.Out, struct {
-				Task   string `json:"task"`
-				Role   string `json:"role"`
-				Prompt string `json:"prompt"`
-			}{s.Task.ID, role, text})
+			return o.g.writeJSON(promptAnswer{o.g.task(e, s), role, text})
 		}
 		_, err = fmt.Fprint(o.g.io.Out, text)
 		return err

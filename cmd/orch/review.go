@@ -94,25 +94,8 @@ func runReview(o *reviewOptions, ref string) error {
 			return err
 		}
 		if o.g.JSON {
-			issues := res.NewIssues
-			if issues == nil {
-				issues = nil
-			}
-			return writeJSON(o.g.io.Out, struct {
-				transitionJSON
-				Verdict         string   `json:"verdict"`
-				Round           int      `json:"round"`
-				Issues          any      `json:"issues"`
-				Resolved        []string `json:"resolved"`
-				Reopened        []string `json:"reopened"`
-				Progress        bool     `json:"progress"`
-				NoProgressCount int      `json:"no_progress_count"`
-				Escalated       string   `json:"escalated,omitempty"`
-				Adopted         []string `json:"suggestions_adopted"`
-				Skipped         []string `json:"suggestions_skipped"`
-				AllSkipped      bool     `json:"all_suggestions_skipped"`
-			}{transitionJSON{Task: toTaskJSON(e, res.Task), From: string(res.From), To: string(res.To), Commit: res.Commit.String()},
-				res.Verdict, res.Round, nonNilIssues(res), nonNil(res.Resolved), nonNil(res.Reopened), res.Progress, res.NoProgressCount, res.Escalated,
+			return o.g.writeJSON(reviewAnswer{o.g.transition(e, &res.Result), res.Verdict, res.Round, issuesJSON(res.NewIssues),
+				nonNil(res.Resolved), nonNil(res.Reopened), res.Progress, res.NoProgressCount, res.Escalated,
 				nonNil(res.SuggestionsAdopted), nonNil(res.SuggestionsSkipped), res.AllSuggestionsSkipped})
 		}
 		fmt.Fprintf(o.g.io.Out, "%s: %s (round %d): %s -> %s\n", res.Task.Task.ID, res.Verdict, res.Round, res.From, res.To)
@@ -132,9 +115,19 @@ func runReview(o *reviewOptions, ref string) error {
 	})
 }
 
-func nonNilIssues(res *workflow.ReviewResult) any {
-	if len(res.NewIssues) == 0 {
-		return []struct{}{}
-	}
-	return res.NewIssues
+// reviewAnswer is orch review's JSON answer: the transition, and what the
+// review did.
+type reviewAnswer struct {
+	transitionJSON
+	Verdict         string      `json:"verdict"`
+	Round           int         `json:"round"`
+	Issues          []issueJSON `json:"issues"` // the new issues
+	Resolved        []string    `json:"resolved"`
+	Reopened        []string    `json:"reopened"`
+	Progress        bool        `json:"progress"`
+	NoProgressCount int         `json:"no_progress_count"`
+	Escalated       string      `json:"escalated"` // why the task was escalated ("" when it was not)
+	Adopted         []string    `json:"suggestions_adopted"`
+	Skipped         []string    `json:"suggestions_skipped"`
+	AllSkipped      bool        `json:"all_suggestions_skipped"`
 }

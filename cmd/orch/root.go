@@ -32,6 +32,7 @@ type globalOptions struct {
 	io          *streams
 	Dir         string
 	JSON        bool
+	fields      taskMask // --json FIELDS: the task fields to show (0: all)
 	Agent       string
 	StateBranch string
 	repo        *gitstore.Repo // discovered once, in resolveAgent
@@ -112,7 +113,7 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 	root.SetVersionTemplate("orch {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.Dir, "dir", "C", ".", "run as if orch was started in `DIR`")
-	pf.BoolVar(&g.JSON, "json", false, "print one JSON document (schema_version 1) on stdout")
+	pf.BoolVar(&g.JSON, "json", false, "print one JSON document (schema_version 2) on stdout")
 	pf.StringVar(&g.Agent, "agent", "", "who is acting (env ORCH_AGENT; default: git user.name)")
 	pf.StringVar(&g.StateBranch, "state-branch", "", "the branch that holds orch's state (env ORCH_STATE_BRANCH; default: orch)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {

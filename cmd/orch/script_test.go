@@ -309,22 +309,22 @@ func cmdJSONFile(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // json-doc: stdout holds exactly one JSON object, starting with
-// "schema_version":1 (DESIGN §9).
+// "schema_version":2 (DESIGN §9).
 func cmdJSONDoc(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: json-doc")
 	}
 	out := ts.ReadFile("stdout")
 	oneJSONDoc(ts, "stdout", out)
-	if !strings.HasPrefix(out, `{"schema_version":1,`) && out != "{\"schema_version\":1}\n" {
-		ts.Fatalf("stdout does not start with {\"schema_version\":1: %.80s", out)
+	if !strings.HasPrefix(out, `{"schema_version":2,`) && out != "{\"schema_version\":2}\n" {
+		ts.Fatalf("stdout does not start with {\"schema_version\":2: %.80s", out)
 	}
 }
 
 // json-error CODE: the last command failed the --json way: stdout empty,
-// stderr exactly {"schema_version":1,"error":{"code":CODE,"message":...,"hint":...}}
-// with a non-empty message (and notes, a list of strings, when the reconcile
-// did something on the way).
+// stderr exactly {"schema_version":2,"error":{"code":CODE,"message":...,"hint":...,"details":[...],"notes":[...]}}
+// with a non-empty message, details (the parts of an error that has
+// several) and notes (what the reconcile did on the way) lists of strings.
 func cmdJSONError(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: json-error CODE")
@@ -334,28 +334,26 @@ func cmdJSONError(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	text := ts.ReadFile("stderr")
 	doc := oneJSONDoc(ts, "stderr", text)
-	if !strings.HasPrefix(text, `{"schema_version":1,"error":{"code":`) {
-		ts.Fatalf("stderr does not start with {\"schema_version\":1,\"error\":{\"code\":: %.80s", text)
+	if !strings.HasPrefix(text, `{"schema_version":2,"error":{"code":`) {
+		ts.Fatalf("stderr does not start with {\"schema_version\":2,\"error\":{\"code\":: %.80s", text)
 	}
 	if len(doc) != 2 {
 		ts.Fatalf("stderr has keys other than schema_version and error: %s", text)
 	}
 	e, ok := doc["error"].(map[string]any)
-	if notes, has := e["notes"]; has {
-		// What the reconcile did on the way: a non-empty list of strings.
-		l, isList := notes.([]any)
-		if !isList || len(l) == 0 {
-			ts.Fatalf("error notes is not a non-empty list: %s", text)
+	if !ok || len(e) != 5 {
+		ts.Fatalf("error is not {code, message, hint, details, notes}: %s", text)
+	}
+	for _, k := range []string{"details", "notes"} {
+		l, isList := e[k].([]any)
+		if !isList {
+			ts.Fatalf("error %s is not a list: %s", k, text)
 		}
 		for _, n := range l {
 			if _, isStr := n.(string); !isStr {
-				ts.Fatalf("error notes holds a non-string: %s", text)
+				ts.Fatalf("error %s holds a non-string: %s", k, text)
 			}
 		}
-		delete(e, "notes")
-	}
-	if !ok || len(e) != 3 {
-		ts.Fatalf("error is not {code, message, hint[, notes]}: %s", text)
 	}
 	if e["code"] != args[0] {
 		ts.Fatalf("error code is %v, want %s", e["code"], args[0])

@@ -39,6 +39,71 @@ type sectionJSON struct {
 	Line  int    `json:"line"`
 }
 
+// roundJSON is one round of review feedback (or the approving review),
+// newest first, as the task's body holds it.
+type roundJSON struct {
+	Round    int          `json:"round"`
+	Verdict  string       `json:"verdict"`
+	Approval bool         `json:"approval"`
+	Line     int          `json:"line"`
+	Sources  []sourceJSON `json:"sources"`
+}
+
+// sourceJSON is one "### From ..." subsection of a round.
+type sourceJSON struct {
+	From   string      `json:"from"`
+	Time   jsonTime    `json:"time"`
+	Text   string      `json:"text"` // free text, without the issues
+	Issues []issueJSON `json:"issues"`
+}
+
+// issueJSON is one structured review issue.
+type issueJSON struct {
+	ID              string         `json:"id"`
+	Severity        string         `json:"severity"`
+	Blocking        bool           `json:"blocking"`
+	Location        string         `json:"location"`
+	Title           string         `json:"title"`
+	Problem         string         `json:"problem"`
+	Fix             string         `json:"fix"`
+	Why             string         `json:"why"`
+	ReviewerIssueID string         `json:"reviewer_issue_id"`
+	FixPatch        string         `json:"fix_patch"`
+	Resolved        bool           `json:"resolved"`
+	Responses       []responseJSON `json:"responses"`
+	Line            int            `json:"line"` // in the task file (0 for a new issue not yet read back)
+}
+
+type responseJSON struct {
+	Status string `json:"status"` // FIXED | DEFERRED | REJECTED
+	Commit string `json:"commit"`
+	Text   string `json:"text"`
+}
+
+func issuesJSON(is []taskfile.Issue) []issueJSON {
+	out := make([]issueJSON, len(is))
+	for i, x := range is {
+		rs := make([]responseJSON, len(x.Responses))
+		for k, r := range x.Responses {
+			rs[k] = responseJSON{r.Status, r.Commit, r.Text}
+		}
+		out[i] = issueJSON{x.ID, x.Severity, x.Blocking, x.Location, x.Title, x.Problem, x.Fix, x.Why, x.ReviewerIssueID, x.FixPatch, x.Resolved, rs, x.Line}
+	}
+	return out
+}
+
+func roundsJSON(rs []taskfile.Round) []roundJSON {
+	out := make([]roundJSON, len(rs))
+	for i, r := range rs {
+		srcs := make([]sourceJSON, len(r.Sources))
+		for k, src := range r.Sources {
+			srcs[k] = sourceJSON{src.From, jsonTime(src.Time), src.Text, issuesJSON(src.Issues)}
+		}
+		out[i] = roundJSON{r.Number, r.Verdict, r.Approval, r.Line, srcs}
+	}
+	return out
+}
+
 func runShow(o *showOptions, ref string) error {
 	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
@@ -50,37 +115,38 @@ func runShow(o *showOptions, ref string) error {
 			return err
 		}
 		if o.g.JSON {
-			d := showJSON(e, t)
-			if d.Refusal, err = e.RefusalAwaiting(t.Summary); err != nil {
+			d := o.g.showJSON(e, t)
+			r, err := e.RefusalAwaiting(t.Summary)
+			if err != nil {
 				return err
 			}
-			return writeJSON(o.g.io.Out, d)
+			d.Refusal = pendingRefusal(r)
+			return o.g.writeJSON(d)
 		}
 		_, err = o.g.io.Out.Write(t.File.Src)
 		return err
 	})
 }
 
-type showDoc struct {
-	Task     taskJSON `json:"task"`
-	Blocking []string `json:"waiting_for,omitempty"`
-	// Refusal is the refusal a blocked task waits on a decision for.
-	Refusal  *workflow.PendingRefusal `json:"refusal,omitempty"`
-	Rounds   []taskfile.Round         `json:"rounds"`
-	Sections []sectionJSON            `json:"sections"`
-	Body     string                   `json:"body"`
-	Content  string                   `json:"content"`
+// showAnswer is orch show's JSON answer: the task, what it waits for, a
+// refusal awaiting a decision, its feedback rounds and sections, and its
+// file.
+type showAnswer struct {
+	Task       taskJSON            `json:"task"`
+	WaitingFor []string            `json:"waiting_for"` // IDs of the dependencies not done yet
+	Refusal    *pendingRefusalJSON `json:"refusal"`     // null unless a refusal awaits orch decide
+	Rounds     []roundJSON         `json:"rounds"`
+	Sections   []sectionJSON       `json:"sections"`
+	Body       string              `json:"body"`    // the markdown after the frontmatter
+	Content    string              `json:"content"` // the whole file
 }
 
-func showJSON(e *workflow.Engine, t *workflow.Task) showDoc {
-	d := showDoc{Task: toTaskJSON(e, t.Summary), Body: string(t.File.Body()), Content: string(t.File.Src)}
+func (g *globalOptions) showJSON(e *workflow.Engine, t *workflow.Task) showAnswer {
+	d := showAnswer{Task: g.loadedTask(e, t), WaitingFor: []string{}, Body: string(t.File.Body()), Content: string(t.File.Src)}
 	if ok, pending := e.DepsDone(&t.Summary.Task); !ok {
-		d.Blocking = pending
+		d.WaitingFor = nonNil(pending)
 	}
-	d.Rounds = t.File.FeedbackRounds()
-	if d.Rounds == nil {
-		d.Rounds = []taskfile.Round{}
-	}
+	d.Rounds = roundsJSON(t.File.FeedbackRounds())
 	d.Sections = []sectionJSON{}
 	for _, sec := range t.File.Sections() {
 		d.Sections = append(d.Sections, sectionJSON{Level: sec.Level, Title: sec.Title, Line: sec.StartLine})

@@ -64,7 +64,7 @@ func runStats(o *statsOptions) error {
 			return err
 		}
 		if o.g.JSON {
-			return writeJSON(o.g.io.Out, st)
+			return o.g.writeJSON(o.g.statsJSON(e, st))
 		}
 		w := o.g.io.Out
 		fmt.Fprintf(w, "events: %d", st.Events)
@@ -189,4 +189,130 @@ func sortedCounts(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// statsAnswer is orch stats' JSON answer. Where it names a task (by_task,
+// reviews.recent) it gives task_id and the task object (null when the task
+// is no longer on the state branch).
+type statsAnswer struct {
+	Since               jsonTime               `json:"since"` // null without --since
+	Events              int                    `json:"events"`
+	Rejections          breakdownJSON          `json:"rejections"`
+	Refusals            breakdownJSON          `json:"refusals"`
+	InvalidRefusals     int                    `json:"invalid_refusals"`
+	CommonBlockers      []workflow.Count       `json:"common_blockers"`
+	Decisions           map[string]int         `json:"decisions"`
+	OverrideRate        float64                `json:"override_rate"`
+	Approvals           int                    `json:"approvals"`
+	AvgRoundsToApproval float64                `json:"avg_review_rounds_to_approval"`
+	Reviews             reviewStatsJSON        `json:"reviews"`
+	Responses           workflow.ResponseStats `json:"responses"`
+	Warnings            []workflow.Warning     `json:"warnings"`
+	Escalations         breakdownJSON          `json:"escalations"`
+}
+
+type breakdownJSON struct {
+	Total    int              `json:"total"`
+	ByReason []workflow.Count `json:"by_reason"`
+	ByAgent  []workflow.Count `json:"by_agent"`
+	ByTask   []taskCountJSON  `json:"by_task"`
+}
+
+type taskCountJSON struct {
+	TaskID string    `json:"task_id"`
+	Task   *taskJSON `json:"task"`
+	Count  int       `json:"count"`
+}
+
+type reviewStatsJSON struct {
+	Total                  int                      `json:"total"`
+	ByVerdict              map[string]int           `json:"by_verdict"`
+	Issues                 int                      `json:"issues"`
+	BySeverity             map[string]int           `json:"by_severity"`
+	Blocking               int                      `json:"blocking"`
+	Suggestions            int                      `json:"suggestions"`
+	AvgIssuesPerReview     float64                  `json:"avg_issues_per_review"`
+	Recent                 []reviewCountJSON        `json:"recent"`
+	SuggestionsAdopted     int                      `json:"suggestions_adopted"`
+	SuggestionsSkipped     int                      `json:"suggestions_skipped"`
+	SuggestionAdoptionRate float64                  `json:"suggestion_adoption_rate"`
+	AllSuggestionsSkipped  int                      `json:"all_suggestions_skipped"`
+	ByReviewer             []workflow.ReviewerStats `json:"by_reviewer"`
+}
+
+type reviewCountJSON struct {
+	TaskID      string    `json:"task_id"`
+	Task        *taskJSON `json:"task"`
+	Round       int       `json:"round"`
+	Reviewer    string    `json:"reviewer"`
+	Time        jsonTime  `json:"time"`
+	Verdict     string    `json:"verdict"`
+	Issues      int       `json:"issues"`
+	Blocking    int       `json:"blocking"`
+	Suggestions int       `json:"suggestions"`
+	Reopened    int       `json:"reopened"`
+	Resolved    int       `json:"resolved"`
+}
+
+func (g *globalOptions) statsJSON(e *workflow.Engine, st *workflow.Stats) statsAnswer {
+	var ids []string
+	for _, b := range []*workflow.Breakdown{&st.Rejections, &st.Refusals, &st.Escalations} {
+		for _, c := range b.ByTask {
+			ids = append(ids, c.Key)
+		}
+	}
+	for _, r := range st.Reviews.Recent {
+		ids = append(ids, r.Task)
+	}
+	refs := g.taskRefs(e, ids)
+	breakdown := func(b *workflow.Breakdown) breakdownJSON {
+		out := breakdownJSON{Total: b.Total, ByReason: nonNilCounts(b.ByReason), ByAgent: nonNilCounts(b.ByAgent), ByTask: []taskCountJSON{}}
+		for _, c := range b.ByTask {
+			out.ByTask = append(out.ByTask, taskCountJSON{c.Key, refs[c.Key], c.Count})
+		}
+		return out
+	}
+	rv := &st.Reviews
+	reviews := reviewStatsJSON{Total: rv.Total, ByVerdict: nonNilMap(rv.ByVerdict), Issues: rv.Issues, BySeverity: nonNilMap(rv.BySeverity),
+		Blocking: rv.Blocking, Suggestions: rv.Suggestions, AvgIssuesPerReview: rv.AvgIssuesPerReview, Recent: []reviewCountJSON{},
+		SuggestionsAdopted: rv.SuggestionsAdopted, SuggestionsSkipped: rv.SuggestionsSkipped, SuggestionAdoptionRate: rv.SuggestionAdoptionRate,
+		AllSuggestionsSkipped: rv.AllSuggestionsSkipped, ByReviewer: rv.ByReviewer}
+	if reviews.ByReviewer == nil {
+		reviews.ByReviewer = []workflow.ReviewerStats{}
+	}
+	for _, c := range rv.Recent {
+		reviews.Recent = append(reviews.Recent, reviewCountJSON{c.Task, refs[c.Task], c.Round, c.Reviewer, jsonTimeText(c.Time), c.Verdict,
+			c.Issues, c.Blocking, c.Suggestions, c.Reopened, c.Resolved})
+	}
+	responses := st.Responses
+	if responses.ByDeveloper == nil {
+		responses.ByDeveloper = []workflow.DeveloperAnswers{}
+	}
+	for i := range responses.ByDeveloper {
+		responses.ByDeveloper[i].Tasks = nonNil(responses.ByDeveloper[i].Tasks)
+	}
+	warnings := st.Warnings
+	if warnings == nil {
+		warnings = []workflow.Warning{}
+	}
+	since := jsonTime{}
+	if st.Since != "" {
+		since = jsonTimeText(st.Since)
+	}
+	return statsAnswer{since, st.Events, breakdown(&st.Rejections), breakdown(&st.Refusals), st.InvalidRefusals, nonNilCounts(st.CommonBlockers),
+		nonNilMap(st.Decisions), st.OverrideRate, st.Approvals, st.AvgRoundsToApproval, reviews, responses, warnings, breakdown(&st.Escalations)}
+}
+
+func nonNilCounts(c []workflow.Count) []workflow.Count {
+	if c == nil {
+		return []workflow.Count{}
+	}
+	return c
+}
+
+func nonNilMap(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return m
 }

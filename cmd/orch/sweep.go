@@ -31,6 +31,13 @@ to needs_continuation, with a note saying whose claim it was.
 	return cmd
 }
 
+// sweepAnswer is orch sweep's JSON answer: one transition per stale
+// claim, each as the transition verbs answer it.
+type sweepAnswer struct {
+	Count       int              `json:"count"`
+	Transitions []transitionJSON `json:"transitions"`
+}
+
 func runSweep(o *sweepOptions) error {
 	var d time.Duration
 	if o.OlderThan != "" {
@@ -47,11 +54,9 @@ func runSweep(o *sweepOptions) error {
 		if o.g.JSON {
 			out := make([]transitionJSON, len(res))
 			for i, r := range res {
-				out[i] = transitionJSON{Task: toTaskJSON(e, r.Task), From: string(r.From), To: string(r.To), Commit: r.Commit.String()}
+				out[i] = o.g.transition(e, r)
 			}
-			return writeJSON(o.g.io.Out, struct {
-				Swept []transitionJSON `json:"swept"`
-			}{out})
+			return o.g.writeJSON(sweepAnswer{len(out), out})
 		}
 		for _, r := range res {
 			fmt.Fprintf(o.g.io.Out, "%s: %s -> %s\n", r.Task.Task.ID, r.From, r.To)

@@ -73,7 +73,7 @@ func runSync(o *syncOptions, remote string) error {
 		return err
 	}
 	if o.g.JSON {
-		return writeJSON(o.g.io.Out, res)
+		return o.g.writeJSON(o.g.syncJSON(res))
 	}
 	fmt.Fprintf(o.g.io.Out, "sync %s: %s (local %s)\n", res.Remote, res.Action, shortText(res.Local))
 	for _, c := range res.Conflicts {
@@ -87,4 +87,52 @@ func shortText(h string) string {
 		return h[:7]
 	}
 	return h
+}
+
+// syncAnswer is orch sync's JSON answer.
+type syncAnswer struct {
+	Remote      string             `json:"remote"`
+	Action      string             `json:"action"` // up_to_date | pushed | fast_forward | merged | created_remote
+	Local       string             `json:"local"`  // the local state branch's commit after the sync
+	RemoteTip   string             `json:"remote_tip"`
+	MergeCommit string             `json:"merge_commit"` // "" when there was no merge
+	Changed     []string           `json:"changed"`      // files the sync changed here, relative to the repository
+	Conflicts   []syncConflictJSON `json:"conflicts"`
+	Attempts    int                `json:"attempts"`
+}
+
+// syncConflictJSON is one conflict the merge resolved by the rule (the
+// remote's version wins; a local body that lost is kept in the task).
+type syncConflictJSON struct {
+	Path   string    `json:"path"`
+	TaskID string    `json:"task_id"` // "" when the file is not a task
+	Task   *taskJSON `json:"task"`
+	Key    string    `json:"key"` // the frontmatter key; "" for the body or a whole file
+	Local  string    `json:"local"`
+	Remote string    `json:"remote"`
+	Kept   string    `json:"kept"` // remote, local, or both (bodies)
+}
+
+func (g *globalOptions) syncJSON(res *workflow.SyncResult) syncAnswer {
+	out := syncAnswer{Remote: res.Remote, Action: res.Action, Local: res.Local, RemoteTip: res.RemoteTip, MergeCommit: res.Merge,
+		Changed: []string{}, Conflicts: []syncConflictJSON{}, Attempts: res.Attempts}
+	for _, p := range res.Changed {
+		out.Changed = append(out.Changed, viewPath(p))
+	}
+	refs := map[string]*taskJSON{}
+	var ids []string
+	for _, c := range res.Conflicts {
+		ids = append(ids, c.Task)
+	}
+	if len(ids) > 0 {
+		// The tasks as they are after the sync; no reconcile: the sync did it.
+		if e, err := workflow.Open(workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, NoReconcile: true}); err == nil {
+			refs = g.taskRefs(e, ids)
+			_ = e.Close()
+		}
+	}
+	for _, c := range res.Conflicts {
+		out.Conflicts = append(out.Conflicts, syncConflictJSON{viewPath(c.Path), c.Task, refs[c.Task], c.Key, c.Local, c.Remote, c.Kept})
+	}
+	return out
 }

@@ -45,15 +45,18 @@ func versionString() string {
 	return v
 }
 
+// versionAnswer is orch version's JSON answer.
+type versionAnswer struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"` // the git commit built from ("" when unknown)
+	Go      string `json:"go"`
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+}
+
 func runVersion(o *versionOptions) error {
 	if o.g.JSON {
-		return writeJSON(o.g.io.Out, struct {
-			Version string `json:"version"`
-			Commit  string `json:"commit,omitempty"`
-			Go      string `json:"go"`
-			OS      string `json:"os"`
-			Arch    string `json:"arch"`
-		}{version, buildRevision(), runtime.Version(), runtime.GOOS, runtime.GOARCH})
+		return o.g.writeJSON(versionAnswer{version, buildRevision(), runtime.Version(), runtime.GOOS, runtime.GOARCH})
 	}
 	fmt.Fprintf(o.g.io.Out, "orch %s %s %s/%s\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return nil

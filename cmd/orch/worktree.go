@@ -38,6 +38,14 @@ On any error nothing is printed on stdout, so use the form that fails closed:
 	return cmd
 }
 
+// worktreeAnswer is orch worktree's JSON answer.
+type worktreeAnswer struct {
+	Task        taskJSON `json:"task"`
+	Branch      string   `json:"branch"`
+	Worktree    string   `json:"worktree"`     // its absolute path
+	NewWorktree bool     `json:"new_worktree"` // made by this command
+}
+
 func runWorktree(o *worktreeOptions, ref string) error {
 	return o.g.withEngine(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
@@ -49,12 +57,7 @@ func runWorktree(o *worktreeOptions, ref string) error {
 			return err
 		}
 		if o.g.JSON {
-			return writeJSON(o.g.io.Out, struct {
-				Task    string `json:"task"`
-				Branch  string `json:"branch"`
-				Path    string `json:"path"`
-				Created bool   `json:"created"`
-			}{w.Task, w.Branch, w.Path, w.Created})
+			return o.g.writeJSON(worktreeAnswer{o.g.task(e, s), w.Branch, w.Path, w.Created})
 		}
 		fmt.Fprintln(o.g.io.Out, w.Path)
 		if w.Created {
@@ -88,6 +91,24 @@ be removed.`,
 	return cmd
 }
 
+// pruneAnswer is orch worktree prune's JSON answer.
+type pruneAnswer struct {
+	DryRun    bool         `json:"dry_run"`
+	Count     int          `json:"count"`
+	Worktrees []prunedJSON `json:"worktrees"`
+}
+
+// prunedJSON is one worktree of a finished task.
+type prunedJSON struct {
+	Worktree string    `json:"worktree"` // its absolute path
+	Branch   string    `json:"branch"`
+	TaskID   string    `json:"task_id"`
+	Task     *taskJSON `json:"task"`  // null when the task is archived
+	Queue    string    `json:"queue"` // "archived" when the task file is gone
+	Removed  bool      `json:"removed"`
+	Kept     string    `json:"kept"` // why it was kept ("" when removed, or would be)
+}
+
 func runWorktreePrune(o *worktreePruneOptions) error {
 	return o.g.withEngine(func(e *workflow.Engine) error {
 		if err := e.RequireInit(); err != nil {
@@ -104,11 +125,16 @@ func runWorktreePrune(o *worktreePruneOptions) error {
 			}
 		}
 		if o.g.JSON {
-			if err := writeJSON(o.g.io.Out, struct {
-				Worktrees []workflow.PrunedWorktree `json:"worktrees"`
-				Count     int                       `json:"count"`
-				DryRun    bool                      `json:"dry_run"`
-			}{list, len(list), o.DryRun}); err != nil {
+			ids := make([]string, len(list))
+			for i, w := range list {
+				ids[i] = w.Task
+			}
+			refs := o.g.taskRefs(e, ids)
+			out := make([]prunedJSON, len(list))
+			for i, w := range list {
+				out[i] = prunedJSON{w.Path, w.Branch, w.Task, refs[w.Task], w.Queue, w.Removed, w.Kept}
+			}
+			if err := o.g.writeJSON(pruneAnswer{o.DryRun, len(out), out}); err != nil {
 				return err
 			}
 		} else {

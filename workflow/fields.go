@@ -1,0 +1,230 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// A task's custom frontmatter keys (those orch does not know) are part of
+// the task as --json shows it, as one JSON object. A summary does not carry
+// them: the state cache holds the known fields only. For one task they are
+// read from its file; for many (orch list, board) from a cache of their
+// own, <private dir>/fields, keyed by blob: a blob's keys never change, so
+// the cache is never stale, only incomplete (a blob it lacks is read and
+// added). Reading every file instead would cost orch list --json at
+// 10,000 tasks about two seconds.
+
+// NoFields is the JSON of a task without custom keys.
+var NoFields = json.RawMessage(`{}`)
+
+// fieldsCacheName is the cache's file in the private state directory, and
+// fieldsMagic its first line; the version changes with what is cached
+// (the keys orch knows, the JSON of a value).
+const (
+	fieldsCacheName = "fields"
+	fieldsMagic     = "orch fields cache 1\n"
+)
+
+// manyFields is the number of tasks from which TaskFieldsOf goes through
+// the cache instead of reading each file.
+const manyFields = 16
+
+// fieldsJSON returns the custom keys of a parsed file as a JSON object.
+func fieldsJSON(f *taskfile.File) json.RawMessage {
+	m := f.CustomFields()
+	if len(m) == 0 {
+		return NoFields
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return NoFields
+	}
+	return b
+}
+
+// FileFields returns the custom keys of a loaded task as a JSON object.
+func FileFields(t *Task) json.RawMessage {
+	if t == nil || t.File == nil {
+		return NoFields
+	}
+	return fieldsJSON(t.File)
+}
+
+// TaskFields reads a task's committed file and returns its custom keys as
+// a JSON object ({} when it has none, or cannot be read or parsed).
+func (e *Engine) TaskFields(s *gitstore.Summary) json.RawMessage {
+	if s == nil || s.Blob.IsZero() {
+		return NoFields
+	}
+	data, err := e.Store.Snapshot().ReadAt(s.Path, s.Blob)
+	if err != nil {
+		return NoFields
+	}
+	f, err := taskfile.Parse(s.Path, data)
+	if err != nil {
+		return NoFields
+	}
+	return fieldsJSON(f)
+}
+
+// TaskFieldsOf returns the custom keys of each task, in order. Past a few
+// tasks it reads them from the fields cache, and adds to the cache what
+// it had to read.
+func (e *Engine) TaskFieldsOf(sums []*gitstore.Summary) []json.RawMessage {
+	out := make([]json.RawMessage, len(sums))
+	if len(sums) < manyFields {
+		for i, s := range sums {
+			out[i] = e.TaskFields(s)
+		}
+		return out
+	}
+	path := filepath.Join(e.Store.PrivDir(), fieldsCacheName)
+	cache := readFieldsCache(path)
+	var added map[plumbing.Hash]json.RawMessage
+	for i, s := range sums {
+		if s == nil || s.Blob.IsZero() {
+			out[i] = NoFields
+			continue
+		}
+		if v, ok := cache.get(s.Blob); ok {
+			out[i] = v
+			continue
+		}
+		if v, ok := added[s.Blob]; ok {
+			out[i] = v
+			continue
+		}
+		v := e.TaskFields(s)
+		if added == nil {
+			added = map[plumbing.Hash]json.RawMessage{}
+		}
+		added[s.Blob] = v
+		out[i] = v
+	}
+	if len(added) > 0 {
+		// Keep the blobs of the tasks on the state branch only, so that
+		// the cache does not grow with history.
+		live := map[plumbing.Hash]bool{}
+		for _, fe := range e.Store.Snapshot().Files(gitstore.TasksDir) {
+			live[fe.Blob] = true
+		}
+		for _, s := range sums {
+			if s != nil {
+				live[s.Blob] = true
+			}
+		}
+		if cache != nil {
+			for i, h := range cache.hashes {
+				if _, ok := added[h]; !ok {
+					added[h] = cache.vals[i]
+				}
+			}
+		}
+		writeFieldsCache(path, added, live)
+	}
+	return out
+}
+
+// fieldsCache is the loaded cache: blob ids in order, and each one's
+// custom keys.
+type fieldsCache struct {
+	hashes []plumbing.Hash
+	vals   []json.RawMessage
+}
+
+func (c *fieldsCache) get(h plumbing.Hash) (json.RawMessage, bool) {
+	if c == nil {
+		return nil, false
+	}
+	i, ok := slices.BinarySearchFunc(c.hashes, h, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	if !ok {
+		return nil, false
+	}
+	return c.vals[i], true
+}
+
+// readFieldsCache loads the cache (nil when it is missing or damaged: it
+// is rebuilt). The values point into the file's bytes.
+//
+// Layout: fieldsMagic, then per blob its 20-byte id, a uvarint length and
+// the JSON object (length 0: no custom keys), then the CRC-32 of
+// everything before it.
+func readFieldsCache(path string) *fieldsCache {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < len(fieldsMagic)+4 || string(b[:len(fieldsMagic)]) != fieldsMagic {
+		return nil
+	}
+	body := b[:len(b)-4]
+	if crc32.ChecksumIEEE(body) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+		return nil
+	}
+	most := len(body) / 21 // a blob without custom keys takes 21 bytes
+	c := &fieldsCache{hashes: make([]plumbing.Hash, 0, most), vals: make([]json.RawMessage, 0, most)}
+	for p := len(fieldsMagic); p < len(body); {
+		var h plumbing.Hash
+		if len(body)-p < len(h) {
+			return nil
+		}
+		copy(h[:], body[p:])
+		p += len(h)
+		n, k := binary.Uvarint(body[p:])
+		if k <= 0 || n > uint64(len(body)-p-k) {
+			return nil
+		}
+		p += k
+		if l := len(c.hashes); l > 0 && bytes.Compare(c.hashes[l-1][:], h[:]) >= 0 {
+			return nil // not in order: not a cache this code wrote
+		}
+		c.hashes = append(c.hashes, h)
+		if n == 0 {
+			c.vals = append(c.vals, NoFields)
+		} else {
+			c.vals = append(c.vals, json.RawMessage(body[p:p+int(n):p+int(n)]))
+		}
+		p += int(n)
+	}
+	return c
+}
+
+// writeFieldsCache replaces the cache with the entries of live blobs.
+// Failing to write it costs only time: it is a cache.
+func writeFieldsCache(path string, cache map[plumbing.Hash]json.RawMessage, live map[plumbing.Hash]bool) {
+	hs := make([]plumbing.Hash, 0, len(cache))
+	for h := range cache {
+		if live[h] {
+			hs = append(hs, h)
+		}
+	}
+	slices.SortFunc(hs, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	b := make([]byte, 0, len(fieldsMagic)+len(hs)*22+4)
+	b = append(b, fieldsMagic...)
+	for _, h := range hs {
+		v := cache[h]
+		if bytes.Equal(v, NoFields) {
+			v = nil
+		}
+		b = append(b, h[:]...)
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o666); err != nil {
+		_ = os.Remove(tmp)
+		return
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+	}
+}

@@ -1,0 +1,91 @@
+package workflow
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orch-tool/orch/gitstore"
+)
+
+// TestTaskFieldsOf: the custom keys of many tasks come from the fields
+// cache, which is built on first use, follows a changed file (a new blob)
+// and is rebuilt when damaged; a task or two are read from their files.
+func TestTaskFieldsOf(t *testing.T) {
+	dir, _ := doctorRepo(t)
+	e, err := Open(Options{Dir: dir, Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := e.New(NewTask{Title: "Task " + string(rune('a'+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A person adds custom keys to one task in the view.
+	view := filepath.Join(dir, gitstore.ViewDirName, gitstore.TasksDir)
+	ents, err := os.ReadDir(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom := filepath.Join(view, ents[3].Name())
+	addKey := func(line string) {
+		t.Helper()
+		b, err := os.ReadFile(custom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.Replace(string(b), "\n---\n", "\n"+line+"\n---\n", 1)
+		if err := os.WriteFile(custom, []byte(s), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addKey("estimate: 3")
+	check := func(want string) {
+		t.Helper()
+		e, err := Open(Options{Dir: dir, Actor: "tester"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		sums := e.Store.Summaries()
+		if len(sums) < manyFields {
+			t.Fatalf("%d tasks: the cache is not used", len(sums))
+		}
+		got := map[string]string{}
+		for i, f := range e.TaskFieldsOf(sums) {
+			got[filepath.Base(sums[i].Path)] = string(f)
+			if one := string(e.TaskFields(sums[i])); one != string(f) {
+				t.Errorf("%s: TaskFieldsOf %s, TaskFields %s", sums[i].Path, f, one)
+			}
+		}
+		for name, f := range got {
+			w := "{}"
+			if name == ents[3].Name() {
+				w = want
+			}
+			if f != w {
+				t.Errorf("%s: fields %s, want %s", name, f, w)
+			}
+		}
+	}
+	cache := filepath.Join(dir, ".git", "orch", fieldsCacheName)
+	check(`{"estimate":3}`)
+	if _, err := os.Stat(cache); err != nil {
+		t.Fatalf("no fields cache: %v", err)
+	}
+	check(`{"estimate":3}`) // from the cache
+	addKey("team: [web, \"<api>\"]")
+	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+	if err := os.WriteFile(cache, []byte(fieldsMagic+"damaged"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+	if c := readFieldsCache(cache); c == nil || len(c.hashes) != 22 {
+		t.Errorf("the cache was not rebuilt: %+v", c)
+	}
+}
