@@ -22,9 +22,10 @@ that does not parse, unknown queues or priorities, hand edits that cannot be
 committed, conflicts between the view and the branch, missing or circular
 dependencies, and config.yaml. Each problem names the file and line.
 
-Exits 0 when all is well and 1 when there are problems. With --json the
-report ({"ok": false, "count": N, "problems": [...]}) is printed on stdout
-either way.`,
+Exits 0 when all is well and 1 when there are problems. With --json it
+prints the report ({"ok": false, "count": N, "problems": [...]}) and exits 0
+whenever the check ran: read "ok". A failure to check (not a repository, orch
+not set up) exits non-zero with the error on stderr, as every verb does.`,
 		Example: `  orch check
   orch check --json`,
 		Args: exactArgs(0, "check"),
@@ -52,12 +53,12 @@ func runCheck(o *checkOptions) error {
 		return err
 	}
 	if o.g.JSON {
+		// The report is the answer: ok says whether all is well (exit
+		// 0), like every answer on stdout (docs/agents.md).
 		if problems == nil {
 			problems = []workflow.Problem{}
 		}
-		if err := o.g.writeJSON(checkAnswer{len(problems) == 0, len(problems), problems}); err != nil {
-			return err
-		}
+		return o.g.writeJSON(checkAnswer{len(problems) == 0, len(problems), problems})
 	} else {
 		for _, p := range problems {
 			fmt.Fprintln(o.g.io.Out, p.String())

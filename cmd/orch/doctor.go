@@ -52,9 +52,9 @@ return); --accept-rewind keeps it where it is. Until then every other command
 refuses to write. Neither is an agent's to run (ORCH_AGENT set: refused).
 
 Prints one line per check: ok, problem or fixed. Exits 0 when every check is
-ok (or fixed) and 1 when problems remain. With --json the report
+ok (or fixed) and 1 when problems remain. With --json it prints the report
 ({"ok": ..., "count": N, "checks": [{"check", "status", "detail", "hint",
-"items"}]}) is printed on stdout either way.`,
+"items"}]}) and exits 0 whenever the checks ran: read "ok".`,
 		Example: `  orch doctor
   orch doctor --fix
   orch doctor --restore-tip
@@ -99,13 +99,8 @@ func runDoctor(o *doctorOptions) error {
 		for i := range checks {
 			checks[i].Items = nonNil(checks[i].Items)
 		}
-		if err := g.writeJSON(doctorAnswer{rep.OK, len(checks), checks}); err != nil {
-			return err
-		}
-		if problems > 0 {
-			return &silentExit{code: exitFailure}
-		}
-		return nil
+		// The report is the answer, problems or not: ok says which.
+		return g.writeJSON(doctorAnswer{rep.OK && problems == 0, len(checks), checks})
 	}
 	width := 0
 	for _, c := range rep.Checks {

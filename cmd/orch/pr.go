@@ -47,9 +47,10 @@ is read before anything is written, and each is imported on its own: one that
 gh cannot read, or whose review orch refuses (a body over 64 KiB, control
 characters), is reported with its number and the others are imported. Then
 the command prints what it imported, names each refused pull request, and
-exits 1 (with --json: {"ok": false, "pull_requests": [...]} on stdout, each
-refused one with "outcome": "refused" and its "message"). When gh fails for
-every pull request (no network, not logged in), nothing changes.`,
+exits 1. With --json it answers every pull request looked at and exits 0:
+{"ok": false, "pull_requests": [...]}, each refused one with "outcome":
+"refused" and its "message". When gh fails for every pull request (no
+network, not logged in), nothing changes.`,
 		Example: `  orch pr poll
   ORCH_GH=/usr/local/bin/gh orch pr poll --json`,
 		Args: exactArgs(0, "pr poll"),
@@ -161,7 +162,7 @@ func prDetails(res []*workflow.PRImport, refused []prRefusal) []string {
 }
 
 // printPoll prints what pr poll or pr import did, and names each refused
-// pull request (then the command exits 1).
+// pull request (then, without --json, the command exits 1).
 func printPoll(g *globalOptions, e *workflow.Engine, res []*workflow.PRImport, refused []prRefusal) error {
 	if g.JSON {
 		var ids []string
@@ -183,13 +184,9 @@ func printPoll(g *globalOptions, e *workflow.Engine, res []*workflow.PRImport, r
 		for _, r := range refused {
 			prs = append(prs, prJSON{TaskID: r.Task, Task: refs[r.Task], PRNumber: r.PR, Outcome: "refused", Message: r.Message})
 		}
-		if err := g.writeJSON(prAnswer{len(refused) == 0, len(prs), prs}); err != nil {
-			return err
-		}
-		if len(refused) > 0 {
-			return &silentExit{code: exitFailure}
-		}
-		return nil
+		// The answer says what was imported and what was not: ok is
+		// false when a pull request was refused (exit 0, as every answer).
+		return g.writeJSON(prAnswer{len(refused) == 0, len(prs), prs})
 	}
 	for _, r := range res {
 		what := fmt.Sprintf("%s: PR #%d", r.Task, r.PR)
