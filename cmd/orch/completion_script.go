@@ -30,7 +30,12 @@ func setupCompletion(g *globalOptions, c *cobra.Command) {
 		}
 		return nil
 	}
-	c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if g.JSON { // there is no answer to give: the help is not one
+			return &workflow.UsageError{Msg: "orch completion needs a shell", Hint: "usage: orch completion bash|zsh|fish|powershell"}
+		}
+		return cmd.Help()
+	}
 	for _, sub := range c.Commands() {
 		shell := sub.Name()
 		sub.Example = completionExamples[shell]

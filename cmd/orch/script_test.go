@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -22,14 +23,42 @@ import (
 // TestMain lets the test binary act as the orch command inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"orch": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"orch": func() {
+			if dir := os.Getenv("ORCH_TEST_SCHEMAS"); dir != "" {
+				os.Exit(mainCheckingSchemas(dir, os.Args[1:]))
+			}
+			os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
 	})
 }
 
 // TestScripts runs cmd/orch/testdata/script/*.txtar: the built binary
 // driven the way an agent and a person drive it, against real repositories.
+// Every JSON answer a script prints is checked against its schema
+// (mainCheckingSchemas); when every script ran, every schema must have
+// been checked against at least one real answer.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, scriptParams("testdata/script"))
+	p := scriptParams("testdata/script")
+	seen := t.TempDir()
+	var ran atomic.Int32
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		ran.Add(1)
+		env.Setenv("ORCH_TEST_SCHEMAS_SEEN", seen)
+		return setup(env)
+	}
+	t.Cleanup(func() { // after every script (they run in parallel)
+		scripts, _ := filepath.Glob(filepath.Join("testdata", "script", "*.txtar"))
+		if t.Failed() || int(ran.Load()) < len(scripts) {
+			return // a failed run, or a run of some scripts only
+		}
+		for _, name := range schemaNames() {
+			if _, err := os.Stat(filepath.Join(seen, name)); err != nil {
+				t.Errorf("no script prints an answer that docs/schema/%s.json checks (run a command with --json in a script)", name)
+			}
+		}
+	})
+	testscript.Run(t, p)
 }
 
 func scriptParams(dir string) testscript.Params {
@@ -50,6 +79,12 @@ func scriptParams(dir string) testscript.Params {
 			env.Setenv("EDITOR", "")
 			env.Setenv("VISUAL", "")
 			env.Setenv("ORCH_AGENT", "")
+			// Every answer of every script is checked against its schema.
+			schemas, err := filepath.Abs(schemaDir)
+			if err != nil {
+				return err
+			}
+			env.Setenv("ORCH_TEST_SCHEMAS", schemas)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
