@@ -973,6 +973,27 @@ func (e *Engine) Escalate(id, text string) (*Result, error) {
 	})
 }
 
+// Reopen sends a failed task back to incoming: failed is final for agents,
+// and only a person undoes it. The branch, the feedback and the counts are
+// kept; the reason goes into the task above everything else, for whoever
+// claims it next.
+func (e *Engine) Reopen(id, reason string) (*Result, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return nil, &UsageError{Msg: "say why the task is reopened", Hint: `orch reopen ` + id + ` -m "what changed since it failed"`}
+	}
+	if err := e.requireHuman("reopen", id, "reopening a failed task"); err != nil {
+		return nil, err
+	}
+	return e.transition(id, "reopen", func(t *Task) (*change, error) {
+		f, err := t.File.AddSection(fmt.Sprintf("## Reopened (%s, %s)\n\n%s\n", e.Actor, taskfile.FormatTime(e.Now()), demote(reason)))
+		if err != nil {
+			return nil, err
+		}
+		return &change{file: f, to: taskfile.Incoming, body: "Reopened by " + e.Actor + ": " + firstSentence(reason), data: map[string]any{"reason": reason}}, nil
+	})
+}
+
 // Requeue puts the task back in incoming: the claim is cleared; the branch,
 // the feedback and the counts are kept. With to, only that agent may claim
 // it.

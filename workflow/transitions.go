@@ -39,6 +39,7 @@ var Transitions = []Transition{
 	{Verb: "escalate", From: []taskfile.Queue{taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked}, To: []taskfile.Queue{taskfile.Escalated}, Who: "anyone", Summary: "ask a human to act"},
 	{Verb: "requeue", From: []taskfile.Queue{taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "put the task back in incoming (claim cleared; branch, feedback and counts kept)"},
 	{Verb: "sweep", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "human", Summary: "move claims older than claim_timeout to needs_continuation"},
+	{Verb: "reopen", From: []taskfile.Queue{taskfile.Failed}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "send a failed task back to incoming (branch, feedback and counts kept; the reason is noted in the task)"},
 	{Verb: "archive", From: []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded}, To: nil, Who: "human", Summary: "remove a finished task's file from the state branch (history keeps it)"},
 }
 
