@@ -78,3 +78,17 @@ func (r *Repo) WorktreeChanges(path string) (string, error) {
 	}
 	return out.String(), nil
 }
+
+// Diff is git diff between two commits (a..b), or against their merge base
+// (a...b) when mergeBase is set; stat gives git diff --stat instead.
+func (r *Repo) Diff(a, b string, mergeBase, stat bool) (string, error) {
+	rng := a + ".." + b
+	if mergeBase {
+		rng = a + "..." + b
+	}
+	args := []string{"diff", "--no-color", "--no-ext-diff"}
+	if stat {
+		args = append(args, "--stat")
+	}
+	return r.git(append(args, rng, "--")...)
+}
