@@ -138,6 +138,8 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		newRequeueCmd(g),
 		newReopenCmd(g),
 		newDiffCmd(g),
+		newPrimeCmd(g),
+		newSetupCmd(g),
 		newUnlockCmd(g),
 		newSweepCmd(g),
 		newArchiveCmd(g),
@@ -233,7 +235,7 @@ func (g *globalOptions) open() (*workflow.Engine, error) {
 // every command runs), so the rule of a claimed task's worktree does not
 // bind them (DESIGN §4a).
 var readOnlyVerbs = map[string]bool{
-	"list": true, "show": true, "diff": true, "prompt": true, "log": true, "stats": true, "inbox": true, "board": true,
+	"list": true, "show": true, "diff": true, "prime": true, "prompt": true, "log": true, "stats": true, "inbox": true, "board": true,
 	"check": true, "instructions": true, "version": true, "worktree": true, "doctor": true,
 }
 
