@@ -26,7 +26,7 @@ import (
 // index (for reconciling with stat calls instead of reads). It is a pure
 // cache: a missing, stale or corrupt file is detected (version, ref, tip,
 // checksum) and rebuilt from the branch and the view.
-const cacheMagic = "orch-state-cache v14\n"
+const cacheMagic = "orch-state-cache v15\n"
 
 // Summary is what orch knows about a task without reading its file again.
 type Summary struct {
@@ -205,6 +205,7 @@ func encodeTask(e *enc, t *taskfile.Task) {
 	e.uv(uint64(t.Attempts))
 	e.str(t.ClaimedBy)
 	e.time(t.ClaimedAt)
+	e.time(t.HeartbeatAt)
 	e.str(t.SubmittedBy)
 	e.time(t.SubmittedAt)
 	e.str(t.AssignedTo)
@@ -228,6 +229,7 @@ func decodeTask(d *dec, t *taskfile.Task) {
 	t.Attempts = int(d.uv())
 	t.ClaimedBy = d.str()
 	t.ClaimedAt = d.time()
+	t.HeartbeatAt = d.time()
 	t.SubmittedBy = d.str()
 	t.SubmittedAt = d.time()
 	t.AssignedTo = d.str()

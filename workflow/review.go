@@ -659,6 +659,12 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		if err != nil {
 			return nil, err
 		}
+		// An answer is work on the task: it renews the claimant's lease.
+		if t.Task.Queue == taskfile.Claimed {
+			if f, err = f.Apply(taskfile.Set(taskfile.KeyHeartbeatAt, taskfile.Time(e.Now()))); err != nil {
+				return nil, err
+			}
+		}
 		// The round answered (a re-opened issue keeps its ID in later
 		// rounds) lets orch stats count each answer once.
 		data := map[string]any{"issue": ref, "status": st, "commit": full, "text": text, "blocking": is.Blocking,

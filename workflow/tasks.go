@@ -310,7 +310,7 @@ func ClaimOrderText() string {
 	for i, q := range ClaimQueueOrder {
 		s[i] = string(q)
 	}
-	return strings.Join(s, ", then ") + "; within a queue by priority (P0 first), then age (oldest first), then id"
+	return strings.Join(s, ", then ") + " (with it, a claim whose lease ran out); within a queue by priority (P0 first), then age (oldest first), then id"
 }
 
 var claimQueueRank = func() map[taskfile.Queue]int {
@@ -318,6 +318,9 @@ var claimQueueRank = func() map[taskfile.Queue]int {
 	for i, q := range ClaimQueueOrder {
 		m[q] = i
 	}
+	// A claim whose lease ran out is work another agent stopped: it comes
+	// with needs_continuation (whyNot passes over a live one).
+	m[taskfile.Claimed] = m[taskfile.NeedsContinuation]
 	return m
 }()
 
@@ -355,6 +358,11 @@ func (e *Engine) DepsDone(t *taskfile.Task) (bool, []string) {
 func (e *Engine) Ready(t *taskfile.Task) bool {
 	if _, ok := claimQueueRank[t.Queue]; !ok {
 		return false
+	}
+	if t.Queue == taskfile.Claimed {
+		if s := e.Store.SummaryByID(t.ID); s == nil || !e.leaseExpired(s) {
+			return false
+		}
 	}
 	ok, _ := e.DepsDone(t)
 	return ok
