@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -558,14 +559,14 @@ func startCacheLoad(path, ref string, mapped bool) *cacheLoad {
 	if err != nil {
 		return nil
 	}
-	Trace("  read cache file")
+	trace.Phase("  read cache file")
 	c, d, err := decodeCacheDirs(b)
 	if err != nil || c.ref != ref {
 		return nil
 	}
 	l := &cacheLoad{c: c, d: d, path: path}
 	l.journal, l.j = c.replayDirs(path + journalSuffix)
-	Trace("  decode dirs")
+	trace.Phase("  decode dirs")
 	return l
 }
 
@@ -598,9 +599,9 @@ func (l *cacheLoad) finish() *stateCache {
 	if l.c.decodeRest(l.d) != nil {
 		return newStateCache(l.c.ref)
 	}
-	Trace("  decode cache")
+	trace.Phase("  decode cache")
 	l.c.replayRest(l.j)
-	Trace("  apply journal")
+	trace.Phase("  apply journal")
 	return l.c
 }
 

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/orch-tool/orch/internal/trace"
 )
 
 // fileStat is the part of stat(2) the sync index compares.
@@ -235,8 +237,8 @@ func (s *viewScan) run(view string) {
 		n, left := countFiles(fd, dir, buf)
 		lists[dir] = listed{fd, n}
 		s.leftovers = s.leftovers || left
-		if traceOn {
-			Trace("  scan: listed " + dir)
+		if trace.On() {
+			trace.Phase("  scan: listed " + dir)
 		}
 	}
 	branch := <-s.branch
@@ -249,8 +251,8 @@ func (s *viewScan) run(view string) {
 		if files.n != l.count {
 			files.addUnlisted(l.fd, dir)
 		}
-		if traceOn {
-			Trace("  scan: stat " + dir)
+		if trace.On() {
+			trace.Phase("  scan: stat " + dir)
 		}
 		s.dirs[dir] = files
 		s.n += files.n

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -124,7 +125,7 @@ func (st *Store) Defer(pol Policy) {
 	go func() {
 		defer close(pre.done)
 		pre.paths = st.pendingPathsAt(pre.snap, st.scan.wait())
-		Trace("  scan: compared")
+		trace.Phase("  scan: compared")
 	}()
 }
 
@@ -301,7 +302,7 @@ var testHookBeforeLock func()
 // Lock takes the store lock and loads the state branch. Every command that
 // may write runs between Lock and Close.
 func (st *Store) Lock() error {
-	Trace("open")
+	trace.Phase("open")
 	if st.cache == nil && st.scan != nil {
 		// Read the cache's directories before waiting for the lock, so
 		// that the view scan stats the branch's files meanwhile: with
@@ -325,11 +326,11 @@ func (st *Store) Lock() error {
 	}
 	st.lock = l
 	st.removeLocksOfDeadOrch()
-	Trace("lock")
+	trace.Phase("lock")
 	if err := st.load(); err != nil {
 		return err
 	}
-	Trace("load cache")
+	trace.Phase("load cache")
 	if st.snap != nil && !st.snap.Tip.IsZero() {
 		st.claimView()
 	}
@@ -360,7 +361,7 @@ func (st *Store) Close() error {
 			st.note("could not save the state cache (%v); the next command rebuilds it", serr)
 		}
 		st.dirty = false
-		Trace("save cache")
+		trace.Phase("save cache")
 	}
 	st.lock.release()
 	st.lock = nil
@@ -720,13 +721,13 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, &ErrCheckedOut{Ref: st.Ref, Worktrees: wts}
 	}
 	base := st.snap
-	Trace("commit: prepare")
+	trace.Phase("commit: prepare")
 	objs := st.objs.newBatch()
 	next, err := base.apply(req.Changes, objs)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	Trace("commit: trees and blobs")
+	trace.Phase("commit: trees and blobs")
 	if next.Root == base.Root && !base.Tip.IsZero() && len(req.MergeParents) == 0 {
 		return base.Tip, nil // nothing changed: no empty commits
 	}
@@ -746,9 +747,9 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 	if err := objs.flush(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	Trace("commit: objects written")
+	trace.Phase("commit: objects written")
 	st.objs.syncDirs()
-	Trace("commit: commit object, dirs synced")
+	trace.Phase("commit: commit object, dirs synced")
 	if st.deferred {
 		// An optimistic command: the objects are written (and the disk
 		// flush overlapped the scan); the ref moves only if the view held
@@ -756,7 +757,7 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 		if _, err := st.Settle(); err != nil {
 			return plumbing.ZeroHash, err
 		}
-		Trace("commit: settled")
+		trace.Phase("commit: settled")
 	}
 	if req.BeforeRef != nil {
 		if err := req.BeforeRef(); err != nil {
@@ -773,14 +774,14 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	Trace("commit: ref")
+	trace.Phase("commit: ref")
 	next.Tip = h
 	next.view = st.readView
 	st.snap = next
 	st.cache.tip, st.cache.root, st.cache.dirs = h, next.Root, next.dirs
 	st.updateSummaries(req.Changes)
 	st.dirty = true
-	Trace("commit: summaries")
+	trace.Phase("commit: summaries")
 	for _, c := range req.Changes {
 		if c.Delete {
 			st.removeView(c.Path)
@@ -789,7 +790,7 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 			st.writeView(c.Path, c.Data, blob)
 		}
 	}
-	Trace("commit: view")
+	trace.Phase("commit: view")
 	return h, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -80,7 +81,7 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 		return rep, nil
 	}
 	scan := st.scan.wait()
-	Trace("view scan")
+	trace.Phase("view scan")
 	if scan.leftovers {
 		st.removeLeftoverTemps()
 	}
@@ -115,7 +116,7 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 	for _, r := range st.Recovered() {
 		st.note("%s holds a save that raced orch: copy what you need into the task file, then delete it", r)
 	}
-	Trace("reconcile")
+	trace.Phase("reconcile")
 	return rep, nil
 }
 
