@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -576,7 +577,7 @@ func startCacheLoad(path, ref string, mapped bool) *cacheLoad {
 // stat the branch's files while it waits, and checks this once it holds
 // the lock.
 func (l *cacheLoad) current() bool {
-	f, err := openPrivate(l.path, os.O_RDONLY, 0)
+	f, err := privfile.Open(l.path, os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -586,7 +587,7 @@ func (l *cacheLoad) current() bool {
 	if err != nil || !bytes.Equal(hdr, l.c.raw[:len(hdr)]) {
 		return false
 	}
-	j, err := ReadPrivateFile(l.path + journalSuffix)
+	j, err := privfile.Read(l.path + journalSuffix)
 	if errors.Is(err, fs.ErrNotExist) {
 		return l.journal == nil
 	}
@@ -624,7 +625,7 @@ func loadStateCache(path, ref string, mapped bool) *stateCache {
 // store many times reads it instead (mapped false), so the garbage
 // collector frees each copy.
 func readCacheFile(path string, mapped bool) ([]byte, error) {
-	f, err := openPrivate(path, os.O_RDONLY, 0)
+	f, err := privfile.Open(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}

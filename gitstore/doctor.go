@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -45,9 +46,9 @@ func (st *Store) DoctorLock(exclusive bool) (release func(), err error) {
 		if err := os.MkdirAll(st.priv, 0o777); err != nil {
 			return nil, err
 		}
-		f, err = openPrivate(path, os.O_RDWR|os.O_CREATE, 0o666)
+		f, err = privfile.Open(path, os.O_RDWR|os.O_CREATE, 0o666)
 	} else {
-		f, err = openPrivate(path, os.O_RDONLY, 0)
+		f, err = privfile.Open(path, os.O_RDONLY, 0)
 		if errors.Is(err, os.ErrNotExist) {
 			return func() {}, nil
 		}
@@ -164,7 +165,7 @@ func (st *Store) lockOwnerNotes() []string {
 // noteStale reads a note: the pid it names, and whether that process is
 // gone (or the note holds no pid at all).
 func noteStale(note string) (int, bool) {
-	b, err := ReadPrivateFile(note)
+	b, err := privfile.Read(note)
 	if err != nil {
 		return 0, false
 	}

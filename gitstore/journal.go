@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/orch-tool/orch/gitstore/privfile"
 )
 
 // The cache journal. Rewriting the whole cache (4 MB at 10,000 tasks) after
@@ -62,7 +64,7 @@ type journalReplay struct {
 // damaged or malformed ends the replay. It returns the file as read (nil
 // when there is none) and what replayRest needs.
 func (c *stateCache) replayDirs(path string) ([]byte, *journalReplay) {
-	f, err := openPrivate(path, os.O_RDONLY, 0)
+	f, err := privfile.Open(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, nil
 	}
@@ -308,7 +310,7 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 	rec = binary.AppendUvarint(rec, uint64(len(e.b)))
 	rec = binary.LittleEndian.AppendUint32(rec, checksum(e.b))
 	rec = append(rec, e.b...)
-	f, err := openPrivate(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := privfile.Open(path, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return false, err
 	}

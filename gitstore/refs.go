@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore/privfile"
 )
 
 // refLockTimeout is how long a ref update waits for a .lock file held by
@@ -199,7 +201,7 @@ func (r *Repo) ownerNote(lockPath string) string {
 // killed orch and can be taken over at once, instead of after
 // staleRefLockAge.
 func (r *Repo) noteLockOwner(lockPath string) {
-	if note := r.ownerNote(lockPath); note != "" && checkRegular(note) == nil {
+	if note := r.ownerNote(lockPath); note != "" && privfile.Check(note) == nil {
 		_ = os.WriteFile(note, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o666)
 	}
 }
@@ -223,7 +225,7 @@ func (r *Repo) LockOwner(lockPath string) (pid int, noted time.Time, ok bool) {
 		if note == "" {
 			continue
 		}
-		b, err := ReadPrivateFile(note)
+		b, err := privfile.Read(note)
 		if err != nil {
 			continue // the per-ref note, else the one an older orch wrote
 		}

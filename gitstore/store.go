@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -253,7 +254,7 @@ func viewRootProblem(view string) error {
 // viewOwner is the state branch the view belongs to: the one recorded in
 // <common dir>/orch/view-owner, else the default branch if it exists.
 func (st *Store) viewOwner() string {
-	if b, err := ReadPrivateFile(filepath.Join(st.priv, "view-owner")); err == nil {
+	if b, err := privfile.Read(filepath.Join(st.priv, "view-owner")); err == nil {
 		if o := strings.TrimSpace(string(b)); ValidRefName(o) {
 			return o
 		}

@@ -55,6 +55,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -652,7 +653,7 @@ func (st *Store) removeLeftoverTemps() {
 // leftoverHoldsASave reports whether a leftover .orch-tmp-* file holds
 // text orch does not know (see removeLeftoverTemps).
 func (st *Store) leftoverHoldsASave(p string) bool {
-	data, err := ReadPrivateFile(p)
+	data, err := privfile.Read(p)
 	if err != nil {
 		return false
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/prompt"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -550,7 +551,7 @@ func (e *Engine) cloneID() string {
 		return e.clone
 	}
 	p := filepath.Join(e.Store.PrivDir(), "clone-id")
-	if b, err := gitstore.ReadPrivateFile(p); err == nil {
+	if b, err := privfile.Read(p); err == nil {
 		if s := strings.TrimSpace(string(b)); len(s) == 6 && strings.Trim(s, idAlphabet) == "" {
 			e.clone = s
 			return s

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -69,7 +70,7 @@ func classify(err error) classified {
 		unhealthy *workflow.UnhealthyError
 		backwards *gitstore.ErrMovedBackwards
 		damaged   *gitstore.ErrObjectDamaged
-		notReg    *gitstore.ErrNotRegular
+		notReg    *privfile.ErrNotRegular
 		format    *gitstore.ErrUnsupportedRepo
 		setup     *workflow.SetupError
 		rewritten *workflow.RemoteRewrittenError
