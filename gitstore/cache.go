@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
@@ -62,18 +63,28 @@ type stateCache struct {
 	ref   string
 	tip   plumbing.Hash
 	root  plumbing.Hash
-	dirs  map[string]*dirTree
+	dirs  map[string]*gitrepo.Tree
 	sums  summarySet
 	index indexSet
 
+	// rawDirs are the base file's directories as read: while dirs still
+	// holds the same Tree (a changed directory is a new one), it is written
+	// back as the bytes it was read from.
+	rawDirs map[string]rawDir
+
 	// What changed since the base and journal were read (see journal.go).
-	loadedDirs   map[string]*dirTree
+	loadedDirs   map[string]*gitrepo.Tree
 	loadedTip    plumbing.Hash
 	delSummaries map[string]bool
 	delIndex     map[string]bool
 	journalSize  int64
 	journalRaw   [][]byte // journal batches as read: decoded strings point into them
 	overlays     map[string]*dirOverlay
+}
+
+type rawDir struct {
+	tree *gitrepo.Tree
+	raw  []byte
 }
 
 // putSummary adds or replaces a summary; it returns its record.
@@ -84,8 +95,8 @@ func (c *stateCache) putSummary(s *Summary) *sumRec {
 }
 
 func newStateCache(ref string) *stateCache {
-	return &stateCache{ref: ref, dirs: map[string]*dirTree{},
-		loadedDirs: map[string]*dirTree{}, delSummaries: map[string]bool{}, delIndex: map[string]bool{}}
+	return &stateCache{ref: ref, dirs: map[string]*gitrepo.Tree{},
+		loadedDirs: map[string]*gitrepo.Tree{}, delSummaries: map[string]bool{}, delIndex: map[string]bool{}}
 }
 
 type enc struct{ b []byte }
@@ -258,21 +269,21 @@ const (
 )
 
 // encodeDir writes a directory: path, tree id and entries.
-func encodeDir(e *enc, path string, d *dirTree) {
+func encodeDir(e *enc, path string, d *gitrepo.Tree) {
 	e.str(path)
-	e.hash(d.hash)
-	e.uv(uint64(len(d.entries)))
-	for _, en := range d.entries {
-		e.str(en.name)
-		e.uv(uint64(en.mode))
-		e.hash(en.hash)
+	e.hash(d.Hash)
+	e.uv(uint64(len(d.Entries)))
+	for _, en := range d.Entries {
+		e.str(en.Name)
+		e.uv(uint64(en.Mode))
+		e.hash(en.Hash)
 	}
 }
 
 // decodeDir reads what encodeDir wrote (nil on a corrupt count).
-func decodeDir(d *dec) (string, *dirTree) {
+func decodeDir(d *dec) (string, *gitrepo.Tree) {
 	path := d.str()
-	dt := &dirTree{hash: d.hash()}
+	dt := &gitrepo.Tree{Hash: d.hash()}
 	ne := d.uv()
 	// An entry takes at least 22 bytes (a name length, a mode, a hash):
 	// damage cannot make this allocate more than about twice the file.
@@ -280,9 +291,9 @@ func decodeDir(d *dec) (string, *dirTree) {
 		d.fail()
 		return path, nil
 	}
-	dt.entries = make([]treeEntry, ne)
-	for j := range dt.entries {
-		dt.entries[j] = treeEntry{name: d.str(), mode: uint32(d.uv()), hash: d.hash()}
+	dt.Entries = make([]gitrepo.TreeEntry, ne)
+	for j := range dt.Entries {
+		dt.Entries[j] = gitrepo.TreeEntry{Name: d.str(), Mode: uint32(d.uv()), Hash: d.hash()}
 	}
 	return path, dt
 }
@@ -418,8 +429,8 @@ func (c *stateCache) encode() []byte {
 	e.hash(c.root)
 	e.uv(uint64(len(c.dirs)))
 	for path, d := range c.dirs {
-		if d.raw != nil && d.rawPath == path {
-			e.b = append(e.b, d.raw...)
+		if r, ok := c.rawDirs[path]; ok && r.tree == d {
+			e.b = append(e.b, r.raw...)
 			continue
 		}
 		encodeDir(e, path, d)
@@ -484,13 +495,14 @@ func decodeCacheDirs(b []byte) (*stateCache, *dec, error) {
 	if nd > uint64(len(body)) {
 		return nil, nil, errCorrupt
 	}
+	c.rawDirs = map[string]rawDir{}
 	for i := uint64(0); i < nd && d.err == nil; i++ {
 		start := d.pos
 		path, dt := decodeDir(d)
 		if dt == nil {
 			return nil, nil, errCorrupt
 		}
-		dt.raw, dt.rawPath = body[start:d.pos:d.pos], path
+		c.rawDirs[path] = rawDir{dt, body[start:d.pos:d.pos]}
 		c.dirs[path] = dt
 	}
 	if d.err != nil {

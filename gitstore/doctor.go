@@ -1,20 +1,18 @@
 package gitstore
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -86,13 +84,13 @@ type RefLockFile struct {
 
 // RefLockFiles lists the .lock files of the state branch and of its
 // remote-tracking refs, judged the way UpdateRef judges them before taking
-// one over: older than staleRefLockAge, or left by an orch process that is
+// one over: older than gitrepo.StaleRefLockAge, or left by an orch process that is
 // gone.
 func (st *Store) RefLockFiles() []RefLockFile {
 	refs := []string{st.Ref}
 	if strings.HasPrefix(st.Ref, "refs/heads/") {
 		for _, rem := range st.Repo.Remotes() {
-			if tr := TrackingRef(rem, st.Ref); ValidRefName(tr) {
+			if tr := gitrepo.TrackingRef(rem, st.Ref); gitrepo.ValidRefName(tr) {
 				refs = append(refs, tr)
 			}
 		}
@@ -112,11 +110,11 @@ func (st *Store) RefLockFiles() []RefLockFile {
 }
 
 func (st *Store) refLockStale(p string, fi os.FileInfo) (bool, string) {
-	if st.Repo.leftByDeadOrch(p, fi) {
+	if st.Repo.LeftByDeadOrch(p, fi) {
 		pid, _, _ := st.Repo.LockOwner(p)
 		return true, fmt.Sprintf("left by orch process %d, which is gone", pid)
 	}
-	if age := time.Since(fi.ModTime()); age > staleRefLockAge {
+	if age := time.Since(fi.ModTime()); age > gitrepo.StaleRefLockAge() {
 		return true, fmt.Sprintf("%s old: git holds a ref lock for milliseconds, so no live process owns it", roundAge(age))
 	}
 	return false, fmt.Sprintf("%s old: a git process may be updating the ref", roundAge(time.Since(fi.ModTime())))
@@ -148,94 +146,14 @@ func (st *Store) RemoveStaleRefLock(path string) (bool, error) {
 	return false, nil
 }
 
-// lockOwnerNotes lists the ref-lock-owner notes: one per ref
-// (<common>/orch/ref-lock-owner.<ref>), and the single one older orch
-// versions wrote.
-func (st *Store) lockOwnerNotes() []string {
-	if st.Repo.ownerFile == "" {
-		return nil
-	}
-	notes, _ := filepath.Glob(st.Repo.ownerFile + ".*")
-	if _, err := os.Stat(st.Repo.ownerFile); err == nil {
-		notes = append([]string{st.Repo.ownerFile}, notes...)
-	}
-	return notes
-}
-
-// noteStale reads a note: the pid it names, and whether that process is
-// gone (or the note holds no pid at all).
-func noteStale(note string) (int, bool) {
-	b, err := privfile.Read(note)
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return -1, true
-	}
-	if pid == os.Getpid() {
-		return pid, false
-	}
-	if err := syscall.Kill(pid, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
-		return pid, false
-	}
-	return pid, true
-}
-
-// removeLocksOfDeadOrch removes the ref .lock files that killed orch
-// processes left, with their notes. The caller holds the exclusive orch
-// lock, and only its holder writes notes, so every note there is left
-// over; its lock is taken to be the dead process's by the rule UpdateRef
-// uses to take one over (leftByDeadOrch: the note dates from the lock and
-// the lock is a second old). The state branch's lock is taken over by the
-// next commit anyway, but a task branch's may not be wanted again by orch,
-// and it blocks git on that branch. Listing the notes is one small readdir.
-func (st *Store) removeLocksOfDeadOrch() {
-	prefix := st.Repo.ownerFile + "."
-	for _, note := range st.lockOwnerNotes() {
-		ref, err := url.PathUnescape(strings.TrimPrefix(note, prefix))
-		if !strings.HasPrefix(note, prefix) || err != nil || !ValidRefName(ref) {
-			continue
-		}
-		lockPath := filepath.Join(st.Repo.CommonDir, filepath.FromSlash(ref)) + ".lock"
-		fi, err := os.Lstat(lockPath)
-		if err != nil {
-			if _, stale := noteStale(note); stale && errors.Is(err, os.ErrNotExist) {
-				_ = os.Remove(note) // killed after its lock was gone
-			}
-			continue
-		}
-		if st.Repo.leftByDeadOrch(lockPath, fi) {
-			if os.Remove(lockPath) == nil {
-				_ = os.Remove(note)
-			}
-		}
-	}
-}
-
 // StaleLockOwnerNote reports a ref-lock-owner note naming a process that is
-// gone (or holding no pid at all): UpdateRef removes its note when it
-// releases the ref lock, so such a note was left by a killed orch.
+// gone (see gitrepo.Repo.StaleLockOwnerNote).
 func (st *Store) StaleLockOwnerNote() (path string, pid int, stale bool) {
-	for _, note := range st.lockOwnerNotes() {
-		if pid, stale := noteStale(note); stale {
-			return note, pid, true
-		}
-	}
-	return "", 0, false
+	return st.Repo.StaleLockOwnerNote()
 }
 
 // RemoveStaleLockOwnerNote removes every note that is still stale.
-func (st *Store) RemoveStaleLockOwnerNote() error {
-	for _, note := range st.lockOwnerNotes() {
-		if _, stale := noteStale(note); stale {
-			if err := os.Remove(note); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
-	}
-	return nil
-}
+func (st *Store) RemoveStaleLockOwnerNote() error { return st.Repo.RemoveStaleLockOwnerNote() }
 
 // Temp file prefixes: a view file being written (.orch-new-, removed
 // whenever found), a view file written whole or a view file displaced
@@ -314,93 +232,6 @@ func (st *Store) RemoveTempFile(path string) error {
 		return err
 	}
 	return nil
-}
-
-// Remotes lists the remotes configured in the repository, origin first.
-func (r *Repo) Remotes() []string {
-	f, err := os.Open(filepath.Join(r.CommonDir, "config"))
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	seen := map[string]bool{}
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "[") {
-			continue
-		}
-		end := strings.IndexByte(line, ']')
-		if end < 0 {
-			continue
-		}
-		sec := strings.TrimSpace(line[1:end])
-		kind, rest, ok := strings.Cut(sec, " ")
-		if !ok || !strings.EqualFold(kind, "remote") {
-			continue
-		}
-		name := strings.Trim(strings.TrimSpace(rest), "\"")
-		if ValidRemote(name) && !seen[name] {
-			seen[name] = true
-			out = append(out, name)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if (out[i] == "origin") != (out[j] == "origin") {
-			return out[i] == "origin"
-		}
-		return out[i] < out[j]
-	})
-	return out
-}
-
-// RemoteStateRef is a remote-tracking copy of the state branch.
-type RemoteStateRef struct {
-	Remote string
-	Ref    string // refs/remotes/<remote>/<branch>
-	Commit plumbing.Hash
-}
-
-// RemoteStateRefs lists the remote-tracking copies of ref (origin first).
-func (r *Repo) RemoteStateRefs(ref string) []RemoteStateRef {
-	if !strings.HasPrefix(ref, "refs/heads/") {
-		return nil
-	}
-	var out []RemoteStateRef
-	for _, rem := range r.Remotes() {
-		tr := TrackingRef(rem, ref)
-		if !ValidRefName(tr) {
-			continue
-		}
-		if h, err := r.ReadRef(tr); err == nil && !h.IsZero() {
-			out = append(out, RemoteStateRef{Remote: rem, Ref: tr, Commit: h})
-		}
-	}
-	return out
-}
-
-// LastReflogCommit is the commit the reflog of ref last recorded (ZeroHash
-// if none): where a ref whose file was damaged pointed.
-func (r *Repo) LastReflogCommit(ref string) plumbing.Hash {
-	if !ValidRefName(ref) {
-		return plumbing.ZeroHash
-	}
-	b, err := os.ReadFile(filepath.Join(r.CommonDir, "logs", filepath.FromSlash(ref)))
-	if err != nil {
-		return plumbing.ZeroHash
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		f := strings.Fields(lines[i])
-		if len(f) >= 2 && plumbing.IsHash(f[1]) {
-			if h := plumbing.NewHash(f[1]); !h.IsZero() {
-				return h
-			}
-		}
-	}
-	return plumbing.ZeroHash
 }
 
 // Checkup is a read-only look at the store for orch doctor: the branch tip
@@ -509,7 +340,7 @@ func (cu *Checkup) Cache() CacheHealth {
 	var bad []string
 	for d, want := range cu.snap.dirs {
 		got := c.dirs[d]
-		if got == nil || got.hash != want.hash || !sameEntries(got.entries, want.entries) {
+		if got == nil || got.Hash != want.Hash || !sameEntries(got.Entries, want.Entries) {
 			bad = append(bad, dirName(d))
 		}
 	}
@@ -561,12 +392,12 @@ func clipList(l []string, n int) string {
 	return strings.Join(l[:n], ", ") + fmt.Sprintf(" and %d more", len(l)-n)
 }
 
-func sameEntries(a, b []treeEntry) bool {
+func sameEntries(a, b []gitrepo.TreeEntry) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].name != b[i].name || a[i].mode != b[i].mode || a[i].hash != b[i].hash {
+		if a[i].Name != b[i].Name || a[i].Mode != b[i].Mode || a[i].Hash != b[i].Hash {
 			return false
 		}
 	}
@@ -671,7 +502,7 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 			out = append(out, ViewDrift{Path: p, Kind: DriftUnreadable, Err: err})
 			continue
 		}
-		w := HashBlob(data)
+		w := gitrepo.HashBlob(data)
 		switch {
 		case rok && w == r:
 			// In step (a stale index entry is simply recorded again).
@@ -683,7 +514,7 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 			out = append(out, ViewDrift{Path: p, Kind: DriftRemoved})
 		case ie != nil && rok && w == ie.blob:
 			out = append(out, ViewDrift{Path: p, Kind: DriftBehind})
-		case ie == nil && rok && st.objs.has(w):
+		case ie == nil && rok && st.objs.Has(w):
 			// The index was lost and the view holds an older version.
 			out = append(out, ViewDrift{Path: p, Kind: DriftBehind})
 		default:
@@ -741,7 +572,7 @@ func (cu *Checkup) Conflicts() []ConflictedFile {
 		data, err := st.readViewFile(p)
 		var w plumbing.Hash
 		if err == nil {
-			w = HashBlob(data)
+			w = gitrepo.HashBlob(data)
 		}
 		switch {
 		case err == nil && rok && w == r:
@@ -776,13 +607,9 @@ func (cu *Checkup) Objects() ObjectsHealth {
 	h.Trees = len(cu.snap.dirs)
 	for _, fe := range cu.snap.AllFiles() {
 		h.Files++
-		if !cu.st.objs.has(fe.Blob) {
+		if !cu.st.objs.Has(fe.Blob) {
 			h.Missing = append(h.Missing, fe.Path)
 		}
 	}
 	return h
 }
-
-// HasObject reports whether the repository has an object (for a commit
-// found in a remote-tracking ref or a reflog).
-func (r *Repo) HasObject(h plumbing.Hash) bool { return newObjectStore(r.CommonDir).has(h) }

@@ -252,10 +252,10 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 	}
 
 	// Left by an orch process that is gone.
-	writeFile(t, st.Repo.ownerFile, "2147483000\n")
+	writeFile(t, st.Repo.LockOwnerFile, "2147483000\n")
 	mt := time.Now().Add(-5 * time.Second)
 	os.Chtimes(lock, mt, mt)
-	os.Chtimes(st.Repo.ownerFile, mt, mt)
+	os.Chtimes(st.Repo.LockOwnerFile, mt, mt)
 	if l := st.RefLockFiles(); len(l) != 1 || !l[0].Stale || !strings.Contains(l[0].Why, "2147483000") {
 		t.Fatalf("dead orch's lock: %+v", l)
 	}
@@ -265,7 +265,7 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 	if err := st.RemoveStaleLockOwnerNote(); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, st.Repo.ownerFile, "1\n") // init: alive
+	writeFile(t, st.Repo.LockOwnerFile, "1\n") // init: alive
 	if _, _, stale := st.StaleLockOwnerNote(); stale {
 		t.Fatal("a live process's note is stale")
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -18,8 +19,8 @@ import (
 func FuzzCacheDecode(f *testing.F) {
 	c := newStateCache("refs/heads/orch")
 	c.tip = plumbing.NewHash("1111111111111111111111111111111111111111")
-	c.dirs[""] = &dirTree{entries: []treeEntry{{name: "tasks", mode: modeTree}}}
-	c.dirs[TasksDir] = &dirTree{entries: []treeEntry{{name: "T-a-x.md", mode: modeFile}, {name: "T-b.md", mode: modeExec}}}
+	c.dirs[""] = &gitrepo.Tree{Entries: []gitrepo.TreeEntry{{Name: "tasks", Mode: gitrepo.ModeTree}}}
+	c.dirs[TasksDir] = &gitrepo.Tree{Entries: []gitrepo.TreeEntry{{Name: "T-a-x.md", Mode: gitrepo.ModeFile}, {Name: "T-b.md", Mode: gitrepo.ModeExec}}}
 	c.putSummary(&Summary{Path: "tasks/T-a-x.md", Task: taskfile.Task{ID: "T-a", Queue: taskfile.Incoming, Priority: "P1",
 		Created: time.Date(2026, 2, 6, 10, 0, 0, 5, time.UTC), DependsOn: []string{"T-b"}}})
 	c.putSummary(&Summary{Path: "tasks/T-b.md", Problem: "broken", ProblemLine: 3})

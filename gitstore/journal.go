@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
 )
 
@@ -182,19 +183,19 @@ func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
 			}
 			ov := c.overlay(path)
 			ov.hash = h
-			ups := make([]treeEntry, 0, min(nu, 64))
+			ups := make([]gitrepo.TreeEntry, 0, min(nu, 64))
 			for j := uint64(0); j < nu; j++ {
-				ups = append(ups, treeEntry{name: d.str(), mode: uint32(d.uv()), hash: d.hash()})
+				ups = append(ups, gitrepo.TreeEntry{Name: d.str(), Mode: uint32(d.uv()), Hash: d.hash()})
 			}
 			for j := uint64(0); j < nd; j++ {
 				name := d.str()
-				d.uv()                                        // its mode
-				ov.put[name] = treeEntry{name: name, mode: 0} // deleted
+				d.uv()                                                // its mode
+				ov.put[name] = gitrepo.TreeEntry{Name: name, Mode: 0} // deleted
 			}
 			// After the deletions: a name in both changed kind (a file
 			// became a directory), and the new entry stands.
 			for _, en := range ups {
-				ov.put[en.name] = en
+				ov.put[en.Name] = en
 			}
 		case opSum:
 			r := &sumRec{}
@@ -243,20 +244,20 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 			continue
 		}
 		if old != nil {
-			ups, dels := diffEntries(old.entries, dt.entries)
+			ups, dels := diffEntries(old.Entries, dt.Entries)
 			e.b = append(e.b, opDirDelta)
 			e.str(p)
-			e.hash(dt.hash)
+			e.hash(dt.Hash)
 			e.uv(uint64(len(ups)))
 			e.uv(uint64(len(dels)))
 			for _, en := range ups {
-				e.str(en.name)
-				e.uv(uint64(en.mode))
-				e.hash(en.hash)
+				e.str(en.Name)
+				e.uv(uint64(en.Mode))
+				e.hash(en.Hash)
 			}
 			for _, en := range dels {
-				e.str(en.name)
-				e.uv(uint64(en.mode))
+				e.str(en.Name)
+				e.uv(uint64(en.Mode))
 			}
 			continue
 		}
@@ -349,31 +350,20 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 	return true, nil
 }
 
-// entryCmp orders tree entries as git does.
-func entryCmp(a, b *treeEntry) int {
-	switch {
-	case gitLess(a.name, a.isTree(), b.name, b.isTree()):
-		return -1
-	case gitLess(b.name, b.isTree(), a.name, a.isTree()):
-		return 1
-	}
-	return 0
-}
-
 // diffEntries compares two sorted entry lists: the entries of b that are new
 // or different, and those of a that b lacks.
-func diffEntries(a, b []treeEntry) (ups, dels []treeEntry) {
+func diffEntries(a, b []gitrepo.TreeEntry) (ups, dels []gitrepo.TreeEntry) {
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {
-		case j == len(b) || (i < len(a) && entryCmp(&a[i], &b[j]) < 0):
+		case j == len(b) || (i < len(a) && gitrepo.CompareEntries(&a[i], &b[j]) < 0):
 			dels = append(dels, a[i])
 			i++
-		case i == len(a) || entryCmp(&a[i], &b[j]) > 0:
+		case i == len(a) || gitrepo.CompareEntries(&a[i], &b[j]) > 0:
 			ups = append(ups, b[j])
 			j++
 		default:
-			if a[i].hash != b[j].hash || a[i].mode != b[j].mode {
+			if a[i].Hash != b[j].Hash || a[i].Mode != b[j].Mode {
 				ups = append(ups, b[j])
 			}
 			i++
@@ -388,7 +378,7 @@ func diffEntries(a, b []treeEntry) (ups, dels []treeEntry) {
 // batch.
 type dirOverlay struct {
 	hash [20]byte
-	put  map[string]treeEntry // mode 0: deleted
+	put  map[string]gitrepo.TreeEntry // mode 0: deleted
 }
 
 func (c *stateCache) overlay(path string) *dirOverlay {
@@ -397,7 +387,7 @@ func (c *stateCache) overlay(path string) *dirOverlay {
 	}
 	ov := c.overlays[path]
 	if ov == nil {
-		ov = &dirOverlay{put: map[string]treeEntry{}}
+		ov = &dirOverlay{put: map[string]gitrepo.TreeEntry{}}
 		c.overlays[path] = ov
 	}
 	return ov
@@ -417,28 +407,28 @@ func (c *stateCache) flushOverlay(path string) {
 	// One pass: the base's entries that no delta names, merged with the
 	// updated ones (a name deleted or changed, whatever its mode, takes
 	// its old entry out).
-	var ups []treeEntry
+	var ups []gitrepo.TreeEntry
 	for _, en := range ov.put {
-		if en.mode != 0 {
+		if en.Mode != 0 {
 			ups = append(ups, en)
 		}
 	}
-	slices.SortFunc(ups, func(a, b treeEntry) int { return entryCmp(&a, &b) })
-	out := make([]treeEntry, 0, len(base.entries)+len(ups))
+	slices.SortFunc(ups, func(a, b gitrepo.TreeEntry) int { return gitrepo.CompareEntries(&a, &b) })
+	out := make([]gitrepo.TreeEntry, 0, len(base.Entries)+len(ups))
 	u := 0
-	for i := range base.entries {
-		en := &base.entries[i]
-		if _, changed := ov.put[en.name]; changed {
+	for i := range base.Entries {
+		en := &base.Entries[i]
+		if _, changed := ov.put[en.Name]; changed {
 			continue
 		}
-		for u < len(ups) && entryCmp(&ups[u], en) < 0 {
+		for u < len(ups) && gitrepo.CompareEntries(&ups[u], en) < 0 {
 			out = append(out, ups[u])
 			u++
 		}
 		out = append(out, *en)
 	}
 	out = append(out, ups[u:]...)
-	c.dirs[path] = &dirTree{hash: ov.hash, entries: out}
+	c.dirs[path] = &gitrepo.Tree{Hash: ov.hash, Entries: out}
 }
 
 // dropSummary removes a summary and remembers it for the journal.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -17,16 +18,16 @@ func sampleCache(n int) *stateCache {
 	c := newStateCache("refs/heads/orch")
 	c.tip = plumbing.NewHash("1111111111111111111111111111111111111111")
 	c.root = plumbing.NewHash("2222222222222222222222222222222222222222")
-	var ents []treeEntry
+	var ents []gitrepo.TreeEntry
 	for i := 0; i < n; i++ {
 		p := fmt.Sprintf("tasks/T-%06d-x.md", i)
-		h := HashBlob([]byte(p))
-		ents = append(ents, treeEntry{name: filepath.Base(p), mode: modeFile, hash: h})
+		h := gitrepo.HashBlob([]byte(p))
+		ents = append(ents, gitrepo.TreeEntry{Name: filepath.Base(p), Mode: gitrepo.ModeFile, Hash: h})
 		c.putSummary(&Summary{Path: p, Blob: h, Task: taskfile.Task{ID: fmt.Sprintf("T-%06d", i), Title: "t", Queue: taskfile.Incoming, Labels: []string{"a"}}})
 		c.index.put(p, &indexEntry{blob: h, size: int64(i), mtime: int64(i) * 7, ino: uint64(i)})
 	}
-	c.dirs["tasks"] = &dirTree{hash: plumbing.NewHash("3333333333333333333333333333333333333333"), entries: ents}
-	c.dirs[""] = &dirTree{hash: c.root, entries: []treeEntry{{name: "tasks", mode: modeTree, hash: c.dirs["tasks"].hash}}}
+	c.dirs["tasks"] = &gitrepo.Tree{Hash: plumbing.NewHash("3333333333333333333333333333333333333333"), Entries: ents}
+	c.dirs[""] = &gitrepo.Tree{Hash: c.root, Entries: []gitrepo.TreeEntry{{Name: "tasks", Mode: gitrepo.ModeTree, Hash: c.dirs["tasks"].Hash}}}
 	return c
 }
 
@@ -45,7 +46,7 @@ func cacheView(c *stateCache) map[string]any {
 		out["i "+p] = e
 	})
 	for p, d := range c.dirs {
-		out["d "+p] = fmt.Sprint(d.hash, d.entries)
+		out["d "+p] = fmt.Sprint(d.Hash, d.Entries)
 	}
 	return out
 }
@@ -77,10 +78,9 @@ func TestJournalRoundTrip(t *testing.T) {
 	c2.dropSummary("tasks/T-000002-x.md")
 	touch(c2.index.get("tasks/T-000003-x.md")).racy = true
 	c2.dropIndex("tasks/T-000004-x.md")
-	c2.index.put("tasks/new.md", &indexEntry{blob: HashBlob([]byte("n")), conflictW: HashBlob([]byte("w"))})
+	c2.index.put("tasks/new.md", &indexEntry{blob: gitrepo.HashBlob([]byte("n")), conflictW: gitrepo.HashBlob([]byte("w"))})
 	nd := *c2.dirs["tasks"]
-	nd.entries = nd.entries[1:]
-	nd.raw = nil
+	nd.Entries = nd.Entries[1:]
 	c2.dirs["tasks"] = &nd
 	delete(c2.dirs, "")
 	if err := c2.save(path); err != nil {
@@ -204,19 +204,19 @@ func TestJournalCompacts(t *testing.T) {
 }
 
 func TestDiffPatchEntries(t *testing.T) {
-	mk := func(specs ...string) []treeEntry {
-		var out []treeEntry
+	mk := func(specs ...string) []gitrepo.TreeEntry {
+		var out []gitrepo.TreeEntry
 		for _, s := range specs {
-			mode := uint32(modeFile)
+			mode := uint32(gitrepo.ModeFile)
 			name := s
 			if s[len(s)-1] == '/' {
-				mode, name = modeTree, s[:len(s)-1]
+				mode, name = gitrepo.ModeTree, s[:len(s)-1]
 			}
-			out = append(out, treeEntry{name: name, mode: mode, hash: HashBlob([]byte(s))})
+			out = append(out, gitrepo.TreeEntry{Name: name, Mode: mode, Hash: gitrepo.HashBlob([]byte(s))})
 		}
 		return out
 	}
-	cases := [][2][]treeEntry{
+	cases := [][2][]gitrepo.TreeEntry{
 		{mk(), mk("a")},
 		{mk("a"), mk()},
 		{mk("a", "b", "c"), mk("a", "c", "d")},
@@ -225,25 +225,25 @@ func TestDiffPatchEntries(t *testing.T) {
 		{mk("x", "y", "z"), mk("x", "y", "z")},
 	}
 	changed := mk("a", "b")
-	changed[1].hash = HashBlob([]byte("other"))
-	cases = append(cases, [2][]treeEntry{mk("a", "b"), changed})
+	changed[1].Hash = gitrepo.HashBlob([]byte("other"))
+	cases = append(cases, [2][]gitrepo.TreeEntry{mk("a", "b"), changed})
 	// A name that changes kind: a file becomes a directory.
-	cases = append(cases, [2][]treeEntry{mk("a", "b", "c"), mk("a", "b/", "c")})
+	cases = append(cases, [2][]gitrepo.TreeEntry{mk("a", "b", "c"), mk("a", "b/", "c")})
 	for i, c := range cases {
 		// As a journal replay does: the delta into an overlay, flushed
 		// onto the directory as it was.
 		ups, dels := diffEntries(c[0], c[1])
 		cache := newStateCache("refs/heads/orch")
-		cache.dirs["d"] = &dirTree{entries: c[0]}
+		cache.dirs["d"] = &gitrepo.Tree{Entries: c[0]}
 		ov := cache.overlay("d")
 		for _, en := range dels {
-			ov.put[en.name] = treeEntry{name: en.name}
+			ov.put[en.Name] = gitrepo.TreeEntry{Name: en.Name}
 		}
 		for _, en := range ups {
-			ov.put[en.name] = en
+			ov.put[en.Name] = en
 		}
 		cache.flushOverlay("d")
-		got := cache.dirs["d"].entries
+		got := cache.dirs["d"].Entries
 		if fmt.Sprint(got) != fmt.Sprint(c[1]) {
 			t.Errorf("case %d: patch(diff) = %v, want %v (ups %v dels %v)", i, got, c[1], ups, dels)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
@@ -24,9 +25,9 @@ const ViewDirName = ".orchestrator"
 
 // Options configure Open.
 type Options struct {
-	Repo        *Repo  // the repository, when the caller found it already
-	Dir         string // where to start looking for the repository
-	StateBranch string // branch name or full ref; default "orch"
+	Repo        *gitrepo.Repo // the repository, when the caller found it already
+	Dir         string        // where to start looking for the repository
+	StateBranch string        // branch name or full ref; default "orch"
 	// LockTimeout bounds the wait for another orch process's lock
 	// (default DefaultLockTimeout).
 	LockTimeout time.Duration
@@ -40,7 +41,7 @@ type Options struct {
 // Store is orch's state in one repository: the state branch, its view and
 // the private state in <common dir>/orch/.
 type Store struct {
-	Repo *Repo
+	Repo *gitrepo.Repo
 	Ref  string
 	// View is the absolute path of the view directory ("" for a bare
 	// repository).
@@ -56,7 +57,7 @@ type Store struct {
 	// until it is moved away, and says so on every command.
 	ViewErr error
 
-	objs        *objectStore
+	objs        *gitrepo.ObjectStore
 	priv        string
 	lockTimeout time.Duration
 	mapCache    bool // see Options.InMemoryCache
@@ -189,7 +190,7 @@ func Open(opts Options) (*Store, error) {
 	repo := opts.Repo
 	if repo == nil {
 		var err error
-		if repo, err = Discover(opts.Dir); err != nil {
+		if repo, err = gitrepo.Discover(opts.Dir); err != nil {
 			return nil, err
 		}
 	}
@@ -200,7 +201,7 @@ func Open(opts Options) (*Store, error) {
 	if !strings.HasPrefix(ref, "refs/") {
 		ref = "refs/heads/" + ref
 	}
-	if !ValidRefName(ref) {
+	if !gitrepo.ValidRefName(ref) {
 		return nil, fmt.Errorf("invalid state branch %q", opts.StateBranch)
 	}
 	if opts.LockTimeout <= 0 {
@@ -209,14 +210,14 @@ func Open(opts Options) (*Store, error) {
 	st := &Store{
 		Repo:        repo,
 		Ref:         ref,
-		objs:        newObjectStore(repo.CommonDir),
+		objs:        gitrepo.NewObjectStore(repo.CommonDir),
 		priv:        filepath.Join(repo.CommonDir, "orch"),
 		lockTimeout: opts.LockTimeout,
 		mapCache:    !opts.InMemoryCache,
 		conflicts:   map[string][]taskfile.Conflict{},
 		broken:      map[string]error{},
 	}
-	repo.ownerFile = filepath.Join(st.priv, "ref-lock-owner")
+	repo.LockOwnerFile = filepath.Join(st.priv, "ref-lock-owner")
 	if repo.MainWorkTree != "" {
 		st.View = filepath.Join(repo.MainWorkTree, ViewDirName)
 		if st.ViewErr = viewRootProblem(st.View); st.ViewErr != nil {
@@ -255,7 +256,7 @@ func viewRootProblem(view string) error {
 // <common dir>/orch/view-owner, else the default branch if it exists.
 func (st *Store) viewOwner() string {
 	if b, err := privfile.Read(filepath.Join(st.priv, "view-owner")); err == nil {
-		if o := strings.TrimSpace(string(b)); ValidRefName(o) {
+		if o := strings.TrimSpace(string(b)); gitrepo.ValidRefName(o) {
 			return o
 		}
 	}
@@ -288,7 +289,7 @@ func (st *Store) claimView() {
 func (st *Store) cachePath() string {
 	name := "state"
 	if st.Ref != "refs/heads/"+DefaultStateBranch {
-		name = "state-" + HashBlob([]byte(st.Ref)).String()[:12]
+		name = "state-" + gitrepo.HashBlob([]byte(st.Ref)).String()[:12]
 	}
 	return filepath.Join(st.priv, name)
 }
@@ -326,7 +327,7 @@ func (st *Store) Lock() error {
 		return err
 	}
 	st.lock = l
-	st.removeLocksOfDeadOrch()
+	st.Repo.RemoveLocksOfDeadOrch()
 	trace.Phase("lock")
 	if err := st.load(); err != nil {
 		return err
@@ -432,8 +433,8 @@ func (st *Store) countTaskFiles() int {
 		return 0
 	}
 	n := 0
-	for _, e := range d.entries {
-		if (e.mode == modeFile || e.mode == modeExec) && strings.HasSuffix(e.name, ".md") {
+	for _, e := range d.Entries {
+		if (e.Mode == gitrepo.ModeFile || e.Mode == gitrepo.ModeExec) && strings.HasSuffix(e.Name, ".md") {
 			n++
 		}
 	}
@@ -481,7 +482,7 @@ func (st *Store) readView(p string, h plumbing.Hash) ([]byte, bool) {
 		return nil, false
 	}
 	data, err := st.readViewFile(p)
-	if err != nil || HashBlob(data) != h {
+	if err != nil || gitrepo.HashBlob(data) != h {
 		return nil, false
 	}
 	return data, true
@@ -515,7 +516,7 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 		data, ok := changed[fe.Path]
 		if !ok {
 			var err error
-			data, err = st.objs.read(plumbing.BlobObject, fe.Blob)
+			data, err = st.objs.Read(plumbing.BlobObject, fe.Blob)
 			if err != nil {
 				st.cache.putSummary(&Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()})
 				st.dirty = true
@@ -700,7 +701,7 @@ const (
 type CommitRequest struct {
 	Changes []Change
 	Message string
-	Author  Signature
+	Author  gitrepo.Signature
 	// MergeParents are further parents after the tip (a sync merge).
 	MergeParents []plumbing.Hash
 	// BeforeRef runs after the objects are written and a deferred
@@ -723,7 +724,7 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 	}
 	base := st.snap
 	trace.Phase("commit: prepare")
-	objs := st.objs.newBatch()
+	objs := st.objs.NewBatch()
 	next, err := base.apply(req.Changes, objs)
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -743,13 +744,13 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 	}
 	author := req.Author
 	author.When = when
-	raw := encodeCommit(next.Root, parents, author, author, req.Message)
-	h := objs.add(plumbing.CommitObject, raw)
-	if err := objs.flush(); err != nil {
+	raw := gitrepo.EncodeCommit(next.Root, parents, author, author, req.Message)
+	h := objs.Add(plumbing.CommitObject, raw)
+	if err := objs.Flush(); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	trace.Phase("commit: objects written")
-	st.objs.syncDirs()
+	st.objs.SyncDirs()
 	trace.Phase("commit: commit object, dirs synced")
 	if st.deferred {
 		// An optimistic command: the objects are written (and the disk
@@ -765,12 +766,12 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 			return plumbing.ZeroHash, err
 		}
 	}
-	err = st.Repo.UpdateRef(RefUpdate{Name: st.Ref, Old: base.Tip, New: h, Who: author.String(), Message: "orch: " + firstLine(req.Message)})
-	if errors.Is(err, ErrRefMoved) {
+	err = st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, Old: base.Tip, New: h, Who: author.String(), Message: "orch: " + firstLine(req.Message)})
+	if errors.Is(err, gitrepo.ErrRefMoved) {
 		if rerr := st.reload(); rerr != nil {
 			return plumbing.ZeroHash, rerr
 		}
-		return plumbing.ZeroHash, ErrRefMoved
+		return plumbing.ZeroHash, gitrepo.ErrRefMoved
 	}
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -812,7 +813,7 @@ func (st *Store) Update(fn func(*Snapshot) (*CommitRequest, error)) (plumbing.Ha
 			return plumbing.ZeroHash, err
 		}
 		h, err := st.Commit(req)
-		if errors.Is(err, ErrRefMoved) {
+		if errors.Is(err, gitrepo.ErrRefMoved) {
 			time.Sleep(time.Duration(i) * time.Millisecond)
 			continue
 		}
@@ -834,15 +835,51 @@ func (st *Store) note(format string, a ...any) {
 	st.notes = append(st.notes, fmt.Sprintf(format, a...))
 }
 
+// SnapshotOf loads the tree of any commit.
+func (st *Store) SnapshotOf(h plumbing.Hash) (*Snapshot, error) {
+	return loadSnapshot(st.objs, h, st.cache.dirs)
+}
+
+// MergeBase returns a best common ancestor of a and b (ZeroHash if none).
+func (st *Store) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) { return st.Repo.MergeBase(a, b) }
+
+// MoveTo moves the state branch from the current tip to h (fast-forward or
+// undo) with compare-and-swap, then reloads. The view follows at the next
+// reconcile.
+func (st *Store) MoveTo(h plumbing.Hash, who gitrepo.Signature, msg string) error {
+	if st.lock == nil {
+		return errors.New("gitstore: move without the lock")
+	}
+	if wts := st.Repo.CheckedOutIn(st.Ref); len(wts) > 0 {
+		return &ErrCheckedOut{Ref: st.Ref, Worktrees: wts}
+	}
+	err := st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, Old: st.snap.Tip, New: h, Who: who.String(), Message: msg})
+	if err == nil {
+		st.movedTo = h // orch's own move (an undone claim goes back): no rewind
+	}
+	if rerr := st.reload(); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// ResolveCommit returns the commit a ref or hash names locally.
+func (st *Store) ResolveCommit(name string) (plumbing.Hash, error) {
+	if plumbing.IsHash(name) {
+		return plumbing.NewHash(name), nil
+	}
+	return st.Repo.ReadRef(name)
+}
+
 // ReadRef exposes code-branch refs to the workflow (task branches).
 func (st *Store) ReadRef(name string) (plumbing.Hash, error) { return st.Repo.ReadRef(name) }
 
 // CreateRef creates a ref that must not exist yet, from a commit's
 // BeforeRef: it is made durable by that commit's update of the state
 // branch (see RefUpdate.SyncedLater).
-func (st *Store) CreateRef(name string, at plumbing.Hash, who Signature, msg string) error {
-	return st.Repo.UpdateRef(RefUpdate{Name: name, Old: plumbing.ZeroHash, New: at, Who: who.String(), Message: msg, SyncedLater: true})
+func (st *Store) CreateRef(name string, at plumbing.Hash, who gitrepo.Signature, msg string) error {
+	return st.Repo.UpdateRef(gitrepo.RefUpdate{Name: name, Old: plumbing.ZeroHash, New: at, Who: who.String(), Message: msg, SyncedLater: true})
 }
 
 // HasObject reports whether the repository has an object.
-func (st *Store) HasObject(h plumbing.Hash) bool { return st.objs.has(h) }
+func (st *Store) HasObject(h plumbing.Hash) bool { return st.objs.Has(h) }

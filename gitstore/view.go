@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -21,7 +22,7 @@ import (
 // Policy is what the reconciler needs from the workflow: who the actor is,
 // how to complete a task file made by hand, and how to check other files.
 type Policy struct {
-	Actor Signature
+	Actor gitrepo.Signature
 	// PrepareNewTask completes a task file a person created: an id if it
 	// has none (or a fresh one when its id is taken), a queue, a created
 	// time. It returns the content to commit and the task's id.
@@ -102,7 +103,7 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 		}
 		st.pre = nil
 		err := st.reconcilePaths(paths, pol, rep)
-		if errors.Is(err, ErrRefMoved) && attempt < MaxRetries {
+		if errors.Is(err, gitrepo.ErrRefMoved) && attempt < MaxRetries {
 			// Another writer moved the branch while we committed a hand
 			// edit: look at every path again against the new tip.
 			continue
@@ -141,17 +142,17 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 		// the comparison only reads the maps, and it is on the critical
 		// path of every command.
 		parts := 1
-		if len(dt.entries) >= 2048 {
+		if len(dt.Entries) >= 2048 {
 			parts = 2
 		}
 		results := make([]dirCompare, parts)
 		var wg sync.WaitGroup
 		for k := 0; k < parts; k++ {
-			lo, hi := k*len(dt.entries)/parts, (k+1)*len(dt.entries)/parts
+			lo, hi := k*len(dt.Entries)/parts, (k+1)*len(dt.Entries)/parts
 			wg.Add(1)
 			go func(r *dirCompare) {
 				defer wg.Done()
-				*r = st.compareEntries(d, dt.entries, lo, hi, scan.dirs[d])
+				*r = st.compareEntries(d, dt.Entries, lo, hi, scan.dirs[d])
 			}(&results[k])
 		}
 		wg.Wait()
@@ -174,7 +175,7 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 	if scanHits != scan.n {
 		for dir, files := range scan.dirs {
 			visit := files.each
-			if dt := snap.dirs[dir]; dt != nil && files.sameEntries(dt.entries) {
+			if dt := snap.dirs[dir]; dt != nil && files.sameEntries(dt.Entries) {
 				// The files found by position are the branch's, which
 				// the comparison above went through: only the others
 				// can be new.
@@ -207,7 +208,7 @@ type dirCompare struct {
 
 // compareEntries compares the branch entries [lo, hi) of dir with the sync
 // index and the scanned view files; it only reads.
-func (st *Store) compareEntries(d string, all []treeEntry, lo, hi int, files *scanFiles) dirCompare {
+func (st *Store) compareEntries(d string, all []gitrepo.TreeEntry, lo, hi int, files *scanFiles) dirCompare {
 	var r dirCompare
 	if lo >= hi {
 		return r
@@ -225,13 +226,13 @@ func (st *Store) compareEntries(d string, all []treeEntry, lo, hi int, files *sc
 	if !byPos {
 		byName = files.cursor(&all[lo])
 	}
-	index := st.cache.index.cursor(d, all[lo].name)
+	index := st.cache.index.cursor(d, all[lo].Name)
 	for i := lo; i < hi; i++ {
 		e := &all[i]
-		if e.mode != modeFile && e.mode != modeExec {
+		if e.Mode != gitrepo.ModeFile && e.Mode != gitrepo.ModeExec {
 			continue
 		}
-		if ie := index.get(e.name); ie != nil {
+		if ie := index.get(e.Name); ie != nil {
 			r.seen++
 			var ws fileStat
 			var wok bool
@@ -243,13 +244,13 @@ func (st *Store) compareEntries(d string, all []treeEntry, lo, hi int, files *sc
 			if wok {
 				r.scanHits++
 			}
-			if wok && ie.matches(ws) && e.hash == ie.blob && ie.conflictW.IsZero() {
+			if wok && ie.matches(ws) && e.Hash == ie.blob && ie.conflictW.IsZero() {
 				continue // the common case: nothing changed anywhere
 			}
-			r.pending = append(r.pending, path(e.name))
+			r.pending = append(r.pending, path(e.Name))
 			continue
 		}
-		if p := path(e.name); Mirrored(p) {
+		if p := path(e.Name); Mirrored(p) {
 			r.pending = append(r.pending, p)
 		}
 	}
@@ -298,7 +299,7 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 				rep.Broken[p] = err
 				return nil
 			}
-			wdata, w, ws = data, HashBlob(data), fs
+			wdata, w, ws = data, gitrepo.HashBlob(data), fs
 		}
 	}
 	var b plumbing.Hash
@@ -345,7 +346,7 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 	case ie == nil && rok:
 		// No sync record (the private state was deleted): W is either an old
 		// version the view still holds, or a hand edit of unknown base.
-		if st.objs.has(w) {
+		if st.objs.Has(w) {
 			if _, err := st.pullToView(p, r, w); err != nil {
 				return err
 			}
@@ -450,7 +451,7 @@ func (st *Store) record(p string, h plumbing.Hash, s fileStat) {
 // pullToView writes the branch's blob r of p into the view, in place of
 // the file holding expect (zero: none), and reports whether it did.
 func (st *Store) pullToView(p string, r, expect plumbing.Hash) (bool, error) {
-	data, err := st.objs.read(plumbing.BlobObject, r)
+	data, err := st.objs.Read(plumbing.BlobObject, r)
 	if err != nil {
 		return false, err
 	}
@@ -473,8 +474,8 @@ func (st *Store) writeView(p string, data []byte, blob plumbing.Hash) {
 	}
 	if ws, ok := lstatPath(viewPath(st.View, p)); ok && (ie == nil || !ie.matches(ws)) {
 		cur, err := st.readViewFile(p)
-		if err != nil || HashBlob(cur) != expect {
-			if err == nil && HashBlob(cur) == blob {
+		if err != nil || gitrepo.HashBlob(cur) != expect {
+			if err == nil && gitrepo.HashBlob(cur) == blob {
 				st.record(p, blob, ws)
 			}
 			return
@@ -492,7 +493,7 @@ func (st *Store) placeEdited(p string, result []byte, wdata []byte, w plumbing.H
 	if st.placeView(p, result, blob, w) {
 		return nil
 	}
-	_, err := st.objs.write(plumbing.BlobObject, wdata)
+	_, err := st.objs.Write(plumbing.BlobObject, wdata)
 	return err
 }
 
@@ -542,7 +543,7 @@ func isTaskPath(p string) bool {
 // held, used to recognise a stale editor buffer.
 func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.Hash, wdata []byte, w plumbing.Hash, prev []plumbing.Hash, ws fileStat) error {
 	r, _ := st.snap.Get(p)
-	rdata, err := st.objs.read(plumbing.BlobObject, r)
+	rdata, err := st.objs.Read(plumbing.BlobObject, r)
 	if err != nil {
 		return err
 	}
@@ -655,7 +656,7 @@ func (st *Store) staleBuffer(p string, wf, rf *taskfile.File, base plumbing.Hash
 		return out, true, nil, nil
 	}
 	for _, h := range prev {
-		data, err := st.objs.read(plumbing.BlobObject, h)
+		data, err := st.objs.Read(plumbing.BlobObject, h)
 		if err != nil {
 			continue
 		}
@@ -701,7 +702,7 @@ func changedOrchFields(a, b *taskfile.File) []string {
 }
 
 func (st *Store) merge(p string, pol Policy, rep *Reconciled, b plumbing.Hash, wdata []byte, w, r plumbing.Hash, ws fileStat) error {
-	bdata, err := st.objs.read(plumbing.BlobObject, b)
+	bdata, err := st.objs.Read(plumbing.BlobObject, b)
 	if err != nil {
 		// Without the base we cannot merge; treat as a hand edit on the branch.
 		return st.handEdit(p, pol, rep, plumbing.ZeroHash, wdata, w, nil, ws)
@@ -729,7 +730,7 @@ func (st *Store) startedFrom(p string, bdata, wdata []byte) []byte {
 		return nil
 	}
 	for _, h := range ie.prev {
-		data, err := st.objs.read(plumbing.BlobObject, h)
+		data, err := st.objs.Read(plumbing.BlobObject, h)
 		if err != nil {
 			continue
 		}
@@ -742,7 +743,7 @@ func (st *Store) startedFrom(p string, bdata, wdata []byte) []byte {
 
 // mergeFrom is merge with the base's content given.
 func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata []byte, w, r plumbing.Hash, ws fileStat) error {
-	rdata, err := st.objs.read(plumbing.BlobObject, r)
+	rdata, err := st.objs.Read(plumbing.BlobObject, r)
 	if err != nil {
 		return err
 	}
@@ -915,8 +916,8 @@ func (st *Store) resolutionBase(p string, b, seenR plumbing.Hash, wdata []byte) 
 	if !isTaskPath(p) || b.IsZero() || seenR.IsZero() || b == seenR {
 		return nil
 	}
-	bdata, err1 := st.objs.read(plumbing.BlobObject, b)
-	rdata, err2 := st.objs.read(plumbing.BlobObject, seenR)
+	bdata, err1 := st.objs.Read(plumbing.BlobObject, b)
+	rdata, err2 := st.objs.Read(plumbing.BlobObject, seenR)
 	if err1 != nil || err2 != nil {
 		return nil
 	}
@@ -946,8 +947,8 @@ func (st *Store) describeConflict(p string, b plumbing.Hash, wdata []byte, r plu
 	if !isTaskPath(p) {
 		return generic
 	}
-	bdata, err1 := st.objs.read(plumbing.BlobObject, b)
-	rdata, err2 := st.objs.read(plumbing.BlobObject, r)
+	bdata, err1 := st.objs.Read(plumbing.BlobObject, b)
+	rdata, err2 := st.objs.Read(plumbing.BlobObject, r)
 	if err1 != nil || err2 != nil {
 		return generic
 	}
@@ -1004,7 +1005,7 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 		// between the commit and the view write, the next reconcile (no
 		// sync record, W = this, R = orch's completed copy) then pulls R
 		// instead of reporting W as a broken hand edit for ever.
-		if _, err := st.objs.write(plumbing.BlobObject, wdata); err != nil {
+		if _, err := st.objs.Write(plumbing.BlobObject, wdata); err != nil {
 			return err
 		}
 	}
@@ -1014,7 +1015,7 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 	if bytes.Equal(result, wdata) {
 		blob, _ := st.snap.Get(p)
 		st.record(p, blob, ws)
-	} else if err := st.placeEdited(p, result, wdata, HashBlob(wdata)); err != nil {
+	} else if err := st.placeEdited(p, result, wdata, gitrepo.HashBlob(wdata)); err != nil {
 		return err
 	}
 	rep.Committed = append(rep.Committed, p)
@@ -1069,7 +1070,7 @@ func (st *Store) commitHandEdit(p, id, action string, data []byte, pol Policy) e
 		changes = append(changes, ev)
 	}
 	_, err := st.Commit(&CommitRequest{Changes: changes, Message: msg.String(), Author: pol.Actor})
-	if errors.Is(err, ErrRefMoved) {
+	if errors.Is(err, gitrepo.ErrRefMoved) {
 		// Another writer moved the branch between our reconcile and our
 		// commit: the caller reconciles again from the new tip.
 		return err

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -638,7 +639,7 @@ func TestReconcileRacyEdit(t *testing.T) {
 	v2 := setField(t, viewDoc("T-racy01"), "queue", "blocked")
 	commitFiles(t, st, "orch(T-racy01): incoming -> blocked", p, v2)
 	ie := st.cache.index.get(p)
-	if ie == nil || ie.blob != HashBlob([]byte(v2)) {
+	if ie == nil || ie.blob != gitrepo.HashBlob([]byte(v2)) {
 		t.Fatalf("sync index after the write: %+v", ie)
 	}
 	if ie.racy || time.Since(time.Unix(0, ie.mtime)) < viewWriteAge-time.Second {

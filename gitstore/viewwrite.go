@@ -55,6 +55,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -168,7 +169,7 @@ func (h *heldFile) close() {
 // contentIs reports whether an open file holds blob want, by reading it.
 func contentIs(f *os.File, want plumbing.Hash) bool {
 	data, err := readAllAt(f)
-	return err == nil && HashBlob(data) == want
+	return err == nil && gitrepo.HashBlob(data) == want
 }
 
 // unchanged reports whether the file displaced to path (opened as disp) is
@@ -516,7 +517,7 @@ func (st *Store) checkWatched() {
 	for _, w := range st.watched {
 		data, err := readAllAt(w.f)
 		w.f.Close()
-		if err != nil || HashBlob(data) == w.want {
+		if err != nil || gitrepo.HashBlob(data) == w.want {
 			continue
 		}
 		if name, err := st.recoveredName(w.path); err == nil {
@@ -657,5 +658,5 @@ func (st *Store) leftoverHoldsASave(p string) bool {
 	if err != nil {
 		return false
 	}
-	return len(data) > 0 && !st.objs.has(HashBlob(data))
+	return len(data) > 0 && !st.objs.Has(gitrepo.HashBlob(data))
 }

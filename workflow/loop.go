@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -480,13 +481,13 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 			return branch, true, note, nil, nil
 		}
 		create = func() error {
-			return e.Store.Repo.UpdateRef(gitstore.RefUpdate{Name: ref, Old: cur, New: remote, Who: e.Signature().String(), Message: "orch: fast-forward " + branch + " to " + remoteName + "/" + branch})
+			return e.Store.Repo.UpdateRef(gitrepo.RefUpdate{Name: ref, Old: cur, New: remote, Who: e.Signature().String(), Message: "orch: fast-forward " + branch + " to " + remoteName + "/" + branch})
 		}
 		return branch, true, fmt.Sprintf("fast-forwarded %s to %s/%s (work pushed from another clone)", branch, remoteName, branch), create, nil
 	}
 	if !remote.IsZero() {
 		create = func() error {
-			if err := e.Store.CreateRef(ref, remote, e.Signature(), "orch: branch for "+t.Task.ID+" from "+remoteName+"/"+branch); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {
+			if err := e.Store.CreateRef(ref, remote, e.Signature(), "orch: branch for "+t.Task.ID+" from "+remoteName+"/"+branch); err != nil && !errors.Is(err, gitrepo.ErrRefMoved) {
 				return err
 			}
 			return nil
@@ -518,7 +519,7 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 		return "", false, "", nil, &SetupError{Msg: fmt.Sprintf("the base branch %s does not exist, so the task's branch cannot be created", base), Hint: hint}
 	}
 	create = func() error {
-		if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+baseFrom); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {
+		if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+baseFrom); err != nil && !errors.Is(err, gitrepo.ErrRefMoved) {
 			return err
 		}
 		return nil

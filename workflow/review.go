@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -679,9 +679,9 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 
 // commitError says why --commit names no commit.
 func commitError(commit string, err error) error {
-	var nf *gitstore.ErrRevisionNotFound
-	var amb *gitstore.ErrAmbiguousRevision
-	var un *gitstore.ErrUnsupportedRevision
+	var nf *gitrepo.ErrRevisionNotFound
+	var amb *gitrepo.ErrAmbiguousRevision
+	var un *gitrepo.ErrUnsupportedRevision
 	hint := "give the commit that fixes it: --commit HEAD in the task's worktree after committing, or its hash (git log --oneline)"
 	switch {
 	case errors.As(err, &nf):

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -54,7 +55,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 			base = DefaultConfig().BaseBranch
 		}
 	}
-	if !gitstore.ValidRefName("refs/heads/" + base) {
+	if !gitrepo.ValidRefName("refs/heads/" + base) {
 		return nil, &UsageError{Msg: fmt.Sprintf("--base %q is not a valid branch name", printable(base)), Hint: "orch init --base main"}
 	}
 	// The base branch goes into the config orch writes (the default one,
@@ -910,7 +911,7 @@ func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
 		return nil, err
 	}
 	var out []LogEntry
-	err := e.Store.Walk(func(c *gitstore.CommitInfo) bool {
+	err := e.Store.Walk(func(c *gitrepo.CommitInfo) bool {
 		tr := c.Trailers()
 		if id != "" && tr["Orch-Task"] != id && !contains(strings.Fields(tr["Orch-Created"]), id) {
 			return true
