@@ -14,6 +14,7 @@ import (
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -155,14 +156,13 @@ func (st *Store) StaleLockOwnerNote() (path string, pid int, stale bool) {
 // RemoveStaleLockOwnerNote removes every note that is still stale.
 func (st *Store) RemoveStaleLockOwnerNote() error { return st.Repo.RemoveStaleLockOwnerNote() }
 
-// Temp file prefixes: a view file being written (.orch-new-, removed
-// whenever found), a view file written whole or a view file displaced
-// (.orch-tmp-, see placeView: kept in recovered/ when its content is not a
-// version orch knows), a cache file being written.
+// Temp file prefixes of the view: a view file being written (.orch-new-,
+// removed whenever found), a view file written whole or a view file
+// displaced (.orch-tmp-, see placeView: kept in recovered/ when its content
+// is not a version orch knows). The cache's are statecache.TempPrefix.
 const (
-	viewTempPrefix  = ".orch-tmp-"
-	viewNewPrefix   = ".orch-new-"
-	cacheTempPrefix = ".cache-"
+	viewTempPrefix = ".orch-tmp-"
+	viewNewPrefix  = ".orch-new-"
 )
 
 func isViewTemp(name string) bool {
@@ -199,7 +199,7 @@ func (st *Store) TempFiles(minAge time.Duration) []string {
 			}
 		}
 	}
-	look(st.priv, func(name string) bool { return strings.HasPrefix(name, cacheTempPrefix) })
+	look(st.priv, func(name string) bool { return strings.HasPrefix(name, statecache.TempPrefix) })
 	sort.Strings(out)
 	return out
 }
@@ -208,7 +208,7 @@ func (st *Store) TempFiles(minAge time.Duration) []string {
 func (st *Store) RemoveTempFile(path string) error {
 	dir, name := filepath.Split(path)
 	dir = filepath.Clean(dir)
-	ok := dir == filepath.Clean(st.priv) && strings.HasPrefix(name, cacheTempPrefix)
+	ok := dir == filepath.Clean(st.priv) && strings.HasPrefix(name, statecache.TempPrefix)
 	if st.View != "" && isViewTemp(name) {
 		if dir == filepath.Clean(st.View) {
 			ok = true
@@ -246,11 +246,10 @@ type Checkup struct {
 	// SnapErr says why the tip's commit or trees could not be read.
 	SnapErr error
 
-	snap      *Snapshot
-	cache     *stateCache // as loaded (nil: none, or it did not decode)
-	cacheErr  string      // why it did not load
-	cacheSeen bool        // the cache file exists
-	journal   string      // a problem with the journal
+	snap          *Snapshot
+	cache         *statecache.Cache // as loaded (nil: none, or it did not decode)
+	cacheSeen     bool              // the cache file exists
+	cacheProblems []string          // why it cannot be trusted
 }
 
 // Checkup reads the branch and the cache for orch doctor.
@@ -260,45 +259,8 @@ func (st *Store) Checkup() *Checkup {
 	if cu.TipErr == nil && !cu.Tip.IsZero() {
 		cu.snap, cu.SnapErr = loadSnapshot(st.objs, cu.Tip, nil)
 	}
-	cu.loadCache()
+	cu.cache, cu.cacheSeen, cu.cacheProblems = statecache.Inspect(st.cachePath(), st.Ref)
 	return cu
-}
-
-func (cu *Checkup) loadCache() {
-	path := cu.st.cachePath()
-	b, err := readCacheFile(path, false)
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			cu.cacheSeen, cu.cacheErr = true, err.Error()
-		} else if _, jerr := os.Stat(path + journalSuffix); jerr == nil {
-			cu.journal = "a journal without its cache file (ignored)"
-		}
-		return
-	}
-	cu.cacheSeen = true
-	c, err := decodeStateCache(b)
-	if err != nil {
-		cu.cacheErr = "it does not decode (damaged: wrong format, size or checksum)"
-		if magic, _, _ := strings.Cut(cacheMagic, " v"); strings.HasPrefix(string(b), magic+" v") && !strings.HasPrefix(string(b), cacheMagic) {
-			cu.cacheErr = "it was written by another version of orch"
-		}
-		return
-	}
-	if c.ref != cu.st.Ref {
-		cu.cacheErr = fmt.Sprintf("it is the cache of %s, not of %s", c.ref, cu.st.Ref)
-		return
-	}
-	jpath := path + journalSuffix
-	if fi, err := os.Stat(jpath); err == nil {
-		c.applyJournal(jpath)
-		switch {
-		case c.journalSize == 0:
-			cu.journal = "its journal belongs to another generation of the cache or is damaged at the start (ignored)"
-		case c.journalSize < fi.Size():
-			cu.journal = fmt.Sprintf("its journal is damaged at byte %d of %d (the rest is ignored)", c.journalSize, fi.Size())
-		}
-	}
-	cu.cache = c
 }
 
 // CacheHealth is what orch doctor finds in the state cache.
@@ -316,35 +278,30 @@ type CacheHealth struct {
 // that tip.
 func (cu *Checkup) Cache() CacheHealth {
 	h := CacheHealth{Path: cu.st.cachePath(), Exists: cu.cacheSeen}
-	if cu.cacheErr != "" {
-		h.Corrupt = append(h.Corrupt, cu.cacheErr)
-	}
-	if cu.journal != "" {
-		h.Corrupt = append(h.Corrupt, cu.journal)
-	}
+	h.Corrupt = append(h.Corrupt, cu.cacheProblems...)
 	c := cu.cache
 	if c == nil {
 		return h
 	}
-	h.Tip, h.Tasks = c.tip, c.sums.n
-	if cu.TipErr != nil || c.tip != cu.Tip {
+	h.Tip, h.Tasks = c.Tip, c.Summaries.Len()
+	if cu.TipErr != nil || c.Tip != cu.Tip {
 		h.Stale = true
 		return h
 	}
 	if cu.snap == nil {
 		return h
 	}
-	if c.root != cu.snap.Root {
-		h.Corrupt = append(h.Corrupt, fmt.Sprintf("it names root tree %s, the tip has %s", short(c.root), short(cu.snap.Root)))
+	if c.Root != cu.snap.Root {
+		h.Corrupt = append(h.Corrupt, fmt.Sprintf("it names root tree %s, the tip has %s", short(c.Root), short(cu.snap.Root)))
 	}
 	var bad []string
 	for d, want := range cu.snap.dirs {
-		got := c.dirs[d]
+		got := c.Dirs[d]
 		if got == nil || got.Hash != want.Hash || !sameEntries(got.Entries, want.Entries) {
 			bad = append(bad, dirName(d))
 		}
 	}
-	for d := range c.dirs {
+	for d := range c.Dirs {
 		if cu.snap.dirs[d] == nil {
 			bad = append(bad, dirName(d))
 		}
@@ -360,11 +317,11 @@ func (cu *Checkup) Cache() CacheHealth {
 			continue
 		}
 		tasks[fe.Path] = true
-		if r := c.sums.get(fe.Path); r == nil || r.blob != fe.Blob {
+		if r := c.Summaries.Get(fe.Path); r == nil || r.Blob() != fe.Blob {
 			wrong = append(wrong, fe.Path)
 		}
 	}
-	c.sums.each(func(r *sumRec) {
+	c.Summaries.Each(func(r *statecache.Record) {
 		if !tasks[r.Path] {
 			wrong = append(wrong, r.Path)
 		}
@@ -410,32 +367,7 @@ func sameEntries(a, b []gitrepo.TreeEntry) bool {
 // trees and task summaries from the branch. It reports whether the index
 // was kept. The caller holds the exclusive orch lock (DoctorLock).
 func (st *Store) RebuildCache() (keptIndex bool, err error) {
-	path := st.cachePath()
-	fresh := newStateCache(st.Ref)
-	if b, err := os.ReadFile(path); err == nil {
-		if c, err := decodeStateCache(b); err == nil && c.ref == st.Ref {
-			c.applyJournal(path + journalSuffix)
-			c.index.each(func(p string, ie *indexEntry) {
-				cp := *ie
-				cp.raw = nil
-				cp.prev = append([]plumbing.Hash(nil), ie.prev...)
-				fresh.index.put(p, &cp)
-			})
-			keptIndex = true
-		}
-	}
-	if !keptIndex {
-		for _, p := range []string{path, path + journalSuffix} {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return false, err
-			}
-		}
-		return false, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
-		return false, err
-	}
-	return true, fresh.writeBase(path)
+	return statecache.Rebuild(st.cachePath(), st.Ref)
 }
 
 // View drift kinds: how a view file and the branch disagree before the
@@ -467,9 +399,9 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 		return nil
 	}
 	scan := st.scan.wait()
-	var index indexSet
+	var index statecache.Index
 	if cu.cache != nil {
-		index = cu.cache.index
+		index = cu.cache.Index
 	}
 	paths := map[string]bool{}
 	for _, fe := range cu.snap.AllFiles() {
@@ -485,8 +417,8 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 	sort.Strings(sorted)
 	var out []ViewDrift
 	for _, p := range sorted {
-		ie := index.get(p)
-		if ie != nil && !ie.conflictW.IsZero() {
+		ie := index.Get(p)
+		if ie != nil && !ie.ConflictW.IsZero() {
 			continue
 		}
 		r, rok := cu.snap.Get(p)
@@ -506,13 +438,13 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 		switch {
 		case rok && w == r:
 			// In step (a stale index entry is simply recorded again).
-		case ie != nil && ie.matches(ws) && w != ie.blob:
+		case ie != nil && statMatches(ie, ws) && w != ie.Blob:
 			out = append(out, ViewDrift{Path: p, Kind: DriftStaleIndex, Data: data})
 		case !rok && ie == nil:
 			out = append(out, ViewDrift{Path: p, Kind: DriftExtra, Data: data})
-		case !rok && w == ie.blob:
+		case !rok && w == ie.Blob:
 			out = append(out, ViewDrift{Path: p, Kind: DriftRemoved})
-		case ie != nil && rok && w == ie.blob:
+		case ie != nil && rok && w == ie.Blob:
 			out = append(out, ViewDrift{Path: p, Kind: DriftBehind})
 		case ie == nil && rok && st.objs.Has(w):
 			// The index was lost and the view holds an older version.
@@ -529,18 +461,20 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 // The caller holds the exclusive orch lock.
 func (st *Store) DistrustViewStat(paths []string) error {
 	path := st.cachePath()
-	c := loadStateCache(path, st.Ref, false)
+	c := statecache.Load(path, st.Ref, true)
+	defer c.Close()
 	changed := false
 	for _, p := range paths {
-		if ie := c.index.get(p); ie != nil {
-			ie.racy, ie.raw = true, nil
+		if ie := c.Index.Get(p); ie != nil {
+			ie.Racy = true
+			ie.MarkChanged()
 			changed = true
 		}
 	}
 	if !changed {
 		return nil
 	}
-	return c.save(path)
+	return c.Save(path)
 }
 
 // ConflictedFile is a view file kept uncommitted after both it and the
@@ -562,8 +496,8 @@ func (cu *Checkup) Conflicts() []ConflictedFile {
 		return nil
 	}
 	var out []ConflictedFile
-	cu.cache.index.each(func(p string, ie *indexEntry) {
-		if ie.conflictW.IsZero() {
+	cu.cache.Index.Each(func(p string, ie *statecache.IndexEntry) {
+		if ie.ConflictW.IsZero() {
 			return
 		}
 		cf := ConflictedFile{Path: p}
@@ -577,12 +511,12 @@ func (cu *Checkup) Conflicts() []ConflictedFile {
 		switch {
 		case err == nil && rok && w == r:
 			return // settled: the view holds the branch's version
-		case err != nil || w != ie.conflictW:
+		case err != nil || w != ie.ConflictW:
 			cf.Changed = true
 		case !rok:
 			cf.Conflicts = []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "removed from the state branch"}}
 		default:
-			cf.Conflicts = st.describeConflict(p, ie.blob, data, r)
+			cf.Conflicts = st.describeConflict(p, ie.Blob, data, r)
 		}
 		out = append(out, cf)
 	})

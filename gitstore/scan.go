@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/internal/trace"
 )
 
@@ -33,8 +34,11 @@ func statOf(st *unix.Stat_t) fileStat {
 	}
 }
 
-func (e *indexEntry) matches(s fileStat) bool {
-	return !e.racy && e.size == s.size && e.mtime == s.mtime && e.ctime == s.ctime && e.ino == s.ino
+// statMatches reports whether a view file with stat data s is, by that
+// data, the one the sync index entry ie recorded (never when it was taken
+// too close to a write: see isRacy).
+func statMatches(ie *statecache.IndexEntry, s fileStat) bool {
+	return !ie.Racy && ie.Size == s.size && ie.Mtime == s.mtime && ie.Ctime == s.ctime && ie.Ino == s.ino
 }
 
 // viewScan is one pass over the view directory: the stat data of every file

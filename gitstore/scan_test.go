@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/statecache"
 )
 
 // TestScanByEntries checks the view scan against what it must find: every
@@ -193,10 +194,11 @@ func TestReconcileCacheBadAfterDirs(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if c, _, err := decodeCacheDirs(b); err != nil || c.dirs[TasksDir] == nil {
-		t.Fatalf("the directories no longer decode (%v): the test breaks the wrong part", err)
+	l := statecache.Start(path, st.Ref, false)
+	if l == nil || l.Dirs()[TasksDir] == nil {
+		t.Fatal("the directories no longer decode: the test breaks the wrong part")
 	}
-	if _, err := decodeStateCache(b); err == nil {
+	if c := l.Finish(); len(c.Dirs) > 0 {
 		t.Fatal("the damaged cache decodes")
 	}
 	edited := setField(t, viewDoc("T-crc001"), "priority", "P0")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -33,8 +34,8 @@ type Options struct {
 	LockTimeout time.Duration
 	// InMemoryCache reads the state cache into the heap instead of
 	// mapping it, for a process that opens the store again and again
-	// (board --watch): a mapping lives as long as the process (see
-	// readCacheFile), and each open would add one.
+	// (board --watch): the store keeps its mapping for the life of the
+	// process (see Close), and each open would add one.
 	InMemoryCache bool
 }
 
@@ -62,14 +63,14 @@ type Store struct {
 	lockTimeout time.Duration
 	mapCache    bool // see Options.InMemoryCache
 	lock        *fileLock
-	cache       *stateCache
+	cache       *statecache.Cache
 	snap        *Snapshot
 	dirty       bool
 	scan        *viewScan
-	byID        map[string]*sumRec
+	byID        map[string]*statecache.Record
 	byIDScans   int   // lookups answered by a walk (see recByID)
 	named       *bool // whether every task file is named after its id (see recByID)
-	early       *cacheLoad
+	early       *statecache.Loading
 	conflicts   map[string][]taskfile.Conflict
 	broken      map[string]error
 	held        map[string]error
@@ -311,8 +312,8 @@ func (st *Store) Lock() error {
 		// many agents at once, not while this command holds the lock.
 		// (If others commit in between, the files may have changed; the
 		// reconcile then matches them by name.)
-		if st.early = startCacheLoad(st.cachePath(), st.Ref, st.mapCache); st.early != nil {
-			st.scan.expect(st.early.c.dirs)
+		if st.early = statecache.Start(st.cachePath(), st.Ref, st.mapCache); st.early != nil {
+			st.scan.expect(st.early.Dirs())
 		}
 	}
 	if testHookBeforeLock != nil {
@@ -339,7 +340,10 @@ func (st *Store) Lock() error {
 	return nil
 }
 
-// Close saves the caches and releases the lock.
+// Close saves the caches and releases the lock. It does not close the
+// state cache: what the store handed out (summaries, snapshots, the paths
+// of the reconcile's report) points into a mapped cache, and callers use it
+// after Close (see statecache).
 func (st *Store) Close() error {
 	var err error
 	if st.scan != nil {
@@ -359,7 +363,7 @@ func (st *Store) Close() error {
 		// missing or stale, so failing to save it is no failure of the
 		// command: one that committed must not report an error (a retried
 		// orch new would make the task twice).
-		if serr := st.cache.save(st.cachePath()); serr != nil {
+		if serr := st.cache.Save(st.cachePath()); serr != nil {
 			st.note("could not save the state cache (%v); the next command rebuilds it", serr)
 		}
 		st.dirty = false
@@ -372,12 +376,12 @@ func (st *Store) Close() error {
 
 func (st *Store) load() error {
 	if st.cache == nil {
-		if l := st.early; l != nil && l.current() {
-			st.cache = l.finish()
+		if l := st.early; l != nil && l.Current() {
+			st.cache = l.Finish()
 		} else {
 			// Changed while we waited (the scan then stats the files it
 			// was handed, and they are matched by name), or not read early.
-			st.cache = loadStateCache(st.cachePath(), st.Ref, st.mapCache)
+			st.cache = statecache.Load(st.cachePath(), st.Ref, st.mapCache)
 		}
 		st.early = nil
 	}
@@ -388,31 +392,31 @@ func (st *Store) load() error {
 	// History only moves forward: a branch that no longer contains the tip
 	// orch saw last was rewound (or rewritten) outside orch. Following it
 	// silently would let a claim be taken twice and finished work reopen.
-	if seen := st.cache.tip; !seen.IsZero() && !tip.IsZero() && tip != seen && tip != st.movedTo && !st.AcceptRewind && !st.Contains(tip, seen) {
+	if seen := st.cache.Tip; !seen.IsZero() && !tip.IsZero() && tip != seen && tip != st.movedTo && !st.AcceptRewind && !st.Contains(tip, seen) {
 		return st.MovedBackwards(st.Ref, seen, tip)
 	}
-	if tip == st.cache.tip && len(st.cache.dirs) > 0 || tip.IsZero() && st.cache.tip.IsZero() {
-		st.snap = &Snapshot{Tip: tip, Root: st.cache.root, dirs: st.cache.dirs, objs: st.objs, view: st.readView}
+	if tip == st.cache.Tip && len(st.cache.Dirs) > 0 || tip.IsZero() && st.cache.Tip.IsZero() {
+		st.snap = &Snapshot{Tip: tip, Root: st.cache.Root, dirs: st.cache.Dirs, objs: st.objs, view: st.readView}
 		if tip.IsZero() {
 			st.snap = emptySnapshot(st.objs)
 		}
 		st.expectScan()
 	} else {
-		snap, err := loadSnapshot(st.objs, tip, st.cache.dirs)
+		snap, err := loadSnapshot(st.objs, tip, st.cache.Dirs)
 		if err != nil {
 			return err
 		}
 		snap.view = st.readView
 		st.snap = snap
 		st.expectScan()
-		st.cache.tip, st.cache.root, st.cache.dirs = snap.Tip, snap.Root, snap.dirs
+		st.cache.Tip, st.cache.Root, st.cache.Dirs = snap.Tip, snap.Root, snap.dirs
 		st.dirty = true
 		st.refreshSummaries(nil)
 		return nil
 	}
 	// The cache was saved with the summaries of exactly this tip; a count
 	// that disagrees means it is not to be trusted.
-	if st.cache.sums.n != st.countTaskFiles() {
+	if st.cache.Summaries.Len() != st.countTaskFiles() {
 		st.refreshSummaries(nil)
 	}
 	st.byID, st.named = nil, nil
@@ -449,14 +453,14 @@ func (st *Store) updateSummaries(changes []Change) {
 			continue
 		}
 		if c.Delete {
-			st.cache.dropSummary(c.Path)
+			st.cache.DropSummary(c.Path)
 			st.byID = nil
 			continue
 		}
 		blob, _ := st.snap.Get(c.Path)
-		prev := st.cache.sums.get(c.Path)
-		r := st.cache.putSummary(summarize(c.Path, blob, c.Data))
-		if st.named != nil && *st.named && r.ID != "" && !fileNamedFor(r.Path, r.ID) {
+		prev := st.cache.Summaries.Get(c.Path)
+		r := st.cache.PutSummary(summarize(c.Path, blob, c.Data))
+		if st.named != nil && *st.named && r.ID != "" && !statecache.NamedFor(TasksDir, r.Path, r.ID) {
 			st.named = nil
 		}
 		if st.byID != nil {
@@ -478,7 +482,7 @@ func (st *Store) readView(p string, h plumbing.Hash) ([]byte, bool) {
 	if st.View == "" || !Mirrored(p) {
 		return nil, false
 	}
-	if ie := st.cache.index.get(p); ie == nil || ie.blob != h || !ie.conflictW.IsZero() {
+	if ie := st.cache.Index.Get(p); ie == nil || ie.Blob != h || !ie.ConflictW.IsZero() {
 		return nil, false
 	}
 	data, err := st.readViewFile(p)
@@ -510,7 +514,7 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 			continue
 		}
 		seen[fe.Path] = true
-		if r := st.cache.sums.get(fe.Path); r != nil && r.blob == fe.Blob {
+		if r := st.cache.Summaries.Get(fe.Path); r != nil && r.Blob() == fe.Blob {
 			continue
 		}
 		data, ok := changed[fe.Path]
@@ -518,26 +522,34 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 			var err error
 			data, err = st.objs.Read(plumbing.BlobObject, fe.Blob)
 			if err != nil {
-				st.cache.putSummary(&Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()})
+				st.cache.PutSummary(&Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()})
 				st.dirty = true
 				continue
 			}
 		}
-		st.cache.putSummary(summarize(fe.Path, fe.Blob, data))
+		st.cache.PutSummary(summarize(fe.Path, fe.Blob, data))
 		st.dirty = true
 	}
 	var gone []string
-	st.cache.sums.each(func(r *sumRec) {
+	st.cache.Summaries.Each(func(r *statecache.Record) {
 		if !seen[r.Path] {
 			gone = append(gone, r.Path)
 		}
 	})
 	for _, p := range gone {
-		st.cache.dropSummary(p)
+		st.cache.DropSummary(p)
 		st.dirty = true
 	}
 	st.byID, st.named = nil, nil
 }
+
+// Summary is what orch knows about a task without reading its file again,
+// and SummaryHeader the part of it that claim order sorts by: the state
+// cache keeps them (see statecache), the store hands them out.
+type (
+	Summary       = statecache.Summary
+	SummaryHeader = statecache.SummaryHeader
+)
 
 func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
 	s := &Summary{Path: path, Blob: blob}
@@ -565,9 +577,9 @@ func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
 
 // Summaries returns every task on the state branch, ordered by path.
 func (st *Store) Summaries() []*Summary {
-	out := make([]*Summary, 0, st.cache.sums.n)
-	for _, r := range st.cache.sums.sorted() {
-		out = append(out, r.summary())
+	out := make([]*Summary, 0, st.cache.Summaries.Len())
+	for _, r := range st.cache.Summaries.Sorted() {
+		out = append(out, r.Summary())
 	}
 	return out
 }
@@ -576,9 +588,9 @@ func (st *Store) Summaries() []*Summary {
 // returns false; the tasks after that are not decoded.
 func (st *Store) EachSummaryWhile(fn func(*Summary) bool) {
 	going := true
-	st.cache.sums.each(func(r *sumRec) {
+	st.cache.Summaries.Each(func(r *statecache.Record) {
 		if going {
-			going = fn(r.summary())
+			going = fn(r.Summary())
 		}
 	})
 }
@@ -588,9 +600,9 @@ func (st *Store) EachSummaryWhile(fn func(*Summary) bool) {
 // decoded: a claim looks at the open queues, not at thousands of done tasks.
 func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)) {
 	in := queueFilter(queues)
-	st.cache.sums.each(func(r *sumRec) {
+	st.cache.Summaries.Each(func(r *statecache.Record) {
 		if in(r.Queue) {
-			fn(r.summary())
+			fn(r.Summary())
 		}
 	})
 }
@@ -600,7 +612,7 @@ func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)
 // summary.
 func (st *Store) EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*SummaryHeader)) {
 	in := queueFilter(queues)
-	st.cache.sums.each(func(r *sumRec) {
+	st.cache.Summaries.Each(func(r *statecache.Record) {
 		if in(r.Queue) {
 			fn(&r.SummaryHeader)
 		}
@@ -624,23 +636,23 @@ func queueFilter(queues map[taskfile.Queue]bool) func(taskfile.Queue) bool {
 }
 
 // Loaded returns the whole summary of a header from EachSummaryHeaderIn.
-func (st *Store) Loaded(h *SummaryHeader) *Summary { return h.rec.summary() }
+func (st *Store) Loaded(h *SummaryHeader) *Summary { return h.Summary() }
 
 // EachTaskID calls fn with every task's ID and queue, without decoding the
 // rest of the task (for resolving ID prefixes).
 func (st *Store) EachTaskID(fn func(id string, q taskfile.Queue)) {
-	st.cache.sums.each(func(r *sumRec) { fn(r.ID, r.Queue) })
+	st.cache.Summaries.Each(func(r *statecache.Record) { fn(r.ID, r.Queue) })
 }
 
 // SummaryByID returns the task with exactly this id.
 func (st *Store) SummaryByID(id string) *Summary {
 	if r := st.recByID(id); r != nil {
-		return r.summary()
+		return r.Summary()
 	}
 	return nil
 }
 
-func (st *Store) recByID(id string) *sumRec {
+func (st *Store) recByID(id string) *statecache.Record {
 	if id == "" {
 		return nil
 	}
@@ -651,21 +663,21 @@ func (st *Store) recByID(id string) *sumRec {
 	// id is found by binary search on the paths. Checking that walks the
 	// records once (0.1 ms at 10,000 tasks).
 	if st.named == nil {
-		named := st.cache.sums.namedByID()
+		named := st.cache.Summaries.NamedByID(TasksDir)
 		st.named = &named
 	}
 	if *st.named {
-		return st.cache.sums.byNamedID(id)
+		return st.cache.Summaries.ByNamedID(TasksDir, id)
 	}
 	// Otherwise the first lookups walk the records; then a map pays off
 	// (0.7 ms to build): orch new looks up one id, a claim the
 	// dependencies of every task it considers.
 	if st.byIDScans < 2 {
 		st.byIDScans++
-		return st.cache.sums.byID(id)
+		return st.cache.Summaries.ByID(id)
 	}
 	if st.byID == nil {
-		st.byID = st.cache.sums.byIDMap()
+		st.byID = st.cache.Summaries.ByIDMap()
 	}
 	return st.byID[id]
 }
@@ -682,8 +694,8 @@ func (st *Store) QueueByID(id string) (taskfile.Queue, bool) {
 
 // Summary returns the task at path.
 func (st *Store) Summary(path string) *Summary {
-	if r := st.cache.sums.get(path); r != nil {
-		return r.summary()
+	if r := st.cache.Summaries.Get(path); r != nil {
+		return r.Summary()
 	}
 	return nil
 }
@@ -780,7 +792,7 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 	next.Tip = h
 	next.view = st.readView
 	st.snap = next
-	st.cache.tip, st.cache.root, st.cache.dirs = h, next.Root, next.dirs
+	st.cache.Tip, st.cache.Root, st.cache.Dirs = h, next.Root, next.dirs
 	st.updateSummaries(req.Changes)
 	st.dirty = true
 	trace.Phase("commit: summaries")
@@ -837,7 +849,7 @@ func (st *Store) note(format string, a ...any) {
 
 // SnapshotOf loads the tree of any commit.
 func (st *Store) SnapshotOf(h plumbing.Hash) (*Snapshot, error) {
-	return loadSnapshot(st.objs, h, st.cache.dirs)
+	return loadSnapshot(st.objs, h, st.cache.Dirs)
 }
 
 // MergeBase returns a best common ancestor of a and b (ZeroHash if none).

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -164,9 +165,9 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 			}
 		}
 	}
-	if seen != st.cache.index.n {
+	if seen != st.cache.Index.Len() {
 		// Some index entries have no file on the branch (deleted there).
-		st.cache.index.each(func(p string, _ *indexEntry) {
+		st.cache.Index.Each(func(p string, _ *statecache.IndexEntry) {
 			if _, ok := snap.Get(p); !ok {
 				pending[p] = true
 			}
@@ -186,7 +187,7 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 				if dir != "" {
 					p = dir + "/" + name
 				}
-				if st.cache.index.get(p) == nil {
+				if st.cache.Index.Get(p) == nil {
 					pending[p] = true // made by hand (or the index was lost)
 				}
 			})
@@ -226,13 +227,13 @@ func (st *Store) compareEntries(d string, all []gitrepo.TreeEntry, lo, hi int, f
 	if !byPos {
 		byName = files.cursor(&all[lo])
 	}
-	index := st.cache.index.cursor(d, all[lo].Name)
+	index := st.cache.Index.Cursor(d, all[lo].Name)
 	for i := lo; i < hi; i++ {
 		e := &all[i]
 		if e.Mode != gitrepo.ModeFile && e.Mode != gitrepo.ModeExec {
 			continue
 		}
-		if ie := index.get(e.Name); ie != nil {
+		if ie := index.Get(e.Name); ie != nil {
 			r.seen++
 			var ws fileStat
 			var wok bool
@@ -244,7 +245,7 @@ func (st *Store) compareEntries(d string, all []gitrepo.TreeEntry, lo, hi int, f
 			if wok {
 				r.scanHits++
 			}
-			if wok && ie.matches(ws) && e.Hash == ie.blob && ie.conflictW.IsZero() {
+			if wok && statMatches(ie, ws) && e.Hash == ie.Blob && ie.ConflictW.IsZero() {
 				continue // the common case: nothing changed anywhere
 			}
 			r.pending = append(r.pending, path(e.Name))
@@ -282,7 +283,7 @@ func (st *Store) reconcilePaths(paths []string, pol Policy, rep *Reconciled) err
 
 func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 	full := viewPath(st.View, p)
-	ie := st.cache.index.get(p)
+	ie := st.cache.Index.Get(p)
 	r, rok := st.snap.Get(p)
 	if !Mirrored(p) {
 		rok = false
@@ -291,8 +292,8 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 	var wdata []byte
 	var w plumbing.Hash
 	if wok {
-		if ie != nil && ie.matches(ws) {
-			w = ie.blob
+		if ie != nil && statMatches(ie, ws) {
+			w = ie.Blob
 		} else {
 			data, fs, err := st.readSettled(p)
 			if err != nil {
@@ -304,17 +305,17 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 	}
 	var b plumbing.Hash
 	if ie != nil {
-		b = ie.blob
+		b = ie.Blob
 	}
 	switch {
 	case !wok && !rok:
 		if ie != nil {
-			st.cache.dropIndex(p)
+			st.cache.DropIndex(p)
 			st.dirty = true
 		}
 	case wok && rok && w == r:
 		// The view holds the branch's version.
-		if ie == nil || ie.blob != r || !ie.matches(ws) || !ie.conflictW.IsZero() {
+		if ie == nil || ie.Blob != r || !statMatches(ie, ws) || !ie.ConflictW.IsZero() {
 			st.record(p, r, ws)
 		}
 	case !wok && rok:
@@ -326,7 +327,7 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 			rep.Restored = append(rep.Restored, p)
 			st.note("restored %s from the state branch (to delete a task, use orch archive)", st.rel(p))
 		}
-	case ie != nil && w == b && ie.conflictW.IsZero():
+	case ie != nil && w == b && ie.ConflictW.IsZero():
 		// The branch moved; the view did not.
 		if !rok {
 			st.removeView(p)
@@ -337,10 +338,10 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 			return err
 		}
 		rep.Pulled = append(rep.Pulled, p)
-	case ie != nil && !ie.conflictW.IsZero():
+	case ie != nil && !ie.ConflictW.IsZero():
 		return st.reconcileConflicted(p, pol, rep, ie, w, wdata, r, rok, ws)
 	case ie != nil && rok && r == b:
-		return st.handEdit(p, pol, rep, b, wdata, w, ie.prev, ws)
+		return st.handEdit(p, pol, rep, b, wdata, w, ie.Prev, ws)
 	case ie == nil && !rok:
 		return st.handNew(p, pol, rep, wdata, ws)
 	case ie == nil && rok:
@@ -429,22 +430,22 @@ func (st *Store) readSettled(p string) ([]byte, fileStat, error) {
 
 // record notes that the view file at p holds blob h with stat s.
 func (st *Store) record(p string, h plumbing.Hash, s fileStat) {
-	ie := st.cache.index.get(p)
+	ie := st.cache.Index.Get(p)
 	if ie == nil {
-		ie = &indexEntry{}
-		st.cache.index.put(p, ie)
+		ie = &statecache.IndexEntry{}
+		st.cache.PutIndex(p, ie)
 	}
-	if !ie.blob.IsZero() && ie.blob != h {
-		ie.prev = append([]plumbing.Hash{ie.blob}, ie.prev...)
-		if len(ie.prev) > 4 {
-			ie.prev = ie.prev[:4]
+	if !ie.Blob.IsZero() && ie.Blob != h {
+		ie.Prev = append([]plumbing.Hash{ie.Blob}, ie.Prev...)
+		if len(ie.Prev) > 4 {
+			ie.Prev = ie.Prev[:4]
 		}
 	}
-	ie.raw = nil // changed: the journal records it
-	ie.blob = h
-	ie.size, ie.mtime, ie.ctime, ie.ino = s.size, s.mtime, s.ctime, s.ino
-	ie.racy = isRacy(s)
-	ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+	ie.MarkChanged()
+	ie.Blob = h
+	ie.Size, ie.Mtime, ie.Ctime, ie.Ino = s.size, s.mtime, s.ctime, s.ino
+	ie.Racy = isRacy(s)
+	ie.ConflictW, ie.ConflictR = plumbing.ZeroHash, plumbing.ZeroHash
 	st.dirty = true
 }
 
@@ -464,15 +465,15 @@ func (st *Store) writeView(p string, data []byte, blob plumbing.Hash) {
 	if st.View == "" || !Mirrored(p) {
 		return
 	}
-	ie := st.cache.index.get(p)
-	if ie != nil && !ie.conflictW.IsZero() {
+	ie := st.cache.Index.Get(p)
+	if ie != nil && !ie.ConflictW.IsZero() {
 		return // in conflict: the person's file stays until they resolve it
 	}
 	expect := plumbing.ZeroHash
 	if ie != nil {
-		expect = ie.blob
+		expect = ie.Blob
 	}
-	if ws, ok := lstatPath(viewPath(st.View, p)); ok && (ie == nil || !ie.matches(ws)) {
+	if ws, ok := lstatPath(viewPath(st.View, p)); ok && (ie == nil || !statMatches(ie, ws)) {
 		cur, err := st.readViewFile(p)
 		if err != nil || gitrepo.HashBlob(cur) != expect {
 			if err == nil && gitrepo.HashBlob(cur) == blob {
@@ -524,13 +525,13 @@ func (st *Store) removeView(p string) {
 	if st.View == "" || !Mirrored(p) || !st.viewDirOK(p) {
 		return
 	}
-	ie := st.cache.index.get(p)
+	ie := st.cache.Index.Get(p)
 	if _, ok := lstatPath(viewPath(st.View, p)); ok {
-		if ie == nil || !ie.conflictW.IsZero() || !st.dropView(p, ie.blob) {
+		if ie == nil || !ie.ConflictW.IsZero() || !st.dropView(p, ie.Blob) {
 			return
 		}
 	}
-	st.cache.dropIndex(p)
+	st.cache.DropIndex(p)
 	st.dirty = true
 }
 
@@ -582,7 +583,7 @@ func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.H
 				return err
 			}
 			if len(conflicts) > 0 {
-				st.markConflict(p, rep, st.cache.index.get(p), w, r, conflicts)
+				st.markConflict(p, rep, st.cache.Index.Get(p), w, r, conflicts)
 				return nil
 			}
 			if stale {
@@ -720,8 +721,8 @@ func (st *Store) merge(p string, pol Policy, rep *Reconciled, b plumbing.Hash, w
 // whose orch-owned fields are those of the person's file; merging from it
 // keeps orch's changes since. nil when base is that version, or none is.
 func (st *Store) startedFrom(p string, bdata, wdata []byte) []byte {
-	ie := st.cache.index.get(p)
-	if !isTaskPath(p) || ie == nil || len(ie.prev) == 0 {
+	ie := st.cache.Index.Get(p)
+	if !isTaskPath(p) || ie == nil || len(ie.Prev) == 0 {
 		return nil
 	}
 	wf, err1 := taskfile.Parse(st.rel(p), wdata)
@@ -729,7 +730,7 @@ func (st *Store) startedFrom(p string, bdata, wdata []byte) []byte {
 	if err1 != nil || err2 != nil || sameOrchFields(wf, bf) {
 		return nil
 	}
-	for _, h := range ie.prev {
+	for _, h := range ie.Prev {
 		data, err := st.objs.Read(plumbing.BlobObject, h)
 		if err != nil {
 			continue
@@ -762,7 +763,7 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 		bf, err1 := taskfile.Parse(st.rel(p), bdata)
 		rf, err2 := taskfile.Parse(st.rel(p), rdata)
 		if err1 != nil || err2 != nil {
-			st.markConflict(p, rep, st.cache.index.get(p), w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
+			st.markConflict(p, rep, st.cache.Index.Get(p), w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
 			return nil
 		}
 		merged, conflicts, err := taskfile.Merge3(bf, wf, rf)
@@ -770,7 +771,7 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 			return err
 		}
 		if len(conflicts) > 0 {
-			st.markConflict(p, rep, st.cache.index.get(p), w, r, conflicts)
+			st.markConflict(p, rep, st.cache.Index.Get(p), w, r, conflicts)
 			return nil
 		}
 		if pol.CheckTask != nil {
@@ -793,7 +794,7 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 	} else {
 		text, ok := taskfile.MergeText(string(bdata), string(wdata), string(rdata))
 		if !ok {
-			st.markConflict(p, rep, st.cache.index.get(p), w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
+			st.markConflict(p, rep, st.cache.Index.Get(p), w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
 			return nil
 		}
 		result = []byte(text)
@@ -823,17 +824,17 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 	return nil
 }
 
-func (st *Store) markConflict(p string, rep *Reconciled, ie *indexEntry, w, r plumbing.Hash, conflicts []taskfile.Conflict) {
+func (st *Store) markConflict(p string, rep *Reconciled, ie *statecache.IndexEntry, w, r plumbing.Hash, conflicts []taskfile.Conflict) {
 	rep.Conflicts[p] = conflicts
 	if ie == nil {
-		ie = &indexEntry{}
-		st.cache.index.put(p, ie)
+		ie = &statecache.IndexEntry{}
+		st.cache.PutIndex(p, ie)
 	}
-	if ie.conflictW != w || ie.conflictR != r {
-		ie.raw = nil
-		ie.conflictW, ie.conflictR = w, r
-		if ie.blob.IsZero() {
-			ie.blob = r
+	if ie.ConflictW != w || ie.ConflictR != r {
+		ie.MarkChanged()
+		ie.ConflictW, ie.ConflictR = w, r
+		if ie.Blob.IsZero() {
+			ie.Blob = r
 		}
 		st.dirty = true
 	}
@@ -844,8 +845,8 @@ func (st *Store) markConflict(p string, rep *Reconciled, ie *indexEntry, w, r pl
 // reconcileConflicted handles a file in conflict. Until the person changes
 // the view file it stays as it is; once they do, their version is their
 // resolution and is committed (merged with anything newer on the branch).
-func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *indexEntry, w plumbing.Hash, wdata []byte, r plumbing.Hash, rok bool, ws fileStat) error {
-	if w == ie.conflictW && r == ie.conflictR {
+func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *statecache.IndexEntry, w plumbing.Hash, wdata []byte, r plumbing.Hash, rok bool, ws fileStat) error {
+	if w == ie.ConflictW && r == ie.ConflictR {
 		// Unchanged: report it again, with details.
 		if wdata == nil {
 			var err error
@@ -854,10 +855,10 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 				return nil
 			}
 		}
-		rep.Conflicts[p] = st.describeConflict(p, ie.blob, wdata, r)
+		rep.Conflicts[p] = st.describeConflict(p, ie.Blob, wdata, r)
 		return nil
 	}
-	if w == ie.conflictW {
+	if w == ie.ConflictW {
 		// Only the branch moved: the person has not resolved anything yet.
 		// Merge again from the version the view file was based on, so the
 		// conflict stays (or goes, if the branch's new change settles it).
@@ -872,13 +873,13 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 				return nil
 			}
 		}
-		ie.raw = nil
-		ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
-		return st.merge(p, pol, rep, ie.blob, wdata, w, r, ws)
+		ie.MarkChanged()
+		ie.ConflictW, ie.ConflictR = plumbing.ZeroHash, plumbing.ZeroHash
+		return st.merge(p, pol, rep, ie.Blob, wdata, w, r, ws)
 	}
 	if !rok {
-		ie.raw = nil
-		ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+		ie.MarkChanged()
+		ie.ConflictW, ie.ConflictR = plumbing.ZeroHash, plumbing.ZeroHash
 		return st.handNew(p, pol, rep, wdata, ws)
 	}
 	if wdata == nil {
@@ -888,19 +889,19 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 			return nil
 		}
 	}
-	seenR := ie.conflictR
-	ie.raw = nil
-	ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
-	if base := st.resolutionBase(p, ie.blob, seenR, wdata); base != nil {
-		ie.blob = seenR
+	seenR := ie.ConflictR
+	ie.MarkChanged()
+	ie.ConflictW, ie.ConflictR = plumbing.ZeroHash, plumbing.ZeroHash
+	if base := st.resolutionBase(p, ie.Blob, seenR, wdata); base != nil {
+		ie.Blob = seenR
 		return st.mergeFrom(p, pol, rep, base, wdata, w, r, ws)
 	}
 	if r == seenR {
 		// The person resolved it against the branch version they were shown.
-		ie.blob = r
+		ie.Blob = r
 		return st.handEdit(p, pol, rep, r, wdata, w, nil, ws)
 	}
-	ie.blob = seenR
+	ie.Blob = seenR
 	return st.merge(p, pol, rep, seenR, wdata, w, r, ws)
 }
 

@@ -1,4 +1,4 @@
-package gitstore
+package statecache
 
 import (
 	"fmt"
@@ -14,41 +14,52 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-func sampleCache(n int) *stateCache {
-	c := newStateCache("refs/heads/orch")
-	c.tip = plumbing.NewHash("1111111111111111111111111111111111111111")
-	c.root = plumbing.NewHash("2222222222222222222222222222222222222222")
+func sampleCache(n int) *Cache {
+	c := newCache("refs/heads/orch")
+	c.Tip = plumbing.NewHash("1111111111111111111111111111111111111111")
+	c.Root = plumbing.NewHash("2222222222222222222222222222222222222222")
 	var ents []gitrepo.TreeEntry
 	for i := 0; i < n; i++ {
 		p := fmt.Sprintf("tasks/T-%06d-x.md", i)
 		h := gitrepo.HashBlob([]byte(p))
 		ents = append(ents, gitrepo.TreeEntry{Name: filepath.Base(p), Mode: gitrepo.ModeFile, Hash: h})
-		c.putSummary(&Summary{Path: p, Blob: h, Task: taskfile.Task{ID: fmt.Sprintf("T-%06d", i), Title: "t", Queue: taskfile.Incoming, Labels: []string{"a"}}})
-		c.index.put(p, &indexEntry{blob: h, size: int64(i), mtime: int64(i) * 7, ino: uint64(i)})
+		c.PutSummary(&Summary{Path: p, Blob: h, Task: taskfile.Task{ID: fmt.Sprintf("T-%06d", i), Title: "t", Queue: taskfile.Incoming, Labels: []string{"a"}}})
+		c.Index.put(p, &IndexEntry{Blob: h, Size: int64(i), Mtime: int64(i) * 7, Ino: uint64(i)})
 	}
-	c.dirs["tasks"] = &gitrepo.Tree{Hash: plumbing.NewHash("3333333333333333333333333333333333333333"), Entries: ents}
-	c.dirs[""] = &gitrepo.Tree{Hash: c.root, Entries: []gitrepo.TreeEntry{{Name: "tasks", Mode: gitrepo.ModeTree, Hash: c.dirs["tasks"].Hash}}}
+	c.Dirs["tasks"] = &gitrepo.Tree{Hash: plumbing.NewHash("3333333333333333333333333333333333333333"), Entries: ents}
+	c.Dirs[""] = &gitrepo.Tree{Hash: c.Root, Entries: []gitrepo.TreeEntry{{Name: "tasks", Mode: gitrepo.ModeTree, Hash: c.Dirs["tasks"].Hash}}}
 	return c
 }
 
 // view of a cache that ignores the private bookkeeping.
-func cacheView(c *stateCache) map[string]any {
-	out := map[string]any{"tip": c.tip, "root": c.root}
-	c.sums.each(func(r *sumRec) {
-		out["s "+r.Path] = normSummary(r.summary())
+func cacheView(c *Cache) map[string]any {
+	out := map[string]any{"tip": c.Tip, "root": c.Root}
+	c.Summaries.Each(func(r *Record) {
+		out["s "+r.Path] = normSummary(r.Summary())
 	})
-	c.index.each(func(p string, ie *indexEntry) {
+	c.Index.Each(func(p string, ie *IndexEntry) {
 		e := *ie
 		e.raw = nil
-		if len(e.prev) == 0 {
-			e.prev = nil
+		if len(e.Prev) == 0 {
+			e.Prev = nil
 		}
 		out["i "+p] = e
 	})
-	for p, d := range c.dirs {
+	for p, d := range c.Dirs {
 		out["d "+p] = fmt.Sprint(d.Hash, d.Entries)
 	}
 	return out
+}
+
+// normSummary makes empty and nil lists compare equal.
+func normSummary(s *Summary) Summary {
+	c := *s
+	for _, l := range []*[]string{&c.Task.LockedOut, &c.Task.DependsOn, &c.Task.Labels} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	return c
 }
 
 func keysOf(m map[string]any) []string {
@@ -64,26 +75,26 @@ func TestJournalRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state")
 	c := sampleCache(50)
-	if err := c.save(path); err != nil {
+	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path + journalSuffix); err == nil {
 		t.Fatal("a first save wrote a journal, want a base")
 	}
 	// Change a little, save: a journal batch, not a base.
-	c2 := loadStateCache(path, "refs/heads/orch", false)
+	c2 := Load(path, "refs/heads/orch", false)
 	baseBefore, _ := os.ReadFile(path)
-	c2.tip = plumbing.NewHash("4444444444444444444444444444444444444444")
-	c2.putSummary(&Summary{Path: "tasks/T-000001-x.md", Task: taskfile.Task{ID: "T-000001", Queue: taskfile.Claimed}})
-	c2.dropSummary("tasks/T-000002-x.md")
-	touch(c2.index.get("tasks/T-000003-x.md")).racy = true
-	c2.dropIndex("tasks/T-000004-x.md")
-	c2.index.put("tasks/new.md", &indexEntry{blob: gitrepo.HashBlob([]byte("n")), conflictW: gitrepo.HashBlob([]byte("w"))})
-	nd := *c2.dirs["tasks"]
+	c2.Tip = plumbing.NewHash("4444444444444444444444444444444444444444")
+	c2.PutSummary(&Summary{Path: "tasks/T-000001-x.md", Task: taskfile.Task{ID: "T-000001", Queue: taskfile.Claimed}})
+	c2.DropSummary("tasks/T-000002-x.md")
+	touch(c2.Index.Get("tasks/T-000003-x.md")).Racy = true
+	c2.DropIndex("tasks/T-000004-x.md")
+	c2.Index.put("tasks/new.md", &IndexEntry{Blob: gitrepo.HashBlob([]byte("n")), ConflictW: gitrepo.HashBlob([]byte("w"))})
+	nd := *c2.Dirs["tasks"]
 	nd.Entries = nd.Entries[1:]
-	c2.dirs["tasks"] = &nd
-	delete(c2.dirs, "")
-	if err := c2.save(path); err != nil {
+	c2.Dirs["tasks"] = &nd
+	delete(c2.Dirs, "")
+	if err := c2.Save(path); err != nil {
 		t.Fatal(err)
 	}
 	if baseAfter, _ := os.ReadFile(path); string(baseAfter) != string(baseBefore) {
@@ -92,7 +103,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	if fi, err := os.Stat(path + journalSuffix); err != nil || fi.Size() > 5000 {
 		t.Fatalf("journal: %v %v", fi, err)
 	}
-	c3 := loadStateCache(path, "refs/heads/orch", false)
+	c3 := Load(path, "refs/heads/orch", false)
 	want, got := cacheView(c2), cacheView(c3)
 	if !reflect.DeepEqual(want, got) {
 		for _, k := range keysOf(want) {
@@ -103,17 +114,17 @@ func TestJournalRoundTrip(t *testing.T) {
 		t.Fatalf("reloaded cache differs (%d vs %d keys)", len(got), len(want))
 	}
 	// A second batch on top of the first.
-	touch(c3.index.get("tasks/T-000005-x.md")).size = 999
-	if err := c3.save(path); err != nil {
+	touch(c3.Index.Get("tasks/T-000005-x.md")).Size = 999
+	if err := c3.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	c4 := loadStateCache(path, "refs/heads/orch", false)
+	c4 := Load(path, "refs/heads/orch", false)
 	if !reflect.DeepEqual(cacheView(c3), cacheView(c4)) {
 		t.Fatal("second batch lost")
 	}
 	// Nothing changed: nothing written.
 	fi1, _ := os.Stat(path + journalSuffix)
-	if err := c4.save(path); err != nil {
+	if err := c4.Save(path); err != nil {
 		t.Fatal(err)
 	}
 	fi2, _ := os.Stat(path + journalSuffix)
@@ -126,18 +137,18 @@ func TestJournalTornAndForeign(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state")
 	c := sampleCache(20)
-	if err := c.save(path); err != nil {
+	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	c2 := loadStateCache(path, "refs/heads/orch", false)
-	touch(c2.index.get("tasks/T-000001-x.md")).size = 1001
-	if err := c2.save(path); err != nil {
+	c2 := Load(path, "refs/heads/orch", false)
+	touch(c2.Index.Get("tasks/T-000001-x.md")).Size = 1001
+	if err := c2.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	good := cacheView(loadStateCache(path, "refs/heads/orch", false))
-	c3 := loadStateCache(path, "refs/heads/orch", false)
-	touch(c3.index.get("tasks/T-000002-x.md")).size = 1002
-	if err := c3.save(path); err != nil {
+	good := cacheView(Load(path, "refs/heads/orch", false))
+	c3 := Load(path, "refs/heads/orch", false)
+	touch(c3.Index.Get("tasks/T-000002-x.md")).Size = 1002
+	if err := c3.Save(path); err != nil {
 		t.Fatal(err)
 	}
 	j, _ := os.ReadFile(path + journalSuffix)
@@ -146,17 +157,17 @@ func TestJournalTornAndForeign(t *testing.T) {
 		if err := os.WriteFile(path+journalSuffix, j[:len(j)-cut], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if got := cacheView(loadStateCache(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, good) {
+		if got := cacheView(Load(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, good) {
 			t.Fatalf("torn by %d bytes: the cache is not the state before the torn batch", cut)
 		}
 	}
 	// After a torn tail, the next save appends after the good part.
-	c4 := loadStateCache(path, "refs/heads/orch", false)
-	touch(c4.index.get("tasks/T-000003-x.md")).size = 1003
-	if err := c4.save(path); err != nil {
+	c4 := Load(path, "refs/heads/orch", false)
+	touch(c4.Index.Get("tasks/T-000003-x.md")).Size = 1003
+	if err := c4.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	if got := cacheView(loadStateCache(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, cacheView(c4)) {
+	if got := cacheView(Load(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, cacheView(c4)) {
 		t.Fatal("save after a torn tail lost data")
 	}
 	// A flipped byte in a batch: that batch and what follows are ignored.
@@ -164,18 +175,18 @@ func TestJournalTornAndForeign(t *testing.T) {
 	bad := append([]byte(nil), j...)
 	bad[len(bad)-3] ^= 0xff
 	os.WriteFile(path+journalSuffix, bad, 0o600)
-	if got := cacheView(loadStateCache(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, good) {
+	if got := cacheView(Load(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, good) {
 		t.Fatal("a damaged batch was applied")
 	}
 	// A journal of another generation is ignored.
 	os.WriteFile(path+journalSuffix, j, 0o600)
 	other := sampleCache(20)
-	other.sums.get("tasks/T-000000-x.md").summary().Task.Title = "other"
-	if err := other.save(path); err != nil { // new base, new generation
+	other.Summaries.Get("tasks/T-000000-x.md").Summary().Task.Title = "other"
+	if err := other.Save(path); err != nil { // new base, new generation
 		t.Fatal(err)
 	}
 	os.WriteFile(path+journalSuffix, j, 0o600) // the old generation's journal
-	if got := cacheView(loadStateCache(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, cacheView(other)) {
+	if got := cacheView(Load(path, "refs/heads/orch", false)); !reflect.DeepEqual(got, cacheView(other)) {
 		t.Fatal("a journal of another generation was applied")
 	}
 }
@@ -183,13 +194,13 @@ func TestJournalTornAndForeign(t *testing.T) {
 func TestJournalCompacts(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state")
-	if err := sampleCache(200).save(path); err != nil {
+	if err := sampleCache(200).Save(path); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2000; i++ {
-		c := loadStateCache(path, "refs/heads/orch", false)
-		c.putSummary(&Summary{Path: fmt.Sprintf("tasks/T-%06d-x.md", i%200), Task: taskfile.Task{ID: fmt.Sprint(i), Title: "a long enough title to grow the journal quickly"}})
-		if err := c.save(path); err != nil {
+		c := Load(path, "refs/heads/orch", false)
+		c.PutSummary(&Summary{Path: fmt.Sprintf("tasks/T-%06d-x.md", i%200), Task: taskfile.Task{ID: fmt.Sprint(i), Title: "a long enough title to grow the journal quickly"}})
+		if err := c.Save(path); err != nil {
 			t.Fatal(err)
 		}
 		base, _ := os.Stat(path)
@@ -197,8 +208,8 @@ func TestJournalCompacts(t *testing.T) {
 			t.Fatalf("journal grew to %d bytes (base %d) without a new base", fi.Size(), base.Size())
 		}
 	}
-	c := loadStateCache(path, "refs/heads/orch", false)
-	if r := c.sums.get("tasks/T-000199-x.md"); r == nil || r.summary().Task.ID != "1999" {
+	c := Load(path, "refs/heads/orch", false)
+	if r := c.Summaries.Get("tasks/T-000199-x.md"); r == nil || r.Summary().Task.ID != "1999" {
 		t.Fatalf("last change lost: %+v", r)
 	}
 }
@@ -233,8 +244,8 @@ func TestDiffPatchEntries(t *testing.T) {
 		// As a journal replay does: the delta into an overlay, flushed
 		// onto the directory as it was.
 		ups, dels := diffEntries(c[0], c[1])
-		cache := newStateCache("refs/heads/orch")
-		cache.dirs["d"] = &gitrepo.Tree{Entries: c[0]}
+		cache := newCache("refs/heads/orch")
+		cache.Dirs["d"] = &gitrepo.Tree{Entries: c[0]}
 		ov := cache.overlay("d")
 		for _, en := range dels {
 			ov.put[en.Name] = gitrepo.TreeEntry{Name: en.Name}
@@ -243,7 +254,7 @@ func TestDiffPatchEntries(t *testing.T) {
 			ov.put[en.Name] = en
 		}
 		cache.flushOverlay("d")
-		got := cache.dirs["d"].Entries
+		got := cache.Dirs["d"].Entries
 		if fmt.Sprint(got) != fmt.Sprint(c[1]) {
 			t.Errorf("case %d: patch(diff) = %v, want %v (ups %v dels %v)", i, got, c[1], ups, dels)
 		}
@@ -251,7 +262,7 @@ func TestDiffPatchEntries(t *testing.T) {
 }
 
 // touch marks an index entry changed, as the store's own mutations do.
-func touch(ie *indexEntry) *indexEntry {
-	ie.raw = nil
+func touch(ie *IndexEntry) *IndexEntry {
+	ie.MarkChanged()
 	return ie
 }

@@ -1,4 +1,4 @@
-package gitstore
+package statecache
 
 import (
 	"bytes"
@@ -64,7 +64,7 @@ type journalReplay struct {
 // applies the directory operations of its batches. A batch that is torn,
 // damaged or malformed ends the replay. It returns the file as read (nil
 // when there is none) and what replayRest needs.
-func (c *stateCache) replayDirs(path string) ([]byte, *journalReplay) {
+func (c *Cache) replayDirs(path string) ([]byte, *journalReplay) {
 	f, err := privfile.Open(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, nil
@@ -103,7 +103,7 @@ func (c *stateCache) replayDirs(path string) ([]byte, *journalReplay) {
 // replayRest applies the summary and index operations of the batches
 // replayDirs applied, and makes everything applied "as loaded": the next
 // save appends only what changes after this point.
-func (c *stateCache) replayRest(j *journalReplay) {
+func (c *Cache) replayRest(j *journalReplay) {
 	if j != nil {
 		for _, b := range j.batches {
 			c.applyBatch(b, false) // well formed: replayDirs parsed it whole
@@ -111,19 +111,19 @@ func (c *stateCache) replayRest(j *journalReplay) {
 		c.journalSize = int64(j.end)
 		c.journalRaw = append(c.journalRaw, j.data)
 	}
-	for p, dt := range c.dirs {
+	for p, dt := range c.Dirs {
 		c.loadedDirs[p] = dt
 	}
 	for p := range c.loadedDirs {
-		if c.dirs[p] == nil {
+		if c.Dirs[p] == nil {
 			delete(c.loadedDirs, p)
 		}
 	}
-	c.loadedTip = c.tip
+	c.loadedTip = c.Tip
 }
 
 // applyJournal replays the journal of this base generation.
-func (c *stateCache) applyJournal(path string) {
+func (c *Cache) applyJournal(path string) {
 	_, j := c.replayDirs(path)
 	c.replayRest(j)
 }
@@ -133,7 +133,7 @@ func (c *stateCache) applyJournal(path string) {
 // applies nothing more) on a malformed one. A batch's operations are
 // applied in order, so a malformed batch can leave part of itself applied
 // only if its checksum matched, which a torn write cannot do.
-func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
+func (c *Cache) applyBatch(b []byte, dirs bool) bool {
 	d := &dec{buf: b}
 	for d.pos < len(b) && d.err == nil {
 		op := b[d.pos]
@@ -142,7 +142,7 @@ func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
 		case opTip:
 			tip, root := d.hash(), d.hash()
 			if dirs {
-				c.tip, c.root = tip, root
+				c.Tip, c.Root = tip, root
 			}
 		case opDir:
 			path, dt := decodeDir(d)
@@ -151,17 +151,17 @@ func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
 			}
 			if dirs {
 				c.flushOverlay(path)
-				c.dirs[path] = dt
+				c.Dirs[path] = dt
 			}
 		case opDirDel:
 			path := d.str()
 			if dirs {
 				c.flushOverlay(path)
-				delete(c.dirs, path)
+				delete(c.Dirs, path)
 			}
 		case opDirDelta:
 			path := d.str()
-			if dirs && c.dirs[path] == nil {
+			if dirs && c.Dirs[path] == nil {
 				return false
 			}
 			h := d.hash()
@@ -198,29 +198,29 @@ func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
 				ov.put[en.Name] = en
 			}
 		case opSum:
-			r := &sumRec{}
+			r := &Record{}
 			if decodeSumRec(d, r); d.err != nil {
 				return false
 			}
 			if !dirs {
-				c.sums.put(r)
+				c.Summaries.put(r)
 			}
 		case opSumDel:
 			path := d.str()
 			if !dirs {
-				c.sums.drop(path)
+				c.Summaries.drop(path)
 			}
 		case opIdx:
 			path := d.str()
-			ie := &indexEntry{}
+			ie := &IndexEntry{}
 			decodeIndexEntry(d, ie)
 			if !dirs {
-				c.index.put(path, ie)
+				c.Index.put(path, ie)
 			}
 		case opIdxDel:
 			path := d.str()
 			if !dirs {
-				c.index.drop(path)
+				c.Index.drop(path)
 			}
 		default:
 			return false
@@ -231,14 +231,14 @@ func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
 
 // appendJournal appends a batch with everything that changed since the
 // cache was read. It reports false when a base must be written instead.
-func (c *stateCache) appendJournal(path string) (bool, error) {
+func (c *Cache) appendJournal(path string) (bool, error) {
 	e := &enc{b: make([]byte, 0, 4096)}
-	if c.tip != c.loadedTip {
+	if c.Tip != c.loadedTip {
 		e.b = append(e.b, opTip)
-		e.hash(c.tip)
-		e.hash(c.root)
+		e.hash(c.Tip)
+		e.hash(c.Root)
 	}
-	for p, dt := range c.dirs {
+	for p, dt := range c.Dirs {
 		old := c.loadedDirs[p]
 		if old == dt {
 			continue
@@ -265,18 +265,18 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 		encodeDir(e, p, dt)
 	}
 	for p := range c.loadedDirs {
-		if c.dirs[p] == nil {
+		if c.Dirs[p] == nil {
 			e.b = append(e.b, opDirDel)
 			e.str(p)
 		}
 	}
 	for p := range c.delSummaries {
-		if c.sums.get(p) == nil {
+		if c.Summaries.Get(p) == nil {
 			e.b = append(e.b, opSumDel)
 			e.str(p)
 		}
 	}
-	for _, r := range c.sums.added {
+	for _, r := range c.Summaries.added {
 		if r.gone || r.raw != nil {
 			continue // replaced since, or as read
 		}
@@ -284,13 +284,13 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 		encodeSummary(e, r.s)
 	}
 	for p := range c.delIndex {
-		if c.index.get(p) == nil {
+		if c.Index.Get(p) == nil {
 			e.b = append(e.b, opIdxDel)
 			e.str(p)
 		}
 	}
 	scratch := &enc{b: make([]byte, 0, 256)}
-	c.index.each(func(p string, ie *indexEntry) {
+	c.Index.Each(func(p string, ie *IndexEntry) {
 		if ie.raw != nil {
 			return // as read: every change to an entry clears raw
 		}
@@ -381,7 +381,7 @@ type dirOverlay struct {
 	put  map[string]gitrepo.TreeEntry // mode 0: deleted
 }
 
-func (c *stateCache) overlay(path string) *dirOverlay {
+func (c *Cache) overlay(path string) *dirOverlay {
 	if c.overlays == nil {
 		c.overlays = map[string]*dirOverlay{}
 	}
@@ -394,13 +394,13 @@ func (c *stateCache) overlay(path string) *dirOverlay {
 }
 
 // flushOverlay applies the collected deltas of a directory.
-func (c *stateCache) flushOverlay(path string) {
+func (c *Cache) flushOverlay(path string) {
 	ov := c.overlays[path]
 	if ov == nil {
 		return
 	}
 	delete(c.overlays, path)
-	base := c.dirs[path]
+	base := c.Dirs[path]
 	if base == nil {
 		return
 	}
@@ -428,17 +428,5 @@ func (c *stateCache) flushOverlay(path string) {
 		out = append(out, *en)
 	}
 	out = append(out, ups[u:]...)
-	c.dirs[path] = &gitrepo.Tree{Hash: ov.hash, Entries: out}
-}
-
-// dropSummary removes a summary and remembers it for the journal.
-func (c *stateCache) dropSummary(p string) {
-	c.sums.drop(p)
-	c.delSummaries[p] = true
-}
-
-// dropIndex removes a sync-index entry and remembers it for the journal.
-func (c *stateCache) dropIndex(p string) {
-	c.index.drop(p)
-	c.delIndex[p] = true
+	c.Dirs[path] = &gitrepo.Tree{Hash: ov.hash, Entries: out}
 }
