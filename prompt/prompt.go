@@ -56,6 +56,7 @@ type Data struct {
 	// (a pause, then a sweep of the next claim), newest first.
 	ContinuationNote string
 	OverrideMessage  string
+	ReopenNote       string // why a person reopened the failed task
 	Worktree         string
 	Commands         Commands
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -35,10 +36,11 @@ const (
 	CheckCheckedOut  = "checked_out"
 	CheckExclude     = "exclude"
 	CheckPrivate     = "private_files"
+	CheckClaims      = "claims"
 )
 
 // DoctorChecks lists every check, in report order.
-var DoctorChecks = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude, CheckPrivate}
+var DoctorChecks = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude, CheckPrivate, CheckClaims}
 
 // Check statuses.
 const (
@@ -105,7 +107,7 @@ func (e *UnhealthyError) Error() string {
 
 // DoctorOptions configure Doctor.
 type DoctorOptions struct {
-	Repo        *gitstore.Repo
+	Repo        *gitrepo.Repo
 	Dir         string
 	StateBranch string
 	Actor       string
@@ -177,8 +179,8 @@ type diagnosis struct {
 	staleLocks   []string
 	staleNote    bool
 	temps        []string
-	remote       *gitstore.RemoteStateRef // create the branch from it
-	fetchFrom    []string                 // remotes that may have the branch
+	remote       *gitrepo.RemoteStateRef // create the branch from it
+	fetchFrom    []string                // remotes that may have the branch
 	rebuildCache bool
 	staleIndex   []string
 	reconcile    bool // the normal open (lock, load, reconcile) repairs something
@@ -222,6 +224,7 @@ func diagnose(st *gitstore.Store, base string) *diagnosis {
 	d.checkCheckedOut()
 	d.checkExclude()
 	d.checkPrivate()
+	d.checkClaims()
 	return d
 }
 
@@ -254,7 +257,7 @@ func rewind(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (*DoctorReport
 		return nil, &RuleError{Rule: "diverged", Msg: fmt.Sprintf("%s has commits of its own since %s: putting it back would drop them", d.branch(), shortHash(mb.Seen)),
 			Hint: fmt.Sprintf("merge %s into %s with git, then orch doctor --accept-rewind", shortHash(mb.Seen), d.branch())}
 	case opts.RestoreTip:
-		if err := st.Repo.UpdateRef(gitstore.RefUpdate{Name: st.Ref, Old: mb.Now, New: mb.Seen, Who: opts.Actor + " <" + opts.Actor + "@orch>", Message: "orch doctor --restore-tip"}); err != nil {
+		if err := st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, Old: mb.Now, New: mb.Seen, Who: opts.Actor + " <" + opts.Actor + "@orch>", Message: "orch doctor --restore-tip"}); err != nil {
 			return nil, err
 		}
 		note = fmt.Sprintf("restored %s to %s: %d transition(s) are back", d.branch(), shortHash(mb.Seen), len(mb.Dropped)+mb.More)
@@ -418,7 +421,7 @@ func (d *diagnosis) checkLocks() {
 	}
 	if len(items) == 0 {
 		if len(fresh) > 0 {
-			d.add(CheckStaleLock, StatusOK, strings.Join(fresh, "; "), "if no git command is running, run orch doctor --fix again in "+gitstore.StaleRefLockAge().String(), nil)
+			d.add(CheckStaleLock, StatusOK, strings.Join(fresh, "; "), "if no git command is running, run orch doctor --fix again in "+gitrepo.StaleRefLockAge().String(), nil)
 			return
 		}
 		d.add(CheckStaleLock, StatusOK, "no stale lock files", "", nil)
@@ -690,6 +693,39 @@ func (d *diagnosis) checkCheckedOut() {
 		"move those worktrees off the branch ("+strings.Join(fixes, "; ")+", or git worktree remove them)", nil)
 }
 
+// checkClaims says how claims across machines are decided on each remote
+// this clone shares the state branch with (from the last fetch: doctor does
+// not reach the network), and how to move to claim refs as the arbiter.
+func (d *diagnosis) checkClaims() {
+	var lines []string
+	arbiter := ArbiterStateBranch
+	if data, err := d.st.ReadAtTip(gitstore.ConfigFile); err == nil {
+		if cfg, err := ParseConfig(gitstore.ConfigFile, data); err == nil {
+			arbiter = cfg.ClaimArbiter
+		}
+	}
+	hint := ""
+	for _, rs := range d.st.Repo.RemoteStateRefs(d.st.Ref) {
+		claims, err := d.st.Repo.FetchedClaims(rs.Remote)
+		if err != nil {
+			continue
+		}
+		layout := "one ref (the state branch alone; no claim refs seen)"
+		if len(claims) > 0 {
+			layout = fmt.Sprintf("claim refs (%d under refs/orch/claims/ at the last fetch)", len(claims))
+		}
+		lines = append(lines, rs.Remote+": "+layout)
+		if arbiter == ArbiterStateBranch {
+			hint = "claims are answered once the state branch holds them; once every clone runs an orch that knows claim refs, set claim_arbiter: claim_ref (orch edit config) and orch sync: claims then stop waiting for each other"
+		}
+	}
+	if len(lines) == 0 {
+		d.add(CheckClaims, StatusOK, "no remote shares the state branch: claims are decided here", "", nil)
+		return
+	}
+	d.add(CheckClaims, StatusOK, "claim_arbiter "+arbiter+"; "+strings.Join(lines, "; "), hint, nil)
+}
+
 func (d *diagnosis) checkExclude() {
 	if why := d.noView(); why != "" {
 		d.add(CheckExclude, StatusOK, why, "", nil)
@@ -771,7 +807,7 @@ func repair(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (done, failed 
 	created := false
 	switch {
 	case d.remote != nil:
-		err := st.Repo.UpdateRef(gitstore.RefUpdate{Name: st.Ref, New: d.remote.Commit, Who: e.Signature().String(), Message: "orch doctor: create from " + d.remote.Ref})
+		err := st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, New: d.remote.Commit, Who: e.Signature().String(), Message: "orch doctor: create from " + d.remote.Ref})
 		if err != nil {
 			fail(CheckStateBranch, "cannot create %s: %v", st.Ref, err)
 		} else {
@@ -784,7 +820,7 @@ func repair(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (done, failed 
 			if err != nil || h.IsZero() {
 				continue
 			}
-			err = st.Repo.UpdateRef(gitstore.RefUpdate{Name: st.Ref, New: h, Who: e.Signature().String(), Message: "orch doctor: create from " + gitstore.TrackingRef(rem, st.Ref)})
+			err = st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, New: h, Who: e.Signature().String(), Message: "orch doctor: create from " + gitrepo.TrackingRef(rem, st.Ref)})
 			if err != nil {
 				fail(CheckStateBranch, "cannot create %s: %v", st.Ref, err)
 			} else {

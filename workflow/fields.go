@@ -33,7 +33,7 @@ var NoFields = json.RawMessage(`{}`)
 // (the keys orch knows, the JSON of a value).
 const (
 	fieldsCacheName = "fields"
-	fieldsMagic     = "orch fields cache 1\n"
+	fieldsMagic     = "orch fields cache 2\n" // 2: heartbeat_at is a key orch knows
 )
 
 // manyFields is the number of tasks from which TaskFieldsOf goes through

@@ -14,7 +14,7 @@ import (
 // noteSections are the sections orch writes at the top of a task's body for
 // the next reader; a prompt shows them in their own places, so they are cut
 // from the task description it shows.
-var noteSectionRE = lazyregexp.New(`^(Review Feedback \(rejection #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\))$`)
+var noteSectionRE = lazyregexp.New(`^(Review Feedback \(rejection #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\)|Reopened \(.*\))$`)
 
 // Prompt renders the prompt for a task and role ("" picks reviewer for a
 // submitted task, else implementer).
@@ -117,6 +117,8 @@ func (e *Engine) promptData(t *Task, role string) prompt.Data {
 			}
 		case strings.HasPrefix(sec.Title, "Refusal Overridden (") && d.OverrideMessage == "":
 			d.OverrideMessage = strings.TrimSpace(t.File.SectionText(sec))
+		case strings.HasPrefix(sec.Title, "Reopened (") && d.ReopenNote == "" && !pastRound:
+			d.ReopenNote = strings.TrimSpace(t.File.SectionText(sec))
 		}
 	}
 	if len(notes) > 1 {

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -54,7 +55,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 			base = DefaultConfig().BaseBranch
 		}
 	}
-	if !gitstore.ValidRefName("refs/heads/" + base) {
+	if !gitrepo.ValidRefName("refs/heads/" + base) {
 		return nil, &UsageError{Msg: fmt.Sprintf("--base %q is not a valid branch name", printable(base)), Hint: "orch init --base main"}
 	}
 	// The base branch goes into the config orch writes (the default one,
@@ -275,11 +276,26 @@ func (e *Engine) renderTask(nt NewTask, taken map[string]bool) (*taskfile.File, 
 	return f, nil
 }
 
-// ListFilter selects tasks for List.
+// ListFilter selects tasks for List. Every field given must match.
 type ListFilter struct {
 	Queues []taskfile.Queue
-	Ready  bool // only tasks a claim could take now
+	Ready  bool // only tasks a claim by the actor could take now
+	// Labels: the task has every one of them.
+	Labels []string
+	// Role, ClaimedBy: exactly this (the task's role, default_role when
+	// it names none).
+	Role, ClaimedBy string
+	// Priorities: one of them (P0..P3).
+	Priorities []string
+	// Search: in the title or the body, ignoring case.
+	Search string
+	// Sort: claim (the default: by queue in board order, then claim
+	// order), priority, created (newest first), id, title.
+	Sort string
 }
+
+// ListSorts are the orders List knows.
+var ListSorts = []string{"claim", "priority", "created", "id", "title"}
 
 // ClaimQueueOrder is the claim order's first key, and the one place it is
 // written: a claim takes rejected work first (the branch and the feedback
@@ -295,7 +311,7 @@ func ClaimOrderText() string {
 	for i, q := range ClaimQueueOrder {
 		s[i] = string(q)
 	}
-	return strings.Join(s, ", then ") + "; within a queue by priority (P0 first), then age (oldest first), then id"
+	return strings.Join(s, ", then ") + " (with it, a claim whose lease ran out); within a queue by priority (P0 first), then age (oldest first), then id"
 }
 
 var claimQueueRank = func() map[taskfile.Queue]int {
@@ -303,6 +319,9 @@ var claimQueueRank = func() map[taskfile.Queue]int {
 	for i, q := range ClaimQueueOrder {
 		m[q] = i
 	}
+	// A claim whose lease ran out is work another agent stopped: it comes
+	// with needs_continuation (whyNot passes over a live one).
+	m[taskfile.Claimed] = m[taskfile.NeedsContinuation]
 	return m
 }()
 
@@ -341,6 +360,11 @@ func (e *Engine) Ready(t *taskfile.Task) bool {
 	if _, ok := claimQueueRank[t.Queue]; !ok {
 		return false
 	}
+	if t.Queue == taskfile.Claimed {
+		if s := e.Store.SummaryByID(t.ID); s == nil || !e.leaseExpired(s) {
+			return false
+		}
+	}
 	ok, _ := e.DepsDone(t)
 	return ok
 }
@@ -370,16 +394,62 @@ func (e *Engine) List(f ListFilter) []*gitstore.Summary {
 	// claim applies (whyNot): queue, dependencies, role, assignment,
 	// lockout, and a view file that can be changed.
 	roles, _ := e.agentRoles("")
+	search := strings.ToLower(strings.TrimSpace(f.Search))
 	e.Store.EachSummaryIn(want, func(s *gitstore.Summary) {
+		if !e.listMatch(s, &f) {
+			return
+		}
 		if f.Ready {
 			if rule, _ := e.whyNot(s, roles); rule != "" {
+				return
+			}
+		}
+		if search != "" && !strings.Contains(strings.ToLower(s.Task.Title), search) {
+			// The body only when the title does not match: it is read
+			// from the branch.
+			t, err := e.Load(s)
+			if err != nil || !strings.Contains(strings.ToLower(string(t.File.Body())), search) {
 				return
 			}
 		}
 		out = append(out, s)
 	})
 	SortClaimOrder(out, !f.Ready)
+	switch f.Sort {
+	case "priority":
+		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int {
+			return cmp.Compare(taskfile.PriorityRank(a.Task.Priority), taskfile.PriorityRank(b.Task.Priority))
+		})
+	case "created":
+		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int { return b.Task.Created.Compare(a.Task.Created) })
+	case "id":
+		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int { return cmp.Compare(a.Task.ID, b.Task.ID) })
+	case "title":
+		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int {
+			return cmp.Compare(strings.ToLower(a.Task.Title), strings.ToLower(b.Task.Title))
+		})
+	}
 	return out
+}
+
+// listMatch applies the filter's fields that the summary alone answers.
+func (e *Engine) listMatch(s *gitstore.Summary, f *ListFilter) bool {
+	t := &s.Task
+	for _, l := range f.Labels {
+		if !contains(t.Labels, l) {
+			return false
+		}
+	}
+	if f.Role != "" && roleOf(t, e.Config) != f.Role {
+		return false
+	}
+	if f.ClaimedBy != "" && t.ClaimedBy != f.ClaimedBy {
+		return false
+	}
+	if len(f.Priorities) > 0 && !contains(f.Priorities, t.Priority) {
+		return false
+	}
+	return true
 }
 
 // claimKey is a task's place in claim order, computed once per task
@@ -841,7 +911,7 @@ func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
 		return nil, err
 	}
 	var out []LogEntry
-	err := e.Store.Walk(func(c *gitstore.CommitInfo) bool {
+	err := e.Store.Walk(func(c *gitrepo.CommitInfo) bool {
 		tr := c.Trailers()
 		if id != "" && tr["Orch-Task"] != id && !contains(strings.Fields(tr["Orch-Created"]), id) {
 			return true

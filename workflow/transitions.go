@@ -27,7 +27,7 @@ var openQueues = []taskfile.Queue{
 // Transitions is the state machine of DESIGN §4.
 var Transitions = []Transition{
 	{Verb: "new", From: []taskfile.Queue{}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "create a task"},
-	{Verb: "claim", From: []taskfile.Queue{taskfile.Incoming, taskfile.Rejected, taskfile.NeedsContinuation}, To: []taskfile.Queue{taskfile.Claimed}, Who: "agent", Summary: "take the next ready task (" + ClaimOrderText() + ")"},
+	{Verb: "claim", From: []taskfile.Queue{taskfile.Incoming, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Claimed}, To: []taskfile.Queue{taskfile.Claimed}, Who: "agent", Summary: "take the next ready task (" + ClaimOrderText() + ")"},
 	{Verb: "submit", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.Provisional}, Who: "agent", Summary: "hand in the work on the task's branch for review"},
 	{Verb: "approve", From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Done}, Who: "reviewer", Summary: "accept the work"},
 	{Verb: "reject", From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated}, Who: "reviewer", Summary: "send the work back with feedback (escalates at review.max_rejections)"},
@@ -39,6 +39,7 @@ var Transitions = []Transition{
 	{Verb: "escalate", From: []taskfile.Queue{taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked}, To: []taskfile.Queue{taskfile.Escalated}, Who: "anyone", Summary: "ask a human to act"},
 	{Verb: "requeue", From: []taskfile.Queue{taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "put the task back in incoming (claim cleared; branch, feedback and counts kept)"},
 	{Verb: "sweep", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "human", Summary: "move claims older than claim_timeout to needs_continuation"},
+	{Verb: "reopen", From: []taskfile.Queue{taskfile.Failed}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "send a failed task back to incoming (branch, feedback and counts kept; the reason is noted in the task)"},
 	{Verb: "archive", From: []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded}, To: nil, Who: "human", Summary: "remove a finished task's file from the state branch (history keeps it)"},
 }
 

@@ -173,3 +173,53 @@ func archivedTaskOf(branch, prefix string) string {
 	}
 	return ""
 }
+
+// DiffResult is the change on a task's branch.
+type DiffResult struct {
+	Task  string
+	From  string // base branch (three-dot: since the merge base), or the commit rejected last
+	To    string // the task's branch
+	Since string // "base" or "rejection"
+	Diff  string
+}
+
+// Diff is what the task's branch changes: against its base branch (since
+// their merge base, as a pull request shows it), or, sinceRejection, since
+// the branch tip the last rejection recorded (what the retry changed).
+func (e *Engine) Diff(id string, sinceRejection, stat bool) (*DiffResult, error) {
+	s := e.Store.SummaryByID(id)
+	if s == nil {
+		return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+	}
+	t := &s.Task
+	if t.Branch == "" {
+		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("%s has no branch yet (it is %s): nothing to diff", id, t.Queue), Hint: "orch show " + id}
+	}
+	if h, err := e.Store.ReadRef("refs/heads/" + t.Branch); err != nil || h.IsZero() {
+		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("the branch %s of %s does not exist in this repository", t.Branch, id), Hint: "fetch it (git fetch origin " + t.Branch + ":" + t.Branch + ")"}
+	}
+	res := &DiffResult{Task: id, To: t.Branch, Since: "base"}
+	mergeBase := true
+	if sinceRejection {
+		if t.RejectedAt == "" {
+			return nil, &RuleError{Rule: "no_rejection", Msg: fmt.Sprintf("%s has no recorded rejection to diff from", id), Hint: "orch diff " + id + " shows the whole change"}
+		}
+		res.From, res.Since, mergeBase = t.RejectedAt, "rejection", false
+	} else {
+		res.From = t.BaseBranch
+		if res.From == "" {
+			res.From = e.Config.BaseBranch
+		}
+		if h, _ := e.Store.ReadRef("refs/heads/" + res.From); h.IsZero() {
+			if rh, rem := e.Store.Repo.RemoteCopy(res.From); !rh.IsZero() {
+				res.From = rem + "/" + res.From
+			}
+		}
+	}
+	out, err := e.Store.Repo.Diff(res.From, res.To, mergeBase, stat)
+	if err != nil {
+		return nil, &ExternalError{Msg: err.Error(), Hint: "git log " + t.Branch + " shows the branch"}
+	}
+	res.Diff = out
+	return res, nil
+}

@@ -197,6 +197,8 @@ func addCompletions(g *globalOptions, root *cobra.Command) {
 				}
 				return completeTaskIDs(g, taskfile.Blocked)(cmd, args, tc)
 			}
+		case "reopen":
+			c.ValidArgsFunction = completeTaskIDs(g, taskfile.Failed)
 		case "requeue":
 			c.ValidArgsFunction = completeTaskIDs(g)
 			_ = c.RegisterFlagCompletionFunc("to", completeAgents(g))

@@ -1,21 +1,17 @@
 package main
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/orch-tool/orch/workflow"
 )
 
 // taskFieldNames are the keys of a task object, in order (the json tags
 // of taskJSON; a test checks they agree).
 var taskFieldNames = []string{
 	"id", "title", "queue", "priority", "role", "branch", "base_branch", "pr_number", "rejection_count",
-	"no_progress_count", "attempts", "claimed_by", "claimed_at", "submitted_by", "submitted_at", "assigned_to",
+	"no_progress_count", "attempts", "claimed_by", "claimed_at", "heartbeat_at", "submitted_by", "submitted_at", "assigned_to",
 	"locked_out", "worked_by", "github_reviews", "depends_on", "labels", "created", "rejected_at_commit",
 	"fields", "path", "ready", "problem",
 }
@@ -28,27 +24,6 @@ var fieldFields = taskMask(1) << slices.Index(taskFieldNames, "fields")
 type taskMask uint32
 
 func (m taskMask) has(bit taskMask) bool { return m == 0 || m&bit != 0 }
-
-// parseTaskFields reads the comma-separated list of --json FIELDS.
-func parseTaskFields(list string) (taskMask, error) {
-	var m taskMask
-	for _, f := range strings.Split(list, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		i := slices.Index(taskFieldNames, f)
-		if i < 0 {
-			return 0, &workflow.UsageError{Msg: fmt.Sprintf("--json: %q is not a field of a task", f),
-				Hint: "the fields: " + strings.Join(taskFieldNames, ", ") + " (--json alone prints everything; --jq filters any answer)"}
-		}
-		m |= 1 << i
-	}
-	if m == 0 {
-		return 0, &workflow.UsageError{Msg: "--json: no field named", Hint: "--json id,title,queue (or --json alone for the whole answer)"}
-	}
-	return m, nil
-}
 
 // appendJSON writes the task as encoding/json writes taskJSON's fields
 // (same keys, order and escaping, times as jsonTime writes them), without
@@ -85,6 +60,8 @@ func (j *taskJSON) appendJSON(b []byte) []byte {
 	b = appendJSONString(b, j.ClaimedBy)
 	b = append(b, `,"claimed_at":`...)
 	b = appendJSONTime(b, time.Time(j.ClaimedAt))
+	b = append(b, `,"heartbeat_at":`...)
+	b = appendJSONTime(b, time.Time(j.HeartbeatAt))
 	b = append(b, `,"submitted_by":`...)
 	b = appendJSONString(b, j.SubmittedBy)
 	b = append(b, `,"submitted_at":`...)
@@ -131,60 +108,62 @@ func (j *taskJSON) appendFields(b []byte) []byte {
 		b = append(b, '"')
 		b = append(b, name...)
 		b = append(b, '"', ':')
-		switch i {
-		case 0:
+		switch name {
+		case "id":
 			b = appendJSONString(b, j.ID)
-		case 1:
+		case "title":
 			b = appendJSONString(b, j.Title)
-		case 2:
+		case "queue":
 			b = appendJSONString(b, j.Queue)
-		case 3:
+		case "priority":
 			b = appendJSONString(b, j.Priority)
-		case 4:
+		case "role":
 			b = appendJSONString(b, j.Role)
-		case 5:
+		case "branch":
 			b = appendJSONString(b, j.Branch)
-		case 6:
+		case "base_branch":
 			b = appendJSONString(b, j.BaseBranch)
-		case 7:
+		case "pr_number":
 			b = strconv.AppendInt(b, int64(j.PRNumber), 10)
-		case 8:
+		case "rejection_count":
 			b = strconv.AppendInt(b, int64(j.RejectionCount), 10)
-		case 9:
+		case "no_progress_count":
 			b = strconv.AppendInt(b, int64(j.NoProgress), 10)
-		case 10:
+		case "attempts":
 			b = strconv.AppendInt(b, int64(j.Attempts), 10)
-		case 11:
+		case "claimed_by":
 			b = appendJSONString(b, j.ClaimedBy)
-		case 12:
+		case "claimed_at":
 			b = appendJSONTime(b, time.Time(j.ClaimedAt))
-		case 13:
+		case "heartbeat_at":
+			b = appendJSONTime(b, time.Time(j.HeartbeatAt))
+		case "submitted_by":
 			b = appendJSONString(b, j.SubmittedBy)
-		case 14:
+		case "submitted_at":
 			b = appendJSONTime(b, time.Time(j.SubmittedAt))
-		case 15:
+		case "assigned_to":
 			b = appendJSONString(b, j.AssignedTo)
-		case 16:
+		case "locked_out":
 			b = appendJSONList(b, j.LockedOut)
-		case 17:
+		case "worked_by":
 			b = appendJSONList(b, j.WorkedBy)
-		case 18:
+		case "github_reviews":
 			b = appendJSONList(b, j.GitHubReviews)
-		case 19:
+		case "depends_on":
 			b = appendJSONList(b, j.DependsOn)
-		case 20:
+		case "labels":
 			b = appendJSONList(b, j.Labels)
-		case 21:
+		case "created":
 			b = appendJSONTime(b, time.Time(j.Created))
-		case 22:
+		case "rejected_at_commit":
 			b = appendJSONString(b, j.RejectedAt)
-		case 23:
+		case "fields":
 			b = appendJSONRaw(b, j.Fields)
-		case 24:
+		case "path":
 			b = appendJSONString(b, j.Path)
-		case 25:
+		case "ready":
 			b = strconv.AppendBool(b, j.Ready)
-		case 26:
+		case "problem":
 			b = appendJSONString(b, j.Problem)
 		}
 	}

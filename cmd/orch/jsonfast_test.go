@@ -47,12 +47,12 @@ func TestTaskJSONMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// --json FIELDS cuts a task to the fields asked for, in the task's order.
+// --json=FIELDS cuts a task to the fields asked for, in the task's order.
 func TestTaskJSONFields(t *testing.T) {
 	for _, list := range []string{"id", "title,id", "fields,created,ready", "problem", strings.Join(taskFieldNames, ",")} {
-		m, err := parseTaskFields(list)
-		if err != nil {
-			t.Fatal(err)
+		var m taskMask
+		for _, f := range strings.Split(list, ",") {
+			m |= 1 << slices.Index(taskFieldNames, f)
 		}
 		for i, c := range taskCases() {
 			full, _ := json.Marshal(plainTask(c))
@@ -77,11 +77,6 @@ func TestTaskJSONFields(t *testing.T) {
 			if got := c.appendJSON(nil); string(got) != want.String() {
 				t.Errorf("--json %s, case %d:\n got %s\nwant %s", list, i, got, want.String())
 			}
-		}
-	}
-	for _, bad := range []string{"idd", "id,nope", ",", ""} {
-		if _, err := parseTaskFields(bad); err == nil {
-			t.Errorf("--json %q: no error", bad)
 		}
 	}
 }

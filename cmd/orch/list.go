@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -10,32 +11,55 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
 
 type listOptions struct {
-	g      *globalOptions
-	Queues []string
-	Ready  bool
+	g          *globalOptions
+	Queues     []string
+	Ready      bool
+	Labels     []string
+	Role       string
+	ClaimedBy  string
+	Priorities []string
+	Search     string
+	Sort       string
 }
 
 func newListCmd(g *globalOptions) *cobra.Command {
 	o := &listOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "list [--queue Q]... [--ready]",
+		Use:   "list [--queue Q]... [--ready] [--label L]... [--role R] [--claimed-by A] [--priority P]... [--search TEXT] [--sort S]",
 		Short: "List tasks",
 		Long: `List tasks by queue, and in claim order within a queue (` + workflow.ClaimOrderText() + `).
---ready lists the tasks a claim could take now, in the order it would take
-them.`,
+--ready lists the tasks a claim by you could take now, in the order it would
+take them: exactly what orch claim considers (with --agent X, what X's
+claim considers).
+
+Filters, all of which must match: --label (the task has every label given),
+--role, --claimed-by, --priority (any of those given: P0..P3 or
+critical|high|medium|low), --search (in the title and the body, ignoring
+case). --sort claim (the default), priority, created (newest first), id or
+title.`,
 		Example: `  orch list
   orch list --queue rejected --queue provisional
-  orch list --ready --json`,
-		Args: exactArgs(0, "list [--queue Q]... [--ready]"),
+  orch list --ready --json
+  orch list --ready --agent agent-b
+  orch list --label auth --priority P0 --priority P1 --sort created
+  orch list --search "login redirect" --claimed-by agent-a`,
+		Args: exactArgs(0, "list [--queue Q]... [--ready] [--label L]... [--role R] [--claimed-by A] [--priority P]... [--search TEXT] [--sort S]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runList(o) },
 	}
 	cmd.Flags().StringArrayVarP(&o.Queues, "queue", "q", nil, "only this queue (repeatable)")
 	cmd.Flags().BoolVar(&o.Ready, "ready", false, "only tasks ready to claim, in claim order")
+	cmd.Flags().StringArrayVar(&o.Labels, "label", nil, "only tasks with this label (repeatable: all of them)")
+	cmd.Flags().StringVar(&o.Role, "role", "", "only tasks of this role")
+	cmd.Flags().StringVar(&o.ClaimedBy, "claimed-by", "", "only tasks claimed by this agent")
+	cmd.Flags().StringArrayVar(&o.Priorities, "priority", nil, "only tasks of this priority (repeatable: any of them)")
+	cmd.Flags().StringVar(&o.Search, "search", "", "only tasks whose title or body contains `TEXT`")
+	cmd.Flags().StringVar(&o.Sort, "sort", "claim", "order: claim, priority, created, id, title")
 	return cmd
 }
 
@@ -58,15 +82,28 @@ func runList(o *listOptions) error {
 	if err != nil {
 		return err
 	}
+	f := workflow.ListFilter{Queues: qs, Ready: o.Ready, Labels: o.Labels, Role: o.Role, ClaimedBy: o.ClaimedBy, Search: o.Search, Sort: o.Sort}
+	if !slices.Contains(workflow.ListSorts, o.Sort) {
+		return &workflow.UsageError{Msg: fmt.Sprintf("--sort %q is not an order orch knows", o.Sort), Hint: "--sort " + strings.Join(workflow.ListSorts, "|")}
+	}
+	for _, p := range o.Priorities {
+		for _, part := range strings.Split(p, ",") {
+			n, ok := taskfile.NormalizePriority(strings.TrimSpace(part))
+			if !ok {
+				return &workflow.UsageError{Msg: fmt.Sprintf("--priority %q is not a priority", part), Hint: "P0..P3, or critical, high, medium, low"}
+			}
+			f.Priorities = append(f.Priorities, n)
+		}
+	}
 	return o.g.withEngineDeferred(func(e *workflow.Engine) (func() error, error) {
 		if err := e.RequireInit(); err != nil {
 			return nil, err
 		}
-		tasks := e.List(workflow.ListFilter{Queues: qs, Ready: o.Ready})
-		gitstore.Trace("list")
+		tasks := e.List(f)
+		trace.Phase("list")
 		if o.g.JSON {
 			doc := o.g.taskListJSON(e, tasks)
-			gitstore.Trace("output")
+			trace.Phase("output")
 			return func() error {
 				for _, b := range doc {
 					if _, err := o.g.io.Out.Write(b); err != nil {

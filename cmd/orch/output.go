@@ -98,6 +98,7 @@ type taskJSON struct {
 	Attempts       int             `json:"attempts"`
 	ClaimedBy      string          `json:"claimed_by"`
 	ClaimedAt      jsonTime        `json:"claimed_at"`
+	HeartbeatAt    jsonTime        `json:"heartbeat_at"`
 	SubmittedBy    string          `json:"submitted_by"`
 	SubmittedAt    jsonTime        `json:"submitted_at"`
 	AssignedTo     string          `json:"assigned_to"`
@@ -213,7 +214,7 @@ func newTaskJSON(s *gitstore.Summary, ready bool, fields json.RawMessage, mask t
 	return taskJSON{
 		ID: t.ID, Title: t.Title, Queue: string(t.Queue), Priority: t.Priority, Role: t.Role, Branch: t.Branch,
 		BaseBranch: t.BaseBranch, PRNumber: t.PRNumber, RejectionCount: t.RejectionCount, NoProgress: t.NoProgress, Attempts: t.Attempts,
-		ClaimedBy: t.ClaimedBy, ClaimedAt: jsonTime(t.ClaimedAt), SubmittedBy: t.SubmittedBy, SubmittedAt: jsonTime(t.SubmittedAt),
+		ClaimedBy: t.ClaimedBy, ClaimedAt: jsonTime(t.ClaimedAt), HeartbeatAt: jsonTime(t.HeartbeatAt), SubmittedBy: t.SubmittedBy, SubmittedAt: jsonTime(t.SubmittedAt),
 		AssignedTo: t.AssignedTo, LockedOut: listOrEmpty(t.LockedOut), WorkedBy: listOrEmpty(t.WorkedBy),
 		GitHubReviews: listOrEmpty(t.GitHubReviews), DependsOn: listOrEmpty(t.DependsOn), Labels: listOrEmpty(t.Labels),
 		Created: jsonTime(t.Created), RejectedAt: t.RejectedAt, Fields: fields,

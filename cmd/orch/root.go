@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -35,11 +36,11 @@ type globalOptions struct {
 	fields      taskMask // --json FIELDS: the task fields to show (0: all)
 	Agent       string
 	StateBranch string
-	repo        *gitstore.Repo // discovered once, in resolveAgent
-	notes       []string       // notes held back under --json (see printNotes)
-	agentSource string         // where Agent came from (--agent, ORCH_AGENT, ...)
-	verb        string         // the command being run ("pr poll")
-	longRunning bool           // opens the store again and again (board --watch)
+	repo        *gitrepo.Repo // discovered once, in resolveAgent
+	notes       []string      // notes held back under --json (see printNotes)
+	agentSource string        // where Agent came from (--agent, ORCH_AGENT, ...)
+	verb        string        // the command being run ("pr poll")
+	longRunning bool          // opens the store again and again (board --watch)
 }
 
 // Main runs orch with args and returns the exit code.
@@ -137,6 +138,12 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		newFailCmd(g),
 		newEscalateCmd(g),
 		newRequeueCmd(g),
+		newReopenCmd(g),
+		newDiffCmd(g),
+		newPrimeCmd(g),
+		newSetupCmd(g),
+		newMCPCmd(g),
+		newHeartbeatCmd(g),
 		newUnlockCmd(g),
 		newSweepCmd(g),
 		newArchiveCmd(g),
@@ -215,9 +222,9 @@ func (g *globalOptions) resolveAgent() error {
 
 // discover finds the repository once per command (nil outside one; Open
 // then reports the error).
-func (g *globalOptions) discover() *gitstore.Repo {
+func (g *globalOptions) discover() *gitrepo.Repo {
 	if g.repo == nil {
-		g.repo, _ = gitstore.Discover(g.Dir)
+		g.repo, _ = gitrepo.Discover(g.Dir)
 	}
 	return g.repo
 }
@@ -232,7 +239,7 @@ func (g *globalOptions) open() (*workflow.Engine, error) {
 // every command runs), so the rule of a claimed task's worktree does not
 // bind them (DESIGN §4a).
 var readOnlyVerbs = map[string]bool{
-	"list": true, "show": true, "prompt": true, "log": true, "stats": true, "inbox": true, "board": true,
+	"list": true, "show": true, "diff": true, "prime": true, "prompt": true, "log": true, "stats": true, "inbox": true, "board": true,
 	"check": true, "instructions": true, "version": true, "worktree": true, "doctor": true,
 }
 

@@ -30,56 +30,6 @@ import (
 // file's: a small reflection over the answer types, which are plain
 // structs, slices, maps and a few types of orch's own.
 
-// answerSchemas names, for each command with a JSON answer, its schema
-// (docs/schema/NAME.json) and the Go type of the answer.
-var answerSchemas = map[string]struct {
-	name string
-	typ  any
-}{
-	"approve":               {"approve", transitionJSON{}},
-	"archive":               {"archive", archiveAnswer{}},
-	"board":                 {"board", boardAnswer{}},
-	"check":                 {"check", checkAnswer{}},
-	"claim":                 {"claim", claimAnswer{}},
-	"completion bash":       {"completion", completionAnswer{}},
-	"completion fish":       {"completion", completionAnswer{}},
-	"completion powershell": {"completion", completionAnswer{}},
-	"completion zsh":        {"completion", completionAnswer{}},
-	"decide":                {"decide", decideAnswer{}},
-	"doctor":                {"doctor", doctorAnswer{}},
-	"edit":                  {"edit", editAnswer{}},
-	"escalate":              {"escalate", transitionJSON{}},
-	"fail":                  {"fail", transitionJSON{}},
-	"inbox":                 {"inbox", inboxAnswer{}},
-	"init":                  {"init", initAnswer{}},
-	"instructions":          {"instructions", instructionsAnswer{}},
-	"list":                  {"list", listAnswer{}},
-	"log":                   {"log", logAnswer{}},
-	"new":                   {"new", newAnswer{}},
-	"pause":                 {"pause", transitionJSON{}},
-	"pr import":             {"pr-import", prAnswer{}},
-	"pr poll":               {"pr-poll", prAnswer{}},
-	"prompt":                {"prompt", promptAnswer{}},
-	"refuse":                {"refuse", transitionJSON{}},
-	"reject":                {"reject", transitionJSON{}},
-	"requeue":               {"requeue", transitionJSON{}},
-	"respond":               {"respond", transitionJSON{}},
-	"review":                {"review", reviewAnswer{}},
-	"show":                  {"show", showAnswer{}},
-	"stats":                 {"stats", statsAnswer{}},
-	"submit":                {"submit", transitionJSON{}},
-	"sweep":                 {"sweep", sweepAnswer{}},
-	"sync":                  {"sync", syncAnswer{}},
-	"unlock":                {"unlock", transitionJSON{}},
-	"version":               {"version", versionAnswer{}},
-	"worktree":              {"worktree", worktreeAnswer{}},
-	"worktree prune":        {"worktree-prune", pruneAnswer{}},
-}
-
-// noAnswer are the commands that only group others: with --json they are
-// a usage error (there is nothing to answer).
-var noAnswer = map[string]bool{"completion": true, "pr": true}
-
 // errorSchema is the schema of the error envelope on stderr.
 const errorSchema = "error"
 
@@ -269,7 +219,7 @@ func answerSchema(name, title string, typ any) ([]byte, error) {
 func schemaFiles() (map[string][]byte, error) {
 	titles := map[string][]string{}
 	types := map[string]any{}
-	for cmd, a := range answerSchemas {
+	for cmd, a := range answers {
 		titles[a.name] = append(titles[a.name], "orch "+cmd)
 		if prev, ok := types[a.name]; ok && reflect.TypeOf(prev) != reflect.TypeOf(a.typ) {
 			return nil, fmt.Errorf("schema %s: two answer types", a.name)
@@ -374,13 +324,13 @@ func TestEveryAnswerHasASchema(t *testing.T) {
 	for _, c := range allCommands(root) {
 		path := strings.TrimPrefix(c.CommandPath(), "orch ")
 		seen[path] = true
-		if _, ok := answerSchemas[path]; !ok && !noAnswer[path] {
-			t.Errorf("orch %s: no JSON Schema of its answer (answerSchemas in schema_test.go)", path)
+		if _, ok := answers[path]; !ok && !noAnswer[path] {
+			t.Errorf("orch %s: no JSON Schema of its answer (answers in schema_test.go)", path)
 		}
 	}
-	for path := range answerSchemas {
+	for path := range answers {
 		if !seen[path] {
-			t.Errorf("answerSchemas names orch %s, which is no command", path)
+			t.Errorf("answers names orch %s, which is no command", path)
 		}
 	}
 }
@@ -389,7 +339,7 @@ func TestEveryAnswerHasASchema(t *testing.T) {
 // envelope's included.
 func schemaNames() []string {
 	names := []string{errorSchema}
-	for _, a := range answerSchemas {
+	for _, a := range answers {
 		if !slices.Contains(names, a.name) {
 			names = append(names, a.name)
 		}
@@ -447,7 +397,7 @@ func mainCheckingSchemas(dir string, args []string) int {
 		if err != nil {
 			return code
 		}
-		a, ok := answerSchemas[strings.TrimPrefix(cmd.CommandPath(), "orch ")]
+		a, ok := answers[strings.TrimPrefix(cmd.CommandPath(), "orch ")]
 		if !ok {
 			return code // help, or a command that prints none
 		}

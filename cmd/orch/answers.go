@@ -1,0 +1,58 @@
+package main
+
+// answers names, for each command with a JSON answer, the Go type of the
+// answer and its schema (docs/schema/NAME.json). schema_test.go generates
+// the schemas from the types, and fails for a command missing here.
+var answers = map[string]struct {
+	name string
+	typ  any
+}{
+	"approve":               {"approve", transitionJSON{}},
+	"archive":               {"archive", archiveAnswer{}},
+	"board":                 {"board", boardAnswer{}},
+	"check":                 {"check", checkAnswer{}},
+	"claim":                 {"claim", claimAnswer{}},
+	"completion bash":       {"completion", completionAnswer{}},
+	"completion fish":       {"completion", completionAnswer{}},
+	"completion powershell": {"completion", completionAnswer{}},
+	"completion zsh":        {"completion", completionAnswer{}},
+	"decide":                {"decide", decideAnswer{}},
+	"diff":                  {"diff", diffAnswer{}},
+	"doctor":                {"doctor", doctorAnswer{}},
+	"edit":                  {"edit", editAnswer{}},
+	"escalate":              {"escalate", transitionJSON{}},
+	"fail":                  {"fail", transitionJSON{}},
+	"heartbeat":             {"heartbeat", heartbeatAnswer{}},
+	"inbox":                 {"inbox", inboxAnswer{}},
+	"init":                  {"init", initAnswer{}},
+	"instructions":          {"instructions", instructionsAnswer{}},
+	"list":                  {"list", listAnswer{}},
+	"log":                   {"log", logAnswer{}},
+	"new":                   {"new", newAnswer{}},
+	"pause":                 {"pause", transitionJSON{}},
+	"pr import":             {"pr-import", prAnswer{}},
+	"pr poll":               {"pr-poll", prAnswer{}},
+	"prime":                 {"prime", primeAnswer{}},
+	"prompt":                {"prompt", promptAnswer{}},
+	"refuse":                {"refuse", transitionJSON{}},
+	"reopen":                {"reopen", transitionJSON{}},
+	"reject":                {"reject", transitionJSON{}},
+	"requeue":               {"requeue", transitionJSON{}},
+	"respond":               {"respond", transitionJSON{}},
+	"review":                {"review", reviewAnswer{}},
+	"setup":                 {"setup", setupAnswer{}},
+	"show":                  {"show", showAnswer{}},
+	"stats":                 {"stats", statsAnswer{}},
+	"submit":                {"submit", transitionJSON{}},
+	"sweep":                 {"sweep", sweepAnswer{}},
+	"sync":                  {"sync", syncAnswer{}},
+	"unlock":                {"unlock", transitionJSON{}},
+	"version":               {"version", versionAnswer{}},
+	"worktree":              {"worktree", worktreeAnswer{}},
+	"worktree prune":        {"worktree-prune", pruneAnswer{}},
+}
+
+// noAnswer are the commands with no JSON answer: those that only group
+// others, and orch mcp (it speaks MCP on stdout). With --json they are a
+// usage error.
+var noAnswer = map[string]bool{"completion": true, "pr": true, "mcp": true}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+type mcpOptions struct {
+	g *globalOptions
+}
+
+func newMCPCmd(g *globalOptions) *cobra.Command {
+	o := &mcpOptions{g: g}
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve orch's verbs to an agent over the Model Context Protocol (stdio)",
+		Long: `Run a Model Context Protocol server on stdin/stdout for one agent. Its tools
+are orch's verbs: for the agent claim, show, prompt, prime, list, worktree,
+diff, respond, submit, pause, refuse and escalate; for a reviewer review,
+approve and reject. Each tool's input schema is built from the verb's own
+flags and arguments, and a call runs the verb exactly as the command line
+does (same rules, same authority, same answer as --json); a refused call is a
+tool error whose text is the JSON error envelope (code, message, hint).
+
+The actor is fixed when the server starts: --agent, else ORCH_AGENT (one of
+them is required), and it is an agent for every call; a tool takes no
+other name. The repository is the one around -C DIR (default: where it
+starts).`,
+		Example: `  ORCH_AGENT=agent-a orch mcp
+  orch mcp --agent agent-a -C ~/src/app`,
+		Args: exactArgs(0, "mcp"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runMCP(o, cmd.Root()) },
+	}
+}
+
+// mcpArg is a positional argument of a verb, as a tool parameter.
+type mcpArg struct {
+	Name, Desc string
+	Required   bool
+	Enum       []string
+}
+
+// mcpVerbs are the verbs served as tools, with their positional arguments
+// (the flags come from the commands themselves). doc is the -F flag a
+// "document" parameter feeds through stdin.
+var mcpVerbs = []struct {
+	Verb     string
+	Args     []mcpArg
+	Doc      string
+	Reviewer bool
+}{
+	{Verb: "claim"},
+	{Verb: "prime"},
+	{Verb: "show", Args: []mcpArg{{Name: "id", Desc: "the task (ID or unique prefix); default: the task of the worktree"}}},
+	{Verb: "prompt", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}},
+	{Verb: "list"},
+	{Verb: "worktree", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}},
+	{Verb: "diff", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}},
+	{Verb: "respond", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}, {Name: "issue", Desc: "the review issue, e.g. R1.2", Required: true}, {Name: "status", Desc: "the answer", Required: true, Enum: []string{"fixed", "deferred", "rejected"}}}},
+	{Verb: "submit", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}},
+	{Verb: "pause", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}},
+	{Verb: "refuse", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}, Doc: "file"},
+	{Verb: "escalate", Args: []mcpArg{{Name: "id", Desc: "the task", Required: true}}},
+	{Verb: "review", Args: []mcpArg{{Name: "id", Desc: "the task", Required: true}}, Doc: "file", Reviewer: true},
+	{Verb: "approve", Args: []mcpArg{{Name: "id", Desc: "the task", Required: true}}, Reviewer: true},
+	{Verb: "reject", Args: []mcpArg{{Name: "id", Desc: "the task", Required: true}}, Doc: "file", Reviewer: true},
+}
+
+// mcpSkipFlags are flags a tool does not take: the server fixes the actor,
+// the repository and the answer's form.
+var mcpSkipFlags = map[string]bool{"help": true, "agent": true, "json": true, "dir": true, "state-branch": true}
+
+func runMCP(o *mcpOptions, root *cobra.Command) error {
+	agent := o.g.Agent
+	if o.g.agentSource != "--agent" && o.g.agentSource != "ORCH_AGENT" {
+		return &workflow.UsageError{Msg: "orch mcp serves one agent: name it", Hint: "orch mcp --agent NAME, or ORCH_AGENT=NAME orch mcp"}
+	}
+	dir, err := filepath.Abs(o.g.Dir)
+	if err != nil {
+		return err
+	}
+	// Every call is the agent's: the same signal as an agent's harness
+	// gives (DESIGN §4a).
+	os.Setenv("ORCH_AGENT", agent)
+	server := mcp.NewServer(&mcp.Implementation{Name: "orch", Version: version}, nil)
+	var mu sync.Mutex // one verb at a time, as one agent's shell would run them
+	for _, v := range mcpVerbs {
+		cmd, _, err := root.Find([]string{v.Verb})
+		if err != nil || cmd == root {
+			return fmt.Errorf("mcp: no verb %s", v.Verb)
+		}
+		schema, flags := mcpSchema(cmd, v.Args, v.Doc)
+		desc := cmd.Short + "\n\n" + cmd.Long
+		if v.Reviewer {
+			desc = "For reviewers. " + desc
+		}
+		verb, args, doc := v.Verb, v.Args, v.Doc
+		server.AddTool(&mcp.Tool{Name: "orch_" + verb, Description: desc, InputSchema: schema},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return mcpCall(dir, agent, verb, args, doc, flags, req.Params.Arguments), nil
+			})
+	}
+	return server.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// mcpSchema builds a tool's input schema from the verb's positional
+// arguments and its own flags.
+func mcpSchema(cmd *cobra.Command, args []mcpArg, doc string) (map[string]any, map[string]*pflag.Flag) {
+	props := map[string]any{}
+	var required []string
+	for _, a := range args {
+		p := map[string]any{"type": "string", "description": a.Desc}
+		if len(a.Enum) > 0 {
+			p["enum"] = a.Enum
+		}
+		props[a.Name] = p
+		if a.Required {
+			required = append(required, a.Name)
+		}
+	}
+	flags := map[string]*pflag.Flag{}
+	cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || mcpSkipFlags[f.Name] || f.Name == doc {
+			return
+		}
+		p := map[string]any{"description": f.Usage}
+		switch f.Value.Type() {
+		case "bool":
+			p["type"] = "boolean"
+		case "int":
+			p["type"] = "integer"
+		case "stringArray", "stringSlice":
+			p["type"] = "array"
+			p["items"] = map[string]any{"type": "string"}
+		default:
+			p["type"] = "string"
+		}
+		props[f.Name] = p
+		flags[f.Name] = f
+	})
+	if doc != "" {
+		props["document"] = map[string]any{"type": "string", "description": "the document orch " + cmd.Name() + " reads with -F (the text itself, e.g. the JSON record)"}
+	}
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s, flags
+}
+
+// mcpCall runs one verb in-process, as the command line would, and turns
+// its answer into a tool result: the JSON answer, or the JSON error
+// envelope as a tool error.
+func mcpCall(dir, agent, verb string, args []mcpArg, doc string, flags map[string]*pflag.Flag, raw json.RawMessage) *mcp.CallToolResult {
+	in := map[string]any{}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return mcpError("usage", "the arguments are not a JSON object: "+err.Error(), "")
+		}
+	}
+	argv := []string{verb}
+	for _, a := range args {
+		v, ok := in[a.Name]
+		delete(in, a.Name)
+		if !ok {
+			continue
+		}
+		s, isString := v.(string)
+		if !isString {
+			return mcpError("usage", fmt.Sprintf("%s must be a string", a.Name), "")
+		}
+		if s != "" {
+			argv = append(argv, s)
+		}
+	}
+	var stdin string
+	if v, ok := in["document"]; ok && doc != "" {
+		s, isString := v.(string)
+		if !isString {
+			return mcpError("usage", "document must be a string", "")
+		}
+		stdin = s
+		argv = append(argv, "--"+doc, "-")
+		delete(in, "document")
+	}
+	for name, v := range in {
+		f, ok := flags[name]
+		if !ok {
+			return mcpError("usage", fmt.Sprintf("orch %s takes no parameter %q", verb, name), "the tool's input schema lists its parameters")
+		}
+		switch x := v.(type) {
+		case bool:
+			if x {
+				argv = append(argv, "--"+f.Name)
+			}
+		case float64:
+			argv = append(argv, "--"+f.Name+"="+strconv.FormatFloat(x, 'f', -1, 64))
+		case string:
+			argv = append(argv, "--"+f.Name+"="+x)
+		case []any:
+			for _, item := range x {
+				s, isString := item.(string)
+				if !isString {
+					return mcpError("usage", name+" must be a list of strings", "")
+				}
+				argv = append(argv, "--"+f.Name+"="+s)
+			}
+		default:
+			return mcpError("usage", fmt.Sprintf("%s has a value of the wrong type", name), "")
+		}
+	}
+	argv = append(argv, "--json", "--agent", agent, "-C", dir)
+	var out, errb bytes.Buffer
+	code := Main(argv, strings.NewReader(stdin), &out, &errb)
+	if code != 0 {
+		text := strings.TrimSpace(errb.String())
+		if text == "" {
+			text = fmt.Sprintf(`{"error":{"code":"exit_%d","message":"orch %s exited %d","hint":""}}`, code, verb, code)
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.String()}}}
+	var structured map[string]any
+	if json.Unmarshal(out.Bytes(), &structured) == nil {
+		res.StructuredContent = structured
+	}
+	return res
+}
+
+func mcpError(code, msg, hint string) *mcp.CallToolResult {
+	b, _ := json.Marshal(errorAnswer{errorJSON{code, msg, hint, []string{}, []string{}}})
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(string(withSchemaVersion(b)))}}}
+}

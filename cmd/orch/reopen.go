@@ -1,0 +1,42 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+type reopenOptions struct {
+	g    *globalOptions
+	Msg  string
+	File string
+}
+
+func newReopenCmd(g *globalOptions) *cobra.Command {
+	o := &reopenOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "reopen ID (-m TEXT | -F FILE|-)",
+		Short: "Send a failed task back to incoming (a human's verb)",
+		Long: `Reopen a failed task. ` + workflow.TransitionHelp("reopen") + `
+Failed is final for agents; a person reopens a task when what made it fail
+has changed. The branch, the review feedback and the counts are kept; the
+reason is written at the top of the task as "## Reopened (<you>, <time>)", so
+the next agent reads it first.`,
+		Example: `  orch reopen T-4k9x2m -m "Staging is back; the API key is in the vault now."`,
+		Args:    exactArgs(1, "reopen ID (-m TEXT | -F FILE|-)"),
+		RunE:    func(cmd *cobra.Command, args []string) error { return runReopen(o, args[0]) },
+	}
+	cmd.Flags().StringVarP(&o.Msg, "message", "m", "", "why the task is reopened")
+	cmd.Flags().StringVarP(&o.File, "file", "F", "", "read the reason from `FILE` (- for stdin)")
+	return cmd
+}
+
+func runReopen(o *reopenOptions, ref string) error {
+	text, err := o.g.textArg(o.Msg, o.File, true, "reopen ID (-m TEXT | -F FILE|-)")
+	if err != nil {
+		return err
+	}
+	return o.g.taskVerb(ref, "reopen", func(e *workflow.Engine, id string) (*workflow.Result, error) {
+		return e.Reopen(id, text)
+	})
+}

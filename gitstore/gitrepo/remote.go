@@ -1,0 +1,260 @@
+package gitrepo
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Talking to other clones goes through the git CLI: it knows the user's
+// remotes, credentials and transports, and orch never needs the network
+// otherwise.
+
+// ErrPushRejected is a push that lost a race: the remote moved since the
+// fetch.
+var ErrPushRejected = errors.New("push rejected: the remote's state branch moved")
+
+// RemoteError is git failing to reach or update a remote.
+type RemoteError struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *RemoteError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
+}
+
+// remoteTimeout bounds one git command (a fetch, a push).
+const remoteTimeout = 5 * time.Minute
+
+func (r *Repo) git(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	full := append([]string{"--git-dir", r.CommonDir}, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "LC_ALL=C")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return errb.String(), &RemoteError{Args: args, Stderr: errb.String(), Err: err}
+	}
+	return out.String(), nil
+}
+
+// ValidRemote refuses remote names that could be read as options or paths
+// outside what git accepts as a remote name or URL.
+func ValidRemote(name string) bool {
+	return name != "" && !strings.HasPrefix(name, "-") && !strings.ContainsAny(name, "\x00\n\r")
+}
+
+// TrackingRef is where orch keeps the remote's state branch.
+func TrackingRef(remote, ref string) string {
+	return "refs/remotes/" + remote + "/" + strings.TrimPrefix(ref, "refs/heads/")
+}
+
+// Fetch fetches the remote's copy of ref and returns its commit (ZeroHash
+// when the remote has no such branch).
+func (r *Repo) Fetch(remote, ref string) (plumbing.Hash, error) {
+	if !ValidRemote(remote) {
+		return plumbing.ZeroHash, fmt.Errorf("invalid remote %q", remote)
+	}
+	track := TrackingRef(remote, ref)
+	if !ValidRefName(track) {
+		return plumbing.ZeroHash, fmt.Errorf("invalid remote %q", remote)
+	}
+	stderr, err := r.fetchRetrying(remote, false, "+"+ref+":"+track)
+	if err == nil {
+		return r.ReadRef(track)
+	}
+	if strings.Contains(stderr, "couldn't find remote ref") {
+		return plumbing.ZeroHash, nil
+	}
+	return plumbing.ZeroHash, err
+}
+
+// FetchBranches fetches every branch of the remote whose name starts with
+// prefix (the task branches, task/) into refs/remotes/<remote>/<prefix>*,
+// so that a claim on this clone can continue the work another clone
+// pushed. A remote with none is no error.
+func (r *Repo) FetchBranches(remote, prefix string) error {
+	if !ValidRemote(remote) || prefix == "" || !ValidRefName("refs/heads/"+prefix+"x") {
+		return fmt.Errorf("invalid remote %q or prefix %q", remote, prefix)
+	}
+	_, err := r.fetchRetrying(remote, false, "+refs/heads/"+prefix+"*:refs/remotes/"+remote+"/"+prefix+"*")
+	return err
+}
+
+// IsAncestor reports whether commit a is b or an ancestor of b, asking git
+// (its commit-graph answers it without walking a code branch's whole
+// history, which can be long).
+func (r *Repo) IsAncestor(a, b plumbing.Hash) bool {
+	if a == b {
+		return true
+	}
+	_, err := r.git("merge-base", "--is-ancestor", a.String(), b.String())
+	return err == nil
+}
+
+// RemoteCopy returns the first remote-tracking copy of a local branch
+// (refs/remotes/<remote>/<branch>, origin first), and the remote's name.
+func (r *Repo) RemoteCopy(branch string) (plumbing.Hash, string) {
+	for _, rem := range r.Remotes() {
+		if h, err := r.ReadRef(TrackingRef(rem, "refs/heads/"+branch)); err == nil && !h.IsZero() {
+			return h, rem
+		}
+	}
+	return plumbing.ZeroHash, ""
+}
+
+// Push pushes commit h to the remote's ref, expecting the remote to be at
+// expected (ZeroHash: the branch must not exist there). A lost race is
+// ErrPushRejected.
+func (r *Repo) Push(remote, ref string, h, expected plumbing.Hash) error {
+	if !ValidRemote(remote) {
+		return fmt.Errorf("invalid remote %q", remote)
+	}
+	lease := "--force-with-lease=" + ref + ":"
+	if !expected.IsZero() {
+		lease += expected.String()
+	}
+	stderr, err := r.git("push", "--quiet", lease, "--", remote, h.String()+":"+ref)
+	if err != nil {
+		if lostPushRace(stderr) {
+			return ErrPushRejected
+		}
+		return err
+	}
+	// Keep the tracking ref in step, so status shows the clone in sync.
+	_ = r.UpdateRef(RefUpdate{Name: TrackingRef(remote, ref), Old: mustRead(r, TrackingRef(remote, ref)), New: h, Message: "orch: push"})
+	return nil
+}
+
+func mustRead(r *Repo, ref string) plumbing.Hash {
+	h, _ := r.ReadRef(ref)
+	return h
+}
+
+// lostPushRace recognises the ways git reports that the remote ref moved
+// under a push: the lease failed, the update was not a fast-forward, or the
+// remote could not lock the ref because another push held it.
+func lostPushRace(stderr string) bool {
+	for _, s := range []string{"stale info", "non-fast-forward", "fetch first", "cannot lock ref", "failed to update ref", "but expected", "incorrect old value"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// MergeBase returns a best common ancestor of a and b (ZeroHash if none),
+// as git merge-base computes it. (go-git's MergeBase lives in its object
+// package, whose OpenPGP dependencies cost every orch process about 0.8 ms
+// of initialisation and the binary 1.9 MB; sync, the only caller, runs git
+// for fetch and push anyway. See docs/storage.md.)
+func (r *Repo) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) {
+	if a.IsZero() || b.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	out, err := r.git("merge-base", a.String(), b.String())
+	if err != nil {
+		var re *RemoteError
+		if errors.As(err, &re) && strings.TrimSpace(re.Stderr) == "" {
+			return plumbing.ZeroHash, nil // exit 1, nothing said: no common ancestor
+		}
+		return plumbing.ZeroHash, err
+	}
+	if s := strings.TrimSpace(out); plumbing.IsHash(s) {
+		return plumbing.NewHash(s), nil
+	}
+	return plumbing.ZeroHash, fmt.Errorf("git merge-base: unexpected output %q", out)
+}
+
+// DeleteRef deletes ref if it still points at old (git update-ref -d: git's
+// own lockfile protocol, packed-refs included).
+func (r *Repo) DeleteRef(ref string, old plumbing.Hash) error {
+	if !ValidRefName(ref) {
+		return fmt.Errorf("invalid ref name %q", ref)
+	}
+	_, err := r.git("update-ref", "-d", ref, old.String())
+	return err
+}
+
+// Remotes lists the remotes configured in the repository, origin first.
+func (r *Repo) Remotes() []string {
+	f, err := os.Open(filepath.Join(r.CommonDir, "config"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "[") {
+			continue
+		}
+		end := strings.IndexByte(line, ']')
+		if end < 0 {
+			continue
+		}
+		sec := strings.TrimSpace(line[1:end])
+		kind, rest, ok := strings.Cut(sec, " ")
+		if !ok || !strings.EqualFold(kind, "remote") {
+			continue
+		}
+		name := strings.Trim(strings.TrimSpace(rest), "\"")
+		if ValidRemote(name) && !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if (out[i] == "origin") != (out[j] == "origin") {
+			return out[i] == "origin"
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// RemoteStateRef is a remote-tracking copy of the state branch.
+type RemoteStateRef struct {
+	Remote string
+	Ref    string // refs/remotes/<remote>/<branch>
+	Commit plumbing.Hash
+}
+
+// RemoteStateRefs lists the remote-tracking copies of ref (origin first).
+func (r *Repo) RemoteStateRefs(ref string) []RemoteStateRef {
+	if !strings.HasPrefix(ref, "refs/heads/") {
+		return nil
+	}
+	var out []RemoteStateRef
+	for _, rem := range r.Remotes() {
+		tr := TrackingRef(rem, ref)
+		if !ValidRefName(tr) {
+			continue
+		}
+		if h, err := r.ReadRef(tr); err == nil && !h.IsZero() {
+			out = append(out, RemoteStateRef{Remote: rem, Ref: tr, Commit: h})
+		}
+	}
+	return out
+}

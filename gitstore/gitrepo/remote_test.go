@@ -1,0 +1,46 @@
+package gitrepo
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A fetch whose connectivity check meets a damaged object (here a task
+// branch pointing at a loose object that is not zlib at all) is retried,
+// and when the damage stays, reported: the retry hides only what goes away.
+func TestFetchReportsLastingDamage(t *testing.T) {
+	t.Parallel()
+	remote := makeBareRepo(t)
+	src := makeRepo(t)
+	gitCmd(t, src, "push", "-q", remote, "HEAD:refs/heads/orch")
+	dir := makeRepo(t)
+	gitCmd(t, dir, "remote", "add", "origin", remote)
+	repo, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := repo.Fetch("origin", "refs/heads/orch"); err != nil || h.IsZero() {
+		t.Fatalf("Fetch: %v, %v", h, err)
+	}
+
+	// A ref to an object whose file exists but cannot be read.
+	bad := "1234567890123456789012345678901234567890"
+	writeFile(t, filepath.Join(dir, ".git", "objects", bad[:2], bad[2:]), "not an object")
+	writeFile(t, filepath.Join(dir, ".git", "refs", "heads", "task", "T-bad"), bad+"\n")
+	gitCmd(t, src, "commit", "-q", "--allow-empty", "-m", "more")
+	gitCmd(t, src, "push", "-q", remote, "HEAD:refs/heads/orch")
+	_, err = repo.Fetch("origin", "refs/heads/orch")
+	if err == nil || !strings.Contains(err.Error(), "did not send all necessary objects") {
+		t.Fatalf("Fetch with a damaged object: %v", err)
+	}
+
+	// Once the damage is gone, the same fetch works.
+	if err := os.Remove(filepath.Join(dir, ".git", "refs", "heads", "task", "T-bad")); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := repo.Fetch("origin", "refs/heads/orch"); err != nil || h.String() != revParse(src, "HEAD") {
+		t.Fatalf("Fetch after repair: %v, %v", h, err)
+	}
+}

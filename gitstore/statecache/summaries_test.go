@@ -1,0 +1,109 @@
+package statecache
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// tasksDir is where orch keeps task files, whose names the lookups by id
+// rely on.
+const tasksDir = "tasks"
+
+// TestByNamedIDAgainstWalk checks the binary search by id against the walk
+// over every record, over random base and added records (replaced,
+// dropped, sharing ids), whenever every file is named after its id.
+func TestByNamedIDAgainstWalk(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	ids := []string{"T-aaaaaa", "T-aaaaab", "T-b", "T-bb", "T-bbb", "T-c01", "T-c0", "X"}
+	pathFor := func(id string) string {
+		switch rng.Intn(3) {
+		case 0:
+			return tasksDir + "/" + id + ".md"
+		case 1:
+			return tasksDir + "/" + id + "-" + string(rune('a'+rng.Intn(3))) + ".md"
+		}
+		return tasksDir + "/" + id + "-zz-" + fmt.Sprint(rng.Intn(5)) + ".md"
+	}
+	for round := 0; round < 300; round++ {
+		var ss Summaries
+		var base []string
+		seen := map[string]bool{}
+		for i := rng.Intn(40); i > 0; i-- {
+			id := ids[rng.Intn(len(ids))]
+			if p := pathFor(id); !seen[p] {
+				seen[p] = true
+				base = append(base, p+"\x00"+id)
+			}
+		}
+		sort.Strings(base)
+		ss.base = make([]Record, len(base))
+		for i, b := range base {
+			var p, id string
+			for j := range b {
+				if b[j] == 0 {
+					p, id = b[:j], b[j+1:]
+				}
+			}
+			r := &ss.base[i]
+			r.SummaryHeader = SummaryHeader{Path: p, ID: id, Queue: taskfile.Incoming, rec: r}
+		}
+		ss.n = len(base)
+		misnamed := rng.Intn(4) == 0
+		for i := rng.Intn(20); i > 0; i-- {
+			switch rng.Intn(3) {
+			case 0:
+				id := ids[rng.Intn(len(ids))]
+				p := pathFor(id)
+				if misnamed && rng.Intn(3) == 0 {
+					p = tasksDir + "/by-hand-" + fmt.Sprint(rng.Intn(3)) + ".md"
+				}
+				ss.put(newRecord(&Summary{Path: p, Task: taskfile.Task{ID: id}}))
+			case 1:
+				if len(base) > 0 {
+					ss.drop(ss.base[rng.Intn(len(base))].Path)
+				}
+			case 2:
+				// Lookups between changes: the added map is rebuilt.
+				if ss.NamedByID(tasksDir) {
+					ss.ByNamedID(tasksDir, ids[rng.Intn(len(ids))])
+				}
+			}
+		}
+		named := ss.NamedByID(tasksDir)
+		if !misnamed && !named {
+			t.Fatalf("round %d: files named after their ids not seen as such", round)
+		}
+		if !named {
+			continue
+		}
+		for _, id := range append(ids, "T-", "T-aaaaa", "T-zzz") {
+			if got, want := ss.ByNamedID(tasksDir, id), ss.ByID(id); got != want {
+				t.Fatalf("round %d: ByNamedID(%s) = %+v, walk finds %+v", round, id, got, want)
+			}
+		}
+	}
+}
+
+func TestNamedFor(t *testing.T) {
+	for _, tc := range []struct {
+		path, id string
+		want     bool
+	}{
+		{"tasks/T-abc-fix-it.md", "T-abc", true},
+		{"tasks/T-abc.md", "T-abc", true},
+		{"tasks/T-abcd-fix.md", "T-abc", false},
+		{"tasks/T-abc", "T-abc", false},
+		{"tasks/fix-it.md", "T-abc", false},
+		{"other/T-abc-x.md", "T-abc", false},
+		{"tasks/T-ab", "T-abc", false},
+		{"tasks-T-abc.md", "T-abc", false},
+	} {
+		if got := NamedFor(tasksDir, tc.path, tc.id); got != tc.want {
+			t.Errorf("NamedFor(%q, %q, %q) = %v", tasksDir, tc.path, tc.id, got)
+		}
+	}
+}

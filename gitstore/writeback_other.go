@@ -1,8 +1,0 @@
-//go:build !linux
-
-package gitstore
-
-import "os"
-
-// startWriteback: without sync_file_range, fsync the file itself.
-func startWriteback(f *os.File) { _ = f.Sync() }
