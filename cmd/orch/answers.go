@@ -1,8 +1,9 @@
 package main
 
 // answers names, for each command with a JSON answer, the Go type of the
-// answer and its schema (docs/schema/NAME.json). schema_test.go generates
-// the schemas from the types, and fails for a command missing here.
+// answer and its schema (docs/schema/NAME.json). --json=FIELDS checks the
+// fields it names against the type; schema_test.go generates the schemas
+// from the types, and fails for a command missing here.
 var answers = map[string]struct {
 	name string
 	typ  any

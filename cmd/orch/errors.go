@@ -77,7 +77,10 @@ func classify(err error) classified {
 		setup     *workflow.SetupError
 		rewritten *workflow.RemoteRewrittenError
 	)
+	var jqErr *jqError
 	switch {
+	case errors.As(err, &jqErr):
+		return classified{exitFailure, "jq", jqErr.Error(), "the command ran, but its answer did not pass the --jq expression; --json alone prints the answer", nil}
 	case errors.As(err, &usage):
 		return classified{exitUsage, "usage", usage.Msg, usage.Hint, nil}
 	case errors.As(err, &ambiguous):

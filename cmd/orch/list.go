@@ -46,6 +46,8 @@ title.`,
 		Example: `  orch list
   orch list --queue rejected --queue provisional
   orch list --ready --json
+  orch list --ready --json=id,title,priority
+  orch list --jq '.tasks[] | select(.claimed_by == "agent-a") | .id'
   orch list --ready --agent agent-b
   orch list --label auth --priority P0 --priority P1 --sort created
   orch list --search "login redirect" --claimed-by agent-a`,

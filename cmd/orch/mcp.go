@@ -81,7 +81,7 @@ var mcpVerbs = []struct {
 
 // mcpSkipFlags are flags a tool does not take: the server fixes the actor,
 // the repository and the answer's form.
-var mcpSkipFlags = map[string]bool{"help": true, "agent": true, "json": true, "dir": true, "state-branch": true}
+var mcpSkipFlags = map[string]bool{"help": true, "agent": true, "json": true, "jq": true, "dir": true, "state-branch": true}
 
 func runMCP(o *mcpOptions, root *cobra.Command) error {
 	agent := o.g.Agent

@@ -33,7 +33,9 @@ type globalOptions struct {
 	io          *streams
 	Dir         string
 	JSON        bool
-	fields      taskMask // --json FIELDS: the task fields to show (0: all)
+	jsonNames   []string // --json=FIELDS: the fields named (nil: --json alone)
+	jq          string   // --jq EXPR
+	fields      taskMask // the task fields --json=FIELDS names (0: all)
 	Agent       string
 	StateBranch string
 	repo        *gitrepo.Repo // discovered once, in resolveAgent
@@ -67,6 +69,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
+	if out, ok := g.io.Out.(*jsonOutput); ok && err == nil {
+		err = out.finish()
+	}
 	if err == nil {
 		g.flushNotes()
 		return 0
@@ -78,10 +83,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if a == "--" {
 				break
 			}
-			if a == "--json" || a == "--json=true" {
+			if jsonArg(a) {
 				g.JSON = true
 			}
 		}
+	}
+	if h := fieldsAsArgument(args); h != "" && classify(err).exit == exitUsage {
+		err = &hinted{err, h}
 	}
 	return reportError(g, err)
 }
@@ -108,13 +116,18 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		Version:       versionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			g.verb = strings.TrimPrefix(cmd.CommandPath(), "orch ")
+			if err := g.setUpJSON(); err != nil {
+				return err
+			}
 			return g.resolveAgent()
 		},
 	}
 	root.SetVersionTemplate("orch {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.Dir, "dir", "C", ".", "run as if orch was started in `DIR`")
-	pf.BoolVar(&g.JSON, "json", false, "print one JSON document (schema_version 2) on stdout")
+	pf.Var(jsonFlag{g}, "json", jsonFlagUsage)
+	pf.Lookup("json").NoOptDefVal = "true"
+	pf.StringVar(&g.jq, "jq", "", "filter the JSON answer with a jq `EXPR` (implies --json)")
 	pf.StringVar(&g.Agent, "agent", "", "who is acting (env ORCH_AGENT; default: git user.name)")
 	pf.StringVar(&g.StateBranch, "state-branch", "", "the branch that holds orch's state (env ORCH_STATE_BRANCH; default: orch)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {

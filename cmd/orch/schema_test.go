@@ -384,7 +384,7 @@ func mainCheckingSchemas(dir string, args []string) int {
 		switch {
 		case a == "--json" || a == "--json=true":
 			whole = true
-		case strings.HasPrefix(a, "--json=") || a == "--jq" || strings.HasPrefix(a, "--jq="):
+		case jsonArg(a):
 			return code // a cut or filtered answer
 		}
 	}

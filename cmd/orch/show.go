@@ -19,7 +19,9 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 		Long: `Print a task file as committed on the state branch. ID may be any unique
 prefix of the task's ID; inside a task's worktree it may be omitted.`,
 		Example: `  orch show T-4k9x2m
-  orch show 4k9x --json`,
+  orch show 4k9x --json
+  orch show T-4k9x2m --json=title,queue,rounds
+  orch show T-4k9x2m --jq .task.branch`,
 		Args: maxArgs(1, "show [ID]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runShow(o, argOr(args, 0)) },
 	}
