@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -484,7 +485,7 @@ func (r *Repo) checkViewIsBranch(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("view file %s is not on the state branch", rel)
-		case gitstore.HashBlob(data).String() != blob:
+		case gitrepo.HashBlob(data).String() != blob:
 			t.Errorf("view file %s differs from the state branch (blob %s)", rel, blob[:10])
 		}
 		if strings.HasPrefix(rel, "tasks/") {

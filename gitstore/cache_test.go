@@ -97,16 +97,17 @@ func TestCacheRebuiltWhenDamaged(t *testing.T) {
 	}
 	closeStore(t, checkSummaries(t, dir, "valid cache"))
 
+	magic := string(good[:bytes.IndexByte(good, '\n')+1]) // "orch-state-cache v<n>\n"
 	damage := map[string]func([]byte) []byte{
 		"deleted":      nil,
 		"empty":        func([]byte) []byte { return nil },
-		"magic only":   func(b []byte) []byte { return []byte(cacheMagic) },
+		"magic only":   func(b []byte) []byte { return []byte(magic) },
 		"truncated":    func(b []byte) []byte { return b[:len(b)/2] },
 		"one short":    func(b []byte) []byte { return b[:len(b)-1] },
 		"one more":     func(b []byte) []byte { return append(append([]byte{}, b...), 0) },
 		"garbage":      func(b []byte) []byte { return bytes.Repeat([]byte{0xff, 0x01, 0x7f}, len(b)/3) },
 		"old version":  func(b []byte) []byte { c := append([]byte{}, b...); c[len("orch-state-cache v")]--; return c },
-		"huge lengths": func(b []byte) []byte { return append([]byte(cacheMagic), bytes.Repeat([]byte{0xff}, 64)...) },
+		"huge lengths": func(b []byte) []byte { return append([]byte(magic), bytes.Repeat([]byte{0xff}, 64)...) },
 	}
 	// Flip one byte at many places: header, trees, summaries, index, checksum.
 	step := len(good) / 23

@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 )
 
 // userState is everything of the person's checkout that orch must never
@@ -42,7 +43,7 @@ func expectBranch(t *testing.T, dir string, want map[string]string) {
 	got := branchFiles(t, dir, "refs/heads/orch")
 	wantBlobs := map[string]string{}
 	for p, c := range want {
-		wantBlobs[p] = HashBlob([]byte(c)).String()
+		wantBlobs[p] = gitrepo.HashBlob([]byte(c)).String()
 	}
 	if !reflect.DeepEqual(got, wantBlobs) {
 		var g, w []string
@@ -55,56 +56,6 @@ func expectBranch(t *testing.T, dir string, want map[string]string) {
 		sort.Strings(g)
 		sort.Strings(w)
 		t.Fatalf("state branch tree differs\n got: %v\nwant: %v", g, w)
-	}
-}
-
-func TestHashBlobMatchesGit(t *testing.T) {
-	t.Parallel()
-	dir := makeRepo(t)
-	for _, s := range []string{"", "a\n", strings.Repeat("x", 70000), "---\nid: T-1\n---\n"} {
-		out, err := gitRun(dir, nil, s, "hash-object", "--stdin")
-		if s == "" {
-			out, err = gitRun(dir, nil, "", "hash-object", os.DevNull)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := HashBlob([]byte(s)).String(); got != out {
-			t.Errorf("HashBlob(%d bytes) = %s, git says %s", len(s), got, out)
-		}
-	}
-}
-
-// TestStoredObjectsReadByGit writes objects of sizes around the 65,535-byte
-// limit of a stored deflate block and has git and orch's own reader read
-// them back byte for byte; git fsck checks the zlib streams.
-func TestStoredObjectsReadByGit(t *testing.T) {
-	t.Parallel()
-	dir := makeRepo(t)
-	objs := newObjectStore(filepath.Join(dir, ".git"))
-	for _, n := range []int{0, 1, 65535 - 8, 65535 - 7, 65535, 65536, 2*65535 + 3, 700000} {
-		data := make([]byte, n)
-		for i := range data {
-			data[i] = byte(i*7 + i/251)
-		}
-		h, err := objs.write(plumbing.BlobObject, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h != HashBlob(data) {
-			t.Fatalf("%d bytes: id %s, want %s", n, h, HashBlob(data))
-		}
-		got, err := gitRun(dir, nil, "", "cat-file", "-s", h.String())
-		if err != nil || got != fmt.Sprint(n) {
-			t.Fatalf("%d bytes: git cat-file -s = %q, %v", n, got, err)
-		}
-		back, err := objs.read(plumbing.BlobObject, h)
-		if err != nil || string(back) != string(data) {
-			t.Fatalf("%d bytes: read back %d bytes, %v", n, len(back), err)
-		}
-	}
-	if out, err := gitRun(dir, nil, "", "fsck", "--strict", "--unreachable"); err != nil {
-		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
 }
 
@@ -288,10 +239,10 @@ func TestTreeSurgeryKeepsModesAndForeignEntries(t *testing.T) {
 	closeStore(t, st)
 	out := gitCmd(t, dir, "ls-tree", "-r", "orch")
 	for _, want := range []string{
-		"100755 blob " + HashBlob([]byte("#!/bin/sh\necho hi\n")).String() + "\tprompts/run.sh",
+		"100755 blob " + gitrepo.HashBlob([]byte("#!/bin/sh\necho hi\n")).String() + "\tprompts/run.sh",
 		"120000 blob " + blob("implementer.md") + "\tprompts/link.md",
 		"160000 commit " + head + "\tvendor/sub",
-		"100644 blob " + HashBlob([]byte("y\n")).String() + "\ttasks/new.md",
+		"100644 blob " + gitrepo.HashBlob([]byte("y\n")).String() + "\ttasks/new.md",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("ls-tree lacks %q:\n%s", want, out)
@@ -362,8 +313,8 @@ func TestWalkAndTrailers(t *testing.T) {
 	} {
 		made = append(made, commitFiles(t, st, msg, "messages/m.md", strings.Repeat("x", i+1)))
 	}
-	var seen []*CommitInfo
-	if err := st.Walk(func(c *CommitInfo) bool { seen = append(seen, c); return true }); err != nil {
+	var seen []*gitrepo.CommitInfo
+	if err := st.Walk(func(c *gitrepo.CommitInfo) bool { seen = append(seen, c); return true }); err != nil {
 		t.Fatal(err)
 	}
 	closeStore(t, st)
@@ -381,50 +332,5 @@ func TestWalkAndTrailers(t *testing.T) {
 	}
 	if want := gitCmd(t, dir, "log", "--format=%T", "-1", made[1].String()); seen[1].Tree.String() != want {
 		t.Fatalf("Tree = %s, git says %s", seen[1].Tree, want)
-	}
-}
-
-// TestObjectWriteRacesPrunePacked: `git prune-packed` (run by git gc)
-// removes the object fan-out directories it empties, at any moment. A
-// loose object write must survive its directory vanishing under it.
-func TestObjectWriteRacesPrunePacked(t *testing.T) {
-	t.Parallel()
-	dir := makeRepo(t)
-	objs := newObjectStore(filepath.Join(dir, ".git"))
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			for i := 0; i < 256; i++ {
-				os.Remove(filepath.Join(objs.dir, fmt.Sprintf("%02x", i))) // only empty ones go
-			}
-		}
-	}()
-	n := 300
-	if testing.Short() {
-		n = 150
-	}
-	var written []plumbing.Hash
-	for i := 0; i < n; i++ {
-		h, err := objs.write(plumbing.BlobObject, []byte(fmt.Sprintf("blob %d\n", i)))
-		if err != nil {
-			close(stop)
-			<-done
-			t.Fatalf("write %d: %v", i, err)
-		}
-		written = append(written, h)
-	}
-	close(stop)
-	<-done
-	for _, h := range written {
-		if _, err := objs.read(plumbing.BlobObject, h); err != nil {
-			t.Fatalf("object %s lost: %v", h, err)
-		}
 	}
 }

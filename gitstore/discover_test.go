@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 )
 
 // gitView is what the git CLI says about a directory.
@@ -28,9 +30,9 @@ func askGit(t *testing.T, dir string) gitView {
 
 // checkDiscover compares Discover(dir) with the git CLI and with the
 // expected main worktree.
-func checkDiscover(t *testing.T, dir, wantMain string) *Repo {
+func checkDiscover(t *testing.T, dir, wantMain string) *gitrepo.Repo {
 	t.Helper()
-	r, err := Discover(dir)
+	r, err := gitrepo.Discover(dir)
 	if err != nil {
 		t.Fatalf("Discover(%s): %v", dir, err)
 	}
@@ -65,12 +67,12 @@ func TestDiscoverMainAndLinkedWorktrees(t *testing.T) {
 	// From inside the git dir (where hooks and some tools run), the same
 	// repository and the same view.
 	for _, in := range []string{filepath.Join(dir, ".git"), filepath.Join(dir, ".git", "refs", "heads")} {
-		r, err := Discover(in)
+		r, err := gitrepo.Discover(in)
 		if err != nil || r.CommonDir != filepath.Join(dir, ".git") || r.MainWorkTree != dir {
 			t.Errorf("Discover(%s) = %+v, %v", in, r, err)
 		}
 	}
-	if _, err := Discover(filepath.Join(dir, "README.md")); err == nil {
+	if _, err := gitrepo.Discover(filepath.Join(dir, "README.md")); err == nil {
 		t.Error("Discover of a file accepted")
 	}
 
@@ -113,7 +115,7 @@ func TestDiscoverBare(t *testing.T) {
 		t.Fatalf("bare repo: %+v", r)
 	}
 	// A directory inside the bare repository finds it too.
-	r2, err := Discover(filepath.Join(bare, "refs", "heads"))
+	r2, err := gitrepo.Discover(filepath.Join(bare, "refs", "heads"))
 	if err != nil || r2.CommonDir != bare {
 		t.Fatalf("Discover(bare/refs/heads) = %+v, %v", r2, err)
 	}
@@ -182,7 +184,7 @@ func TestDiscoverGitDirEnv(t *testing.T) {
 	elsewhere := realPath(t, t.TempDir())
 
 	t.Setenv("GIT_DIR", filepath.Join(dir, ".git"))
-	r, err := Discover(elsewhere)
+	r, err := gitrepo.Discover(elsewhere)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestDiscoverGitDirEnv(t *testing.T) {
 
 	// Relative GIT_DIR is taken from the directory given.
 	t.Setenv("GIT_DIR", ".git")
-	r, err = Discover(dir)
+	r, err = gitrepo.Discover(dir)
 	if err != nil || r.CommonDir != filepath.Join(dir, ".git") {
 		t.Fatalf("relative GIT_DIR: %+v, %v", r, err)
 	}
@@ -204,7 +206,7 @@ func TestDiscoverGitDirEnv(t *testing.T) {
 	gitCmd(t, dir, "worktree", "add", "-q", "-b", "side", wt)
 	wgd := realPath(t, gitCmd(t, wt, "rev-parse", "--path-format=absolute", "--git-dir"))
 	t.Setenv("GIT_DIR", wgd)
-	r, err = Discover(elsewhere)
+	r, err = gitrepo.Discover(elsewhere)
 	if err != nil || r.CommonDir != filepath.Join(dir, ".git") || r.GitDir != wgd || r.MainWorkTree != dir {
 		t.Fatalf("GIT_DIR=%s: %+v, %v", wgd, r, err)
 	}
@@ -212,7 +214,7 @@ func TestDiscoverGitDirEnv(t *testing.T) {
 	// GIT_DIR naming a bare repository.
 	bare := makeBareRepo(t)
 	t.Setenv("GIT_DIR", bare)
-	r, err = Discover(elsewhere)
+	r, err = gitrepo.Discover(elsewhere)
 	if err != nil || r.CommonDir != bare || !r.Bare || r.MainWorkTree != "" {
 		t.Fatalf("GIT_DIR=%s: %+v, %v", bare, r, err)
 	}
@@ -231,8 +233,8 @@ func TestDiscoverNotARepo(t *testing.T) {
 	if _, err := gitRun(dir, nil, "", "rev-parse", "--git-dir"); err == nil {
 		t.Skip("the temp dir is inside a git repository")
 	}
-	_, err := Discover(dir)
-	var nr *ErrNotRepo
+	_, err := gitrepo.Discover(dir)
+	var nr *gitrepo.ErrNotRepo
 	if !errors.As(err, &nr) {
 		t.Fatalf("Discover outside a repository: %v", err)
 	}

@@ -1,20 +1,20 @@
 package gitstore
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/privfile"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -45,9 +45,9 @@ func (st *Store) DoctorLock(exclusive bool) (release func(), err error) {
 		if err := os.MkdirAll(st.priv, 0o777); err != nil {
 			return nil, err
 		}
-		f, err = openPrivate(path, os.O_RDWR|os.O_CREATE, 0o666)
+		f, err = privfile.Open(path, os.O_RDWR|os.O_CREATE, 0o666)
 	} else {
-		f, err = openPrivate(path, os.O_RDONLY, 0)
+		f, err = privfile.Open(path, os.O_RDONLY, 0)
 		if errors.Is(err, os.ErrNotExist) {
 			return func() {}, nil
 		}
@@ -85,13 +85,13 @@ type RefLockFile struct {
 
 // RefLockFiles lists the .lock files of the state branch and of its
 // remote-tracking refs, judged the way UpdateRef judges them before taking
-// one over: older than staleRefLockAge, or left by an orch process that is
+// one over: older than gitrepo.StaleRefLockAge, or left by an orch process that is
 // gone.
 func (st *Store) RefLockFiles() []RefLockFile {
 	refs := []string{st.Ref}
 	if strings.HasPrefix(st.Ref, "refs/heads/") {
 		for _, rem := range st.Repo.Remotes() {
-			if tr := TrackingRef(rem, st.Ref); ValidRefName(tr) {
+			if tr := gitrepo.TrackingRef(rem, st.Ref); gitrepo.ValidRefName(tr) {
 				refs = append(refs, tr)
 			}
 		}
@@ -111,11 +111,11 @@ func (st *Store) RefLockFiles() []RefLockFile {
 }
 
 func (st *Store) refLockStale(p string, fi os.FileInfo) (bool, string) {
-	if st.Repo.leftByDeadOrch(p, fi) {
+	if st.Repo.LeftByDeadOrch(p, fi) {
 		pid, _, _ := st.Repo.LockOwner(p)
 		return true, fmt.Sprintf("left by orch process %d, which is gone", pid)
 	}
-	if age := time.Since(fi.ModTime()); age > staleRefLockAge {
+	if age := time.Since(fi.ModTime()); age > gitrepo.StaleRefLockAge() {
 		return true, fmt.Sprintf("%s old: git holds a ref lock for milliseconds, so no live process owns it", roundAge(age))
 	}
 	return false, fmt.Sprintf("%s old: a git process may be updating the ref", roundAge(time.Since(fi.ModTime())))
@@ -147,103 +147,22 @@ func (st *Store) RemoveStaleRefLock(path string) (bool, error) {
 	return false, nil
 }
 
-// lockOwnerNotes lists the ref-lock-owner notes: one per ref
-// (<common>/orch/ref-lock-owner.<ref>), and the single one older orch
-// versions wrote.
-func (st *Store) lockOwnerNotes() []string {
-	if st.Repo.ownerFile == "" {
-		return nil
-	}
-	notes, _ := filepath.Glob(st.Repo.ownerFile + ".*")
-	if _, err := os.Stat(st.Repo.ownerFile); err == nil {
-		notes = append([]string{st.Repo.ownerFile}, notes...)
-	}
-	return notes
-}
-
-// noteStale reads a note: the pid it names, and whether that process is
-// gone (or the note holds no pid at all).
-func noteStale(note string) (int, bool) {
-	b, err := ReadPrivateFile(note)
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return -1, true
-	}
-	if pid == os.Getpid() {
-		return pid, false
-	}
-	if err := syscall.Kill(pid, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
-		return pid, false
-	}
-	return pid, true
-}
-
-// removeLocksOfDeadOrch removes the ref .lock files that killed orch
-// processes left, with their notes. The caller holds the exclusive orch
-// lock, and only its holder writes notes, so every note there is left
-// over; its lock is taken to be the dead process's by the rule UpdateRef
-// uses to take one over (leftByDeadOrch: the note dates from the lock and
-// the lock is a second old). The state branch's lock is taken over by the
-// next commit anyway, but a task branch's may not be wanted again by orch,
-// and it blocks git on that branch. Listing the notes is one small readdir.
-func (st *Store) removeLocksOfDeadOrch() {
-	prefix := st.Repo.ownerFile + "."
-	for _, note := range st.lockOwnerNotes() {
-		ref, err := url.PathUnescape(strings.TrimPrefix(note, prefix))
-		if !strings.HasPrefix(note, prefix) || err != nil || !ValidRefName(ref) {
-			continue
-		}
-		lockPath := filepath.Join(st.Repo.CommonDir, filepath.FromSlash(ref)) + ".lock"
-		fi, err := os.Lstat(lockPath)
-		if err != nil {
-			if _, stale := noteStale(note); stale && errors.Is(err, os.ErrNotExist) {
-				_ = os.Remove(note) // killed after its lock was gone
-			}
-			continue
-		}
-		if st.Repo.leftByDeadOrch(lockPath, fi) {
-			if os.Remove(lockPath) == nil {
-				_ = os.Remove(note)
-			}
-		}
-	}
-}
-
 // StaleLockOwnerNote reports a ref-lock-owner note naming a process that is
-// gone (or holding no pid at all): UpdateRef removes its note when it
-// releases the ref lock, so such a note was left by a killed orch.
+// gone (see gitrepo.Repo.StaleLockOwnerNote).
 func (st *Store) StaleLockOwnerNote() (path string, pid int, stale bool) {
-	for _, note := range st.lockOwnerNotes() {
-		if pid, stale := noteStale(note); stale {
-			return note, pid, true
-		}
-	}
-	return "", 0, false
+	return st.Repo.StaleLockOwnerNote()
 }
 
 // RemoveStaleLockOwnerNote removes every note that is still stale.
-func (st *Store) RemoveStaleLockOwnerNote() error {
-	for _, note := range st.lockOwnerNotes() {
-		if _, stale := noteStale(note); stale {
-			if err := os.Remove(note); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
-	}
-	return nil
-}
+func (st *Store) RemoveStaleLockOwnerNote() error { return st.Repo.RemoveStaleLockOwnerNote() }
 
-// Temp file prefixes: a view file being written (.orch-new-, removed
-// whenever found), a view file written whole or a view file displaced
-// (.orch-tmp-, see placeView: kept in recovered/ when its content is not a
-// version orch knows), a cache file being written.
+// Temp file prefixes of the view: a view file being written (.orch-new-,
+// removed whenever found), a view file written whole or a view file
+// displaced (.orch-tmp-, see placeView: kept in recovered/ when its content
+// is not a version orch knows). The cache's are statecache.TempPrefix.
 const (
-	viewTempPrefix  = ".orch-tmp-"
-	viewNewPrefix   = ".orch-new-"
-	cacheTempPrefix = ".cache-"
+	viewTempPrefix = ".orch-tmp-"
+	viewNewPrefix  = ".orch-new-"
 )
 
 func isViewTemp(name string) bool {
@@ -280,7 +199,7 @@ func (st *Store) TempFiles(minAge time.Duration) []string {
 			}
 		}
 	}
-	look(st.priv, func(name string) bool { return strings.HasPrefix(name, cacheTempPrefix) })
+	look(st.priv, func(name string) bool { return strings.HasPrefix(name, statecache.TempPrefix) })
 	sort.Strings(out)
 	return out
 }
@@ -289,7 +208,7 @@ func (st *Store) TempFiles(minAge time.Duration) []string {
 func (st *Store) RemoveTempFile(path string) error {
 	dir, name := filepath.Split(path)
 	dir = filepath.Clean(dir)
-	ok := dir == filepath.Clean(st.priv) && strings.HasPrefix(name, cacheTempPrefix)
+	ok := dir == filepath.Clean(st.priv) && strings.HasPrefix(name, statecache.TempPrefix)
 	if st.View != "" && isViewTemp(name) {
 		if dir == filepath.Clean(st.View) {
 			ok = true
@@ -315,93 +234,6 @@ func (st *Store) RemoveTempFile(path string) error {
 	return nil
 }
 
-// Remotes lists the remotes configured in the repository, origin first.
-func (r *Repo) Remotes() []string {
-	f, err := os.Open(filepath.Join(r.CommonDir, "config"))
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	seen := map[string]bool{}
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "[") {
-			continue
-		}
-		end := strings.IndexByte(line, ']')
-		if end < 0 {
-			continue
-		}
-		sec := strings.TrimSpace(line[1:end])
-		kind, rest, ok := strings.Cut(sec, " ")
-		if !ok || !strings.EqualFold(kind, "remote") {
-			continue
-		}
-		name := strings.Trim(strings.TrimSpace(rest), "\"")
-		if ValidRemote(name) && !seen[name] {
-			seen[name] = true
-			out = append(out, name)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if (out[i] == "origin") != (out[j] == "origin") {
-			return out[i] == "origin"
-		}
-		return out[i] < out[j]
-	})
-	return out
-}
-
-// RemoteStateRef is a remote-tracking copy of the state branch.
-type RemoteStateRef struct {
-	Remote string
-	Ref    string // refs/remotes/<remote>/<branch>
-	Commit plumbing.Hash
-}
-
-// RemoteStateRefs lists the remote-tracking copies of ref (origin first).
-func (r *Repo) RemoteStateRefs(ref string) []RemoteStateRef {
-	if !strings.HasPrefix(ref, "refs/heads/") {
-		return nil
-	}
-	var out []RemoteStateRef
-	for _, rem := range r.Remotes() {
-		tr := TrackingRef(rem, ref)
-		if !ValidRefName(tr) {
-			continue
-		}
-		if h, err := r.ReadRef(tr); err == nil && !h.IsZero() {
-			out = append(out, RemoteStateRef{Remote: rem, Ref: tr, Commit: h})
-		}
-	}
-	return out
-}
-
-// LastReflogCommit is the commit the reflog of ref last recorded (ZeroHash
-// if none): where a ref whose file was damaged pointed.
-func (r *Repo) LastReflogCommit(ref string) plumbing.Hash {
-	if !ValidRefName(ref) {
-		return plumbing.ZeroHash
-	}
-	b, err := os.ReadFile(filepath.Join(r.CommonDir, "logs", filepath.FromSlash(ref)))
-	if err != nil {
-		return plumbing.ZeroHash
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		f := strings.Fields(lines[i])
-		if len(f) >= 2 && plumbing.IsHash(f[1]) {
-			if h := plumbing.NewHash(f[1]); !h.IsZero() {
-				return h
-			}
-		}
-	}
-	return plumbing.ZeroHash
-}
-
 // Checkup is a read-only look at the store for orch doctor: the branch tip
 // and its tree read from the objects, and the state cache and sync index
 // read from disk without trusting or changing them.
@@ -414,11 +246,10 @@ type Checkup struct {
 	// SnapErr says why the tip's commit or trees could not be read.
 	SnapErr error
 
-	snap      *Snapshot
-	cache     *stateCache // as loaded (nil: none, or it did not decode)
-	cacheErr  string      // why it did not load
-	cacheSeen bool        // the cache file exists
-	journal   string      // a problem with the journal
+	snap          *Snapshot
+	cache         *statecache.Cache // as loaded (nil: none, or it did not decode)
+	cacheSeen     bool              // the cache file exists
+	cacheProblems []string          // why it cannot be trusted
 }
 
 // Checkup reads the branch and the cache for orch doctor.
@@ -428,45 +259,8 @@ func (st *Store) Checkup() *Checkup {
 	if cu.TipErr == nil && !cu.Tip.IsZero() {
 		cu.snap, cu.SnapErr = loadSnapshot(st.objs, cu.Tip, nil)
 	}
-	cu.loadCache()
+	cu.cache, cu.cacheSeen, cu.cacheProblems = statecache.Inspect(st.cachePath(), st.Ref)
 	return cu
-}
-
-func (cu *Checkup) loadCache() {
-	path := cu.st.cachePath()
-	b, err := readCacheFile(path, false)
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			cu.cacheSeen, cu.cacheErr = true, err.Error()
-		} else if _, jerr := os.Stat(path + journalSuffix); jerr == nil {
-			cu.journal = "a journal without its cache file (ignored)"
-		}
-		return
-	}
-	cu.cacheSeen = true
-	c, err := decodeStateCache(b)
-	if err != nil {
-		cu.cacheErr = "it does not decode (damaged: wrong format, size or checksum)"
-		if magic, _, _ := strings.Cut(cacheMagic, " v"); strings.HasPrefix(string(b), magic+" v") && !strings.HasPrefix(string(b), cacheMagic) {
-			cu.cacheErr = "it was written by another version of orch"
-		}
-		return
-	}
-	if c.ref != cu.st.Ref {
-		cu.cacheErr = fmt.Sprintf("it is the cache of %s, not of %s", c.ref, cu.st.Ref)
-		return
-	}
-	jpath := path + journalSuffix
-	if fi, err := os.Stat(jpath); err == nil {
-		c.applyJournal(jpath)
-		switch {
-		case c.journalSize == 0:
-			cu.journal = "its journal belongs to another generation of the cache or is damaged at the start (ignored)"
-		case c.journalSize < fi.Size():
-			cu.journal = fmt.Sprintf("its journal is damaged at byte %d of %d (the rest is ignored)", c.journalSize, fi.Size())
-		}
-	}
-	cu.cache = c
 }
 
 // CacheHealth is what orch doctor finds in the state cache.
@@ -484,35 +278,30 @@ type CacheHealth struct {
 // that tip.
 func (cu *Checkup) Cache() CacheHealth {
 	h := CacheHealth{Path: cu.st.cachePath(), Exists: cu.cacheSeen}
-	if cu.cacheErr != "" {
-		h.Corrupt = append(h.Corrupt, cu.cacheErr)
-	}
-	if cu.journal != "" {
-		h.Corrupt = append(h.Corrupt, cu.journal)
-	}
+	h.Corrupt = append(h.Corrupt, cu.cacheProblems...)
 	c := cu.cache
 	if c == nil {
 		return h
 	}
-	h.Tip, h.Tasks = c.tip, c.sums.n
-	if cu.TipErr != nil || c.tip != cu.Tip {
+	h.Tip, h.Tasks = c.Tip, c.Summaries.Len()
+	if cu.TipErr != nil || c.Tip != cu.Tip {
 		h.Stale = true
 		return h
 	}
 	if cu.snap == nil {
 		return h
 	}
-	if c.root != cu.snap.Root {
-		h.Corrupt = append(h.Corrupt, fmt.Sprintf("it names root tree %s, the tip has %s", short(c.root), short(cu.snap.Root)))
+	if c.Root != cu.snap.Root {
+		h.Corrupt = append(h.Corrupt, fmt.Sprintf("it names root tree %s, the tip has %s", short(c.Root), short(cu.snap.Root)))
 	}
 	var bad []string
 	for d, want := range cu.snap.dirs {
-		got := c.dirs[d]
-		if got == nil || got.hash != want.hash || !sameEntries(got.entries, want.entries) {
+		got := c.Dirs[d]
+		if got == nil || got.Hash != want.Hash || !sameEntries(got.Entries, want.Entries) {
 			bad = append(bad, dirName(d))
 		}
 	}
-	for d := range c.dirs {
+	for d := range c.Dirs {
 		if cu.snap.dirs[d] == nil {
 			bad = append(bad, dirName(d))
 		}
@@ -528,11 +317,11 @@ func (cu *Checkup) Cache() CacheHealth {
 			continue
 		}
 		tasks[fe.Path] = true
-		if r := c.sums.get(fe.Path); r == nil || r.blob != fe.Blob {
+		if r := c.Summaries.Get(fe.Path); r == nil || r.Blob() != fe.Blob {
 			wrong = append(wrong, fe.Path)
 		}
 	}
-	c.sums.each(func(r *sumRec) {
+	c.Summaries.Each(func(r *statecache.Record) {
 		if !tasks[r.Path] {
 			wrong = append(wrong, r.Path)
 		}
@@ -560,12 +349,12 @@ func clipList(l []string, n int) string {
 	return strings.Join(l[:n], ", ") + fmt.Sprintf(" and %d more", len(l)-n)
 }
 
-func sameEntries(a, b []treeEntry) bool {
+func sameEntries(a, b []gitrepo.TreeEntry) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].name != b[i].name || a[i].mode != b[i].mode || a[i].hash != b[i].hash {
+		if a[i].Name != b[i].Name || a[i].Mode != b[i].Mode || a[i].Hash != b[i].Hash {
 			return false
 		}
 	}
@@ -578,32 +367,7 @@ func sameEntries(a, b []treeEntry) bool {
 // trees and task summaries from the branch. It reports whether the index
 // was kept. The caller holds the exclusive orch lock (DoctorLock).
 func (st *Store) RebuildCache() (keptIndex bool, err error) {
-	path := st.cachePath()
-	fresh := newStateCache(st.Ref)
-	if b, err := os.ReadFile(path); err == nil {
-		if c, err := decodeStateCache(b); err == nil && c.ref == st.Ref {
-			c.applyJournal(path + journalSuffix)
-			c.index.each(func(p string, ie *indexEntry) {
-				cp := *ie
-				cp.raw = nil
-				cp.prev = append([]plumbing.Hash(nil), ie.prev...)
-				fresh.index.put(p, &cp)
-			})
-			keptIndex = true
-		}
-	}
-	if !keptIndex {
-		for _, p := range []string{path, path + journalSuffix} {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return false, err
-			}
-		}
-		return false, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
-		return false, err
-	}
-	return true, fresh.writeBase(path)
+	return statecache.Rebuild(st.cachePath(), st.Ref)
 }
 
 // View drift kinds: how a view file and the branch disagree before the
@@ -635,9 +399,9 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 		return nil
 	}
 	scan := st.scan.wait()
-	var index indexSet
+	var index statecache.Index
 	if cu.cache != nil {
-		index = cu.cache.index
+		index = cu.cache.Index
 	}
 	paths := map[string]bool{}
 	for _, fe := range cu.snap.AllFiles() {
@@ -653,8 +417,8 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 	sort.Strings(sorted)
 	var out []ViewDrift
 	for _, p := range sorted {
-		ie := index.get(p)
-		if ie != nil && !ie.conflictW.IsZero() {
+		ie := index.Get(p)
+		if ie != nil && !ie.ConflictW.IsZero() {
 			continue
 		}
 		r, rok := cu.snap.Get(p)
@@ -670,19 +434,19 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 			out = append(out, ViewDrift{Path: p, Kind: DriftUnreadable, Err: err})
 			continue
 		}
-		w := HashBlob(data)
+		w := gitrepo.HashBlob(data)
 		switch {
 		case rok && w == r:
 			// In step (a stale index entry is simply recorded again).
-		case ie != nil && ie.matches(ws) && w != ie.blob:
+		case ie != nil && statMatches(ie, ws) && w != ie.Blob:
 			out = append(out, ViewDrift{Path: p, Kind: DriftStaleIndex, Data: data})
 		case !rok && ie == nil:
 			out = append(out, ViewDrift{Path: p, Kind: DriftExtra, Data: data})
-		case !rok && w == ie.blob:
+		case !rok && w == ie.Blob:
 			out = append(out, ViewDrift{Path: p, Kind: DriftRemoved})
-		case ie != nil && rok && w == ie.blob:
+		case ie != nil && rok && w == ie.Blob:
 			out = append(out, ViewDrift{Path: p, Kind: DriftBehind})
-		case ie == nil && rok && st.objs.has(w):
+		case ie == nil && rok && st.objs.Has(w):
 			// The index was lost and the view holds an older version.
 			out = append(out, ViewDrift{Path: p, Kind: DriftBehind})
 		default:
@@ -697,18 +461,20 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 // The caller holds the exclusive orch lock.
 func (st *Store) DistrustViewStat(paths []string) error {
 	path := st.cachePath()
-	c := loadStateCache(path, st.Ref, false)
+	c := statecache.Load(path, st.Ref, true)
+	defer c.Close()
 	changed := false
 	for _, p := range paths {
-		if ie := c.index.get(p); ie != nil {
-			ie.racy, ie.raw = true, nil
+		if ie := c.Index.Get(p); ie != nil {
+			ie.Racy = true
+			ie.MarkChanged()
 			changed = true
 		}
 	}
 	if !changed {
 		return nil
 	}
-	return c.save(path)
+	return c.Save(path)
 }
 
 // ConflictedFile is a view file kept uncommitted after both it and the
@@ -730,8 +496,8 @@ func (cu *Checkup) Conflicts() []ConflictedFile {
 		return nil
 	}
 	var out []ConflictedFile
-	cu.cache.index.each(func(p string, ie *indexEntry) {
-		if ie.conflictW.IsZero() {
+	cu.cache.Index.Each(func(p string, ie *statecache.IndexEntry) {
+		if ie.ConflictW.IsZero() {
 			return
 		}
 		cf := ConflictedFile{Path: p}
@@ -740,17 +506,17 @@ func (cu *Checkup) Conflicts() []ConflictedFile {
 		data, err := st.readViewFile(p)
 		var w plumbing.Hash
 		if err == nil {
-			w = HashBlob(data)
+			w = gitrepo.HashBlob(data)
 		}
 		switch {
 		case err == nil && rok && w == r:
 			return // settled: the view holds the branch's version
-		case err != nil || w != ie.conflictW:
+		case err != nil || w != ie.ConflictW:
 			cf.Changed = true
 		case !rok:
 			cf.Conflicts = []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "removed from the state branch"}}
 		default:
-			cf.Conflicts = st.describeConflict(p, ie.blob, data, r)
+			cf.Conflicts = st.describeConflict(p, ie.Blob, data, r)
 		}
 		out = append(out, cf)
 	})
@@ -775,13 +541,9 @@ func (cu *Checkup) Objects() ObjectsHealth {
 	h.Trees = len(cu.snap.dirs)
 	for _, fe := range cu.snap.AllFiles() {
 		h.Files++
-		if !cu.st.objs.has(fe.Blob) {
+		if !cu.st.objs.Has(fe.Blob) {
 			h.Missing = append(h.Missing, fe.Path)
 		}
 	}
 	return h
 }
-
-// HasObject reports whether the repository has an object (for a commit
-// found in a remote-tracking ref or a reflog).
-func (r *Repo) HasObject(h plumbing.Hash) bool { return newObjectStore(r.CommonDir).has(h) }

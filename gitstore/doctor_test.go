@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore/statecache"
 )
 
 // checkup opens the store around dir without locking it, as orch doctor
@@ -61,14 +63,15 @@ func TestDoctorStaleIndex(t *testing.T) {
 	writeFile(t, full, edited)
 	// Make the index claim the edited file is the committed blob.
 	st, _ := checkup(t, dir)
-	c := loadStateCache(st.cachePath(), st.Ref, false)
-	ie := c.index.get(p)
+	c := statecache.Load(st.cachePath(), st.Ref, false)
+	ie := c.Index.Get(p)
 	ws, ok := lstatPath(full)
 	if ie == nil || !ok {
 		t.Fatal("no index entry or view file")
 	}
-	ie.size, ie.mtime, ie.ctime, ie.ino, ie.racy, ie.raw = ws.size, ws.mtime, ws.ctime, ws.ino, false, nil
-	if err := c.save(st.cachePath()); err != nil {
+	ie.Size, ie.Mtime, ie.Ctime, ie.Ino, ie.Racy = ws.size, ws.mtime, ws.ctime, ws.ino, false
+	ie.MarkChanged()
+	if err := c.Save(st.cachePath()); err != nil {
 		t.Fatal(err)
 	}
 	before := tip(t, dir)
@@ -155,16 +158,18 @@ func TestDoctorCacheProblems(t *testing.T) {
 	}
 
 	// A cache that decodes but lies about the tip's tasks.
-	c, err := decodeStateCache(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.sums.each(func(r *sumRec) {
-		s := *r.summary()
+	writeFile(t, path, string(good))
+	c := statecache.Load(path, st.Ref, false)
+	var lies []*Summary
+	c.Summaries.Each(func(r *statecache.Record) {
+		s := *r.Summary()
 		s.Blob = plumbing.ZeroHash
-		r.s, r.blob, r.raw = &s, plumbing.ZeroHash, nil
+		lies = append(lies, &s)
 	})
-	if err := c.writeBase(path); err != nil {
+	for _, s := range lies {
+		c.PutSummary(s)
+	}
+	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
 	_, cu := checkup(t, dir)
@@ -174,10 +179,11 @@ func TestDoctorCacheProblems(t *testing.T) {
 
 	// A torn journal batch.
 	writeFile(t, path, string(good))
+	os.Remove(statecache.JournalPath(path)) // the lies' batch
 	st = openStore(t, dir)
 	commitFiles(t, st, "two", taskPath("T-bbbbbb"), taskDoc("T-bbbbbb", "Two", "incoming", "b"))
 	closeStore(t, st)
-	f, err := os.OpenFile(path+journalSuffix, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(statecache.JournalPath(path), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,18 +202,20 @@ func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
 	initStore(t, dir, "T-aaaaaa")
 	p := taskPath("T-aaaaaa")
 	st, _ := checkup(t, dir)
-	c := loadStateCache(st.cachePath(), st.Ref, false)
-	c.index.get(p).conflictW, c.index.get(p).conflictR, c.index.get(p).raw = plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222"), nil
-	if err := c.save(st.cachePath()); err != nil {
+	c := statecache.Load(st.cachePath(), st.Ref, false)
+	ie := c.Index.Get(p)
+	ie.ConflictW, ie.ConflictR = plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222")
+	ie.MarkChanged()
+	if err := c.Save(st.cachePath()); err != nil {
 		t.Fatal(err)
 	}
 	kept, err := st.RebuildCache()
 	if err != nil || !kept {
 		t.Fatalf("RebuildCache: %v %v", kept, err)
 	}
-	c = loadStateCache(st.cachePath(), st.Ref, false)
-	if !c.tip.IsZero() || len(c.dirs) > 0 || c.sums.n > 0 || c.index.get(p) == nil || c.index.get(p).conflictW.IsZero() {
-		t.Fatalf("rebuilt cache: tip %s, %d dirs, %d summaries, index %+v", c.tip, len(c.dirs), c.sums.n, c.index.get(p))
+	c = statecache.Load(st.cachePath(), st.Ref, false)
+	if !c.Tip.IsZero() || len(c.Dirs) > 0 || c.Summaries.Len() > 0 || c.Index.Get(p) == nil || c.Index.Get(p).ConflictW.IsZero() {
+		t.Fatalf("rebuilt cache: tip %s, %d dirs, %d summaries, index %+v", c.Tip, len(c.Dirs), c.Summaries.Len(), c.Index.Get(p))
 	}
 	writeFile(t, viewFile(dir, p), taskDoc("T-aaaaaa", "Mine", "incoming", "x"))
 	_, cu := checkup(t, dir)
@@ -252,10 +260,10 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 	}
 
 	// Left by an orch process that is gone.
-	writeFile(t, st.Repo.ownerFile, "2147483000\n")
+	writeFile(t, st.Repo.LockOwnerFile, "2147483000\n")
 	mt := time.Now().Add(-5 * time.Second)
 	os.Chtimes(lock, mt, mt)
-	os.Chtimes(st.Repo.ownerFile, mt, mt)
+	os.Chtimes(st.Repo.LockOwnerFile, mt, mt)
 	if l := st.RefLockFiles(); len(l) != 1 || !l[0].Stale || !strings.Contains(l[0].Why, "2147483000") {
 		t.Fatalf("dead orch's lock: %+v", l)
 	}
@@ -265,7 +273,7 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 	if err := st.RemoveStaleLockOwnerNote(); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, st.Repo.ownerFile, "1\n") // init: alive
+	writeFile(t, st.Repo.LockOwnerFile, "1\n") // init: alive
 	if _, _, stale := st.StaleLockOwnerNote(); stale {
 		t.Fatal("a live process's note is stale")
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/orch-tool/orch/taskfile"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/testgit"
 )
 
@@ -152,7 +153,7 @@ func closeStore(t testing.TB, st *Store) {
 	}
 }
 
-var testActor = Signature{Name: "Ada Tester", Email: "ada@example.com", When: time.Date(2026, 2, 6, 10, 0, 0, 0, time.UTC)}
+var testActor = gitrepo.Signature{Name: "Ada Tester", Email: "ada@example.com", When: time.Date(2026, 2, 6, 10, 0, 0, 0, time.UTC)}
 
 // commitFiles commits path/content pairs ("" content with a leading "-" on
 // the path deletes it) on the store and returns the commit.

@@ -5,7 +5,43 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 )
+
+// ReadCommit reads and parses one commit.
+func (st *Store) ReadCommit(h plumbing.Hash) (*gitrepo.CommitInfo, error) {
+	raw, err := st.objs.Read(plumbing.CommitObject, h)
+	if err != nil {
+		return nil, err
+	}
+	c, err := gitrepo.ParseCommit(raw)
+	if err != nil {
+		return nil, err
+	}
+	c.Hash = h
+	return c, nil
+}
+
+// Walk visits the state branch's commits from the tip along first parents,
+// newest first, until fn returns false.
+func (st *Store) Walk(fn func(*gitrepo.CommitInfo) bool) error {
+	h := st.snap.Tip
+	for n := 0; !h.IsZero() && n < 10_000_000; n++ {
+		c, err := st.ReadCommit(h)
+		if err != nil {
+			return err
+		}
+		if !fn(c) {
+			return nil
+		}
+		if len(c.Parents) == 0 {
+			return nil
+		}
+		h = c.Parents[0]
+	}
+	return nil
+}
 
 // PathHistory calls fn with each version of path on the state branch,
 // newest first, walking at most maxCommits commits along first parents,
@@ -17,7 +53,7 @@ func (st *Store) PathHistory(path string, maxCommits int, fn func(blob plumbing.
 	memo := map[plumbing.Hash]plumbing.Hash{} // root tree -> blob of path
 	n := 0
 	going := true
-	err := st.Walk(func(c *CommitInfo) bool {
+	err := st.Walk(func(c *gitrepo.CommitInfo) bool {
 		if n++; n > maxCommits {
 			return false
 		}
@@ -40,18 +76,18 @@ func (st *Store) blobAt(root plumbing.Hash, path string) plumbing.Hash {
 	h := root
 	parts := strings.Split(path, "/")
 	for i, name := range parts {
-		data, err := st.objs.read(plumbing.TreeObject, h)
+		data, err := st.objs.Read(plumbing.TreeObject, h)
 		if err != nil {
 			return plumbing.ZeroHash
 		}
-		entries, err := parseTree(data)
+		entries, err := gitrepo.ParseTree(data)
 		if err != nil {
 			return plumbing.ZeroHash
 		}
 		found := false
 		for _, e := range entries {
-			if e.name == name && (i == len(parts)-1) != e.isTree() {
-				h, found = e.hash, true
+			if e.Name == name && (i == len(parts)-1) != e.IsTree() {
+				h, found = e.Hash, true
 				break
 			}
 		}
@@ -68,10 +104,10 @@ func (st *Store) blobAt(root plumbing.Hash, path string) plumbing.Hash {
 // lost tip or accepts the rewind.
 type ErrMovedBackwards struct {
 	Ref     string
-	Seen    plumbing.Hash // the tip orch saw last
-	Now     plumbing.Hash // where the branch is
-	Dropped []*CommitInfo // commits of Seen's first-parent line Now lacks, newest first
-	More    int           // further dropped commits not listed
+	Seen    plumbing.Hash         // the tip orch saw last
+	Now     plumbing.Hash         // where the branch is
+	Dropped []*gitrepo.CommitInfo // commits of Seen's first-parent line Now lacks, newest first
+	More    int                   // further dropped commits not listed
 	// Diverged: Now has commits of its own (Seen is not a descendant of
 	// Now), so restoring Seen would drop those.
 	Diverged bool
@@ -169,5 +205,5 @@ func (st *Store) ReadAtTip(path string) ([]byte, error) {
 	if blob.IsZero() {
 		return nil, os.ErrNotExist
 	}
-	return st.objs.read(plumbing.BlobObject, blob)
+	return st.objs.Read(plumbing.BlobObject, blob)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/orch-tool/orch/gitstore/privfile"
 )
 
 // DefaultLockTimeout bounds how long a command waits for another orch
@@ -47,7 +49,7 @@ func acquireLock(path string, timeout time.Duration) (*fileLock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return nil, err
 	}
-	f, err := openPrivate(path, os.O_RDWR|os.O_CREATE, 0o666)
+	f, err := privfile.Open(path, os.O_RDWR|os.O_CREATE, 0o666)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +74,7 @@ func waitFlock(f *os.File, path string, how int, timeout time.Duration) error {
 			return err
 		}
 		if !time.Now().Before(deadline) {
-			holder, _ := ReadPrivateFile(path)
+			holder, _ := privfile.Read(path)
 			return &ErrLockTimeout{Path: path, Holder: strings.TrimSpace(string(holder))}
 		}
 		time.Sleep(wait)

@@ -11,6 +11,10 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/statecache"
+	"github.com/orch-tool/orch/internal/trace"
 )
 
 // fileStat is the part of stat(2) the sync index compares.
@@ -30,8 +34,11 @@ func statOf(st *unix.Stat_t) fileStat {
 	}
 }
 
-func (e *indexEntry) matches(s fileStat) bool {
-	return !e.racy && e.size == s.size && e.mtime == s.mtime && e.ctime == s.ctime && e.ino == s.ino
+// statMatches reports whether a view file with stat data s is, by that
+// data, the one the sync index entry ie recorded (never when it was taken
+// too close to a write: see isRacy).
+func statMatches(ie *statecache.IndexEntry, s fileStat) bool {
+	return !ie.Racy && ie.Size == s.size && ie.Mtime == s.mtime && ie.Ctime == s.ctime && ie.Ino == s.ino
 }
 
 // viewScan is one pass over the view directory: the stat data of every file
@@ -49,7 +56,7 @@ func (e *indexEntry) matches(s fileStat) bool {
 // branch lacks are stat-ed too.
 type viewScan struct {
 	done   chan struct{}
-	branch chan map[string][]treeEntry // the branch's entries of each mirrored dir
+	branch chan map[string][]gitrepo.TreeEntry // the branch's entries of each mirrored dir
 	give   sync.Once
 	exists bool
 	dirs   map[string]*scanFiles // dir ("" for the root) -> its files
@@ -73,7 +80,7 @@ var scanWorkers = func() int {
 }()
 
 func startScan(view string) *viewScan {
-	s := &viewScan{done: make(chan struct{}), branch: make(chan map[string][]treeEntry, 1), dirs: map[string]*scanFiles{}}
+	s := &viewScan{done: make(chan struct{}), branch: make(chan map[string][]gitrepo.TreeEntry, 1), dirs: map[string]*scanFiles{}}
 	go func() {
 		defer close(s.done)
 		s.run(view)
@@ -85,12 +92,12 @@ func startScan(view string) *viewScan {
 // files it stats once it has listed the view. Only the first call counts;
 // a scan that is waited for before it got any (dirs nil) stats what it
 // listed.
-func (s *viewScan) expect(dirs map[string]*dirTree) {
+func (s *viewScan) expect(dirs map[string]*gitrepo.Tree) {
 	s.give.Do(func() {
-		m := map[string][]treeEntry{}
+		m := map[string][]gitrepo.TreeEntry{}
 		for _, d := range mirroredDirs {
 			if dt := dirs[d]; dt != nil {
-				m[d] = dt.entries // never changed in place: a commit makes new ones
+				m[d] = dt.Entries // never changed in place: a commit makes new ones
 			}
 		}
 		s.branch <- m
@@ -120,7 +127,7 @@ func (s *viewScan) each(fn func(path string)) {
 // branch's entries, by position, and any others by name.
 type scanFiles struct {
 	dir     string
-	entries []treeEntry         // the branch's entries the scan looked for
+	entries []gitrepo.TreeEntry // the branch's entries the scan looked for
 	stats   []entryStat         // stats[i] is of entries[i]
 	extra   map[string]fileStat // files that are not among entries
 	n       int                 // files found
@@ -139,15 +146,15 @@ func (f *scanFiles) at(i int) (fileStat, bool) {
 
 // sameEntries reports whether f was stat-ed by exactly these entries (the
 // same snapshot directory), so that at answers for them by position.
-func (f *scanFiles) sameEntries(entries []treeEntry) bool {
+func (f *scanFiles) sameEntries(entries []gitrepo.TreeEntry) bool {
 	return f != nil && len(f.entries) == len(entries) && len(entries) > 0 && &f.entries[0] == &entries[0]
 }
 
 // findFileEntry returns the position of the non-tree entry named name.
-func findFileEntry(entries []treeEntry, name string) (int, bool) {
-	key := treeEntry{name: name, mode: modeFile}
-	i := sort.Search(len(entries), func(i int) bool { return entryCmp(&entries[i], &key) >= 0 })
-	if i < len(entries) && entries[i].name == name && !entries[i].isTree() {
+func findFileEntry(entries []gitrepo.TreeEntry, name string) (int, bool) {
+	key := gitrepo.TreeEntry{Name: name, Mode: gitrepo.ModeFile}
+	i := sort.Search(len(entries), func(i int) bool { return gitrepo.CompareEntries(&entries[i], &key) >= 0 })
+	if i < len(entries) && entries[i].Name == name && !entries[i].IsTree() {
 		return i, true
 	}
 	return 0, false
@@ -155,10 +162,10 @@ func findFileEntry(entries []treeEntry, name string) (int, bool) {
 
 // cursor returns a cursor over f for entries of another snapshot of the
 // directory (sorted the same way), from entry from on.
-func (f *scanFiles) cursor(from *treeEntry) *scanCursor {
+func (f *scanFiles) cursor(from *gitrepo.TreeEntry) *scanCursor {
 	c := &scanCursor{f: f}
 	if f != nil {
-		c.j = sort.Search(len(f.entries), func(k int) bool { return entryCmp(&f.entries[k], from) >= 0 })
+		c.j = sort.Search(len(f.entries), func(k int) bool { return gitrepo.CompareEntries(&f.entries[k], from) >= 0 })
 	}
 	return c
 }
@@ -172,18 +179,18 @@ type scanCursor struct {
 	j int
 }
 
-func (c *scanCursor) get(e *treeEntry) (fileStat, bool) {
+func (c *scanCursor) get(e *gitrepo.TreeEntry) (fileStat, bool) {
 	f := c.f
 	if f == nil {
 		return fileStat{}, false
 	}
-	for c.j < len(f.entries) && entryCmp(&f.entries[c.j], e) < 0 {
+	for c.j < len(f.entries) && gitrepo.CompareEntries(&f.entries[c.j], e) < 0 {
 		c.j++
 	}
-	if c.j < len(f.entries) && f.entries[c.j].name == e.name && f.stats[c.j].tried {
+	if c.j < len(f.entries) && f.entries[c.j].Name == e.Name && f.stats[c.j].tried {
 		return f.at(c.j)
 	}
-	st, ok := f.extra[e.name]
+	st, ok := f.extra[e.Name]
 	return st, ok
 }
 
@@ -192,8 +199,8 @@ func (f *scanFiles) each(fn func(name string)) {
 		return
 	}
 	for i := range f.entries {
-		if f.stats[i].ok && MirroredName(f.dir, f.entries[i].name) {
-			fn(f.entries[i].name)
+		if f.stats[i].ok && MirroredName(f.dir, f.entries[i].Name) {
+			fn(f.entries[i].Name)
 		}
 	}
 	for name := range f.extra {
@@ -235,8 +242,8 @@ func (s *viewScan) run(view string) {
 		n, left := countFiles(fd, dir, buf)
 		lists[dir] = listed{fd, n}
 		s.leftovers = s.leftovers || left
-		if traceOn {
-			Trace("  scan: listed " + dir)
+		if trace.On() {
+			trace.Phase("  scan: listed " + dir)
 		}
 	}
 	branch := <-s.branch
@@ -249,8 +256,8 @@ func (s *viewScan) run(view string) {
 		if files.n != l.count {
 			files.addUnlisted(l.fd, dir)
 		}
-		if traceOn {
-			Trace("  scan: stat " + dir)
+		if trace.On() {
+			trace.Phase("  scan: stat " + dir)
 		}
 		s.dirs[dir] = files
 		s.n += files.n
@@ -259,7 +266,7 @@ func (s *viewScan) run(view string) {
 
 // statEntries stats the mirrored file entries of a directory by name, a
 // large one on several goroutines.
-func statEntries(fd int, dir string, entries []treeEntry) *scanFiles {
+func statEntries(fd int, dir string, entries []gitrepo.TreeEntry) *scanFiles {
 	files := &scanFiles{dir: dir, entries: entries, stats: make([]entryStat, len(entries))}
 	workers := scanWorkers
 	if len(entries) < 256 {
@@ -276,14 +283,14 @@ func statEntries(fd int, dir string, entries []treeEntry) *scanFiles {
 			var name [256]byte
 			for i := lo; i < hi; i++ {
 				e := &entries[i]
-				if e.mode != modeFile && e.mode != modeExec || len(e.name) >= len(name) || !maybeMirrored(dir, e.name) {
+				if e.Mode != gitrepo.ModeFile && e.Mode != gitrepo.ModeExec || len(e.Name) >= len(name) || !maybeMirrored(dir, e.Name) {
 					continue
 				}
 				r := &files.stats[i]
 				r.tried = true
-				copy(name[:], e.name)
-				name[len(e.name)] = 0
-				if fstatat(fd, name[:len(e.name)+1], &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				copy(name[:], e.Name)
+				name[len(e.Name)] = 0
+				if fstatat(fd, name[:len(e.Name)+1], &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 					continue
 				}
 				r.fileStat, r.ok = statOf(&st), true
@@ -319,7 +326,7 @@ func (f *scanFiles) addUnlisted(fd int, dir string) {
 		if !MirroredName(dir, name) {
 			return
 		}
-		if i, ok := byIno[ino]; ok && f.entries[i].name == name {
+		if i, ok := byIno[ino]; ok && f.entries[i].Name == name {
 			return
 		}
 		if i, ok := findFileEntry(f.entries, name); ok && f.stats[i].tried {

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/statecache"
 )
 
 // TestScanByEntries checks the view scan against what it must find: every
@@ -34,50 +37,50 @@ func TestScanByEntries(t *testing.T) {
 		uncounted int      // files counted but not reported (see maybeMirrored)
 	}{
 		{name: "same files", expect: true,
-			entries: []entry{{"a.md", modeFile}, {"b.md", modeFile}, {"c.md", modeExec}},
+			entries: []entry{{"a.md", gitrepo.ModeFile}, {"b.md", gitrepo.ModeFile}, {"c.md", gitrepo.ModeExec}},
 			files:   []string{"a.md", "b.md", "c.md"},
 			want:    []string{"a.md", "b.md", "c.md"}},
 		{name: "file deleted in the view", expect: true,
-			entries: []entry{{"a.md", modeFile}, {"b.md", modeFile}},
+			entries: []entry{{"a.md", gitrepo.ModeFile}, {"b.md", gitrepo.ModeFile}},
 			files:   []string{"b.md"},
 			want:    []string{"b.md"}},
 		{name: "made by hand", expect: true, relisted: true,
-			entries: []entry{{"a.md", modeFile}},
+			entries: []entry{{"a.md", gitrepo.ModeFile}},
 			files:   []string{"a.md", "new.md", "notes.txt", ".a.md.swp", "x.md~"},
 			want:    []string{"a.md", "new.md"}},
 		{name: "removed on the branch", expect: true, relisted: true,
-			entries: []entry{{"b.md", modeFile}},
+			entries: []entry{{"b.md", gitrepo.ModeFile}},
 			files:   []string{"a.md", "b.md"},
 			want:    []string{"a.md", "b.md"}},
 		{name: "directory and link under mirrored names", expect: true,
-			entries: []entry{{"a.md", modeFile}, {"d.md", modeTree}, {"l.md", modeSymlink}},
+			entries: []entry{{"a.md", gitrepo.ModeFile}, {"d.md", gitrepo.ModeTree}, {"l.md", gitrepo.ModeSymlink}},
 			files:   []string{"a.md"},
 			dirs:    []string{"d.md"},
 			links:   []string{"l.md"},
 			want:    []string{"a.md"}},
 		{name: "branch entry not a file, view file is", expect: true, relisted: true,
-			entries: []entry{{"a.md", modeFile}, {"l.md", modeSymlink}},
+			entries: []entry{{"a.md", gitrepo.ModeFile}, {"l.md", gitrepo.ModeSymlink}},
 			files:   []string{"a.md", "l.md"},
 			want:    []string{"a.md", "l.md"}},
 		{name: "hard link made by hand", expect: true, relisted: true,
-			entries: []entry{{"a.md", modeFile}, {"b.md", modeFile}},
+			entries: []entry{{"a.md", gitrepo.ModeFile}, {"b.md", gitrepo.ModeFile}},
 			files:   []string{"a.md", "b.md"},
 			hard:    []string{"copy.md"},
 			want:    []string{"a.md", "b.md", "copy.md"}},
 		{name: "name with a control character", expect: true,
-			entries: []entry{{"a.md", modeFile}, {"b\x01.md", modeFile}},
+			entries: []entry{{"a.md", gitrepo.ModeFile}, {"b\x01.md", gitrepo.ModeFile}},
 			files:   []string{"a.md", "b\x01.md"},
 			want:    []string{"a.md"}, uncounted: 1},
 		{name: "name with a control character, made by hand", expect: true,
-			entries: []entry{{"a.md", modeFile}},
+			entries: []entry{{"a.md", gitrepo.ModeFile}},
 			files:   []string{"a.md", "b\x01.md"},
 			want:    []string{"a.md"}},
 		{name: "nothing handed over", expect: false,
-			entries: []entry{{"a.md", modeFile}},
+			entries: []entry{{"a.md", gitrepo.ModeFile}},
 			files:   []string{"a.md", "b.md"},
 			want:    []string{"a.md", "b.md"}},
 		{name: "many files", expect: true},
-		{name: "empty view dir", expect: true, entries: []entry{{"a.md", modeFile}}},
+		{name: "empty view dir", expect: true, entries: []entry{{"a.md", gitrepo.ModeFile}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +88,7 @@ func TestScanByEntries(t *testing.T) {
 				// Past the size at which several workers share the stats.
 				for i := 0; i < 700; i++ {
 					n := "t" + string(rune('a'+i%26)) + string(rune('a'+i/26)) + ".md"
-					tc.entries = append(tc.entries, entry{n, modeFile})
+					tc.entries = append(tc.entries, entry{n, gitrepo.ModeFile})
 					if i%7 != 0 {
 						tc.files = append(tc.files, n)
 						tc.want = append(tc.want, n)
@@ -117,15 +120,15 @@ func TestScanByEntries(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var ents []treeEntry
+			var ents []gitrepo.TreeEntry
 			for _, e := range tc.entries {
-				ents = append(ents, treeEntry{name: e.name, mode: e.mode})
+				ents = append(ents, gitrepo.TreeEntry{Name: e.name, Mode: e.mode})
 			}
-			sort.Slice(ents, func(i, j int) bool { return entryCmp(&ents[i], &ents[j]) < 0 })
+			sort.Slice(ents, func(i, j int) bool { return gitrepo.CompareEntries(&ents[i], &ents[j]) < 0 })
 
 			s := startScan(view)
 			if tc.expect {
-				s.expect(map[string]*dirTree{TasksDir: {entries: ents}})
+				s.expect(map[string]*gitrepo.Tree{TasksDir: {Entries: ents}})
 				s.expect(nil) // only the first call counts
 			}
 			s.wait()
@@ -155,13 +158,13 @@ func TestScanByEntries(t *testing.T) {
 				}
 			}
 			for i, e := range ents {
-				ws, ok := scanGet(files, e.name)
+				ws, ok := scanGet(files, e.Name)
 				if !files.sameEntries(ents) {
 					continue
 				}
 				ps, pok := files.at(i)
-				if ok != pok && !slices.Contains(want, e.name) || pok && ps != ws {
-					t.Errorf("at(%d) (%s) = %+v, %v; get = %+v, %v", i, e.name, ps, pok, ws, ok)
+				if ok != pok && !slices.Contains(want, e.Name) || pok && ps != ws {
+					t.Errorf("at(%d) (%s) = %+v, %v; get = %+v, %v", i, e.Name, ps, pok, ws, ok)
 				}
 			}
 			for _, name := range []string{"absent.md", "d.md", "l.md", "notes.txt", ".a.md.swp"} {
@@ -191,10 +194,11 @@ func TestReconcileCacheBadAfterDirs(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if c, _, err := decodeCacheDirs(b); err != nil || c.dirs[TasksDir] == nil {
-		t.Fatalf("the directories no longer decode (%v): the test breaks the wrong part", err)
+	l := statecache.Start(path, st.Ref, false)
+	if l == nil || l.Dirs()[TasksDir] == nil {
+		t.Fatal("the directories no longer decode: the test breaks the wrong part")
 	}
-	if _, err := decodeStateCache(b); err == nil {
+	if c := l.Finish(); len(c.Dirs) > 0 {
 		t.Fatal("the damaged cache decodes")
 	}
 	edited := setField(t, viewDoc("T-crc001"), "priority", "P0")
@@ -259,18 +263,18 @@ func TestReconcileAfterCommitWhileWaiting(t *testing.T) {
 		t.Fatal("the early read was kept")
 	}
 	scan := st.scan.wait()
-	if files := scan.dirs[TasksDir]; files == nil || files.sameEntries(st.snap.dirs[TasksDir].entries) {
+	if files := scan.dirs[TasksDir]; files == nil || files.sameEntries(st.snap.dirs[TasksDir].Entries) {
 		t.Fatal("the scan stat-ed the new tip's files: the test does not exercise the lookup by name")
 	}
 	// The new tip's files are found by name among those the scan stat-ed,
 	// or stat-ed after it listed the directory again (the file made by
 	// hand). Those the other command wrote may have been stat-ed before it
 	// wrote them, or not at all: only the others are checked.
-	ents := st.snap.dirs[TasksDir].entries
+	ents := st.snap.dirs[TasksDir].Entries
 	cur := scan.dirs[TasksDir].cursor(&ents[0])
 	for i := range ents {
 		ws, ok := cur.get(&ents[i])
-		p := TasksDir + "/" + ents[i].name
+		p := TasksDir + "/" + ents[i].Name
 		if p == taskPath("T-wait01") || p == taskPath("T-wait04") {
 			continue
 		}
@@ -355,6 +359,6 @@ func TestSettleBrokenFiles(t *testing.T) {
 
 // scanGet looks up one name among the files a scan found.
 func scanGet(f *scanFiles, name string) (fileStat, bool) {
-	e := treeEntry{name: name, mode: modeFile}
+	e := gitrepo.TreeEntry{Name: name, Mode: gitrepo.ModeFile}
 	return f.cursor(&e).get(&e)
 }

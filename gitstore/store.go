@@ -11,6 +11,10 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/privfile"
+	"github.com/orch-tool/orch/gitstore/statecache"
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -22,23 +26,23 @@ const ViewDirName = ".orchestrator"
 
 // Options configure Open.
 type Options struct {
-	Repo        *Repo  // the repository, when the caller found it already
-	Dir         string // where to start looking for the repository
-	StateBranch string // branch name or full ref; default "orch"
+	Repo        *gitrepo.Repo // the repository, when the caller found it already
+	Dir         string        // where to start looking for the repository
+	StateBranch string        // branch name or full ref; default "orch"
 	// LockTimeout bounds the wait for another orch process's lock
 	// (default DefaultLockTimeout).
 	LockTimeout time.Duration
 	// InMemoryCache reads the state cache into the heap instead of
 	// mapping it, for a process that opens the store again and again
-	// (board --watch): a mapping lives as long as the process (see
-	// readCacheFile), and each open would add one.
+	// (board --watch): the store keeps its mapping for the life of the
+	// process (see Close), and each open would add one.
 	InMemoryCache bool
 }
 
 // Store is orch's state in one repository: the state branch, its view and
 // the private state in <common dir>/orch/.
 type Store struct {
-	Repo *Repo
+	Repo *gitrepo.Repo
 	Ref  string
 	// View is the absolute path of the view directory ("" for a bare
 	// repository).
@@ -54,19 +58,19 @@ type Store struct {
 	// until it is moved away, and says so on every command.
 	ViewErr error
 
-	objs        *objectStore
+	objs        *gitrepo.ObjectStore
 	priv        string
 	lockTimeout time.Duration
 	mapCache    bool // see Options.InMemoryCache
 	lock        *fileLock
-	cache       *stateCache
+	cache       *statecache.Cache
 	snap        *Snapshot
 	dirty       bool
 	scan        *viewScan
-	byID        map[string]*sumRec
+	byID        map[string]*statecache.Record
 	byIDScans   int   // lookups answered by a walk (see recByID)
 	named       *bool // whether every task file is named after its id (see recByID)
-	early       *cacheLoad
+	early       *statecache.Loading
 	conflicts   map[string][]taskfile.Conflict
 	broken      map[string]error
 	held        map[string]error
@@ -124,7 +128,7 @@ func (st *Store) Defer(pol Policy) {
 	go func() {
 		defer close(pre.done)
 		pre.paths = st.pendingPathsAt(pre.snap, st.scan.wait())
-		Trace("  scan: compared")
+		trace.Phase("  scan: compared")
 	}()
 }
 
@@ -187,7 +191,7 @@ func Open(opts Options) (*Store, error) {
 	repo := opts.Repo
 	if repo == nil {
 		var err error
-		if repo, err = Discover(opts.Dir); err != nil {
+		if repo, err = gitrepo.Discover(opts.Dir); err != nil {
 			return nil, err
 		}
 	}
@@ -198,7 +202,7 @@ func Open(opts Options) (*Store, error) {
 	if !strings.HasPrefix(ref, "refs/") {
 		ref = "refs/heads/" + ref
 	}
-	if !ValidRefName(ref) {
+	if !gitrepo.ValidRefName(ref) {
 		return nil, fmt.Errorf("invalid state branch %q", opts.StateBranch)
 	}
 	if opts.LockTimeout <= 0 {
@@ -207,14 +211,14 @@ func Open(opts Options) (*Store, error) {
 	st := &Store{
 		Repo:        repo,
 		Ref:         ref,
-		objs:        newObjectStore(repo.CommonDir),
+		objs:        gitrepo.NewObjectStore(repo.CommonDir),
 		priv:        filepath.Join(repo.CommonDir, "orch"),
 		lockTimeout: opts.LockTimeout,
 		mapCache:    !opts.InMemoryCache,
 		conflicts:   map[string][]taskfile.Conflict{},
 		broken:      map[string]error{},
 	}
-	repo.ownerFile = filepath.Join(st.priv, "ref-lock-owner")
+	repo.LockOwnerFile = filepath.Join(st.priv, "ref-lock-owner")
 	if repo.MainWorkTree != "" {
 		st.View = filepath.Join(repo.MainWorkTree, ViewDirName)
 		if st.ViewErr = viewRootProblem(st.View); st.ViewErr != nil {
@@ -252,8 +256,8 @@ func viewRootProblem(view string) error {
 // viewOwner is the state branch the view belongs to: the one recorded in
 // <common dir>/orch/view-owner, else the default branch if it exists.
 func (st *Store) viewOwner() string {
-	if b, err := ReadPrivateFile(filepath.Join(st.priv, "view-owner")); err == nil {
-		if o := strings.TrimSpace(string(b)); ValidRefName(o) {
+	if b, err := privfile.Read(filepath.Join(st.priv, "view-owner")); err == nil {
+		if o := strings.TrimSpace(string(b)); gitrepo.ValidRefName(o) {
 			return o
 		}
 	}
@@ -286,7 +290,7 @@ func (st *Store) claimView() {
 func (st *Store) cachePath() string {
 	name := "state"
 	if st.Ref != "refs/heads/"+DefaultStateBranch {
-		name = "state-" + HashBlob([]byte(st.Ref)).String()[:12]
+		name = "state-" + gitrepo.HashBlob([]byte(st.Ref)).String()[:12]
 	}
 	return filepath.Join(st.priv, name)
 }
@@ -301,15 +305,15 @@ var testHookBeforeLock func()
 // Lock takes the store lock and loads the state branch. Every command that
 // may write runs between Lock and Close.
 func (st *Store) Lock() error {
-	Trace("open")
+	trace.Phase("open")
 	if st.cache == nil && st.scan != nil {
 		// Read the cache's directories before waiting for the lock, so
 		// that the view scan stats the branch's files meanwhile: with
 		// many agents at once, not while this command holds the lock.
 		// (If others commit in between, the files may have changed; the
 		// reconcile then matches them by name.)
-		if st.early = startCacheLoad(st.cachePath(), st.Ref, st.mapCache); st.early != nil {
-			st.scan.expect(st.early.c.dirs)
+		if st.early = statecache.Start(st.cachePath(), st.Ref, st.mapCache); st.early != nil {
+			st.scan.expect(st.early.Dirs())
 		}
 	}
 	if testHookBeforeLock != nil {
@@ -324,19 +328,22 @@ func (st *Store) Lock() error {
 		return err
 	}
 	st.lock = l
-	st.removeLocksOfDeadOrch()
-	Trace("lock")
+	st.Repo.RemoveLocksOfDeadOrch()
+	trace.Phase("lock")
 	if err := st.load(); err != nil {
 		return err
 	}
-	Trace("load cache")
+	trace.Phase("load cache")
 	if st.snap != nil && !st.snap.Tip.IsZero() {
 		st.claimView()
 	}
 	return nil
 }
 
-// Close saves the caches and releases the lock.
+// Close saves the caches and releases the lock. It does not close the
+// state cache: what the store handed out (summaries, snapshots, the paths
+// of the reconcile's report) points into a mapped cache, and callers use it
+// after Close (see statecache).
 func (st *Store) Close() error {
 	var err error
 	if st.scan != nil {
@@ -356,11 +363,11 @@ func (st *Store) Close() error {
 		// missing or stale, so failing to save it is no failure of the
 		// command: one that committed must not report an error (a retried
 		// orch new would make the task twice).
-		if serr := st.cache.save(st.cachePath()); serr != nil {
+		if serr := st.cache.Save(st.cachePath()); serr != nil {
 			st.note("could not save the state cache (%v); the next command rebuilds it", serr)
 		}
 		st.dirty = false
-		Trace("save cache")
+		trace.Phase("save cache")
 	}
 	st.lock.release()
 	st.lock = nil
@@ -369,12 +376,12 @@ func (st *Store) Close() error {
 
 func (st *Store) load() error {
 	if st.cache == nil {
-		if l := st.early; l != nil && l.current() {
-			st.cache = l.finish()
+		if l := st.early; l != nil && l.Current() {
+			st.cache = l.Finish()
 		} else {
 			// Changed while we waited (the scan then stats the files it
 			// was handed, and they are matched by name), or not read early.
-			st.cache = loadStateCache(st.cachePath(), st.Ref, st.mapCache)
+			st.cache = statecache.Load(st.cachePath(), st.Ref, st.mapCache)
 		}
 		st.early = nil
 	}
@@ -385,31 +392,31 @@ func (st *Store) load() error {
 	// History only moves forward: a branch that no longer contains the tip
 	// orch saw last was rewound (or rewritten) outside orch. Following it
 	// silently would let a claim be taken twice and finished work reopen.
-	if seen := st.cache.tip; !seen.IsZero() && !tip.IsZero() && tip != seen && tip != st.movedTo && !st.AcceptRewind && !st.Contains(tip, seen) {
+	if seen := st.cache.Tip; !seen.IsZero() && !tip.IsZero() && tip != seen && tip != st.movedTo && !st.AcceptRewind && !st.Contains(tip, seen) {
 		return st.MovedBackwards(st.Ref, seen, tip)
 	}
-	if tip == st.cache.tip && len(st.cache.dirs) > 0 || tip.IsZero() && st.cache.tip.IsZero() {
-		st.snap = &Snapshot{Tip: tip, Root: st.cache.root, dirs: st.cache.dirs, objs: st.objs, view: st.readView}
+	if tip == st.cache.Tip && len(st.cache.Dirs) > 0 || tip.IsZero() && st.cache.Tip.IsZero() {
+		st.snap = &Snapshot{Tip: tip, Root: st.cache.Root, dirs: st.cache.Dirs, objs: st.objs, view: st.readView}
 		if tip.IsZero() {
 			st.snap = emptySnapshot(st.objs)
 		}
 		st.expectScan()
 	} else {
-		snap, err := loadSnapshot(st.objs, tip, st.cache.dirs)
+		snap, err := loadSnapshot(st.objs, tip, st.cache.Dirs)
 		if err != nil {
 			return err
 		}
 		snap.view = st.readView
 		st.snap = snap
 		st.expectScan()
-		st.cache.tip, st.cache.root, st.cache.dirs = snap.Tip, snap.Root, snap.dirs
+		st.cache.Tip, st.cache.Root, st.cache.Dirs = snap.Tip, snap.Root, snap.dirs
 		st.dirty = true
 		st.refreshSummaries(nil)
 		return nil
 	}
 	// The cache was saved with the summaries of exactly this tip; a count
 	// that disagrees means it is not to be trusted.
-	if st.cache.sums.n != st.countTaskFiles() {
+	if st.cache.Summaries.Len() != st.countTaskFiles() {
 		st.refreshSummaries(nil)
 	}
 	st.byID, st.named = nil, nil
@@ -430,8 +437,8 @@ func (st *Store) countTaskFiles() int {
 		return 0
 	}
 	n := 0
-	for _, e := range d.entries {
-		if (e.mode == modeFile || e.mode == modeExec) && strings.HasSuffix(e.name, ".md") {
+	for _, e := range d.Entries {
+		if (e.Mode == gitrepo.ModeFile || e.Mode == gitrepo.ModeExec) && strings.HasSuffix(e.Name, ".md") {
 			n++
 		}
 	}
@@ -446,14 +453,14 @@ func (st *Store) updateSummaries(changes []Change) {
 			continue
 		}
 		if c.Delete {
-			st.cache.dropSummary(c.Path)
+			st.cache.DropSummary(c.Path)
 			st.byID = nil
 			continue
 		}
 		blob, _ := st.snap.Get(c.Path)
-		prev := st.cache.sums.get(c.Path)
-		r := st.cache.putSummary(summarize(c.Path, blob, c.Data))
-		if st.named != nil && *st.named && r.ID != "" && !fileNamedFor(r.Path, r.ID) {
+		prev := st.cache.Summaries.Get(c.Path)
+		r := st.cache.PutSummary(summarize(c.Path, blob, c.Data))
+		if st.named != nil && *st.named && r.ID != "" && !statecache.NamedFor(TasksDir, r.Path, r.ID) {
 			st.named = nil
 		}
 		if st.byID != nil {
@@ -475,11 +482,11 @@ func (st *Store) readView(p string, h plumbing.Hash) ([]byte, bool) {
 	if st.View == "" || !Mirrored(p) {
 		return nil, false
 	}
-	if ie := st.cache.index.get(p); ie == nil || ie.blob != h || !ie.conflictW.IsZero() {
+	if ie := st.cache.Index.Get(p); ie == nil || ie.Blob != h || !ie.ConflictW.IsZero() {
 		return nil, false
 	}
 	data, err := st.readViewFile(p)
-	if err != nil || HashBlob(data) != h {
+	if err != nil || gitrepo.HashBlob(data) != h {
 		return nil, false
 	}
 	return data, true
@@ -507,34 +514,42 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 			continue
 		}
 		seen[fe.Path] = true
-		if r := st.cache.sums.get(fe.Path); r != nil && r.blob == fe.Blob {
+		if r := st.cache.Summaries.Get(fe.Path); r != nil && r.Blob() == fe.Blob {
 			continue
 		}
 		data, ok := changed[fe.Path]
 		if !ok {
 			var err error
-			data, err = st.objs.read(plumbing.BlobObject, fe.Blob)
+			data, err = st.objs.Read(plumbing.BlobObject, fe.Blob)
 			if err != nil {
-				st.cache.putSummary(&Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()})
+				st.cache.PutSummary(&Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()})
 				st.dirty = true
 				continue
 			}
 		}
-		st.cache.putSummary(summarize(fe.Path, fe.Blob, data))
+		st.cache.PutSummary(summarize(fe.Path, fe.Blob, data))
 		st.dirty = true
 	}
 	var gone []string
-	st.cache.sums.each(func(r *sumRec) {
+	st.cache.Summaries.Each(func(r *statecache.Record) {
 		if !seen[r.Path] {
 			gone = append(gone, r.Path)
 		}
 	})
 	for _, p := range gone {
-		st.cache.dropSummary(p)
+		st.cache.DropSummary(p)
 		st.dirty = true
 	}
 	st.byID, st.named = nil, nil
 }
+
+// Summary is what orch knows about a task without reading its file again,
+// and SummaryHeader the part of it that claim order sorts by: the state
+// cache keeps them (see statecache), the store hands them out.
+type (
+	Summary       = statecache.Summary
+	SummaryHeader = statecache.SummaryHeader
+)
 
 func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
 	s := &Summary{Path: path, Blob: blob}
@@ -562,9 +577,9 @@ func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
 
 // Summaries returns every task on the state branch, ordered by path.
 func (st *Store) Summaries() []*Summary {
-	out := make([]*Summary, 0, st.cache.sums.n)
-	for _, r := range st.cache.sums.sorted() {
-		out = append(out, r.summary())
+	out := make([]*Summary, 0, st.cache.Summaries.Len())
+	for _, r := range st.cache.Summaries.Sorted() {
+		out = append(out, r.Summary())
 	}
 	return out
 }
@@ -573,9 +588,9 @@ func (st *Store) Summaries() []*Summary {
 // returns false; the tasks after that are not decoded.
 func (st *Store) EachSummaryWhile(fn func(*Summary) bool) {
 	going := true
-	st.cache.sums.each(func(r *sumRec) {
+	st.cache.Summaries.Each(func(r *statecache.Record) {
 		if going {
-			going = fn(r.summary())
+			going = fn(r.Summary())
 		}
 	})
 }
@@ -585,9 +600,9 @@ func (st *Store) EachSummaryWhile(fn func(*Summary) bool) {
 // decoded: a claim looks at the open queues, not at thousands of done tasks.
 func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)) {
 	in := queueFilter(queues)
-	st.cache.sums.each(func(r *sumRec) {
+	st.cache.Summaries.Each(func(r *statecache.Record) {
 		if in(r.Queue) {
-			fn(r.summary())
+			fn(r.Summary())
 		}
 	})
 }
@@ -597,7 +612,7 @@ func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)
 // summary.
 func (st *Store) EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*SummaryHeader)) {
 	in := queueFilter(queues)
-	st.cache.sums.each(func(r *sumRec) {
+	st.cache.Summaries.Each(func(r *statecache.Record) {
 		if in(r.Queue) {
 			fn(&r.SummaryHeader)
 		}
@@ -621,23 +636,23 @@ func queueFilter(queues map[taskfile.Queue]bool) func(taskfile.Queue) bool {
 }
 
 // Loaded returns the whole summary of a header from EachSummaryHeaderIn.
-func (st *Store) Loaded(h *SummaryHeader) *Summary { return h.rec.summary() }
+func (st *Store) Loaded(h *SummaryHeader) *Summary { return h.Summary() }
 
 // EachTaskID calls fn with every task's ID and queue, without decoding the
 // rest of the task (for resolving ID prefixes).
 func (st *Store) EachTaskID(fn func(id string, q taskfile.Queue)) {
-	st.cache.sums.each(func(r *sumRec) { fn(r.ID, r.Queue) })
+	st.cache.Summaries.Each(func(r *statecache.Record) { fn(r.ID, r.Queue) })
 }
 
 // SummaryByID returns the task with exactly this id.
 func (st *Store) SummaryByID(id string) *Summary {
 	if r := st.recByID(id); r != nil {
-		return r.summary()
+		return r.Summary()
 	}
 	return nil
 }
 
-func (st *Store) recByID(id string) *sumRec {
+func (st *Store) recByID(id string) *statecache.Record {
 	if id == "" {
 		return nil
 	}
@@ -648,21 +663,21 @@ func (st *Store) recByID(id string) *sumRec {
 	// id is found by binary search on the paths. Checking that walks the
 	// records once (0.1 ms at 10,000 tasks).
 	if st.named == nil {
-		named := st.cache.sums.namedByID()
+		named := st.cache.Summaries.NamedByID(TasksDir)
 		st.named = &named
 	}
 	if *st.named {
-		return st.cache.sums.byNamedID(id)
+		return st.cache.Summaries.ByNamedID(TasksDir, id)
 	}
 	// Otherwise the first lookups walk the records; then a map pays off
 	// (0.7 ms to build): orch new looks up one id, a claim the
 	// dependencies of every task it considers.
 	if st.byIDScans < 2 {
 		st.byIDScans++
-		return st.cache.sums.byID(id)
+		return st.cache.Summaries.ByID(id)
 	}
 	if st.byID == nil {
-		st.byID = st.cache.sums.byIDMap()
+		st.byID = st.cache.Summaries.ByIDMap()
 	}
 	return st.byID[id]
 }
@@ -679,8 +694,8 @@ func (st *Store) QueueByID(id string) (taskfile.Queue, bool) {
 
 // Summary returns the task at path.
 func (st *Store) Summary(path string) *Summary {
-	if r := st.cache.sums.get(path); r != nil {
-		return r.summary()
+	if r := st.cache.Summaries.Get(path); r != nil {
+		return r.Summary()
 	}
 	return nil
 }
@@ -698,7 +713,7 @@ const (
 type CommitRequest struct {
 	Changes []Change
 	Message string
-	Author  Signature
+	Author  gitrepo.Signature
 	// MergeParents are further parents after the tip (a sync merge).
 	MergeParents []plumbing.Hash
 	// BeforeRef runs after the objects are written and a deferred
@@ -720,13 +735,13 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, &ErrCheckedOut{Ref: st.Ref, Worktrees: wts}
 	}
 	base := st.snap
-	Trace("commit: prepare")
-	objs := st.objs.newBatch()
+	trace.Phase("commit: prepare")
+	objs := st.objs.NewBatch()
 	next, err := base.apply(req.Changes, objs)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	Trace("commit: trees and blobs")
+	trace.Phase("commit: trees and blobs")
 	if next.Root == base.Root && !base.Tip.IsZero() && len(req.MergeParents) == 0 {
 		return base.Tip, nil // nothing changed: no empty commits
 	}
@@ -741,14 +756,14 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 	}
 	author := req.Author
 	author.When = when
-	raw := encodeCommit(next.Root, parents, author, author, req.Message)
-	h := objs.add(plumbing.CommitObject, raw)
-	if err := objs.flush(); err != nil {
+	raw := gitrepo.EncodeCommit(next.Root, parents, author, author, req.Message)
+	h := objs.Add(plumbing.CommitObject, raw)
+	if err := objs.Flush(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	Trace("commit: objects written")
-	st.objs.syncDirs()
-	Trace("commit: commit object, dirs synced")
+	trace.Phase("commit: objects written")
+	st.objs.SyncDirs()
+	trace.Phase("commit: commit object, dirs synced")
 	if st.deferred {
 		// An optimistic command: the objects are written (and the disk
 		// flush overlapped the scan); the ref moves only if the view held
@@ -756,31 +771,31 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 		if _, err := st.Settle(); err != nil {
 			return plumbing.ZeroHash, err
 		}
-		Trace("commit: settled")
+		trace.Phase("commit: settled")
 	}
 	if req.BeforeRef != nil {
 		if err := req.BeforeRef(); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
-	err = st.Repo.UpdateRef(RefUpdate{Name: st.Ref, Old: base.Tip, New: h, Who: author.String(), Message: "orch: " + firstLine(req.Message)})
-	if errors.Is(err, ErrRefMoved) {
+	err = st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, Old: base.Tip, New: h, Who: author.String(), Message: "orch: " + firstLine(req.Message)})
+	if errors.Is(err, gitrepo.ErrRefMoved) {
 		if rerr := st.reload(); rerr != nil {
 			return plumbing.ZeroHash, rerr
 		}
-		return plumbing.ZeroHash, ErrRefMoved
+		return plumbing.ZeroHash, gitrepo.ErrRefMoved
 	}
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	Trace("commit: ref")
+	trace.Phase("commit: ref")
 	next.Tip = h
 	next.view = st.readView
 	st.snap = next
-	st.cache.tip, st.cache.root, st.cache.dirs = h, next.Root, next.dirs
+	st.cache.Tip, st.cache.Root, st.cache.Dirs = h, next.Root, next.dirs
 	st.updateSummaries(req.Changes)
 	st.dirty = true
-	Trace("commit: summaries")
+	trace.Phase("commit: summaries")
 	for _, c := range req.Changes {
 		if c.Delete {
 			st.removeView(c.Path)
@@ -789,7 +804,7 @@ func (st *Store) Commit(req *CommitRequest) (plumbing.Hash, error) {
 			st.writeView(c.Path, c.Data, blob)
 		}
 	}
-	Trace("commit: view")
+	trace.Phase("commit: view")
 	return h, nil
 }
 
@@ -810,7 +825,7 @@ func (st *Store) Update(fn func(*Snapshot) (*CommitRequest, error)) (plumbing.Ha
 			return plumbing.ZeroHash, err
 		}
 		h, err := st.Commit(req)
-		if errors.Is(err, ErrRefMoved) {
+		if errors.Is(err, gitrepo.ErrRefMoved) {
 			time.Sleep(time.Duration(i) * time.Millisecond)
 			continue
 		}
@@ -832,15 +847,51 @@ func (st *Store) note(format string, a ...any) {
 	st.notes = append(st.notes, fmt.Sprintf(format, a...))
 }
 
+// SnapshotOf loads the tree of any commit.
+func (st *Store) SnapshotOf(h plumbing.Hash) (*Snapshot, error) {
+	return loadSnapshot(st.objs, h, st.cache.Dirs)
+}
+
+// MergeBase returns a best common ancestor of a and b (ZeroHash if none).
+func (st *Store) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) { return st.Repo.MergeBase(a, b) }
+
+// MoveTo moves the state branch from the current tip to h (fast-forward or
+// undo) with compare-and-swap, then reloads. The view follows at the next
+// reconcile.
+func (st *Store) MoveTo(h plumbing.Hash, who gitrepo.Signature, msg string) error {
+	if st.lock == nil {
+		return errors.New("gitstore: move without the lock")
+	}
+	if wts := st.Repo.CheckedOutIn(st.Ref); len(wts) > 0 {
+		return &ErrCheckedOut{Ref: st.Ref, Worktrees: wts}
+	}
+	err := st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, Old: st.snap.Tip, New: h, Who: who.String(), Message: msg})
+	if err == nil {
+		st.movedTo = h // orch's own move (an undone claim goes back): no rewind
+	}
+	if rerr := st.reload(); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// ResolveCommit returns the commit a ref or hash names locally.
+func (st *Store) ResolveCommit(name string) (plumbing.Hash, error) {
+	if plumbing.IsHash(name) {
+		return plumbing.NewHash(name), nil
+	}
+	return st.Repo.ReadRef(name)
+}
+
 // ReadRef exposes code-branch refs to the workflow (task branches).
 func (st *Store) ReadRef(name string) (plumbing.Hash, error) { return st.Repo.ReadRef(name) }
 
 // CreateRef creates a ref that must not exist yet, from a commit's
 // BeforeRef: it is made durable by that commit's update of the state
 // branch (see RefUpdate.SyncedLater).
-func (st *Store) CreateRef(name string, at plumbing.Hash, who Signature, msg string) error {
-	return st.Repo.UpdateRef(RefUpdate{Name: name, Old: plumbing.ZeroHash, New: at, Who: who.String(), Message: msg, SyncedLater: true})
+func (st *Store) CreateRef(name string, at plumbing.Hash, who gitrepo.Signature, msg string) error {
+	return st.Repo.UpdateRef(gitrepo.RefUpdate{Name: name, Old: plumbing.ZeroHash, New: at, Who: who.String(), Message: msg, SyncedLater: true})
 }
 
 // HasObject reports whether the repository has an object.
-func (st *Store) HasObject(h plumbing.Hash) bool { return st.objs.has(h) }
+func (st *Store) HasObject(h plumbing.Hash) bool { return st.objs.Has(h) }

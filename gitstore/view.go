@@ -14,13 +14,16 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/statecache"
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
 
 // Policy is what the reconciler needs from the workflow: who the actor is,
 // how to complete a task file made by hand, and how to check other files.
 type Policy struct {
-	Actor Signature
+	Actor gitrepo.Signature
 	// PrepareNewTask completes a task file a person created: an id if it
 	// has none (or a fresh one when its id is taken), a queue, a created
 	// time. It returns the content to commit and the task's id.
@@ -80,7 +83,7 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 		return rep, nil
 	}
 	scan := st.scan.wait()
-	Trace("view scan")
+	trace.Phase("view scan")
 	if scan.leftovers {
 		st.removeLeftoverTemps()
 	}
@@ -101,7 +104,7 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 		}
 		st.pre = nil
 		err := st.reconcilePaths(paths, pol, rep)
-		if errors.Is(err, ErrRefMoved) && attempt < MaxRetries {
+		if errors.Is(err, gitrepo.ErrRefMoved) && attempt < MaxRetries {
 			// Another writer moved the branch while we committed a hand
 			// edit: look at every path again against the new tip.
 			continue
@@ -115,7 +118,7 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 	for _, r := range st.Recovered() {
 		st.note("%s holds a save that raced orch: copy what you need into the task file, then delete it", r)
 	}
-	Trace("reconcile")
+	trace.Phase("reconcile")
 	return rep, nil
 }
 
@@ -140,17 +143,17 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 		// the comparison only reads the maps, and it is on the critical
 		// path of every command.
 		parts := 1
-		if len(dt.entries) >= 2048 {
+		if len(dt.Entries) >= 2048 {
 			parts = 2
 		}
 		results := make([]dirCompare, parts)
 		var wg sync.WaitGroup
 		for k := 0; k < parts; k++ {
-			lo, hi := k*len(dt.entries)/parts, (k+1)*len(dt.entries)/parts
+			lo, hi := k*len(dt.Entries)/parts, (k+1)*len(dt.Entries)/parts
 			wg.Add(1)
 			go func(r *dirCompare) {
 				defer wg.Done()
-				*r = st.compareEntries(d, dt.entries, lo, hi, scan.dirs[d])
+				*r = st.compareEntries(d, dt.Entries, lo, hi, scan.dirs[d])
 			}(&results[k])
 		}
 		wg.Wait()
@@ -162,9 +165,9 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 			}
 		}
 	}
-	if seen != st.cache.index.n {
+	if seen != st.cache.Index.Len() {
 		// Some index entries have no file on the branch (deleted there).
-		st.cache.index.each(func(p string, _ *indexEntry) {
+		st.cache.Index.Each(func(p string, _ *statecache.IndexEntry) {
 			if _, ok := snap.Get(p); !ok {
 				pending[p] = true
 			}
@@ -173,7 +176,7 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 	if scanHits != scan.n {
 		for dir, files := range scan.dirs {
 			visit := files.each
-			if dt := snap.dirs[dir]; dt != nil && files.sameEntries(dt.entries) {
+			if dt := snap.dirs[dir]; dt != nil && files.sameEntries(dt.Entries) {
 				// The files found by position are the branch's, which
 				// the comparison above went through: only the others
 				// can be new.
@@ -184,7 +187,7 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 				if dir != "" {
 					p = dir + "/" + name
 				}
-				if st.cache.index.get(p) == nil {
+				if st.cache.Index.Get(p) == nil {
 					pending[p] = true // made by hand (or the index was lost)
 				}
 			})
@@ -206,7 +209,7 @@ type dirCompare struct {
 
 // compareEntries compares the branch entries [lo, hi) of dir with the sync
 // index and the scanned view files; it only reads.
-func (st *Store) compareEntries(d string, all []treeEntry, lo, hi int, files *scanFiles) dirCompare {
+func (st *Store) compareEntries(d string, all []gitrepo.TreeEntry, lo, hi int, files *scanFiles) dirCompare {
 	var r dirCompare
 	if lo >= hi {
 		return r
@@ -224,13 +227,13 @@ func (st *Store) compareEntries(d string, all []treeEntry, lo, hi int, files *sc
 	if !byPos {
 		byName = files.cursor(&all[lo])
 	}
-	index := st.cache.index.cursor(d, all[lo].name)
+	index := st.cache.Index.Cursor(d, all[lo].Name)
 	for i := lo; i < hi; i++ {
 		e := &all[i]
-		if e.mode != modeFile && e.mode != modeExec {
+		if e.Mode != gitrepo.ModeFile && e.Mode != gitrepo.ModeExec {
 			continue
 		}
-		if ie := index.get(e.name); ie != nil {
+		if ie := index.Get(e.Name); ie != nil {
 			r.seen++
 			var ws fileStat
 			var wok bool
@@ -242,13 +245,13 @@ func (st *Store) compareEntries(d string, all []treeEntry, lo, hi int, files *sc
 			if wok {
 				r.scanHits++
 			}
-			if wok && ie.matches(ws) && e.hash == ie.blob && ie.conflictW.IsZero() {
+			if wok && statMatches(ie, ws) && e.Hash == ie.Blob && ie.ConflictW.IsZero() {
 				continue // the common case: nothing changed anywhere
 			}
-			r.pending = append(r.pending, path(e.name))
+			r.pending = append(r.pending, path(e.Name))
 			continue
 		}
-		if p := path(e.name); Mirrored(p) {
+		if p := path(e.Name); Mirrored(p) {
 			r.pending = append(r.pending, p)
 		}
 	}
@@ -280,7 +283,7 @@ func (st *Store) reconcilePaths(paths []string, pol Policy, rep *Reconciled) err
 
 func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 	full := viewPath(st.View, p)
-	ie := st.cache.index.get(p)
+	ie := st.cache.Index.Get(p)
 	r, rok := st.snap.Get(p)
 	if !Mirrored(p) {
 		rok = false
@@ -289,30 +292,30 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 	var wdata []byte
 	var w plumbing.Hash
 	if wok {
-		if ie != nil && ie.matches(ws) {
-			w = ie.blob
+		if ie != nil && statMatches(ie, ws) {
+			w = ie.Blob
 		} else {
 			data, fs, err := st.readSettled(p)
 			if err != nil {
 				rep.Broken[p] = err
 				return nil
 			}
-			wdata, w, ws = data, HashBlob(data), fs
+			wdata, w, ws = data, gitrepo.HashBlob(data), fs
 		}
 	}
 	var b plumbing.Hash
 	if ie != nil {
-		b = ie.blob
+		b = ie.Blob
 	}
 	switch {
 	case !wok && !rok:
 		if ie != nil {
-			st.cache.dropIndex(p)
+			st.cache.DropIndex(p)
 			st.dirty = true
 		}
 	case wok && rok && w == r:
 		// The view holds the branch's version.
-		if ie == nil || ie.blob != r || !ie.matches(ws) || !ie.conflictW.IsZero() {
+		if ie == nil || ie.Blob != r || !statMatches(ie, ws) || !ie.ConflictW.IsZero() {
 			st.record(p, r, ws)
 		}
 	case !wok && rok:
@@ -324,7 +327,7 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 			rep.Restored = append(rep.Restored, p)
 			st.note("restored %s from the state branch (to delete a task, use orch archive)", st.rel(p))
 		}
-	case ie != nil && w == b && ie.conflictW.IsZero():
+	case ie != nil && w == b && ie.ConflictW.IsZero():
 		// The branch moved; the view did not.
 		if !rok {
 			st.removeView(p)
@@ -335,16 +338,16 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 			return err
 		}
 		rep.Pulled = append(rep.Pulled, p)
-	case ie != nil && !ie.conflictW.IsZero():
+	case ie != nil && !ie.ConflictW.IsZero():
 		return st.reconcileConflicted(p, pol, rep, ie, w, wdata, r, rok, ws)
 	case ie != nil && rok && r == b:
-		return st.handEdit(p, pol, rep, b, wdata, w, ie.prev, ws)
+		return st.handEdit(p, pol, rep, b, wdata, w, ie.Prev, ws)
 	case ie == nil && !rok:
 		return st.handNew(p, pol, rep, wdata, ws)
 	case ie == nil && rok:
 		// No sync record (the private state was deleted): W is either an old
 		// version the view still holds, or a hand edit of unknown base.
-		if st.objs.has(w) {
+		if st.objs.Has(w) {
 			if _, err := st.pullToView(p, r, w); err != nil {
 				return err
 			}
@@ -427,29 +430,29 @@ func (st *Store) readSettled(p string) ([]byte, fileStat, error) {
 
 // record notes that the view file at p holds blob h with stat s.
 func (st *Store) record(p string, h plumbing.Hash, s fileStat) {
-	ie := st.cache.index.get(p)
+	ie := st.cache.Index.Get(p)
 	if ie == nil {
-		ie = &indexEntry{}
-		st.cache.index.put(p, ie)
+		ie = &statecache.IndexEntry{}
+		st.cache.PutIndex(p, ie)
 	}
-	if !ie.blob.IsZero() && ie.blob != h {
-		ie.prev = append([]plumbing.Hash{ie.blob}, ie.prev...)
-		if len(ie.prev) > 4 {
-			ie.prev = ie.prev[:4]
+	if !ie.Blob.IsZero() && ie.Blob != h {
+		ie.Prev = append([]plumbing.Hash{ie.Blob}, ie.Prev...)
+		if len(ie.Prev) > 4 {
+			ie.Prev = ie.Prev[:4]
 		}
 	}
-	ie.raw = nil // changed: the journal records it
-	ie.blob = h
-	ie.size, ie.mtime, ie.ctime, ie.ino = s.size, s.mtime, s.ctime, s.ino
-	ie.racy = isRacy(s)
-	ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+	ie.MarkChanged()
+	ie.Blob = h
+	ie.Size, ie.Mtime, ie.Ctime, ie.Ino = s.size, s.mtime, s.ctime, s.ino
+	ie.Racy = isRacy(s)
+	ie.ConflictW, ie.ConflictR = plumbing.ZeroHash, plumbing.ZeroHash
 	st.dirty = true
 }
 
 // pullToView writes the branch's blob r of p into the view, in place of
 // the file holding expect (zero: none), and reports whether it did.
 func (st *Store) pullToView(p string, r, expect plumbing.Hash) (bool, error) {
-	data, err := st.objs.read(plumbing.BlobObject, r)
+	data, err := st.objs.Read(plumbing.BlobObject, r)
 	if err != nil {
 		return false, err
 	}
@@ -462,18 +465,18 @@ func (st *Store) writeView(p string, data []byte, blob plumbing.Hash) {
 	if st.View == "" || !Mirrored(p) {
 		return
 	}
-	ie := st.cache.index.get(p)
-	if ie != nil && !ie.conflictW.IsZero() {
+	ie := st.cache.Index.Get(p)
+	if ie != nil && !ie.ConflictW.IsZero() {
 		return // in conflict: the person's file stays until they resolve it
 	}
 	expect := plumbing.ZeroHash
 	if ie != nil {
-		expect = ie.blob
+		expect = ie.Blob
 	}
-	if ws, ok := lstatPath(viewPath(st.View, p)); ok && (ie == nil || !ie.matches(ws)) {
+	if ws, ok := lstatPath(viewPath(st.View, p)); ok && (ie == nil || !statMatches(ie, ws)) {
 		cur, err := st.readViewFile(p)
-		if err != nil || HashBlob(cur) != expect {
-			if err == nil && HashBlob(cur) == blob {
+		if err != nil || gitrepo.HashBlob(cur) != expect {
+			if err == nil && gitrepo.HashBlob(cur) == blob {
 				st.record(p, blob, ws)
 			}
 			return
@@ -491,7 +494,7 @@ func (st *Store) placeEdited(p string, result []byte, wdata []byte, w plumbing.H
 	if st.placeView(p, result, blob, w) {
 		return nil
 	}
-	_, err := st.objs.write(plumbing.BlobObject, wdata)
+	_, err := st.objs.Write(plumbing.BlobObject, wdata)
 	return err
 }
 
@@ -522,13 +525,13 @@ func (st *Store) removeView(p string) {
 	if st.View == "" || !Mirrored(p) || !st.viewDirOK(p) {
 		return
 	}
-	ie := st.cache.index.get(p)
+	ie := st.cache.Index.Get(p)
 	if _, ok := lstatPath(viewPath(st.View, p)); ok {
-		if ie == nil || !ie.conflictW.IsZero() || !st.dropView(p, ie.blob) {
+		if ie == nil || !ie.ConflictW.IsZero() || !st.dropView(p, ie.Blob) {
 			return
 		}
 	}
-	st.cache.dropIndex(p)
+	st.cache.DropIndex(p)
 	st.dirty = true
 }
 
@@ -541,7 +544,7 @@ func isTaskPath(p string) bool {
 // held, used to recognise a stale editor buffer.
 func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.Hash, wdata []byte, w plumbing.Hash, prev []plumbing.Hash, ws fileStat) error {
 	r, _ := st.snap.Get(p)
-	rdata, err := st.objs.read(plumbing.BlobObject, r)
+	rdata, err := st.objs.Read(plumbing.BlobObject, r)
 	if err != nil {
 		return err
 	}
@@ -580,7 +583,7 @@ func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.H
 				return err
 			}
 			if len(conflicts) > 0 {
-				st.markConflict(p, rep, st.cache.index.get(p), w, r, conflicts)
+				st.markConflict(p, rep, st.cache.Index.Get(p), w, r, conflicts)
 				return nil
 			}
 			if stale {
@@ -654,7 +657,7 @@ func (st *Store) staleBuffer(p string, wf, rf *taskfile.File, base plumbing.Hash
 		return out, true, nil, nil
 	}
 	for _, h := range prev {
-		data, err := st.objs.read(plumbing.BlobObject, h)
+		data, err := st.objs.Read(plumbing.BlobObject, h)
 		if err != nil {
 			continue
 		}
@@ -700,7 +703,7 @@ func changedOrchFields(a, b *taskfile.File) []string {
 }
 
 func (st *Store) merge(p string, pol Policy, rep *Reconciled, b plumbing.Hash, wdata []byte, w, r plumbing.Hash, ws fileStat) error {
-	bdata, err := st.objs.read(plumbing.BlobObject, b)
+	bdata, err := st.objs.Read(plumbing.BlobObject, b)
 	if err != nil {
 		// Without the base we cannot merge; treat as a hand edit on the branch.
 		return st.handEdit(p, pol, rep, plumbing.ZeroHash, wdata, w, nil, ws)
@@ -718,8 +721,8 @@ func (st *Store) merge(p string, pol Policy, rep *Reconciled, b plumbing.Hash, w
 // whose orch-owned fields are those of the person's file; merging from it
 // keeps orch's changes since. nil when base is that version, or none is.
 func (st *Store) startedFrom(p string, bdata, wdata []byte) []byte {
-	ie := st.cache.index.get(p)
-	if !isTaskPath(p) || ie == nil || len(ie.prev) == 0 {
+	ie := st.cache.Index.Get(p)
+	if !isTaskPath(p) || ie == nil || len(ie.Prev) == 0 {
 		return nil
 	}
 	wf, err1 := taskfile.Parse(st.rel(p), wdata)
@@ -727,8 +730,8 @@ func (st *Store) startedFrom(p string, bdata, wdata []byte) []byte {
 	if err1 != nil || err2 != nil || sameOrchFields(wf, bf) {
 		return nil
 	}
-	for _, h := range ie.prev {
-		data, err := st.objs.read(plumbing.BlobObject, h)
+	for _, h := range ie.Prev {
+		data, err := st.objs.Read(plumbing.BlobObject, h)
 		if err != nil {
 			continue
 		}
@@ -741,7 +744,7 @@ func (st *Store) startedFrom(p string, bdata, wdata []byte) []byte {
 
 // mergeFrom is merge with the base's content given.
 func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata []byte, w, r plumbing.Hash, ws fileStat) error {
-	rdata, err := st.objs.read(plumbing.BlobObject, r)
+	rdata, err := st.objs.Read(plumbing.BlobObject, r)
 	if err != nil {
 		return err
 	}
@@ -760,7 +763,7 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 		bf, err1 := taskfile.Parse(st.rel(p), bdata)
 		rf, err2 := taskfile.Parse(st.rel(p), rdata)
 		if err1 != nil || err2 != nil {
-			st.markConflict(p, rep, st.cache.index.get(p), w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
+			st.markConflict(p, rep, st.cache.Index.Get(p), w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
 			return nil
 		}
 		merged, conflicts, err := taskfile.Merge3(bf, wf, rf)
@@ -768,7 +771,7 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 			return err
 		}
 		if len(conflicts) > 0 {
-			st.markConflict(p, rep, st.cache.index.get(p), w, r, conflicts)
+			st.markConflict(p, rep, st.cache.Index.Get(p), w, r, conflicts)
 			return nil
 		}
 		if pol.CheckTask != nil {
@@ -791,7 +794,7 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 	} else {
 		text, ok := taskfile.MergeText(string(bdata), string(wdata), string(rdata))
 		if !ok {
-			st.markConflict(p, rep, st.cache.index.get(p), w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
+			st.markConflict(p, rep, st.cache.Index.Get(p), w, r, []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}})
 			return nil
 		}
 		result = []byte(text)
@@ -821,17 +824,17 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 	return nil
 }
 
-func (st *Store) markConflict(p string, rep *Reconciled, ie *indexEntry, w, r plumbing.Hash, conflicts []taskfile.Conflict) {
+func (st *Store) markConflict(p string, rep *Reconciled, ie *statecache.IndexEntry, w, r plumbing.Hash, conflicts []taskfile.Conflict) {
 	rep.Conflicts[p] = conflicts
 	if ie == nil {
-		ie = &indexEntry{}
-		st.cache.index.put(p, ie)
+		ie = &statecache.IndexEntry{}
+		st.cache.PutIndex(p, ie)
 	}
-	if ie.conflictW != w || ie.conflictR != r {
-		ie.raw = nil
-		ie.conflictW, ie.conflictR = w, r
-		if ie.blob.IsZero() {
-			ie.blob = r
+	if ie.ConflictW != w || ie.ConflictR != r {
+		ie.MarkChanged()
+		ie.ConflictW, ie.ConflictR = w, r
+		if ie.Blob.IsZero() {
+			ie.Blob = r
 		}
 		st.dirty = true
 	}
@@ -842,8 +845,8 @@ func (st *Store) markConflict(p string, rep *Reconciled, ie *indexEntry, w, r pl
 // reconcileConflicted handles a file in conflict. Until the person changes
 // the view file it stays as it is; once they do, their version is their
 // resolution and is committed (merged with anything newer on the branch).
-func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *indexEntry, w plumbing.Hash, wdata []byte, r plumbing.Hash, rok bool, ws fileStat) error {
-	if w == ie.conflictW && r == ie.conflictR {
+func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *statecache.IndexEntry, w plumbing.Hash, wdata []byte, r plumbing.Hash, rok bool, ws fileStat) error {
+	if w == ie.ConflictW && r == ie.ConflictR {
 		// Unchanged: report it again, with details.
 		if wdata == nil {
 			var err error
@@ -852,10 +855,10 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 				return nil
 			}
 		}
-		rep.Conflicts[p] = st.describeConflict(p, ie.blob, wdata, r)
+		rep.Conflicts[p] = st.describeConflict(p, ie.Blob, wdata, r)
 		return nil
 	}
-	if w == ie.conflictW {
+	if w == ie.ConflictW {
 		// Only the branch moved: the person has not resolved anything yet.
 		// Merge again from the version the view file was based on, so the
 		// conflict stays (or goes, if the branch's new change settles it).
@@ -870,13 +873,13 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 				return nil
 			}
 		}
-		ie.raw = nil
-		ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
-		return st.merge(p, pol, rep, ie.blob, wdata, w, r, ws)
+		ie.MarkChanged()
+		ie.ConflictW, ie.ConflictR = plumbing.ZeroHash, plumbing.ZeroHash
+		return st.merge(p, pol, rep, ie.Blob, wdata, w, r, ws)
 	}
 	if !rok {
-		ie.raw = nil
-		ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+		ie.MarkChanged()
+		ie.ConflictW, ie.ConflictR = plumbing.ZeroHash, plumbing.ZeroHash
 		return st.handNew(p, pol, rep, wdata, ws)
 	}
 	if wdata == nil {
@@ -886,19 +889,19 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 			return nil
 		}
 	}
-	seenR := ie.conflictR
-	ie.raw = nil
-	ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
-	if base := st.resolutionBase(p, ie.blob, seenR, wdata); base != nil {
-		ie.blob = seenR
+	seenR := ie.ConflictR
+	ie.MarkChanged()
+	ie.ConflictW, ie.ConflictR = plumbing.ZeroHash, plumbing.ZeroHash
+	if base := st.resolutionBase(p, ie.Blob, seenR, wdata); base != nil {
+		ie.Blob = seenR
 		return st.mergeFrom(p, pol, rep, base, wdata, w, r, ws)
 	}
 	if r == seenR {
 		// The person resolved it against the branch version they were shown.
-		ie.blob = r
+		ie.Blob = r
 		return st.handEdit(p, pol, rep, r, wdata, w, nil, ws)
 	}
-	ie.blob = seenR
+	ie.Blob = seenR
 	return st.merge(p, pol, rep, seenR, wdata, w, r, ws)
 }
 
@@ -914,8 +917,8 @@ func (st *Store) resolutionBase(p string, b, seenR plumbing.Hash, wdata []byte) 
 	if !isTaskPath(p) || b.IsZero() || seenR.IsZero() || b == seenR {
 		return nil
 	}
-	bdata, err1 := st.objs.read(plumbing.BlobObject, b)
-	rdata, err2 := st.objs.read(plumbing.BlobObject, seenR)
+	bdata, err1 := st.objs.Read(plumbing.BlobObject, b)
+	rdata, err2 := st.objs.Read(plumbing.BlobObject, seenR)
 	if err1 != nil || err2 != nil {
 		return nil
 	}
@@ -945,8 +948,8 @@ func (st *Store) describeConflict(p string, b plumbing.Hash, wdata []byte, r plu
 	if !isTaskPath(p) {
 		return generic
 	}
-	bdata, err1 := st.objs.read(plumbing.BlobObject, b)
-	rdata, err2 := st.objs.read(plumbing.BlobObject, r)
+	bdata, err1 := st.objs.Read(plumbing.BlobObject, b)
+	rdata, err2 := st.objs.Read(plumbing.BlobObject, r)
 	if err1 != nil || err2 != nil {
 		return generic
 	}
@@ -1003,7 +1006,7 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 		// between the commit and the view write, the next reconcile (no
 		// sync record, W = this, R = orch's completed copy) then pulls R
 		// instead of reporting W as a broken hand edit for ever.
-		if _, err := st.objs.write(plumbing.BlobObject, wdata); err != nil {
+		if _, err := st.objs.Write(plumbing.BlobObject, wdata); err != nil {
 			return err
 		}
 	}
@@ -1013,7 +1016,7 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 	if bytes.Equal(result, wdata) {
 		blob, _ := st.snap.Get(p)
 		st.record(p, blob, ws)
-	} else if err := st.placeEdited(p, result, wdata, HashBlob(wdata)); err != nil {
+	} else if err := st.placeEdited(p, result, wdata, gitrepo.HashBlob(wdata)); err != nil {
 		return err
 	}
 	rep.Committed = append(rep.Committed, p)
@@ -1068,7 +1071,7 @@ func (st *Store) commitHandEdit(p, id, action string, data []byte, pol Policy) e
 		changes = append(changes, ev)
 	}
 	_, err := st.Commit(&CommitRequest{Changes: changes, Message: msg.String(), Author: pol.Actor})
-	if errors.Is(err, ErrRefMoved) {
+	if errors.Is(err, gitrepo.ErrRefMoved) {
 		// Another writer moved the branch between our reconcile and our
 		// commit: the caller reconciles again from the new tip.
 		return err

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -637,12 +639,12 @@ func TestReconcileRacyEdit(t *testing.T) {
 	st := openStore(t, dir)
 	v2 := setField(t, viewDoc("T-racy01"), "queue", "blocked")
 	commitFiles(t, st, "orch(T-racy01): incoming -> blocked", p, v2)
-	ie := st.cache.index.get(p)
-	if ie == nil || ie.blob != HashBlob([]byte(v2)) {
+	ie := st.cache.Index.Get(p)
+	if ie == nil || ie.Blob != gitrepo.HashBlob([]byte(v2)) {
 		t.Fatalf("sync index after the write: %+v", ie)
 	}
-	if ie.racy || time.Since(time.Unix(0, ie.mtime)) < viewWriteAge-time.Second {
-		t.Fatalf("a file orch wrote: racy %v, mtime %v ago; want it dated %v back and trusted", ie.racy, time.Since(time.Unix(0, ie.mtime)), viewWriteAge)
+	if ie.Racy || time.Since(time.Unix(0, ie.Mtime)) < viewWriteAge-time.Second {
+		t.Fatalf("a file orch wrote: racy %v, mtime %v ago; want it dated %v back and trusted", ie.Racy, time.Since(time.Unix(0, ie.Mtime)), viewWriteAge)
 	}
 	closeStore(t, st)
 	c := tip(t, dir)
@@ -666,20 +668,21 @@ func TestReconcileRacyEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := loadStateCache(st.cachePath(), st.Ref, false)
+	cache := statecache.Load(st.cachePath(), st.Ref, false)
 	ws, ok := lstatPath(viewFile(dir, p))
-	if !ok || cache.index.get(p) == nil {
+	if !ok || cache.Index.Get(p) == nil {
 		t.Fatal("setup: no index entry")
 	}
-	e := cache.index.get(p)
-	if e.mtime == ws.mtime {
+	e := cache.Index.Get(p)
+	if e.Mtime == ws.mtime {
 		t.Fatal("an edit stamped the past mtime orch gave the file")
 	}
 	// A stat taken within the edit's tick (the edit landing between orch's
 	// write and its stat): the same stat data, flagged racy.
-	e.size, e.mtime, e.ctime, e.ino = ws.size, ws.mtime, ws.ctime, ws.ino
-	e.racy = true
-	if err := cache.save(st.cachePath()); err != nil {
+	e.Size, e.Mtime, e.Ctime, e.Ino = ws.size, ws.mtime, ws.ctime, ws.ino
+	e.Racy = true
+	e.MarkChanged()
+	if err := cache.Save(st.cachePath()); err != nil {
 		t.Fatal(err)
 	}
 

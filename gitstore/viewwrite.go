@@ -55,6 +55,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/privfile"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -167,7 +170,7 @@ func (h *heldFile) close() {
 // contentIs reports whether an open file holds blob want, by reading it.
 func contentIs(f *os.File, want plumbing.Hash) bool {
 	data, err := readAllAt(f)
-	return err == nil && HashBlob(data) == want
+	return err == nil && gitrepo.HashBlob(data) == want
 }
 
 // unchanged reports whether the file displaced to path (opened as disp) is
@@ -373,7 +376,7 @@ func (st *Store) exchangeView(p, full, tmp string, blob, expect plumbing.Hash, o
 // sync index's stat data when the file is leased (as the reconcile trusts
 // it), else by reading it.
 func (st *Store) viewHolds(p string, cur *heldFile, expect plumbing.Hash) bool {
-	if ie := st.cache.index.get(p); cur.leased && ie != nil && ie.blob == expect && ie.conflictW.IsZero() && ie.matches(statOf(cur.stat)) {
+	if ie := st.cache.Index.Get(p); cur.leased && ie != nil && ie.Blob == expect && ie.ConflictW.IsZero() && statMatches(ie, statOf(cur.stat)) {
 		return true
 	}
 	return contentIs(cur.f, expect)
@@ -437,25 +440,25 @@ func (st *Store) recordOurs(p, full string, blob plumbing.Hash, ours *heldFile) 
 // none) but holds something orch has not read: its stat data never
 // matches, so the next reconcile reads it.
 func (st *Store) unsettled(p string, base plumbing.Hash) {
-	ie := st.cache.index.get(p)
+	ie := st.cache.Index.Get(p)
 	if ie == nil {
 		if base.IsZero() {
 			return // a file orch never wrote: the next reconcile finds it
 		}
-		ie = &indexEntry{}
-		st.cache.index.put(p, ie)
+		ie = &statecache.IndexEntry{}
+		st.cache.PutIndex(p, ie)
 	}
-	ie.raw = nil
+	ie.MarkChanged()
 	if !base.IsZero() {
-		if !ie.blob.IsZero() && ie.blob != base {
-			ie.prev = append([]plumbing.Hash{ie.blob}, ie.prev...)
-			if len(ie.prev) > 4 {
-				ie.prev = ie.prev[:4]
+		if !ie.Blob.IsZero() && ie.Blob != base {
+			ie.Prev = append([]plumbing.Hash{ie.Blob}, ie.Prev...)
+			if len(ie.Prev) > 4 {
+				ie.Prev = ie.Prev[:4]
 			}
 		}
-		ie.blob = base
+		ie.Blob = base
 	}
-	ie.size, ie.mtime, ie.ctime, ie.ino = -1, 0, 0, 0
+	ie.Size, ie.Mtime, ie.Ctime, ie.Ino = -1, 0, 0, 0
 	st.dirty = true
 }
 
@@ -515,7 +518,7 @@ func (st *Store) checkWatched() {
 	for _, w := range st.watched {
 		data, err := readAllAt(w.f)
 		w.f.Close()
-		if err != nil || HashBlob(data) == w.want {
+		if err != nil || gitrepo.HashBlob(data) == w.want {
 			continue
 		}
 		if name, err := st.recoveredName(w.path); err == nil {
@@ -652,9 +655,9 @@ func (st *Store) removeLeftoverTemps() {
 // leftoverHoldsASave reports whether a leftover .orch-tmp-* file holds
 // text orch does not know (see removeLeftoverTemps).
 func (st *Store) leftoverHoldsASave(p string) bool {
-	data, err := ReadPrivateFile(p)
+	data, err := privfile.Read(p)
 	if err != nil {
 		return false
 	}
-	return len(data) > 0 && !st.objs.has(HashBlob(data))
+	return len(data) > 0 && !st.objs.Has(gitrepo.HashBlob(data))
 }

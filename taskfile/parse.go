@@ -385,7 +385,7 @@ func (f *File) decodeTask() error {
 			case KeyAttempts:
 				t.Attempts = n
 			}
-		case KeyClaimedAt, KeySubmittedAt, KeyCreated:
+		case KeyClaimedAt, KeySubmittedAt, KeyCreated, KeyHeartbeatAt:
 			s, ok := scalarString(v)
 			if !ok {
 				return bad("must be a time such as 2026-02-06T10:00:00Z")
@@ -401,6 +401,8 @@ func (f *File) decodeTask() error {
 			switch fl.key {
 			case KeyClaimedAt:
 				t.ClaimedAt = tm
+			case KeyHeartbeatAt:
+				t.HeartbeatAt = tm
 			case KeySubmittedAt:
 				t.SubmittedAt = tm
 			case KeyCreated:

@@ -67,10 +67,12 @@ type Task struct {
 	NoProgress     int       `json:"no_progress_count,omitempty"`
 	ClaimedBy      string    `json:"claimed_by,omitempty"`
 	ClaimedAt      time.Time `json:"claimed_at,omitzero"`
-	SubmittedBy    string    `json:"submitted_by,omitempty"`
-	SubmittedAt    time.Time `json:"submitted_at,omitzero"`
-	AssignedTo     string    `json:"assigned_to,omitempty"`
-	LockedOut      []string  `json:"locked_out,omitempty"`
+	// HeartbeatAt is when the claimant last renewed its lease.
+	HeartbeatAt time.Time `json:"heartbeat_at,omitzero"`
+	SubmittedBy string    `json:"submitted_by,omitempty"`
+	SubmittedAt time.Time `json:"submitted_at,omitzero"`
+	AssignedTo  string    `json:"assigned_to,omitempty"`
+	LockedOut   []string  `json:"locked_out,omitempty"`
 	// WorkedBy lists every actor that claimed the task, in any round: none
 	// of them may review it.
 	WorkedBy []string `json:"worked_by,omitempty"`
@@ -100,23 +102,25 @@ const (
 	KeyNoProgress     = "no_progress_count"
 	KeyClaimedBy      = "claimed_by"
 	KeyClaimedAt      = "claimed_at"
-	KeySubmittedBy    = "submitted_by"
-	KeySubmittedAt    = "submitted_at"
-	KeyAssignedTo     = "assigned_to"
-	KeyLockedOut      = "locked_out"
-	KeyWorkedBy       = "worked_by"
-	KeyGitHubReviews  = "github_reviews"
-	KeyDependsOn      = "depends_on"
-	KeyLabels         = "labels"
-	KeyCreated        = "created"
-	KeyRejectedAt     = "rejected_at_commit"
+	// KeyHeartbeatAt: when the claimant last renewed its lease.
+	KeyHeartbeatAt   = "heartbeat_at"
+	KeySubmittedBy   = "submitted_by"
+	KeySubmittedAt   = "submitted_at"
+	KeyAssignedTo    = "assigned_to"
+	KeyLockedOut     = "locked_out"
+	KeyWorkedBy      = "worked_by"
+	KeyGitHubReviews = "github_reviews"
+	KeyDependsOn     = "depends_on"
+	KeyLabels        = "labels"
+	KeyCreated       = "created"
+	KeyRejectedAt    = "rejected_at_commit"
 )
 
 // KeyOrder is the order orch writes keys in new files, and the order used to
 // place a key that a file does not have yet.
 var KeyOrder = []string{
 	KeyID, KeyTitle, KeyQueue, KeyPriority, KeyRole, KeyBranch, KeyBaseBranch, KeyPRNumber,
-	KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeySubmittedBy, KeySubmittedAt,
+	KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeyHeartbeatAt, KeySubmittedBy, KeySubmittedAt,
 	KeyAssignedTo, KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyCreated, KeyRejectedAt, KeyGitHubReviews,
 }
 
@@ -124,7 +128,7 @@ var KeyOrder = []string{
 // buffer is recognised by these fields matching an older version, and a
 // three-way merge keeps orch's values for them.
 var OrchOwned = []string{
-	KeyQueue, KeyBranch, KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt,
+	KeyQueue, KeyBranch, KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeyHeartbeatAt,
 	KeySubmittedBy, KeySubmittedAt, KeyLockedOut, KeyWorkedBy, KeyRejectedAt, KeyGitHubReviews,
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -105,7 +106,7 @@ func (e *UnhealthyError) Error() string {
 
 // DoctorOptions configure Doctor.
 type DoctorOptions struct {
-	Repo        *gitstore.Repo
+	Repo        *gitrepo.Repo
 	Dir         string
 	StateBranch string
 	Actor       string
@@ -177,8 +178,8 @@ type diagnosis struct {
 	staleLocks   []string
 	staleNote    bool
 	temps        []string
-	remote       *gitstore.RemoteStateRef // create the branch from it
-	fetchFrom    []string                 // remotes that may have the branch
+	remote       *gitrepo.RemoteStateRef // create the branch from it
+	fetchFrom    []string                // remotes that may have the branch
 	rebuildCache bool
 	staleIndex   []string
 	reconcile    bool // the normal open (lock, load, reconcile) repairs something
@@ -254,7 +255,7 @@ func rewind(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (*DoctorReport
 		return nil, &RuleError{Rule: "diverged", Msg: fmt.Sprintf("%s has commits of its own since %s: putting it back would drop them", d.branch(), shortHash(mb.Seen)),
 			Hint: fmt.Sprintf("merge %s into %s with git, then orch doctor --accept-rewind", shortHash(mb.Seen), d.branch())}
 	case opts.RestoreTip:
-		if err := st.Repo.UpdateRef(gitstore.RefUpdate{Name: st.Ref, Old: mb.Now, New: mb.Seen, Who: opts.Actor + " <" + opts.Actor + "@orch>", Message: "orch doctor --restore-tip"}); err != nil {
+		if err := st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, Old: mb.Now, New: mb.Seen, Who: opts.Actor + " <" + opts.Actor + "@orch>", Message: "orch doctor --restore-tip"}); err != nil {
 			return nil, err
 		}
 		note = fmt.Sprintf("restored %s to %s: %d transition(s) are back", d.branch(), shortHash(mb.Seen), len(mb.Dropped)+mb.More)
@@ -418,7 +419,7 @@ func (d *diagnosis) checkLocks() {
 	}
 	if len(items) == 0 {
 		if len(fresh) > 0 {
-			d.add(CheckStaleLock, StatusOK, strings.Join(fresh, "; "), "if no git command is running, run orch doctor --fix again in "+gitstore.StaleRefLockAge().String(), nil)
+			d.add(CheckStaleLock, StatusOK, strings.Join(fresh, "; "), "if no git command is running, run orch doctor --fix again in "+gitrepo.StaleRefLockAge().String(), nil)
 			return
 		}
 		d.add(CheckStaleLock, StatusOK, "no stale lock files", "", nil)
@@ -771,7 +772,7 @@ func repair(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (done, failed 
 	created := false
 	switch {
 	case d.remote != nil:
-		err := st.Repo.UpdateRef(gitstore.RefUpdate{Name: st.Ref, New: d.remote.Commit, Who: e.Signature().String(), Message: "orch doctor: create from " + d.remote.Ref})
+		err := st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, New: d.remote.Commit, Who: e.Signature().String(), Message: "orch doctor: create from " + d.remote.Ref})
 		if err != nil {
 			fail(CheckStateBranch, "cannot create %s: %v", st.Ref, err)
 		} else {
@@ -784,7 +785,7 @@ func repair(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (done, failed 
 			if err != nil || h.IsZero() {
 				continue
 			}
-			err = st.Repo.UpdateRef(gitstore.RefUpdate{Name: st.Ref, New: h, Who: e.Signature().String(), Message: "orch doctor: create from " + gitstore.TrackingRef(rem, st.Ref)})
+			err = st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, New: h, Who: e.Signature().String(), Message: "orch doctor: create from " + gitrepo.TrackingRef(rem, st.Ref)})
 			if err != nil {
 				fail(CheckStateBranch, "cannot create %s: %v", st.Ref, err)
 			} else {

@@ -15,13 +15,15 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/prompt"
 	"github.com/orch-tool/orch/taskfile"
 )
 
 // Options open an Engine.
 type Options struct {
-	Repo        *gitstore.Repo // found already (saves discovering it twice)
+	Repo        *gitrepo.Repo // found already (saves discovering it twice)
 	Dir         string
 	StateBranch string
 	Actor       string
@@ -207,7 +209,7 @@ func (e *Engine) RequireInit() error {
 
 // Signature is the identity commits are made with: the actor, with the
 // git user's email when the actor is the git user.
-func (e *Engine) Signature() gitstore.Signature {
+func (e *Engine) Signature() gitrepo.Signature {
 	name := e.Actor
 	email := ""
 	if gn := e.Store.Repo.GitConfig("user", "name"); gn != "" && gn == name {
@@ -216,7 +218,7 @@ func (e *Engine) Signature() gitstore.Signature {
 	if email == "" {
 		email = strings.ReplaceAll(strings.ToLower(name), " ", "-") + "@orch"
 	}
-	return gitstore.Signature{Name: name, Email: email, When: e.Now()}
+	return gitrepo.Signature{Name: name, Email: email, When: e.Now()}
 }
 
 func (e *Engine) policy() gitstore.Policy {
@@ -550,7 +552,7 @@ func (e *Engine) cloneID() string {
 		return e.clone
 	}
 	p := filepath.Join(e.Store.PrivDir(), "clone-id")
-	if b, err := gitstore.ReadPrivateFile(p); err == nil {
+	if b, err := privfile.Read(p); err == nil {
 		if s := strings.TrimSpace(string(b)); len(s) == 6 && strings.Trim(s, idAlphabet) == "" {
 			e.clone = s
 			return s

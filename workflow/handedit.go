@@ -79,6 +79,8 @@ func (e *Engine) verbsFor(fields []string, edited *taskfile.File, id string) str
 			}
 		case taskfile.KeyClaimedBy, taskfile.KeyClaimedAt:
 			add("orch claim --task " + id + " claims it")
+		case taskfile.KeyHeartbeatAt:
+			add("orch heartbeat " + id + " renews the claimant's lease")
 		case taskfile.KeyLockedOut:
 			add("a human lifts a lockout")
 		case taskfile.KeyPRNumber:

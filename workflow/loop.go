@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -182,6 +183,7 @@ type ClaimResult struct {
 	BranchReused bool
 	BranchNote   string
 	Attempt      int
+	TookOverFrom string // the claimant whose lease ran out, when the claim took its task over
 }
 
 // agentRoles returns the roles the actor claims as: its roles in the
@@ -212,6 +214,12 @@ func (e *Engine) whyNot(s *gitstore.Summary, roles []string) (rule, msg string) 
 	}
 	if _, ok := claimQueueRank[t.Queue]; !ok {
 		return "queue", "it is " + string(t.Queue)
+	}
+	if t.Queue == taskfile.Claimed && !e.leaseExpired(s) {
+		if t.ClaimedBy == e.Actor {
+			return "claimed", "you have claimed it already"
+		}
+		return "claimed", fmt.Sprintf("it is claimed by %s, whose lease runs until %s", t.ClaimedBy, taskfile.FormatTime(e.leaseEnd(s)))
 	}
 	if ok, pending := e.DepsDone(t); !ok {
 		return "dependencies", "it waits for " + strings.Join(pending, ", ")
@@ -292,14 +300,28 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 		edits := []taskfile.Edit{
 			taskfile.Set(taskfile.KeyClaimedBy, taskfile.String(e.Actor)),
 			taskfile.Set(taskfile.KeyClaimedAt, taskfile.Time(e.Now())),
+			taskfile.Unset(taskfile.KeyHeartbeatAt),
 			taskfile.Set(taskfile.KeyAttempts, taskfile.Int(out.Attempt)),
 			taskfile.Set(taskfile.KeyBranch, taskfile.String(branch)),
 		}
 		if !contains(t.Task.WorkedBy, e.Actor) {
 			edits = append(edits, taskfile.Set(taskfile.KeyWorkedBy, taskfile.ListOf(append(append([]string(nil), t.Task.WorkedBy...), e.Actor))))
 		}
-		f, err := t.File.Apply(edits...)
-		if err != nil {
+		f := t.File
+		data := map[string]any{"branch": branch, "branch_reused": reused, "attempt": out.Attempt, "pr_number": t.Task.PRNumber}
+		body := fmt.Sprintf("Claimed by %s (attempt %d)", e.Actor, out.Attempt)
+		if t.Task.Queue == taskfile.Claimed {
+			// A lease that ran out: taken over, and said so where the next
+			// prompt reads it.
+			if f, err = f.AddSection(e.takeoverNote(t)); err != nil {
+				return nil, err
+			}
+			data["took_over_from"] = t.Task.ClaimedBy
+			data["lease_ended"] = taskfile.FormatTime(e.leaseEnd(t.Summary))
+			body += fmt.Sprintf(", taking over from %s, whose lease ran out", t.Task.ClaimedBy)
+			out.TookOverFrom = t.Task.ClaimedBy
+		}
+		if f, err = f.Apply(edits...); err != nil {
 			return nil, err
 		}
 		how := "new branch " + branch
@@ -308,8 +330,8 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 		}
 		return &change{
 			file: f, to: taskfile.Claimed,
-			body:      fmt.Sprintf("Claimed by %s (attempt %d); %s.", e.Actor, out.Attempt, how),
-			data:      map[string]any{"branch": branch, "branch_reused": reused, "attempt": out.Attempt, "pr_number": t.Task.PRNumber},
+			body:      body + "; " + how + ".",
+			data:      data,
 			beforeRef: create,
 		}, nil
 	})
@@ -372,8 +394,16 @@ func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*
 		rule, _ := e.whyNot(s, roles)
 		counts[rule]++
 	}
-	if len(candidates) == 0 {
-		return nil, []string{"no task is in incoming, rejected or needs_continuation"}
+	// Claims whose lease runs are not passed over, they are in use: named
+	// only when nothing else is there.
+	inUse := counts["claimed"]
+	delete(counts, "claimed")
+	if len(counts) == 0 {
+		msg := "no task is in incoming, rejected or needs_continuation"
+		if inUse > 0 {
+			msg += fmt.Sprintf("; %d claimed, with their leases running", inUse)
+		}
+		return nil, []string{msg}
 	}
 	var reasons []string
 	names := map[string]string{
@@ -451,13 +481,13 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 			return branch, true, note, nil, nil
 		}
 		create = func() error {
-			return e.Store.Repo.UpdateRef(gitstore.RefUpdate{Name: ref, Old: cur, New: remote, Who: e.Signature().String(), Message: "orch: fast-forward " + branch + " to " + remoteName + "/" + branch})
+			return e.Store.Repo.UpdateRef(gitrepo.RefUpdate{Name: ref, Old: cur, New: remote, Who: e.Signature().String(), Message: "orch: fast-forward " + branch + " to " + remoteName + "/" + branch})
 		}
 		return branch, true, fmt.Sprintf("fast-forwarded %s to %s/%s (work pushed from another clone)", branch, remoteName, branch), create, nil
 	}
 	if !remote.IsZero() {
 		create = func() error {
-			if err := e.Store.CreateRef(ref, remote, e.Signature(), "orch: branch for "+t.Task.ID+" from "+remoteName+"/"+branch); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {
+			if err := e.Store.CreateRef(ref, remote, e.Signature(), "orch: branch for "+t.Task.ID+" from "+remoteName+"/"+branch); err != nil && !errors.Is(err, gitrepo.ErrRefMoved) {
 				return err
 			}
 			return nil
@@ -489,7 +519,7 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 		return "", false, "", nil, &SetupError{Msg: fmt.Sprintf("the base branch %s does not exist, so the task's branch cannot be created", base), Hint: hint}
 	}
 	create = func() error {
-		if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+baseFrom); err != nil && !errors.Is(err, gitstore.ErrRefMoved) {
+		if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+baseFrom); err != nil && !errors.Is(err, gitrepo.ErrRefMoved) {
 			return err
 		}
 		return nil
@@ -1074,7 +1104,7 @@ func (e *Engine) Sweep(olderThan time.Duration) ([]*Result, error) {
 	cutoff := e.Now().Add(-olderThan)
 	var ids []string
 	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Claimed: true}, func(s *gitstore.Summary) {
-		if !s.Task.ClaimedAt.IsZero() && s.Task.ClaimedAt.Before(cutoff) {
+		if !s.Task.ClaimedAt.IsZero() && leaseStart(&s.Task).Before(cutoff) {
 			ids = append(ids, s.Task.ID)
 		}
 	})
@@ -1084,8 +1114,8 @@ func (e *Engine) Sweep(olderThan time.Duration) ([]*Result, error) {
 	for i, id := range ids {
 		e.progress("sweeping stale claims", i, len(ids))
 		res, err := e.transition(id, "sweep", func(t *Task) (*change, error) {
-			if t.Task.ClaimedAt.IsZero() || !t.Task.ClaimedAt.Before(cutoff) {
-				return nil, nil // claimed again meanwhile
+			if t.Task.ClaimedAt.IsZero() || !leaseStart(&t.Task).Before(cutoff) {
+				return nil, nil // claimed again, or renewed, meanwhile
 			}
 			note := fmt.Sprintf("## Continuation Note (orch sweep, %s)\n\n%s claimed this at %s and did not finish within %s. The work so far is on %s; read `git log %s` first.\n",
 				taskfile.FormatTime(e.Now()), t.Task.ClaimedBy, taskfile.FormatTime(t.Task.ClaimedAt), olderThan, orDash(t.Task.Branch), orDash(t.Task.Branch))

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -659,6 +659,12 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		if err != nil {
 			return nil, err
 		}
+		// An answer is work on the task: it renews the claimant's lease.
+		if t.Task.Queue == taskfile.Claimed {
+			if f, err = f.Apply(taskfile.Set(taskfile.KeyHeartbeatAt, taskfile.Time(e.Now()))); err != nil {
+				return nil, err
+			}
+		}
 		// The round answered (a re-opened issue keeps its ID in later
 		// rounds) lets orch stats count each answer once.
 		data := map[string]any{"issue": ref, "status": st, "commit": full, "text": text, "blocking": is.Blocking,
@@ -673,9 +679,9 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 
 // commitError says why --commit names no commit.
 func commitError(commit string, err error) error {
-	var nf *gitstore.ErrRevisionNotFound
-	var amb *gitstore.ErrAmbiguousRevision
-	var un *gitstore.ErrUnsupportedRevision
+	var nf *gitrepo.ErrRevisionNotFound
+	var amb *gitrepo.ErrAmbiguousRevision
+	var un *gitrepo.ErrUnsupportedRevision
 	hint := "give the commit that fixes it: --commit HEAD in the task's worktree after committing, or its hash (git log --oneline)"
 	switch {
 	case errors.As(err, &nf):

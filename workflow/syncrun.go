@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 )
 
 // SyncAttempts bounds the fetch-merge-push loop of Sync and ClaimSync.
@@ -30,7 +31,7 @@ func (so *SyncOptions) remote() (string, error) {
 	if r == "" {
 		r = "origin"
 	}
-	if !gitstore.ValidRemote(r) {
+	if !gitrepo.ValidRemote(r) {
 		return "", &UsageError{Msg: fmt.Sprintf("%q is not a remote", r)}
 	}
 	return r, nil
@@ -67,7 +68,7 @@ func fetchRemote(opts Options, remote string, allowRewrite bool) (h, prev plumbi
 	if err != nil {
 		return plumbing.ZeroHash, plumbing.ZeroHash, err
 	}
-	track := gitstore.TrackingRef(remote, st.Ref)
+	track := gitrepo.TrackingRef(remote, st.Ref)
 	prev, _ = st.Repo.ReadRef(track)
 	h, err = st.Repo.Fetch(remote, st.Ref)
 	if err != nil {
@@ -75,7 +76,7 @@ func fetchRemote(opts Options, remote string, allowRewrite bool) (h, prev plumbi
 	}
 	if !allowRewrite && !prev.IsZero() && !h.IsZero() && !st.Contains(h, prev) {
 		mb := st.MovedBackwards(track, prev, h)
-		_ = st.Repo.UpdateRef(gitstore.RefUpdate{Name: track, Old: h, New: prev, Who: opts.Actor + " <" + opts.Actor + "@orch>", Message: "orch: keep what the remote dropped in view"})
+		_ = st.Repo.UpdateRef(gitrepo.RefUpdate{Name: track, Old: h, New: prev, Who: opts.Actor + " <" + opts.Actor + "@orch>", Message: "orch: keep what the remote dropped in view"})
 		return plumbing.ZeroHash, prev, &RemoteRewrittenError{mb}
 	}
 	// The task branches too, so that a claim here continues the work
@@ -135,7 +136,7 @@ func Sync(opts Options, so SyncOptions) (res *SyncResult, notes []string, err er
 			return res, notes, nil
 		}
 		err = repo.Push(remote, ref, local, rtip)
-		if errors.Is(err, gitstore.ErrPushRejected) {
+		if errors.Is(err, gitrepo.ErrPushRejected) {
 			so.backoff(attempt)
 			continue // another clone pushed first: fetch and merge again
 		}
@@ -167,7 +168,7 @@ func (e *Engine) syncAttempt(remote string, so SyncOptions, prev, rtip plumbing.
 			// Not accepted: the tracking ref keeps what the remote
 			// dropped, so the next sync still sees the rewrite.
 			if !prev.IsZero() && !e.Store.Contains(rtip, prev) {
-				_ = e.Store.Repo.UpdateRef(gitstore.RefUpdate{Name: gitstore.TrackingRef(remote, e.Store.Ref), Old: rtip, New: prev,
+				_ = e.Store.Repo.UpdateRef(gitrepo.RefUpdate{Name: gitrepo.TrackingRef(remote, e.Store.Ref), Old: rtip, New: prev,
 					Who: e.Signature().String(), Message: "orch: keep what the remote dropped in view"})
 			}
 			return err
@@ -236,7 +237,7 @@ func (e *Engine) claimAndPush(remote string, rtip plumbing.Hash, co ClaimOptions
 		return res, false, nil
 	}
 	why := "push failed"
-	if errors.Is(perr, gitstore.ErrPushRejected) {
+	if errors.Is(perr, gitrepo.ErrPushRejected) {
 		why = "lost the race on " + remote
 	}
 	if err := e.Store.MoveTo(before, e.Signature(), "orch: undo claim of "+res.Task.Task.ID+" ("+why+")"); err != nil {
@@ -244,7 +245,7 @@ func (e *Engine) claimAndPush(remote string, rtip plumbing.Hash, co ClaimOptions
 	}
 	e.dropClaimBranch(res)
 	aerr := e.AfterMove()
-	if errors.Is(perr, gitstore.ErrPushRejected) {
+	if errors.Is(perr, gitrepo.ErrPushRejected) {
 		return res, true, aerr
 	}
 	return nil, false, remoteFailure(perr)

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -54,7 +55,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 			base = DefaultConfig().BaseBranch
 		}
 	}
-	if !gitstore.ValidRefName("refs/heads/" + base) {
+	if !gitrepo.ValidRefName("refs/heads/" + base) {
 		return nil, &UsageError{Msg: fmt.Sprintf("--base %q is not a valid branch name", printable(base)), Hint: "orch init --base main"}
 	}
 	// The base branch goes into the config orch writes (the default one,
@@ -310,7 +311,7 @@ func ClaimOrderText() string {
 	for i, q := range ClaimQueueOrder {
 		s[i] = string(q)
 	}
-	return strings.Join(s, ", then ") + "; within a queue by priority (P0 first), then age (oldest first), then id"
+	return strings.Join(s, ", then ") + " (with it, a claim whose lease ran out); within a queue by priority (P0 first), then age (oldest first), then id"
 }
 
 var claimQueueRank = func() map[taskfile.Queue]int {
@@ -318,6 +319,9 @@ var claimQueueRank = func() map[taskfile.Queue]int {
 	for i, q := range ClaimQueueOrder {
 		m[q] = i
 	}
+	// A claim whose lease ran out is work another agent stopped: it comes
+	// with needs_continuation (whyNot passes over a live one).
+	m[taskfile.Claimed] = m[taskfile.NeedsContinuation]
 	return m
 }()
 
@@ -355,6 +359,11 @@ func (e *Engine) DepsDone(t *taskfile.Task) (bool, []string) {
 func (e *Engine) Ready(t *taskfile.Task) bool {
 	if _, ok := claimQueueRank[t.Queue]; !ok {
 		return false
+	}
+	if t.Queue == taskfile.Claimed {
+		if s := e.Store.SummaryByID(t.ID); s == nil || !e.leaseExpired(s) {
+			return false
+		}
 	}
 	ok, _ := e.DepsDone(t)
 	return ok
@@ -902,7 +911,7 @@ func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
 		return nil, err
 	}
 	var out []LogEntry
-	err := e.Store.Walk(func(c *gitstore.CommitInfo) bool {
+	err := e.Store.Walk(func(c *gitrepo.CommitInfo) bool {
 		tr := c.Trailers()
 		if id != "" && tr["Orch-Task"] != id && !contains(strings.Fields(tr["Orch-Created"]), id) {
 			return true

@@ -27,7 +27,7 @@ var openQueues = []taskfile.Queue{
 // Transitions is the state machine of DESIGN §4.
 var Transitions = []Transition{
 	{Verb: "new", From: []taskfile.Queue{}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "create a task"},
-	{Verb: "claim", From: []taskfile.Queue{taskfile.Incoming, taskfile.Rejected, taskfile.NeedsContinuation}, To: []taskfile.Queue{taskfile.Claimed}, Who: "agent", Summary: "take the next ready task (" + ClaimOrderText() + ")"},
+	{Verb: "claim", From: []taskfile.Queue{taskfile.Incoming, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Claimed}, To: []taskfile.Queue{taskfile.Claimed}, Who: "agent", Summary: "take the next ready task (" + ClaimOrderText() + ")"},
 	{Verb: "submit", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.Provisional}, Who: "agent", Summary: "hand in the work on the task's branch for review"},
 	{Verb: "approve", From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Done}, Who: "reviewer", Summary: "accept the work"},
 	{Verb: "reject", From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated}, Who: "reviewer", Summary: "send the work back with feedback (escalates at review.max_rejections)"},

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -161,7 +161,7 @@ func (o *boardOptions) draw(qs []taskfile.Queue, n int) (tip plumbing.Hash, ref 
 			return nil, err
 		}
 		cols := groupBoard(qs, e.List(workflow.ListFilter{Queues: qs}))
-		gitstore.Trace("board")
+		trace.Phase("board")
 		if g.JSON {
 			b := appendBoardJSON(nil, e, cols)
 			return func() error {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -59,18 +61,18 @@ func classify(err error) classified {
 		invalid   *workflow.InvalidFileError
 		parse     *taskfile.ParseError
 		edit      *taskfile.EditError
-		notRepo   *gitstore.ErrNotRepo
+		notRepo   *gitrepo.ErrNotRepo
 		checked   *gitstore.ErrCheckedOut
-		refLocked *gitstore.ErrRefLocked
+		refLocked *gitrepo.ErrRefLocked
 		lockTime  *gitstore.ErrLockTimeout
-		missing   *gitstore.ErrObjectMissing
+		missing   *gitrepo.ErrObjectMissing
 		refusal   *workflow.InvalidRefusalError
 		external  *workflow.ExternalError
 		unhealthy *workflow.UnhealthyError
 		backwards *gitstore.ErrMovedBackwards
-		damaged   *gitstore.ErrObjectDamaged
-		notReg    *gitstore.ErrNotRegular
-		format    *gitstore.ErrUnsupportedRepo
+		damaged   *gitrepo.ErrObjectDamaged
+		notReg    *privfile.ErrNotRegular
+		format    *gitrepo.ErrUnsupportedRepo
 		setup     *workflow.SetupError
 		rewritten *workflow.RemoteRewrittenError
 	)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -98,10 +99,10 @@ func runList(o *listOptions) error {
 			return nil, err
 		}
 		tasks := e.List(f)
-		gitstore.Trace("list")
+		trace.Phase("list")
 		if o.g.JSON {
 			doc := taskListJSON(e, tasks)
-			gitstore.Trace("output")
+			trace.Phase("output")
 			return func() error {
 				for _, b := range doc {
 					if _, err := o.g.io.Out.Write(b); err != nil {

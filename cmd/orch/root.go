@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -34,11 +35,11 @@ type globalOptions struct {
 	JSON        bool
 	Agent       string
 	StateBranch string
-	repo        *gitstore.Repo // discovered once, in resolveAgent
-	notes       []string       // notes held back under --json (see printNotes)
-	agentSource string         // where Agent came from (--agent, ORCH_AGENT, ...)
-	verb        string         // the command being run ("pr poll")
-	longRunning bool           // opens the store again and again (board --watch)
+	repo        *gitrepo.Repo // discovered once, in resolveAgent
+	notes       []string      // notes held back under --json (see printNotes)
+	agentSource string        // where Agent came from (--agent, ORCH_AGENT, ...)
+	verb        string        // the command being run ("pr poll")
+	longRunning bool          // opens the store again and again (board --watch)
 }
 
 // Main runs orch with args and returns the exit code.
@@ -141,6 +142,7 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		newPrimeCmd(g),
 		newSetupCmd(g),
 		newMCPCmd(g),
+		newHeartbeatCmd(g),
 		newUnlockCmd(g),
 		newSweepCmd(g),
 		newArchiveCmd(g),
@@ -219,9 +221,9 @@ func (g *globalOptions) resolveAgent() error {
 
 // discover finds the repository once per command (nil outside one; Open
 // then reports the error).
-func (g *globalOptions) discover() *gitstore.Repo {
+func (g *globalOptions) discover() *gitrepo.Repo {
 	if g.repo == nil {
-		g.repo, _ = gitstore.Discover(g.Dir)
+		g.repo, _ = gitrepo.Discover(g.Dir)
 	}
 	return g.repo
 }

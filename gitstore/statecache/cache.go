@@ -1,4 +1,4 @@
-package gitstore
+package statecache
 
 import (
 	"bytes"
@@ -16,56 +16,40 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/privfile"
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// The state cache lives in <common dir>/orch/ and holds what every command
-// would otherwise rebuild: the state branch's trees (for tree surgery
-// without reading a 10,000-entry tree), the parsed summary of every task
-// (for list and claim without parsing 10,000 files) and the view's sync
-// index (for reconciling with stat calls instead of reads). It is a pure
-// cache: a missing, stale or corrupt file is detected (version, ref, tip,
-// checksum) and rebuilt from the branch and the view.
-const cacheMagic = "orch-state-cache v14\n"
+// cacheMagic starts every cache file; the version changes with the format,
+// and a file of another version is rebuilt.
+const cacheMagic = "orch-state-cache v15\n"
 
-// Summary is what orch knows about a task without reading its file again.
-type Summary struct {
-	Path        string
-	Blob        plumbing.Hash
-	Task        taskfile.Task
-	Problem     string // why the committed file does not parse, if it does not
-	ProblemLine int
-}
+// Cache is the state cache of one state branch, as loaded: what it
+// describes (Tip, Root, Dirs), the task summaries and the view's sync
+// index. The store changes it in place; Save records what changed.
+type Cache struct {
+	// Tip is the commit the cache describes, Root its tree and Dirs the
+	// directories of that tree by path ("" for the root).
+	Tip       plumbing.Hash
+	Root      plumbing.Hash
+	Dirs      map[string]*gitrepo.Tree
+	Summaries Summaries // read here, changed through PutSummary and DropSummary
+	Index     Index     // read here, changed through PutIndex and DropIndex
 
-// indexEntry is the view's sync index for one path: the blob last written to
-// or read from the view, and the file's stat data at that moment.
-type indexEntry struct {
-	blob  plumbing.Hash
-	size  int64
-	mtime int64
-	ctime int64
-	ino   uint64
-	racy  bool            // stat taken too close to a write to be trusted
-	prev  []plumbing.Hash // older blobs this path had in the view, newest first
-	// conflictW and conflictR are set while the view file is in conflict:
-	// the view's and the branch's blobs when the conflict was found.
-	conflictW, conflictR plumbing.Hash
+	raw     []byte  // the file as loaded: decoded strings point into it
+	mapping []byte  // raw, when it is a mapping of the file (see Close)
+	gen     [8]byte // ties a journal to its base file
+	ref     string
 
-	raw []byte // its encoding when read (journal.go compares to find changes)
-}
-
-type stateCache struct {
-	raw   []byte  // the file as loaded: decoded strings point into it
-	gen   [8]byte // ties a journal to its base file
-	ref   string
-	tip   plumbing.Hash
-	root  plumbing.Hash
-	dirs  map[string]*dirTree
-	sums  summarySet
-	index indexSet
+	// rawDirs are the base file's directories as read: while Dirs still
+	// holds the same Tree (a changed directory is a new one), it is written
+	// back as the bytes it was read from.
+	rawDirs map[string]rawDir
 
 	// What changed since the base and journal were read (see journal.go).
-	loadedDirs   map[string]*dirTree
+	loadedDirs   map[string]*gitrepo.Tree
 	loadedTip    plumbing.Hash
 	delSummaries map[string]bool
 	delIndex     map[string]bool
@@ -74,16 +58,36 @@ type stateCache struct {
 	overlays     map[string]*dirOverlay
 }
 
-// putSummary adds or replaces a summary; it returns its record.
-func (c *stateCache) putSummary(s *Summary) *sumRec {
-	r := newSumRec(s)
-	c.sums.put(r)
+type rawDir struct {
+	tree *gitrepo.Tree
+	raw  []byte
+}
+
+func newCache(ref string) *Cache {
+	return &Cache{ref: ref, Dirs: map[string]*gitrepo.Tree{},
+		loadedDirs: map[string]*gitrepo.Tree{}, delSummaries: map[string]bool{}, delIndex: map[string]bool{}}
+}
+
+// PutSummary adds or replaces a summary; it returns its record.
+func (c *Cache) PutSummary(s *Summary) *Record {
+	r := newRecord(s)
+	c.Summaries.put(r)
 	return r
 }
 
-func newStateCache(ref string) *stateCache {
-	return &stateCache{ref: ref, dirs: map[string]*dirTree{},
-		loadedDirs: map[string]*dirTree{}, delSummaries: map[string]bool{}, delIndex: map[string]bool{}}
+// DropSummary removes a summary.
+func (c *Cache) DropSummary(p string) {
+	c.Summaries.drop(p)
+	c.delSummaries[p] = true
+}
+
+// PutIndex adds or replaces the sync-index entry of path p.
+func (c *Cache) PutIndex(p string, ie *IndexEntry) { c.Index.put(p, ie) }
+
+// DropIndex removes the sync-index entry of path p.
+func (c *Cache) DropIndex(p string) {
+	c.Index.drop(p)
+	c.delIndex[p] = true
 }
 
 type enc struct{ b []byte }
@@ -205,6 +209,7 @@ func encodeTask(e *enc, t *taskfile.Task) {
 	e.uv(uint64(t.Attempts))
 	e.str(t.ClaimedBy)
 	e.time(t.ClaimedAt)
+	e.time(t.HeartbeatAt)
 	e.str(t.SubmittedBy)
 	e.time(t.SubmittedAt)
 	e.str(t.AssignedTo)
@@ -228,6 +233,7 @@ func decodeTask(d *dec, t *taskfile.Task) {
 	t.Attempts = int(d.uv())
 	t.ClaimedBy = d.str()
 	t.ClaimedAt = d.time()
+	t.HeartbeatAt = d.time()
 	t.SubmittedBy = d.str()
 	t.SubmittedAt = d.time()
 	t.AssignedTo = d.str()
@@ -254,21 +260,21 @@ const (
 )
 
 // encodeDir writes a directory: path, tree id and entries.
-func encodeDir(e *enc, path string, d *dirTree) {
+func encodeDir(e *enc, path string, d *gitrepo.Tree) {
 	e.str(path)
-	e.hash(d.hash)
-	e.uv(uint64(len(d.entries)))
-	for _, en := range d.entries {
-		e.str(en.name)
-		e.uv(uint64(en.mode))
-		e.hash(en.hash)
+	e.hash(d.Hash)
+	e.uv(uint64(len(d.Entries)))
+	for _, en := range d.Entries {
+		e.str(en.Name)
+		e.uv(uint64(en.Mode))
+		e.hash(en.Hash)
 	}
 }
 
 // decodeDir reads what encodeDir wrote (nil on a corrupt count).
-func decodeDir(d *dec) (string, *dirTree) {
+func decodeDir(d *dec) (string, *gitrepo.Tree) {
 	path := d.str()
-	dt := &dirTree{hash: d.hash()}
+	dt := &gitrepo.Tree{Hash: d.hash()}
 	ne := d.uv()
 	// An entry takes at least 22 bytes (a name length, a mode, a hash):
 	// damage cannot make this allocate more than about twice the file.
@@ -276,9 +282,9 @@ func decodeDir(d *dec) (string, *dirTree) {
 		d.fail()
 		return path, nil
 	}
-	dt.entries = make([]treeEntry, ne)
-	for j := range dt.entries {
-		dt.entries[j] = treeEntry{name: d.str(), mode: uint32(d.uv()), hash: d.hash()}
+	dt.Entries = make([]gitrepo.TreeEntry, ne)
+	for j := range dt.Entries {
+		dt.Entries[j] = gitrepo.TreeEntry{Name: d.str(), Mode: uint32(d.uv()), Hash: d.hash()}
 	}
 	return path, dt
 }
@@ -311,9 +317,9 @@ func (d *dec) record() (body dec, end int, ok bool) {
 }
 
 // decodeSumRec reads what encodeSummary wrote into a record: its header,
-// with raw keeping the record's bytes for sumRec.summary (and for writing it
+// with raw keeping the record's bytes for Record.summary (and for writing it
 // back unchanged).
-func decodeSumRec(d *dec, r *sumRec) {
+func decodeSumRec(d *dec, r *Record) {
 	start := d.pos
 	body, end, ok := d.record()
 	if !ok {
@@ -351,48 +357,48 @@ func decodeSummary(d *dec, s *Summary) {
 }
 
 // encodeIndexEntry writes one sync-index entry (without its path).
-func encodeIndexEntry(e *enc, ie *indexEntry) {
-	e.hash(ie.blob)
-	e.sv(ie.size)
-	e.sv(ie.mtime)
-	e.sv(ie.ctime)
-	e.uv(ie.ino)
+func encodeIndexEntry(e *enc, ie *IndexEntry) {
+	e.hash(ie.Blob)
+	e.sv(ie.Size)
+	e.sv(ie.Mtime)
+	e.sv(ie.Ctime)
+	e.uv(ie.Ino)
 	flags := uint64(0)
-	if ie.racy {
+	if ie.Racy {
 		flags |= ieRacy
 	}
-	if !ie.conflictW.IsZero() || !ie.conflictR.IsZero() {
+	if !ie.ConflictW.IsZero() || !ie.ConflictR.IsZero() {
 		flags |= ieConflict
 	}
 	e.uv(flags)
-	e.uv(uint64(len(ie.prev)))
-	for _, p := range ie.prev {
+	e.uv(uint64(len(ie.Prev)))
+	for _, p := range ie.Prev {
 		e.hash(p)
 	}
 	if flags&ieConflict != 0 {
-		e.hash(ie.conflictW)
-		e.hash(ie.conflictR)
+		e.hash(ie.ConflictW)
+		e.hash(ie.ConflictR)
 	}
 }
 
 // decodeIndexEntry reads what encodeIndexEntry wrote.
-func decodeIndexEntry(d *dec, ie *indexEntry) {
+func decodeIndexEntry(d *dec, ie *IndexEntry) {
 	start := d.pos
-	ie.blob, ie.size, ie.mtime, ie.ctime, ie.ino = d.hash(), d.sv(), d.sv(), d.sv(), d.uv()
+	ie.Blob, ie.Size, ie.Mtime, ie.Ctime, ie.Ino = d.hash(), d.sv(), d.sv(), d.sv(), d.uv()
 	flags := d.uv()
-	ie.racy = flags&ieRacy != 0
+	ie.Racy = flags&ieRacy != 0
 	np := d.uv()
 	if np > 16 {
 		d.fail()
 		return
 	}
-	ie.prev = nil
+	ie.Prev = nil
 	for j := uint64(0); j < np; j++ {
-		ie.prev = append(ie.prev, d.hash())
+		ie.Prev = append(ie.Prev, d.hash())
 	}
-	ie.conflictW, ie.conflictR = plumbing.ZeroHash, plumbing.ZeroHash
+	ie.ConflictW, ie.ConflictR = plumbing.ZeroHash, plumbing.ZeroHash
 	if flags&ieConflict != 0 {
-		ie.conflictW, ie.conflictR = d.hash(), d.hash()
+		ie.ConflictW, ie.ConflictR = d.hash(), d.hash()
 	}
 	if d.err == nil {
 		ie.raw = d.buf[start:d.pos:d.pos]
@@ -401,7 +407,7 @@ func decodeIndexEntry(d *dec, ie *indexEntry) {
 
 // encode writes the cache. Summaries and directories that did not change
 // since the cache was loaded are copied as the bytes they were loaded from.
-func (c *stateCache) encode() []byte {
+func (c *Cache) encode() []byte {
 	size := len(c.raw) + 256
 	if size < 1<<16 {
 		size = 1 << 16
@@ -410,29 +416,29 @@ func (c *stateCache) encode() []byte {
 	e.b = append(e.b, cacheMagic...)
 	e.b = append(e.b, c.gen[:]...)
 	e.str(c.ref)
-	e.hash(c.tip)
-	e.hash(c.root)
-	e.uv(uint64(len(c.dirs)))
-	for path, d := range c.dirs {
-		if d.raw != nil && d.rawPath == path {
-			e.b = append(e.b, d.raw...)
+	e.hash(c.Tip)
+	e.hash(c.Root)
+	e.uv(uint64(len(c.Dirs)))
+	for path, d := range c.Dirs {
+		if r, ok := c.rawDirs[path]; ok && r.tree == d {
+			e.b = append(e.b, r.raw...)
 			continue
 		}
 		encodeDir(e, path, d)
 	}
 	// Summaries and index entries in path order: loaded, each is a slab
-	// searched by path (see summarySet and indexSet), in the order of the
+	// searched by path (see Summaries and Index), in the order of the
 	// branch's trees, which the view comparison walks.
-	e.uv(uint64(c.sums.n))
-	for _, r := range c.sums.sorted() {
+	e.uv(uint64(c.Summaries.n))
+	for _, r := range c.Summaries.Sorted() {
 		if r.raw != nil {
 			e.b = append(e.b, r.raw...)
 			continue
 		}
 		encodeSummary(e, r.s)
 	}
-	e.uv(uint64(c.index.n))
-	c.index.sorted(func(path string, ie *indexEntry) {
+	e.uv(uint64(c.Index.n))
+	c.Index.sorted(func(path string, ie *IndexEntry) {
 		e.str(path)
 		encodeIndexEntry(e, ie)
 	})
@@ -446,7 +452,7 @@ func (c *stateCache) encode() []byte {
 // four times as long over a 4 MB cache.
 func checksum(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
 
-func decodeStateCache(b []byte) (*stateCache, error) {
+func decodeCache(b []byte) (*Cache, error) {
 	c, d, err := decodeCacheDirs(b)
 	if err != nil {
 		return nil, err
@@ -454,40 +460,41 @@ func decodeStateCache(b []byte) (*stateCache, error) {
 	if err := c.decodeRest(d); err != nil {
 		return nil, err
 	}
-	for p, dt := range c.dirs {
+	for p, dt := range c.Dirs {
 		c.loadedDirs[p] = dt
 	}
-	c.loadedTip = c.tip
+	c.loadedTip = c.Tip
 	return c, nil
 }
 
 // decodeCacheDirs decodes a cache file's header and directories, and
 // returns the decoder at its summaries. The checksum is verified by
 // decodeRest: until then the directories are only fit for the view scan,
-// which stats the names they list (see Store.Lock).
-func decodeCacheDirs(b []byte) (*stateCache, *dec, error) {
+// which stats the names they list (see Loading.Dirs).
+func decodeCacheDirs(b []byte) (*Cache, *dec, error) {
 	if len(b) < len(cacheMagic)+8+4 || string(b[:len(cacheMagic)]) != cacheMagic {
 		return nil, nil, errCorrupt
 	}
 	body := b[:len(b)-4]
 	d := &dec{buf: body, pos: len(cacheMagic) + 8}
-	c := newStateCache(d.str())
+	c := newCache(d.str())
 	copy(c.gen[:], body[len(cacheMagic):])
 	c.raw = b
-	c.tip = d.hash()
-	c.root = d.hash()
+	c.Tip = d.hash()
+	c.Root = d.hash()
 	nd := d.uv()
 	if nd > uint64(len(body)) {
 		return nil, nil, errCorrupt
 	}
+	c.rawDirs = map[string]rawDir{}
 	for i := uint64(0); i < nd && d.err == nil; i++ {
 		start := d.pos
 		path, dt := decodeDir(d)
 		if dt == nil {
 			return nil, nil, errCorrupt
 		}
-		dt.raw, dt.rawPath = body[start:d.pos:d.pos], path
-		c.dirs[path] = dt
+		c.rawDirs[path] = rawDir{dt, body[start:d.pos:d.pos]}
+		c.Dirs[path] = dt
 	}
 	if d.err != nil {
 		return nil, nil, errCorrupt
@@ -497,7 +504,7 @@ func decodeCacheDirs(b []byte) (*stateCache, *dec, error) {
 
 // decodeRest verifies the file's checksum and decodes the summaries and the
 // sync index, which d is at.
-func (c *stateCache) decodeRest(d *dec) error {
+func (c *Cache) decodeRest(d *dec) error {
 	b := c.raw
 	if checksum(b[:len(b)-4]) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
 		return errCorrupt
@@ -508,72 +515,81 @@ func (c *stateCache) decodeRest(d *dec) error {
 	}
 	// The records are in path order (see encode), which lookups by binary
 	// search rely on: a file that breaks it is corrupt.
-	c.sums.base = make([]sumRec, ns)
+	c.Summaries.base = make([]Record, ns)
 	for i := uint64(0); i < ns && d.err == nil; i++ {
-		r := &c.sums.base[i]
+		r := &c.Summaries.base[i]
 		decodeSumRec(d, r)
-		if i > 0 && r.Path <= c.sums.base[i-1].Path {
+		if i > 0 && r.Path <= c.Summaries.base[i-1].Path {
 			return errCorrupt
 		}
 	}
-	c.sums.n = int(ns)
+	c.Summaries.n = int(ns)
 	ni := d.uv()
 	if ni > uint64(len(d.buf)) {
 		return errCorrupt
 	}
-	// In path order too (see indexSet).
-	c.index.base = make([]indexRec, ni)
+	// In path order too (see Index).
+	c.Index.base = make([]indexRec, ni)
 	for i := uint64(0); i < ni && d.err == nil; i++ {
-		r := &c.index.base[i]
+		r := &c.Index.base[i]
 		r.path = d.str()
-		decodeIndexEntry(d, &r.indexEntry)
-		if i > 0 && r.path <= c.index.base[i-1].path {
+		decodeIndexEntry(d, &r.IndexEntry)
+		if i > 0 && r.path <= c.Index.base[i-1].path {
 			return errCorrupt
 		}
 	}
-	c.index.n = int(ni)
+	c.Index.n = int(ni)
 	if d.err != nil || d.pos != len(d.buf) {
 		return errCorrupt
 	}
 	return nil
 }
 
-// cacheLoad is a state cache loaded up to its directories: the file
+// Loading is a state cache loaded up to its directories: the file
 // decoded as far as decodeCacheDirs goes and the journal's directory
-// operations replayed. finish decodes the rest.
-type cacheLoad struct {
-	c       *stateCache
+// operations replayed. Finish decodes the rest.
+type Loading struct {
+	c       *Cache
 	d       *dec
 	j       *journalReplay
 	path    string
 	journal []byte // the journal file as read (nil: there was none)
 }
 
-// startCacheLoad reads the cache file and its journal and decodes the
-// directories; nil when there is no usable file.
-func startCacheLoad(path, ref string, mapped bool) *cacheLoad {
-	b, err := readCacheFile(path, mapped)
+// Start is Load in two steps: it reads the cache file and its journal and
+// decodes the directories; nil when there is no usable file.
+func Start(path, ref string, mapped bool) *Loading {
+	b, mapping, err := readFile(path, mapped)
 	if err != nil {
 		return nil
 	}
-	Trace("  read cache file")
+	trace.Phase("  read cache file")
 	c, d, err := decodeCacheDirs(b)
 	if err != nil || c.ref != ref {
+		if mapping != nil {
+			_ = unix.Munmap(mapping) // nothing decoded from it is kept
+		}
 		return nil
 	}
-	l := &cacheLoad{c: c, d: d, path: path}
-	l.journal, l.j = c.replayDirs(path + journalSuffix)
-	Trace("  decode dirs")
+	c.mapping = mapping
+	l := &Loading{c: c, d: d, path: path}
+	l.journal, l.j = c.replayDirs(JournalPath(path))
+	trace.Phase("  decode dirs")
 	return l
 }
 
-// current reports whether the files are still those startCacheLoad read:
-// the same base (its random generation) and the same journal bytes. A
-// command reads them before taking the lock, so that the view scan can
-// stat the branch's files while it waits, and checks this once it holds
-// the lock.
-func (l *cacheLoad) current() bool {
-	f, err := openPrivate(l.path, os.O_RDONLY, 0)
+// Dirs are the directories of the tree the cache describes, by path. They
+// are whole before the rest of the file is checked: they are only fit for
+// a look at the files they list (the view scan stats them while the
+// command waits for its lock) until Finish.
+func (l *Loading) Dirs() map[string]*gitrepo.Tree { return l.c.Dirs }
+
+// Current reports whether the files are still those Start read: the same
+// base (its random generation) and the same journal bytes. A command reads
+// them before taking the lock, so that the view scan can stat the branch's
+// files while it waits, and checks this once it holds the lock.
+func (l *Loading) Current() bool {
+	f, err := privfile.Open(l.path, os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -583,70 +599,93 @@ func (l *cacheLoad) current() bool {
 	if err != nil || !bytes.Equal(hdr, l.c.raw[:len(hdr)]) {
 		return false
 	}
-	j, err := ReadPrivateFile(l.path + journalSuffix)
+	j, err := privfile.Read(JournalPath(l.path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return l.journal == nil
 	}
 	return err == nil && l.journal != nil && bytes.Equal(j, l.journal)
 }
 
-// finish verifies the checksum, decodes the summaries and the sync index
-// and replays the rest of the journal.
-func (l *cacheLoad) finish() *stateCache {
+// Finish verifies the checksum, decodes the summaries and the sync index
+// and replays the rest of the journal. A file that turns out damaged gives
+// an empty cache, which still holds the file until Close: Dirs may have
+// been handed on.
+func (l *Loading) Finish() *Cache {
 	if l.c.decodeRest(l.d) != nil {
-		return newStateCache(l.c.ref)
+		c := newCache(l.c.ref)
+		c.mapping = l.c.mapping
+		return c
 	}
-	Trace("  decode cache")
+	trace.Phase("  decode cache")
 	l.c.replayRest(l.j)
-	Trace("  apply journal")
+	trace.Phase("  apply journal")
 	return l.c
 }
 
-// loadStateCache loads the cache file (mapped, or read into the heap) and
-// replays its journal.
-func loadStateCache(path, ref string, mapped bool) *stateCache {
-	l := startCacheLoad(path, ref, mapped)
+// Load loads the cache of state branch ref from the file at path and
+// replays its journal: mapped, or read into the heap (see Close). A
+// missing, damaged or stale file, or one of another branch, gives an empty
+// cache, which the store fills from the branch.
+func Load(path, ref string, mapped bool) *Cache {
+	l := Start(path, ref, mapped)
 	if l == nil {
-		return newStateCache(ref)
+		return newCache(ref)
 	}
-	return l.finish()
+	return l.Finish()
 }
 
-// readCacheFile maps the cache file into memory read-only instead of
-// reading it: its pages come straight from the page cache (a few faults
-// each mapping sixteen pages), where reading would zero and copy 4 MB at
-// 10,000 tasks. Decoded strings point into the mapping, which lives as
-// long as the process: orch replaces the file by rename and never writes
-// it in place, so the mapped bytes cannot change. A process that opens the
-// store many times reads it instead (mapped false), so the garbage
-// collector frees each copy.
-func readCacheFile(path string, mapped bool) ([]byte, error) {
-	f, err := openPrivate(path, os.O_RDONLY, 0)
+// readFile maps the cache file into memory read-only instead of reading
+// it: its pages come straight from the page cache (a few faults each
+// mapping sixteen pages), where reading would zero and copy 4 MB at 10,000
+// tasks. orch replaces the file by rename and never writes it in place, so
+// the mapped bytes cannot change. mapping is the mapping to release (nil
+// when the file was read into the heap: mapped false, or mmap failed).
+func readFile(path string, mapped bool) (b, mapping []byte, err error) {
+	f, err := privfile.Open(path, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if n := fi.Size(); mapped && n > 0 && n < 1<<31 {
 		if b, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_PRIVATE); err == nil {
-			return b, nil
+			return b, b, nil
 		}
 	}
-	return io.ReadAll(f)
+	b, err = io.ReadAll(f)
+	return b, nil, err
 }
 
-// save records what changed: a batch appended to the journal, or, when the
+// Close releases the file: a mapped cache is unmapped. Everything decoded
+// from a mapped cache points into the mapping (see the package doc), so
+// nothing of it, nor the cache, may be used after Close; one read into the
+// heap is left to the garbage collector.
+func (c *Cache) Close() {
+	if c.mapping != nil {
+		_ = unix.Munmap(c.mapping)
+		c.mapping = nil
+	}
+}
+
+// JournalPath is the journal of the cache file at path.
+func JournalPath(path string) string { return path + journalSuffix }
+
+// TempPrefix starts the name of a cache file being written, in the cache's
+// directory: one left behind was written by a process that died.
+const TempPrefix = ".cache-"
+
+// Save records what changed: a batch appended to the journal, or, when the
 // journal has grown large (or there is no base yet), a new base file. It is
 // not fsynced: losing it costs a rebuild, never data.
-func (c *stateCache) save(path string) error {
+func (c *Cache) Save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return err
 	}
 	if c.raw != nil && c.journalSize < journalLimit(len(c.raw)) {
-		if done, err := c.appendJournal(path + journalSuffix); done || err != nil {
+		if done, err := c.appendJournal(JournalPath(path)); done || err != nil {
 			return err
 		}
 	}
@@ -655,11 +694,11 @@ func (c *stateCache) save(path string) error {
 
 // writeBase writes the whole cache as a new base, under a new generation,
 // and drops the journal.
-func (c *stateCache) writeBase(path string) error {
+func (c *Cache) writeBase(path string) error {
 	if _, err := rand.Read(c.gen[:]); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".cache-")
+	tmp, err := os.CreateTemp(filepath.Dir(path), TempPrefix)
 	if err != nil {
 		return err
 	}
@@ -677,6 +716,6 @@ func (c *stateCache) writeBase(path string) error {
 	}
 	// A journal of the old generation is ignored on load; removing it only
 	// saves reading it.
-	_ = os.Remove(path + journalSuffix)
+	_ = os.Remove(JournalPath(path))
 	return nil
 }

@@ -1,13 +1,7 @@
-// Package gitstore keeps orch's state on a git branch. It finds the
-// repository from any worktree, serialises orch processes with a lock in the
-// git common dir, commits by tree surgery (never touching an index or a
-// worktree), moves the branch with git's own lockfile protocol and
-// compare-and-swap, and keeps the view directory in step with the branch.
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +24,11 @@ type Repo struct {
 	MainWorkTree string
 	Bare         bool
 
-	ownerFile string // see noteLockOwner
+	// LockOwnerFile is where UpdateRef notes the process that holds a ref's
+	// .lock file, one note per ref (see noteLockOwner); "" for no notes.
+	// Only the holder of orch's lock may set it: a note then names the
+	// one orch process that can hold a ref lock.
+	LockOwnerFile string
 }
 
 // ErrNotRepo is returned when no git repository encloses the directory.
@@ -216,5 +214,3 @@ func (r *Repo) GitConfig(section, key string) string {
 	}
 	return ""
 }
-
-var errNoView = errors.New("no view")

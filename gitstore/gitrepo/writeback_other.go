@@ -1,6 +1,6 @@
 //go:build !linux
 
-package gitstore
+package gitrepo
 
 import "os"
 

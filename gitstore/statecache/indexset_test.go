@@ -1,4 +1,4 @@
-package gitstore
+package statecache
 
 import (
 	"math/rand"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestIndexSetAgainstMap runs random puts and drops on an indexSet loaded
+// TestIndexSetAgainstMap runs random puts and drops on an Index loaded
 // from a base, and on a plain map, and compares get, each, sorted and the
 // directory cursors (over names in order, as the reconcile asks them).
 func TestIndexSetAgainstMap(t *testing.T) {
@@ -21,7 +21,7 @@ func TestIndexSetAgainstMap(t *testing.T) {
 		}
 	}
 	for round := 0; round < 300; round++ {
-		oracle := map[string]*indexEntry{}
+		oracle := map[string]*IndexEntry{}
 		var base []string
 		for _, p := range all {
 			if rng.Intn(2) == 0 {
@@ -29,12 +29,12 @@ func TestIndexSetAgainstMap(t *testing.T) {
 			}
 		}
 		sort.Strings(base)
-		var s indexSet
+		var s Index
 		s.base = make([]indexRec, len(base))
 		for i, p := range base {
 			s.base[i].path = p
-			s.base[i].size = int64(i)
-			oracle[p] = &s.base[i].indexEntry
+			s.base[i].Size = int64(i)
+			oracle[p] = &s.base[i].IndexEntry
 		}
 		s.n = len(base)
 		for k := rng.Intn(12); k > 0; k-- {
@@ -43,7 +43,7 @@ func TestIndexSetAgainstMap(t *testing.T) {
 				s.drop(p)
 				delete(oracle, p)
 			} else {
-				ie := &indexEntry{size: int64(1000 + k)}
+				ie := &IndexEntry{Size: int64(1000 + k)}
 				s.put(p, ie)
 				oracle[p] = ie
 			}
@@ -52,19 +52,19 @@ func TestIndexSetAgainstMap(t *testing.T) {
 			t.Fatalf("round %d: n = %d, want %d", round, s.n, len(oracle))
 		}
 		for _, p := range all {
-			if got, want := s.get(p), oracle[p]; got != want {
+			if got, want := s.Get(p), oracle[p]; got != want {
 				t.Fatalf("round %d: get(%s) = %v, want %v", round, p, got, want)
 			}
 		}
 		seen := map[string]bool{}
-		s.each(func(p string, ie *indexEntry) {
+		s.Each(func(p string, ie *IndexEntry) {
 			if seen[p] || oracle[p] != ie {
 				t.Fatalf("round %d: each gave %s twice or wrong", round, p)
 			}
 			seen[p] = true
 		})
 		var order []string
-		s.sorted(func(p string, ie *indexEntry) {
+		s.sorted(func(p string, ie *IndexEntry) {
 			if oracle[p] != ie {
 				t.Fatalf("round %d: sorted gave a wrong entry for %s", round, p)
 			}
@@ -75,12 +75,12 @@ func TestIndexSetAgainstMap(t *testing.T) {
 		}
 		for _, d := range dirs {
 			from := rng.Intn(len(names))
-			c := s.cursor(d, names[from])
+			c := s.Cursor(d, names[from])
 			for _, n := range names[from:] {
 				if rng.Intn(4) == 0 {
 					continue // a cursor may skip names
 				}
-				if got, want := c.get(n), oracle[joinPath(d, n)]; got != want {
+				if got, want := c.Get(n), oracle[joinPath(d, n)]; got != want {
 					t.Fatalf("round %d: cursor(%q).get(%s) = %v, want %v", round, d, n, got, want)
 				}
 			}

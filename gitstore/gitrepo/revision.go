@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -61,7 +61,7 @@ func (r *Repo) ResolveRevision(rev string) (plumbing.Hash, error) {
 	if !ok {
 		return plumbing.ZeroHash, &ErrUnsupportedRevision{Rev: rev}
 	}
-	objs := newObjectStore(r.CommonDir)
+	objs := NewObjectStore(r.CommonDir)
 	h, err := r.revisionBase(objs, base)
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -141,7 +141,7 @@ var specialHeads = map[string]bool{"HEAD": true, "ORIG_HEAD": true, "FETCH_HEAD"
 
 // revisionBase resolves the part before the ~ and ^ steps (ZeroHash:
 // nothing by that name).
-func (r *Repo) revisionBase(objs *objectStore, base string) (plumbing.Hash, error) {
+func (r *Repo) revisionBase(objs *ObjectStore, base string) (plumbing.Hash, error) {
 	if base == "" || base == "@" {
 		base = "HEAD"
 	}
@@ -150,7 +150,7 @@ func (r *Repo) revisionBase(objs *objectStore, base string) (plumbing.Hash, erro
 	}
 	if len(base) == 2*len(plumbing.ZeroHash) && isHex(base) {
 		h := plumbing.NewHash(strings.ToLower(base))
-		if !objs.has(h) {
+		if !objs.Has(h) {
 			return plumbing.ZeroHash, nil
 		}
 		return h, nil
@@ -198,7 +198,7 @@ func (r *Repo) readHeadFile(name string) (plumbing.Hash, error) {
 }
 
 // objectType returns the type of an object (loose or packed).
-func objectType(objs *objectStore, h plumbing.Hash) (plumbing.ObjectType, error) {
+func objectType(objs *ObjectStore, h plumbing.Hash) (plumbing.ObjectType, error) {
 	obj, err := objs.gogit().EncodedObject(plumbing.AnyObject, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return plumbing.InvalidObject, &ErrObjectMissing{Hash: h}
@@ -211,7 +211,7 @@ func objectType(objs *objectStore, h plumbing.Hash) (plumbing.ObjectType, error)
 
 // peelToCommit follows annotated tags to the commit they name; ZeroHash
 // when h is another kind of object.
-func peelToCommit(objs *objectStore, h plumbing.Hash) (plumbing.Hash, error) {
+func peelToCommit(objs *ObjectStore, h plumbing.Hash) (plumbing.Hash, error) {
 	for depth := 0; depth < 16; depth++ {
 		t, err := objectType(objs, h)
 		if err != nil {
@@ -221,7 +221,7 @@ func peelToCommit(objs *objectStore, h plumbing.Hash) (plumbing.Hash, error) {
 		case plumbing.CommitObject:
 			return h, nil
 		case plumbing.TagObject:
-			raw, err := objs.read(plumbing.TagObject, h)
+			raw, err := objs.Read(plumbing.TagObject, h)
 			if err != nil {
 				return plumbing.ZeroHash, err
 			}
@@ -238,12 +238,12 @@ func peelToCommit(objs *objectStore, h plumbing.Hash) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, fmt.Errorf("tag %s: too many levels of tags", h)
 }
 
-func commitParents(objs *objectStore, h plumbing.Hash) ([]plumbing.Hash, error) {
-	raw, err := objs.read(plumbing.CommitObject, h)
+func commitParents(objs *ObjectStore, h plumbing.Hash) ([]plumbing.Hash, error) {
+	raw, err := objs.Read(plumbing.CommitObject, h)
 	if err != nil {
 		return nil, err
 	}
-	c, err := parseCommit(raw)
+	c, err := ParseCommit(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func commitParents(objs *objectStore, h plumbing.Hash) ([]plumbing.Hash, error) 
 // commitsWithPrefix lists the commits (and tags of commits) whose hash
 // starts with the hex prefix, through go-git's index of loose and packed
 // objects.
-func commitsWithPrefix(objs *objectStore, prefix string) []plumbing.Hash {
+func commitsWithPrefix(objs *ObjectStore, prefix string) []plumbing.Hash {
 	b, err := hex.DecodeString(prefix[:len(prefix)&^1])
 	if err != nil {
 		return nil

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"errors"
@@ -98,8 +98,8 @@ func TestResolveRevisionAmbiguous(t *testing.T) {
 	tree := plumbing.NewHash(gitCmd(t, dir, "rev-parse", "HEAD^{tree}"))
 	who := Signature{Name: "t", Email: "t@x", When: time.Unix(1700000000, 0).UTC()}
 	seen := map[string]int{} // a 4-digit prefix -> the candidate that has it
-	objs := newObjectStore(repo.CommonDir)
-	candidate := func(i int) []byte { return encodeCommit(tree, nil, who, who, fmt.Sprintf("candidate %d", i)) }
+	objs := NewObjectStore(repo.CommonDir)
+	candidate := func(i int) []byte { return EncodeCommit(tree, nil, who, who, fmt.Sprintf("candidate %d", i)) }
 	for i := 0; i < 1_000_000; i++ {
 		h := hashObject(plumbing.CommitObject, candidate(i))
 		prefix := h.String()[:4]
@@ -108,11 +108,11 @@ func TestResolveRevisionAmbiguous(t *testing.T) {
 			seen[prefix] = i
 			continue
 		}
-		other, err := objs.write(plumbing.CommitObject, candidate(j))
+		other, err := objs.Write(plumbing.CommitObject, candidate(j))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := objs.write(plumbing.CommitObject, candidate(i)); err != nil {
+		if _, err := objs.Write(plumbing.CommitObject, candidate(i)); err != nil {
 			t.Fatal(err)
 		}
 		_, err = repo.ResolveRevision(prefix)

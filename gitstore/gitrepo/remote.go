@@ -1,12 +1,15 @@
-package gitstore
+package gitrepo
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -188,21 +191,16 @@ func lostPushRace(stderr string) bool {
 	return false
 }
 
-// SnapshotOf loads the tree of any commit.
-func (st *Store) SnapshotOf(h plumbing.Hash) (*Snapshot, error) {
-	return loadSnapshot(st.objs, h, st.cache.dirs)
-}
-
 // MergeBase returns a best common ancestor of a and b (ZeroHash if none),
 // as git merge-base computes it. (go-git's MergeBase lives in its object
 // package, whose OpenPGP dependencies cost every orch process about 0.8 ms
 // of initialisation and the binary 1.9 MB; sync, the only caller, runs git
 // for fetch and push anyway. See docs/storage.md.)
-func (st *Store) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) {
+func (r *Repo) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) {
 	if a.IsZero() || b.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
-	out, err := st.Repo.git("merge-base", a.String(), b.String())
+	out, err := r.git("merge-base", a.String(), b.String())
 	if err != nil {
 		var re *RemoteError
 		if errors.As(err, &re) && strings.TrimSpace(re.Stderr) == "" {
@@ -216,34 +214,6 @@ func (st *Store) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, fmt.Errorf("git merge-base: unexpected output %q", out)
 }
 
-// MoveTo moves the state branch from the current tip to h (fast-forward or
-// undo) with compare-and-swap, then reloads. The view follows at the next
-// reconcile.
-func (st *Store) MoveTo(h plumbing.Hash, who Signature, msg string) error {
-	if st.lock == nil {
-		return errors.New("gitstore: move without the lock")
-	}
-	if wts := st.Repo.CheckedOutIn(st.Ref); len(wts) > 0 {
-		return &ErrCheckedOut{Ref: st.Ref, Worktrees: wts}
-	}
-	err := st.Repo.UpdateRef(RefUpdate{Name: st.Ref, Old: st.snap.Tip, New: h, Who: who.String(), Message: msg})
-	if err == nil {
-		st.movedTo = h // orch's own move (an undone claim goes back): no rewind
-	}
-	if rerr := st.reload(); rerr != nil && err == nil {
-		err = rerr
-	}
-	return err
-}
-
-// ResolveCommit returns the commit a ref or hash names locally.
-func (st *Store) ResolveCommit(name string) (plumbing.Hash, error) {
-	if plumbing.IsHash(name) {
-		return plumbing.NewHash(name), nil
-	}
-	return st.Repo.ReadRef(name)
-}
-
 // DeleteRef deletes ref if it still points at old (git update-ref -d: git's
 // own lockfile protocol, packed-refs included).
 func (r *Repo) DeleteRef(ref string, old plumbing.Hash) error {
@@ -252,4 +222,69 @@ func (r *Repo) DeleteRef(ref string, old plumbing.Hash) error {
 	}
 	_, err := r.git("update-ref", "-d", ref, old.String())
 	return err
+}
+
+// Remotes lists the remotes configured in the repository, origin first.
+func (r *Repo) Remotes() []string {
+	f, err := os.Open(filepath.Join(r.CommonDir, "config"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "[") {
+			continue
+		}
+		end := strings.IndexByte(line, ']')
+		if end < 0 {
+			continue
+		}
+		sec := strings.TrimSpace(line[1:end])
+		kind, rest, ok := strings.Cut(sec, " ")
+		if !ok || !strings.EqualFold(kind, "remote") {
+			continue
+		}
+		name := strings.Trim(strings.TrimSpace(rest), "\"")
+		if ValidRemote(name) && !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if (out[i] == "origin") != (out[j] == "origin") {
+			return out[i] == "origin"
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// RemoteStateRef is a remote-tracking copy of the state branch.
+type RemoteStateRef struct {
+	Remote string
+	Ref    string // refs/remotes/<remote>/<branch>
+	Commit plumbing.Hash
+}
+
+// RemoteStateRefs lists the remote-tracking copies of ref (origin first).
+func (r *Repo) RemoteStateRefs(ref string) []RemoteStateRef {
+	if !strings.HasPrefix(ref, "refs/heads/") {
+		return nil
+	}
+	var out []RemoteStateRef
+	for _, rem := range r.Remotes() {
+		tr := TrackingRef(rem, ref)
+		if !ValidRefName(tr) {
+			continue
+		}
+		if h, err := r.ReadRef(tr); err == nil && !h.IsZero() {
+			out = append(out, RemoteStateRef{Remote: rem, Ref: tr, Commit: h})
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -77,7 +77,8 @@ func ParseTrailers(msg string) map[string]string {
 	return out
 }
 
-func parseCommit(raw []byte) (*CommitInfo, error) {
+// ParseCommit parses a commit object.
+func ParseCommit(raw []byte) (*CommitInfo, error) {
 	c := &CommitInfo{}
 	hdr, msg, found := bytes.Cut(raw, []byte("\n\n"))
 	if !found {
@@ -134,7 +135,8 @@ func parseSig(s string) Signature {
 	return sig
 }
 
-func encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, author, committer Signature, msg string) []byte {
+// EncodeCommit encodes a commit object (a message ends in one newline).
+func EncodeCommit(tree plumbing.Hash, parents []plumbing.Hash, author, committer Signature, msg string) []byte {
 	var b bytes.Buffer
 	b.WriteString("tree " + tree.String() + "\n")
 	for _, p := range parents {
@@ -145,38 +147,4 @@ func encodeCommit(tree plumbing.Hash, parents []plumbing.Hash, author, committer
 	msg = strings.TrimRight(msg, "\n") + "\n"
 	b.WriteString(msg)
 	return b.Bytes()
-}
-
-// ReadCommit reads and parses one commit.
-func (st *Store) ReadCommit(h plumbing.Hash) (*CommitInfo, error) {
-	raw, err := st.objs.read(plumbing.CommitObject, h)
-	if err != nil {
-		return nil, err
-	}
-	c, err := parseCommit(raw)
-	if err != nil {
-		return nil, err
-	}
-	c.Hash = h
-	return c, nil
-}
-
-// Walk visits the state branch's commits from the tip along first parents,
-// newest first, until fn returns false.
-func (st *Store) Walk(fn func(*CommitInfo) bool) error {
-	h := st.snap.Tip
-	for n := 0; !h.IsZero() && n < 10_000_000; n++ {
-		c, err := st.ReadCommit(h)
-		if err != nil {
-			return err
-		}
-		if !fn(c) {
-			return nil
-		}
-		if len(c.Parents) == 0 {
-			return nil
-		}
-		h = c.Parents[0]
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package gitstore
+package statecache
 
 import (
 	"slices"
@@ -11,9 +11,18 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
+// Summary is what orch knows about a task without reading its file again.
+type Summary struct {
+	Path        string
+	Blob        plumbing.Hash
+	Task        taskfile.Task
+	Problem     string // why the committed file does not parse, if it does not
+	ProblemLine int
+}
+
 // SummaryHeader is the part of a task's summary the state cache decodes up
-// front: its path, and of the task what claim order sorts by. Store.Loaded
-// gives the whole summary.
+// front: its path, and of the task what claim order sorts by. Summary gives
+// the whole summary.
 type SummaryHeader struct {
 	Path     string
 	ID       string
@@ -21,16 +30,19 @@ type SummaryHeader struct {
 	Priority string
 	Created  time.Time
 
-	rec *sumRec
+	rec *Record
 }
 
-// sumRec is one task summary as the state cache holds it. A loaded cache
+// Summary returns the whole summary of a header the cache gave out.
+func (h *SummaryHeader) Summary() *Summary { return h.rec.Summary() }
+
+// Record is one task summary as the state cache holds it. A loaded cache
 // decodes only each record's header; the rest stays as bytes in the mapped
 // file until a command asks for the summary. A transition at 10,000 tasks
 // uses a handful of summaries, and decoding every one into a Summary (448
 // bytes each, 4.5 MB of fresh memory faulted in page by page) was the
 // largest part of loading the cache.
-type sumRec struct {
+type Record struct {
 	SummaryHeader
 	blob plumbing.Hash
 	raw  []byte   // its encoding in the loaded cache or journal; nil when put since
@@ -38,14 +50,17 @@ type sumRec struct {
 	gone bool     // replaced or dropped since it was put
 }
 
-func newSumRec(s *Summary) *sumRec {
-	r := &sumRec{blob: s.Blob, s: s}
+func newRecord(s *Summary) *Record {
+	r := &Record{blob: s.Blob, s: s}
 	r.SummaryHeader = SummaryHeader{Path: s.Path, ID: s.Task.ID, Queue: s.Task.Queue, Priority: s.Task.Priority, Created: s.Task.Created, rec: r}
 	return r
 }
 
-// summary returns the whole summary, decoding it on first use.
-func (r *sumRec) summary() *Summary {
+// Blob is the task file's blob the summary was made from.
+func (r *Record) Blob() plumbing.Hash { return r.blob }
+
+// Summary returns the whole summary, decoding it on first use.
+func (r *Record) Summary() *Summary {
 	if r.s == nil {
 		s := &Summary{}
 		d := &dec{buf: r.raw}
@@ -60,22 +75,25 @@ func (r *sumRec) summary() *Summary {
 	return r.s
 }
 
-// summarySet is the cache's task summaries: the records of the base file,
+// Summaries is the cache's task summaries: the records of the base file,
 // in path order as it stores them (looked up by binary search: building a
 // 10,000-entry map cost more than a command's lookups), and those put since
 // (by the journal's replay or by this command).
-type summarySet struct {
-	base    []sumRec
-	added   []*sumRec
-	addedBy map[string]*sumRec // the live records of added, by path
+type Summaries struct {
+	base    []Record
+	added   []*Record
+	addedBy map[string]*Record // the live records of added, by path
 	n       int                // live records
 
-	addedIDs   map[string][]*sumRec // the records of added by id (see byNamedID)
+	addedIDs   map[string][]*Record // the records of added by id (see byNamedID)
 	addedIDsOf int                  // len(added) when addedIDs was made
 }
 
-// get returns the live record of path.
-func (ss *summarySet) get(path string) *sumRec {
+// Len is the number of live records.
+func (ss *Summaries) Len() int { return ss.n }
+
+// Get returns the live record of path.
+func (ss *Summaries) Get(path string) *Record {
 	if r := ss.addedBy[path]; r != nil {
 		return r
 	}
@@ -87,22 +105,22 @@ func (ss *summarySet) get(path string) *sumRec {
 }
 
 // put adds or replaces the record of r.Path.
-func (ss *summarySet) put(r *sumRec) {
-	if old := ss.get(r.Path); old != nil {
+func (ss *Summaries) put(r *Record) {
+	if old := ss.Get(r.Path); old != nil {
 		old.gone = true
 	} else {
 		ss.n++
 	}
 	if ss.addedBy == nil {
-		ss.addedBy = map[string]*sumRec{}
+		ss.addedBy = map[string]*Record{}
 	}
 	ss.added = append(ss.added, r)
 	ss.addedBy[r.Path] = r
 }
 
 // drop removes the record of path; it reports whether there was one.
-func (ss *summarySet) drop(path string) bool {
-	old := ss.get(path)
+func (ss *Summaries) drop(path string) bool {
+	old := ss.Get(path)
 	if old == nil {
 		return false
 	}
@@ -112,9 +130,9 @@ func (ss *summarySet) drop(path string) bool {
 	return true
 }
 
-// each calls fn for every live record: the base's in path order, then the
+// Each calls fn for every live record: the base's in path order, then the
 // others in the order they were put.
-func (ss *summarySet) each(fn func(*sumRec)) {
+func (ss *Summaries) Each(fn func(*Record)) {
 	for i := range ss.base {
 		if r := &ss.base[i]; !r.gone {
 			fn(r)
@@ -127,16 +145,16 @@ func (ss *summarySet) each(fn func(*sumRec)) {
 	}
 }
 
-// sorted returns every live record in path order (for writing a base).
-func (ss *summarySet) sorted() []*sumRec {
-	var extra []*sumRec
+// Sorted returns every live record in path order.
+func (ss *Summaries) Sorted() []*Record {
+	var extra []*Record
 	for _, r := range ss.added {
 		if !r.gone {
 			extra = append(extra, r)
 		}
 	}
-	slices.SortFunc(extra, func(a, b *sumRec) int { return strings.Compare(a.Path, b.Path) })
-	out := make([]*sumRec, 0, ss.n)
+	slices.SortFunc(extra, func(a, b *Record) int { return strings.Compare(a.Path, b.Path) })
+	out := make([]*Record, 0, ss.n)
 	j := 0
 	for i := range ss.base {
 		r := &ss.base[i]
@@ -154,14 +172,14 @@ func (ss *summarySet) sorted() []*sumRec {
 
 // holdsID reports whether r holds its id against found so far: of files
 // sharing an id, the one with the smallest path does.
-func holdsID(r, found *sumRec) bool {
+func holdsID(r, found *Record) bool {
 	return found == nil || r.Path < found.Path
 }
 
-// byID returns the record with this id, by a walk over all of them.
-func (ss *summarySet) byID(id string) *sumRec {
-	var found *sumRec
-	ss.each(func(r *sumRec) {
+// ByID returns the record with this id, by a walk over all of them.
+func (ss *Summaries) ByID(id string) *Record {
+	var found *Record
+	ss.Each(func(r *Record) {
 		if r.ID == id && holdsID(r, found) {
 			found = r
 		}
@@ -169,33 +187,35 @@ func (ss *summarySet) byID(id string) *sumRec {
 	return found
 }
 
-// namedByID reports whether every live record is in a file named after its
-// id (tasks/<id>-<slug>.md or tasks/<id>.md, as orch names them), so that
-// byNamedID can find a record by id in the path order.
-func (ss *summarySet) namedByID() bool {
+// NamedByID reports whether every live record is in a file of dir named
+// after its id (see NamedFor), so that ByNamedID can find a record by id
+// in the path order.
+func (ss *Summaries) NamedByID(dir string) bool {
 	named := true
-	ss.each(func(r *sumRec) {
-		if named && r.ID != "" && !fileNamedFor(r.Path, r.ID) {
+	ss.Each(func(r *Record) {
+		if named && r.ID != "" && !NamedFor(dir, r.Path, r.ID) {
 			named = false
 		}
 	})
 	return named
 }
 
-func fileNamedFor(path, id string) bool {
-	const dir = TasksDir + "/"
-	if len(path) <= len(dir)+len(id) || path[:len(dir)] != dir || path[len(dir):len(dir)+len(id)] != id {
+// NamedFor reports whether path is a file of dir named after the task id,
+// as orch names task files: dir/<id>-<slug>.md or dir/<id>.md.
+func NamedFor(dir, path, id string) bool {
+	n := len(dir) + 1 // dir and its slash
+	if len(path) <= n+len(id) || path[:len(dir)] != dir || path[len(dir)] != '/' || path[n:n+len(id)] != id {
 		return false
 	}
-	rest := path[len(dir)+len(id):]
+	rest := path[n+len(id):]
 	return rest[0] == '-' || rest == ".md"
 }
 
-// byNamedID returns the record with this id when namedByID holds: the
+// ByNamedID returns the record with this id when NamedByID(dir) holds: the
 // base's by binary search on the path, those put since by a map of them.
-func (ss *summarySet) byNamedID(id string) *sumRec {
-	var found *sumRec
-	prefix := TasksDir + "/" + id
+func (ss *Summaries) ByNamedID(dir, id string) *Record {
+	var found *Record
+	prefix := dir + "/" + id
 	for i := sort.Search(len(ss.base), func(i int) bool { return ss.base[i].Path >= prefix }); i < len(ss.base) && strings.HasPrefix(ss.base[i].Path, prefix); i++ {
 		if r := &ss.base[i]; !r.gone && r.ID == id {
 			found = r
@@ -203,7 +223,7 @@ func (ss *summarySet) byNamedID(id string) *sumRec {
 		}
 	}
 	if len(ss.added) != ss.addedIDsOf {
-		ss.addedIDs = map[string][]*sumRec{}
+		ss.addedIDs = map[string][]*Record{}
 		for _, r := range ss.added {
 			ss.addedIDs[r.ID] = append(ss.addedIDs[r.ID], r)
 		}
@@ -217,10 +237,10 @@ func (ss *summarySet) byNamedID(id string) *sumRec {
 	return found
 }
 
-// byIDMap maps every id to its record.
-func (ss *summarySet) byIDMap() map[string]*sumRec {
-	m := make(map[string]*sumRec, ss.n)
-	ss.each(func(r *sumRec) {
+// ByIDMap maps every id to its record.
+func (ss *Summaries) ByIDMap() map[string]*Record {
+	m := make(map[string]*Record, ss.n)
+	ss.Each(func(r *Record) {
 		if r.ID != "" && holdsID(r, m[r.ID]) {
 			m[r.ID] = r
 		}

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// objectStore reads objects through go-git (loose and packed, with deltas
+// ObjectStore reads objects through go-git (loose and packed, with deltas
 // and alternates) and writes new loose objects.
-type objectStore struct {
+type ObjectStore struct {
 	block    []byte // writeStored's buffer, reused for every object
-	batching bool   // inside batch.flush: one flush for all objects
+	batching bool   // inside Batch.Flush: one flush for all objects
 	dir      string // <common>/objects
 	once     sync.Once
 	storage  *filesystem.Storage
@@ -31,11 +31,13 @@ type objectStore struct {
 	syncDir  map[string]bool
 }
 
-func newObjectStore(commonDir string) *objectStore {
-	return &objectStore{dir: filepath.Join(commonDir, "objects"), syncDir: map[string]bool{}}
+// NewObjectStore is the object store of the repository whose common dir
+// is commonDir.
+func NewObjectStore(commonDir string) *ObjectStore {
+	return &ObjectStore{dir: filepath.Join(commonDir, "objects"), syncDir: map[string]bool{}}
 }
 
-func (o *objectStore) gogit() *filesystem.Storage {
+func (o *ObjectStore) gogit() *filesystem.Storage {
 	o.once.Do(func() {
 		fs := osfs.New(filepath.Dir(o.dir), osfs.WithBoundOS())
 		o.storage = filesystem.NewStorageWithOptions(fs, cache.NewObjectLRU(2<<20), filesystem.Options{})
@@ -48,8 +50,8 @@ type ErrObjectMissing struct{ Hash plumbing.Hash }
 
 func (e *ErrObjectMissing) Error() string { return "object " + e.Hash.String() + " is missing" }
 
-// read returns the content of an object of the given type.
-func (o *objectStore) read(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+// Read returns the content of an object of the given type.
+func (o *ObjectStore) Read(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 	b, err := o.readObject(t, h)
 	var missing *ErrObjectMissing
 	if err != nil && !errors.As(err, &missing) {
@@ -72,7 +74,7 @@ func (e *ErrObjectDamaged) Error() string {
 
 func (e *ErrObjectDamaged) Unwrap() error { return e.Err }
 
-func (o *objectStore) readObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+func (o *ObjectStore) readObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 	var obj plumbing.EncodedObject
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -110,18 +112,18 @@ func (o *objectStore) readObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte
 	return buf.Bytes(), nil
 }
 
-func (o *objectStore) reset() {
+func (o *ObjectStore) reset() {
 	o.once = sync.Once{}
 	o.storage = nil
 }
 
-func (o *objectStore) loosePath(h plumbing.Hash) string {
+func (o *ObjectStore) loosePath(h plumbing.Hash) string {
 	s := h.String()
 	return filepath.Join(o.dir, s[:2], s[2:])
 }
 
-// has reports whether the object exists, loose or packed.
-func (o *objectStore) has(h plumbing.Hash) bool {
+// Has reports whether the object exists, loose or packed.
+func (o *ObjectStore) Has(h plumbing.Hash) bool {
 	if _, err := os.Stat(o.loosePath(h)); err == nil {
 		return true
 	}
@@ -144,19 +146,19 @@ type pendingObject struct {
 	hash plumbing.Hash
 }
 
-// batch collects the objects of one commit, so that they are compressed,
+// Batch collects the objects of one commit, so that they are compressed,
 // written and fsynced in parallel instead of one after the other (a
 // transition writes five or six, one of them the ~700 KB tasks tree).
-type batch struct {
-	objs *objectStore
+type Batch struct {
+	objs *ObjectStore
 	list []pendingObject
 	seen map[plumbing.Hash]bool
 }
 
-func (o *objectStore) newBatch() *batch { return &batch{objs: o, seen: map[plumbing.Hash]bool{}} }
+func (o *ObjectStore) NewBatch() *Batch { return &Batch{objs: o, seen: map[plumbing.Hash]bool{}} }
 
-// add hashes an object and queues it.
-func (b *batch) add(t plumbing.ObjectType, data []byte) plumbing.Hash {
+// Add hashes an object and queues it.
+func (b *Batch) Add(t plumbing.ObjectType, data []byte) plumbing.Hash {
 	h := hashObject(t, data)
 	if !b.seen[h] {
 		b.seen[h] = true
@@ -169,14 +171,14 @@ func (b *batch) add(t plumbing.ObjectType, data []byte) plumbing.Hash {
 // filesystems that do not order metadata and data the way journaled ones do.
 var fullFsync = os.Getenv("ORCH_FSYNC") == "full"
 
-// flush writes every queued object, in parallel, and makes them durable
+// Flush writes every queued object, in parallel, and makes them durable
 // before it returns. As git's core.fsyncMethod=batch does, each file's
 // writeback is started as it is written, and one fsync at the end flushes
 // the journal and the disk cache for all of them (on ext4, xfs and btrfs a
 // flush covers every earlier write and directory change). One flush instead
 // of one per object and directory is most of what makes a transition cost
 // less than git commit. ORCH_FSYNC=full syncs each file and directory.
-func (b *batch) flush() error {
+func (b *Batch) Flush() error {
 	b.objs.batching = true
 	defer func() { b.objs.batching = false }()
 	// One after the other: with a single flush at the end, writing in
@@ -198,7 +200,7 @@ func (b *batch) flush() error {
 		}
 	}
 	if fullFsync {
-		return nil // each file was synced; syncDirs does the directories
+		return nil // each file was synced; SyncDirs does the directories
 	}
 	b.objs.syncDir = map[string]bool{}
 	return b.objs.flushAll()
@@ -210,7 +212,7 @@ func (b *batch) flush() error {
 // (as fsync of a new empty file does, which cost an inode made and freed
 // per commit; ext4 then searches past recently freed inodes on every
 // create). When the batch created nothing, a new empty file serves.
-func (o *objectStore) flushAll() error {
+func (o *ObjectStore) flushAll() error {
 	if o.lastNew != "" {
 		if f, err := os.Open(o.lastNew); err == nil {
 			err = f.Sync()
@@ -230,8 +232,8 @@ func (o *objectStore) flushAll() error {
 	return f.Close()
 }
 
-// write stores one object now.
-func (o *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+// Write stores one object now.
+func (o *ObjectStore) Write(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := hashObject(t, data)
 	dir, err := o.writeOne(t, data, h)
 	if dir != "" {
@@ -249,7 +251,7 @@ func (o *objectStore) write(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 // writer because that writer neither fsyncs nor freshens existing objects,
 // and both are needed for "a transition that returned success survives
 // power loss and git gc".
-func (o *objectStore) writeOne(t plumbing.ObjectType, data []byte, h plumbing.Hash) (string, error) {
+func (o *ObjectStore) writeOne(t plumbing.ObjectType, data []byte, h plumbing.Hash) (string, error) {
 	path := o.loosePath(h)
 	if _, err := os.Stat(path); err == nil {
 		now := time.Now()
@@ -321,7 +323,7 @@ func (o *objectStore) writeOne(t plumbing.ObjectType, data []byte, h plumbing.Ha
 // recompresses it anyway. Stored blocks cost a copy and a checksum. git and
 // go-git read such objects like any other (core.looseCompression=0 makes
 // git write the same).
-func (o *objectStore) writeStored(w io.Writer, hdr, data []byte) error {
+func (o *ObjectStore) writeStored(w io.Writer, hdr, data []byte) error {
 	const maxBlock = 65535 // a stored block's largest length
 	if o.block == nil {
 		o.block = make([]byte, 0, 2+5+maxBlock+4)
@@ -358,9 +360,9 @@ func (o *objectStore) writeStored(w io.Writer, hdr, data []byte) error {
 	}
 }
 
-// syncDirs makes the directory entries of new objects durable before the ref
+// SyncDirs makes the directory entries of new objects durable before the ref
 // that makes them reachable is moved.
-func (o *objectStore) syncDirs() {
+func (o *ObjectStore) SyncDirs() {
 	var wg sync.WaitGroup
 	for d := range o.syncDir {
 		wg.Add(1)
@@ -372,3 +374,7 @@ func (o *objectStore) syncDirs() {
 	wg.Wait()
 	o.syncDir = map[string]bool{}
 }
+
+// HasObject reports whether the repository has an object (for a commit
+// found in a remote-tracking ref or a reflog).
+func (r *Repo) HasObject(h plumbing.Hash) bool { return NewObjectStore(r.CommonDir).Has(h) }

@@ -1,4 +1,4 @@
-package gitstore
+package statecache
 
 import (
 	"bytes"
@@ -6,6 +6,9 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/privfile"
 )
 
 // The cache journal. Rewriting the whole cache (4 MB at 10,000 tasks) after
@@ -61,8 +64,8 @@ type journalReplay struct {
 // applies the directory operations of its batches. A batch that is torn,
 // damaged or malformed ends the replay. It returns the file as read (nil
 // when there is none) and what replayRest needs.
-func (c *stateCache) replayDirs(path string) ([]byte, *journalReplay) {
-	f, err := openPrivate(path, os.O_RDONLY, 0)
+func (c *Cache) replayDirs(path string) ([]byte, *journalReplay) {
+	f, err := privfile.Open(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, nil
 	}
@@ -100,7 +103,7 @@ func (c *stateCache) replayDirs(path string) ([]byte, *journalReplay) {
 // replayRest applies the summary and index operations of the batches
 // replayDirs applied, and makes everything applied "as loaded": the next
 // save appends only what changes after this point.
-func (c *stateCache) replayRest(j *journalReplay) {
+func (c *Cache) replayRest(j *journalReplay) {
 	if j != nil {
 		for _, b := range j.batches {
 			c.applyBatch(b, false) // well formed: replayDirs parsed it whole
@@ -108,19 +111,19 @@ func (c *stateCache) replayRest(j *journalReplay) {
 		c.journalSize = int64(j.end)
 		c.journalRaw = append(c.journalRaw, j.data)
 	}
-	for p, dt := range c.dirs {
+	for p, dt := range c.Dirs {
 		c.loadedDirs[p] = dt
 	}
 	for p := range c.loadedDirs {
-		if c.dirs[p] == nil {
+		if c.Dirs[p] == nil {
 			delete(c.loadedDirs, p)
 		}
 	}
-	c.loadedTip = c.tip
+	c.loadedTip = c.Tip
 }
 
 // applyJournal replays the journal of this base generation.
-func (c *stateCache) applyJournal(path string) {
+func (c *Cache) applyJournal(path string) {
 	_, j := c.replayDirs(path)
 	c.replayRest(j)
 }
@@ -130,7 +133,7 @@ func (c *stateCache) applyJournal(path string) {
 // applies nothing more) on a malformed one. A batch's operations are
 // applied in order, so a malformed batch can leave part of itself applied
 // only if its checksum matched, which a torn write cannot do.
-func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
+func (c *Cache) applyBatch(b []byte, dirs bool) bool {
 	d := &dec{buf: b}
 	for d.pos < len(b) && d.err == nil {
 		op := b[d.pos]
@@ -139,7 +142,7 @@ func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
 		case opTip:
 			tip, root := d.hash(), d.hash()
 			if dirs {
-				c.tip, c.root = tip, root
+				c.Tip, c.Root = tip, root
 			}
 		case opDir:
 			path, dt := decodeDir(d)
@@ -148,17 +151,17 @@ func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
 			}
 			if dirs {
 				c.flushOverlay(path)
-				c.dirs[path] = dt
+				c.Dirs[path] = dt
 			}
 		case opDirDel:
 			path := d.str()
 			if dirs {
 				c.flushOverlay(path)
-				delete(c.dirs, path)
+				delete(c.Dirs, path)
 			}
 		case opDirDelta:
 			path := d.str()
-			if dirs && c.dirs[path] == nil {
+			if dirs && c.Dirs[path] == nil {
 				return false
 			}
 			h := d.hash()
@@ -180,44 +183,44 @@ func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
 			}
 			ov := c.overlay(path)
 			ov.hash = h
-			ups := make([]treeEntry, 0, min(nu, 64))
+			ups := make([]gitrepo.TreeEntry, 0, min(nu, 64))
 			for j := uint64(0); j < nu; j++ {
-				ups = append(ups, treeEntry{name: d.str(), mode: uint32(d.uv()), hash: d.hash()})
+				ups = append(ups, gitrepo.TreeEntry{Name: d.str(), Mode: uint32(d.uv()), Hash: d.hash()})
 			}
 			for j := uint64(0); j < nd; j++ {
 				name := d.str()
-				d.uv()                                        // its mode
-				ov.put[name] = treeEntry{name: name, mode: 0} // deleted
+				d.uv()                                                // its mode
+				ov.put[name] = gitrepo.TreeEntry{Name: name, Mode: 0} // deleted
 			}
 			// After the deletions: a name in both changed kind (a file
 			// became a directory), and the new entry stands.
 			for _, en := range ups {
-				ov.put[en.name] = en
+				ov.put[en.Name] = en
 			}
 		case opSum:
-			r := &sumRec{}
+			r := &Record{}
 			if decodeSumRec(d, r); d.err != nil {
 				return false
 			}
 			if !dirs {
-				c.sums.put(r)
+				c.Summaries.put(r)
 			}
 		case opSumDel:
 			path := d.str()
 			if !dirs {
-				c.sums.drop(path)
+				c.Summaries.drop(path)
 			}
 		case opIdx:
 			path := d.str()
-			ie := &indexEntry{}
+			ie := &IndexEntry{}
 			decodeIndexEntry(d, ie)
 			if !dirs {
-				c.index.put(path, ie)
+				c.Index.put(path, ie)
 			}
 		case opIdxDel:
 			path := d.str()
 			if !dirs {
-				c.index.drop(path)
+				c.Index.drop(path)
 			}
 		default:
 			return false
@@ -228,33 +231,33 @@ func (c *stateCache) applyBatch(b []byte, dirs bool) bool {
 
 // appendJournal appends a batch with everything that changed since the
 // cache was read. It reports false when a base must be written instead.
-func (c *stateCache) appendJournal(path string) (bool, error) {
+func (c *Cache) appendJournal(path string) (bool, error) {
 	e := &enc{b: make([]byte, 0, 4096)}
-	if c.tip != c.loadedTip {
+	if c.Tip != c.loadedTip {
 		e.b = append(e.b, opTip)
-		e.hash(c.tip)
-		e.hash(c.root)
+		e.hash(c.Tip)
+		e.hash(c.Root)
 	}
-	for p, dt := range c.dirs {
+	for p, dt := range c.Dirs {
 		old := c.loadedDirs[p]
 		if old == dt {
 			continue
 		}
 		if old != nil {
-			ups, dels := diffEntries(old.entries, dt.entries)
+			ups, dels := diffEntries(old.Entries, dt.Entries)
 			e.b = append(e.b, opDirDelta)
 			e.str(p)
-			e.hash(dt.hash)
+			e.hash(dt.Hash)
 			e.uv(uint64(len(ups)))
 			e.uv(uint64(len(dels)))
 			for _, en := range ups {
-				e.str(en.name)
-				e.uv(uint64(en.mode))
-				e.hash(en.hash)
+				e.str(en.Name)
+				e.uv(uint64(en.Mode))
+				e.hash(en.Hash)
 			}
 			for _, en := range dels {
-				e.str(en.name)
-				e.uv(uint64(en.mode))
+				e.str(en.Name)
+				e.uv(uint64(en.Mode))
 			}
 			continue
 		}
@@ -262,18 +265,18 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 		encodeDir(e, p, dt)
 	}
 	for p := range c.loadedDirs {
-		if c.dirs[p] == nil {
+		if c.Dirs[p] == nil {
 			e.b = append(e.b, opDirDel)
 			e.str(p)
 		}
 	}
 	for p := range c.delSummaries {
-		if c.sums.get(p) == nil {
+		if c.Summaries.Get(p) == nil {
 			e.b = append(e.b, opSumDel)
 			e.str(p)
 		}
 	}
-	for _, r := range c.sums.added {
+	for _, r := range c.Summaries.added {
 		if r.gone || r.raw != nil {
 			continue // replaced since, or as read
 		}
@@ -281,13 +284,13 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 		encodeSummary(e, r.s)
 	}
 	for p := range c.delIndex {
-		if c.index.get(p) == nil {
+		if c.Index.Get(p) == nil {
 			e.b = append(e.b, opIdxDel)
 			e.str(p)
 		}
 	}
 	scratch := &enc{b: make([]byte, 0, 256)}
-	c.index.each(func(p string, ie *indexEntry) {
+	c.Index.Each(func(p string, ie *IndexEntry) {
 		if ie.raw != nil {
 			return // as read: every change to an entry clears raw
 		}
@@ -308,7 +311,7 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 	rec = binary.AppendUvarint(rec, uint64(len(e.b)))
 	rec = binary.LittleEndian.AppendUint32(rec, checksum(e.b))
 	rec = append(rec, e.b...)
-	f, err := openPrivate(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := privfile.Open(path, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return false, err
 	}
@@ -347,31 +350,20 @@ func (c *stateCache) appendJournal(path string) (bool, error) {
 	return true, nil
 }
 
-// entryCmp orders tree entries as git does.
-func entryCmp(a, b *treeEntry) int {
-	switch {
-	case gitLess(a.name, a.isTree(), b.name, b.isTree()):
-		return -1
-	case gitLess(b.name, b.isTree(), a.name, a.isTree()):
-		return 1
-	}
-	return 0
-}
-
 // diffEntries compares two sorted entry lists: the entries of b that are new
 // or different, and those of a that b lacks.
-func diffEntries(a, b []treeEntry) (ups, dels []treeEntry) {
+func diffEntries(a, b []gitrepo.TreeEntry) (ups, dels []gitrepo.TreeEntry) {
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {
-		case j == len(b) || (i < len(a) && entryCmp(&a[i], &b[j]) < 0):
+		case j == len(b) || (i < len(a) && gitrepo.CompareEntries(&a[i], &b[j]) < 0):
 			dels = append(dels, a[i])
 			i++
-		case i == len(a) || entryCmp(&a[i], &b[j]) > 0:
+		case i == len(a) || gitrepo.CompareEntries(&a[i], &b[j]) > 0:
 			ups = append(ups, b[j])
 			j++
 		default:
-			if a[i].hash != b[j].hash || a[i].mode != b[j].mode {
+			if a[i].Hash != b[j].Hash || a[i].Mode != b[j].Mode {
 				ups = append(ups, b[j])
 			}
 			i++
@@ -386,67 +378,55 @@ func diffEntries(a, b []treeEntry) (ups, dels []treeEntry) {
 // batch.
 type dirOverlay struct {
 	hash [20]byte
-	put  map[string]treeEntry // mode 0: deleted
+	put  map[string]gitrepo.TreeEntry // mode 0: deleted
 }
 
-func (c *stateCache) overlay(path string) *dirOverlay {
+func (c *Cache) overlay(path string) *dirOverlay {
 	if c.overlays == nil {
 		c.overlays = map[string]*dirOverlay{}
 	}
 	ov := c.overlays[path]
 	if ov == nil {
-		ov = &dirOverlay{put: map[string]treeEntry{}}
+		ov = &dirOverlay{put: map[string]gitrepo.TreeEntry{}}
 		c.overlays[path] = ov
 	}
 	return ov
 }
 
 // flushOverlay applies the collected deltas of a directory.
-func (c *stateCache) flushOverlay(path string) {
+func (c *Cache) flushOverlay(path string) {
 	ov := c.overlays[path]
 	if ov == nil {
 		return
 	}
 	delete(c.overlays, path)
-	base := c.dirs[path]
+	base := c.Dirs[path]
 	if base == nil {
 		return
 	}
 	// One pass: the base's entries that no delta names, merged with the
 	// updated ones (a name deleted or changed, whatever its mode, takes
 	// its old entry out).
-	var ups []treeEntry
+	var ups []gitrepo.TreeEntry
 	for _, en := range ov.put {
-		if en.mode != 0 {
+		if en.Mode != 0 {
 			ups = append(ups, en)
 		}
 	}
-	slices.SortFunc(ups, func(a, b treeEntry) int { return entryCmp(&a, &b) })
-	out := make([]treeEntry, 0, len(base.entries)+len(ups))
+	slices.SortFunc(ups, func(a, b gitrepo.TreeEntry) int { return gitrepo.CompareEntries(&a, &b) })
+	out := make([]gitrepo.TreeEntry, 0, len(base.Entries)+len(ups))
 	u := 0
-	for i := range base.entries {
-		en := &base.entries[i]
-		if _, changed := ov.put[en.name]; changed {
+	for i := range base.Entries {
+		en := &base.Entries[i]
+		if _, changed := ov.put[en.Name]; changed {
 			continue
 		}
-		for u < len(ups) && entryCmp(&ups[u], en) < 0 {
+		for u < len(ups) && gitrepo.CompareEntries(&ups[u], en) < 0 {
 			out = append(out, ups[u])
 			u++
 		}
 		out = append(out, *en)
 	}
 	out = append(out, ups[u:]...)
-	c.dirs[path] = &dirTree{hash: ov.hash, entries: out}
-}
-
-// dropSummary removes a summary and remembers it for the journal.
-func (c *stateCache) dropSummary(p string) {
-	c.sums.drop(p)
-	c.delSummaries[p] = true
-}
-
-// dropIndex removes a sync-index entry and remembers it for the journal.
-func (c *stateCache) dropIndex(p string) {
-	c.index.drop(p)
-	c.delIndex[p] = true
+	c.Dirs[path] = &gitrepo.Tree{Hash: ov.hash, Entries: out}
 }

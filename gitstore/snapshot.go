@@ -1,44 +1,14 @@
 package gitstore
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 )
-
-// File modes orch writes and preserves.
-const (
-	modeFile    = 0o100644
-	modeExec    = 0o100755
-	modeTree    = 0o040000
-	modeSymlink = 0o120000
-	modeGitlink = 0o160000
-)
-
-// treeEntry is one entry of a git tree object.
-type treeEntry struct {
-	name string
-	mode uint32
-	hash plumbing.Hash
-}
-
-func (e treeEntry) isTree() bool { return e.mode == modeTree }
-
-// dirTree is one directory of a snapshot: its tree id and its entries in git
-// order.
-type dirTree struct {
-	hash    plumbing.Hash
-	entries []treeEntry
-
-	// raw is its encoding in the loaded cache, for path rawPath; a changed
-	// directory is a new dirTree, so raw is only ever copied unchanged.
-	raw     []byte
-	rawPath string
-}
 
 // Snapshot is the tree of one commit of the state branch, flattened into its
 // directories. Tree surgery rewrites only the directories on the path of a
@@ -46,13 +16,13 @@ type dirTree struct {
 type Snapshot struct {
 	Tip  plumbing.Hash // commit (ZeroHash: the branch does not exist yet)
 	Root plumbing.Hash // root tree
-	dirs map[string]*dirTree
-	objs *objectStore
+	dirs map[string]*gitrepo.Tree
+	objs *gitrepo.ObjectStore
 	view func(path string, h plumbing.Hash) ([]byte, bool) // read from the view when it holds h
 }
 
-func emptySnapshot(objs *objectStore) *Snapshot {
-	return &Snapshot{dirs: map[string]*dirTree{"": {}}, objs: objs}
+func emptySnapshot(objs *gitrepo.ObjectStore) *Snapshot {
+	return &Snapshot{dirs: map[string]*gitrepo.Tree{"": {}}, objs: objs}
 }
 
 // Get returns the blob id at path.
@@ -62,10 +32,10 @@ func (s *Snapshot) Get(path string) (plumbing.Hash, bool) {
 	if d == nil {
 		return plumbing.ZeroHash, false
 	}
-	ents := d.entries
-	i := sort.Search(len(ents), func(i int) bool { return !gitLess(ents[i].name, ents[i].isTree(), name, false) })
-	if i < len(ents) && ents[i].name == name && !ents[i].isTree() {
-		return ents[i].hash, true
+	ents := d.Entries
+	i := sort.Search(len(ents), func(i int) bool { return !gitrepo.GitLess(ents[i].Name, ents[i].IsTree(), name, false) })
+	if i < len(ents) && ents[i].Name == name && !ents[i].IsTree() {
+		return ents[i].Hash, true
 	}
 	return plumbing.ZeroHash, false
 }
@@ -94,12 +64,12 @@ func (s *Snapshot) ReadAt(path string, h plumbing.Hash) ([]byte, error) {
 			return data, nil
 		}
 	}
-	return s.objs.read(plumbing.BlobObject, h)
+	return s.objs.Read(plumbing.BlobObject, h)
 }
 
 // ReadBlob returns a blob by id.
 func (s *Snapshot) ReadBlob(h plumbing.Hash) ([]byte, error) {
-	return s.objs.read(plumbing.BlobObject, h)
+	return s.objs.Read(plumbing.BlobObject, h)
 }
 
 // Files lists the regular files directly in dir (sorted), with their blobs.
@@ -108,14 +78,14 @@ func (s *Snapshot) Files(dir string) []FileEntry {
 	if d == nil {
 		return nil
 	}
-	out := make([]FileEntry, 0, len(d.entries))
-	for _, e := range d.entries {
-		if e.mode == modeFile || e.mode == modeExec {
-			p := e.name
+	out := make([]FileEntry, 0, len(d.Entries))
+	for _, e := range d.Entries {
+		if e.Mode == gitrepo.ModeFile || e.Mode == gitrepo.ModeExec {
+			p := e.Name
 			if dir != "" {
-				p = dir + "/" + e.name
+				p = dir + "/" + e.Name
 			}
-			out = append(out, FileEntry{Path: p, Blob: e.hash})
+			out = append(out, FileEntry{Path: p, Blob: e.Hash})
 		}
 	}
 	return out
@@ -148,58 +118,6 @@ func splitPath(p string) (string, string) {
 	return "", p
 }
 
-// gitLess orders tree entries as git does: by name, with a tree's name
-// compared as if it ended in '/'.
-func gitLess(a string, aTree bool, b string, bTree bool) bool {
-	if aTree {
-		a += "/"
-	}
-	if bTree {
-		b += "/"
-	}
-	return a < b
-}
-
-func parseTree(data []byte) ([]treeEntry, error) {
-	var out []treeEntry
-	for len(data) > 0 {
-		sp := bytes.IndexByte(data, ' ')
-		if sp < 0 {
-			return nil, fmt.Errorf("corrupt tree")
-		}
-		mode, err := strconv.ParseUint(string(data[:sp]), 8, 32)
-		if err != nil {
-			return nil, fmt.Errorf("corrupt tree mode")
-		}
-		data = data[sp+1:]
-		nul := bytes.IndexByte(data, 0)
-		if nul < 0 || len(data) < nul+21 {
-			return nil, fmt.Errorf("corrupt tree")
-		}
-		var h plumbing.Hash
-		copy(h[:], data[nul+1:nul+21])
-		out = append(out, treeEntry{name: string(data[:nul]), mode: uint32(mode), hash: h})
-		data = data[nul+21:]
-	}
-	return out, nil
-}
-
-func encodeTree(entries []treeEntry) []byte {
-	n := 0
-	for _, e := range entries {
-		n += len(e.name) + 28
-	}
-	buf := make([]byte, 0, n)
-	for _, e := range entries {
-		buf = strconv.AppendUint(buf, uint64(e.mode), 8)
-		buf = append(buf, ' ')
-		buf = append(buf, e.name...)
-		buf = append(buf, 0)
-		buf = append(buf, e.hash[:]...)
-	}
-	return buf
-}
-
 // maxTreeDepth and maxTreeEntries bound what a hostile state branch can make
 // orch load.
 const (
@@ -209,51 +127,51 @@ const (
 
 // loadSnapshot reads the tree of commit tip. Directories whose tree id is in
 // reuse are taken from there instead of being read again.
-func loadSnapshot(objs *objectStore, tip plumbing.Hash, reuse map[string]*dirTree) (*Snapshot, error) {
+func loadSnapshot(objs *gitrepo.ObjectStore, tip plumbing.Hash, reuse map[string]*gitrepo.Tree) (*Snapshot, error) {
 	if tip.IsZero() {
 		return emptySnapshot(objs), nil
 	}
-	raw, err := objs.read(plumbing.CommitObject, tip)
+	raw, err := objs.Read(plumbing.CommitObject, tip)
 	if err != nil {
 		return nil, fmt.Errorf("reading state commit %s: %w", tip, err)
 	}
-	c, err := parseCommit(raw)
+	c, err := gitrepo.ParseCommit(raw)
 	if err != nil {
 		return nil, fmt.Errorf("state commit %s: %w", tip, err)
 	}
-	s := &Snapshot{Tip: tip, Root: c.Tree, dirs: map[string]*dirTree{}, objs: objs}
+	s := &Snapshot{Tip: tip, Root: c.Tree, dirs: map[string]*gitrepo.Tree{}, objs: objs}
 	total := 0
 	var load func(dir string, h plumbing.Hash, depth int) error
 	load = func(dir string, h plumbing.Hash, depth int) error {
 		if depth > maxTreeDepth {
 			return nil // deeper trees are preserved by id, never read
 		}
-		var d *dirTree
-		if r := reuse[dir]; r != nil && r.hash == h {
+		var d *gitrepo.Tree
+		if r := reuse[dir]; r != nil && r.Hash == h {
 			d = r
 		} else {
-			data, err := objs.read(plumbing.TreeObject, h)
+			data, err := objs.Read(plumbing.TreeObject, h)
 			if err != nil {
 				return err
 			}
-			ents, err := parseTree(data)
+			ents, err := gitrepo.ParseTree(data)
 			if err != nil {
 				return fmt.Errorf("tree %s: %w", h, err)
 			}
-			d = &dirTree{hash: h, entries: ents}
+			d = &gitrepo.Tree{Hash: h, Entries: ents}
 		}
-		total += len(d.entries)
+		total += len(d.Entries)
 		if total > maxTreeEntries {
 			return fmt.Errorf("state branch has more than %d entries", maxTreeEntries)
 		}
 		s.dirs[dir] = d
-		for _, e := range d.entries {
-			if e.isTree() {
-				sub := e.name
+		for _, e := range d.Entries {
+			if e.IsTree() {
+				sub := e.Name
 				if dir != "" {
-					sub = dir + "/" + e.name
+					sub = dir + "/" + e.Name
 				}
-				if err := load(sub, e.hash, depth+1); err != nil {
+				if err := load(sub, e.Hash, depth+1); err != nil {
 					return err
 				}
 			}
@@ -276,8 +194,8 @@ type Change struct {
 // apply returns a new snapshot with the changes made, writing the new blobs
 // and the trees on the path of each change. Unchanged directories keep
 // their tree ids.
-func (s *Snapshot) apply(changes []Change, b *batch) (*Snapshot, error) {
-	out := &Snapshot{Tip: s.Tip, dirs: make(map[string]*dirTree, len(s.dirs)), objs: s.objs}
+func (s *Snapshot) apply(changes []Change, b *gitrepo.Batch) (*Snapshot, error) {
+	out := &Snapshot{Tip: s.Tip, dirs: make(map[string]*gitrepo.Tree, len(s.dirs)), objs: s.objs}
 	for k, v := range s.dirs {
 		out.dirs[k] = v
 	}
@@ -290,7 +208,7 @@ func (s *Snapshot) apply(changes []Change, b *batch) (*Snapshot, error) {
 		if !c.Delete {
 			// A tree may not hold a file and a directory of one name:
 			// git fsck rejects such a tree (duplicateEntries).
-			if d := out.dirs[c.Path]; d != nil && len(d.entries) > 0 {
+			if d := out.dirs[c.Path]; d != nil && len(d.Entries) > 0 {
 				return nil, fmt.Errorf("invalid path %q: a directory of the state branch has that name", c.Path)
 			}
 			for p := dir; p != ""; p, _ = splitPath(p) {
@@ -300,32 +218,32 @@ func (s *Snapshot) apply(changes []Change, b *batch) (*Snapshot, error) {
 			}
 		}
 		d := out.dirs[dir]
-		var ents []treeEntry
+		var ents []gitrepo.TreeEntry
 		if d != nil {
-			ents = append([]treeEntry(nil), d.entries...)
+			ents = append([]gitrepo.TreeEntry(nil), d.Entries...)
 		}
-		i := sort.Search(len(ents), func(i int) bool { return !gitLess(ents[i].name, ents[i].isTree(), name, false) })
-		exists := i < len(ents) && ents[i].name == name && !ents[i].isTree()
+		i := sort.Search(len(ents), func(i int) bool { return !gitrepo.GitLess(ents[i].Name, ents[i].IsTree(), name, false) })
+		exists := i < len(ents) && ents[i].Name == name && !ents[i].IsTree()
 		if c.Delete {
 			if !exists {
 				continue
 			}
 			ents = append(ents[:i], ents[i+1:]...)
 		} else {
-			h := b.add(plumbing.BlobObject, c.Data)
-			mode := uint32(modeFile)
+			h := b.Add(plumbing.BlobObject, c.Data)
+			mode := uint32(gitrepo.ModeFile)
 			if exists {
-				if ents[i].mode == modeExec {
-					mode = modeExec
+				if ents[i].Mode == gitrepo.ModeExec {
+					mode = gitrepo.ModeExec
 				}
-				ents[i] = treeEntry{name: name, mode: mode, hash: h}
+				ents[i] = gitrepo.TreeEntry{Name: name, Mode: mode, Hash: h}
 			} else {
-				ents = append(ents, treeEntry{})
+				ents = append(ents, gitrepo.TreeEntry{})
 				copy(ents[i+1:], ents[i:])
-				ents[i] = treeEntry{name: name, mode: mode, hash: h}
+				ents[i] = gitrepo.TreeEntry{Name: name, Mode: mode, Hash: h}
 			}
 		}
-		out.dirs[dir] = &dirTree{entries: ents}
+		out.dirs[dir] = &gitrepo.Tree{Entries: ents}
 		for p := dir; ; {
 			dirty[p] = true
 			if p == "" {
@@ -349,17 +267,17 @@ func (s *Snapshot) apply(changes []Change, b *batch) (*Snapshot, error) {
 	for _, dir := range order {
 		d := out.dirs[dir]
 		if d == nil {
-			d = &dirTree{}
+			d = &gitrepo.Tree{}
 		}
-		if len(d.entries) == 0 && dir != "" {
+		if len(d.Entries) == 0 && dir != "" {
 			delete(out.dirs, dir)
 			if err := out.setChild(dir, plumbing.ZeroHash); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		h := b.add(plumbing.TreeObject, encodeTree(d.entries))
-		out.dirs[dir] = &dirTree{hash: h, entries: d.entries}
+		h := b.Add(plumbing.TreeObject, gitrepo.EncodeTree(d.Entries))
+		out.dirs[dir] = &gitrepo.Tree{Hash: h, Entries: d.Entries}
 		if dir == "" {
 			out.Root = h
 		} else if err := out.setChild(dir, h); err != nil {
@@ -369,7 +287,7 @@ func (s *Snapshot) apply(changes []Change, b *batch) (*Snapshot, error) {
 	if len(dirty) == 0 {
 		out.Root = s.Root
 		if out.Root.IsZero() {
-			h := b.add(plumbing.TreeObject, nil)
+			h := b.Add(plumbing.TreeObject, nil)
 			out.Root = h
 		}
 	}
@@ -381,24 +299,24 @@ func (s *Snapshot) apply(changes []Change, b *batch) (*Snapshot, error) {
 func (s *Snapshot) setChild(dir string, h plumbing.Hash) error {
 	parent, name := splitPath(dir)
 	p := s.dirs[parent]
-	var ents []treeEntry
+	var ents []gitrepo.TreeEntry
 	if p != nil {
-		ents = append([]treeEntry(nil), p.entries...)
+		ents = append([]gitrepo.TreeEntry(nil), p.Entries...)
 	}
-	i := sort.Search(len(ents), func(i int) bool { return !gitLess(ents[i].name, ents[i].isTree(), name, true) })
-	exists := i < len(ents) && ents[i].name == name && ents[i].isTree()
+	i := sort.Search(len(ents), func(i int) bool { return !gitrepo.GitLess(ents[i].Name, ents[i].IsTree(), name, true) })
+	exists := i < len(ents) && ents[i].Name == name && ents[i].IsTree()
 	switch {
 	case h.IsZero() && exists:
 		ents = append(ents[:i], ents[i+1:]...)
 	case h.IsZero():
 	case exists:
-		ents[i].hash = h
+		ents[i].Hash = h
 	default:
-		ents = append(ents, treeEntry{})
+		ents = append(ents, gitrepo.TreeEntry{})
 		copy(ents[i+1:], ents[i:])
-		ents[i] = treeEntry{name: name, mode: modeTree, hash: h}
+		ents[i] = gitrepo.TreeEntry{Name: name, Mode: gitrepo.ModeTree, Hash: h}
 	}
-	s.dirs[parent] = &dirTree{entries: ents}
+	s.dirs[parent] = &gitrepo.Tree{Entries: ents}
 	return nil
 }
 

@@ -1,8 +1,7 @@
-package gitstore
+package gitrepo
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore/privfile"
 )
 
 // refLockTimeout is how long a ref update waits for a .lock file held by
@@ -183,14 +184,14 @@ func (r *Repo) UpdateRef(u RefUpdate) error {
 // never overwrites the note that lets the next orch recognise a lock on
 // another ref (the state branch) left by a killed orch.
 func (r *Repo) ownerNote(lockPath string) string {
-	if r.ownerFile == "" {
+	if r.LockOwnerFile == "" {
 		return ""
 	}
 	rel, err := filepath.Rel(r.CommonDir, strings.TrimSuffix(lockPath, ".lock"))
 	if err != nil {
 		rel = lockPath
 	}
-	return r.ownerFile + "." + url.PathEscape(filepath.ToSlash(rel))
+	return r.LockOwnerFile + "." + url.PathEscape(filepath.ToSlash(rel))
 }
 
 // noteLockOwner records which orch process holds (or is about to create)
@@ -199,7 +200,7 @@ func (r *Repo) ownerNote(lockPath string) string {
 // killed orch and can be taken over at once, instead of after
 // staleRefLockAge.
 func (r *Repo) noteLockOwner(lockPath string) {
-	if note := r.ownerNote(lockPath); note != "" && checkRegular(note) == nil {
+	if note := r.ownerNote(lockPath); note != "" && privfile.Check(note) == nil {
 		_ = os.WriteFile(note, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o666)
 	}
 }
@@ -212,18 +213,18 @@ func (r *Repo) clearLockOwner(lockPath string) {
 		_ = os.Remove(note)
 		// The one note of older orch versions (read by LockOwner too): no
 		// orch holds a ref lock now but us, so it names none.
-		_ = os.Remove(r.ownerFile)
+		_ = os.Remove(r.LockOwnerFile)
 	}
 }
 
 // LockOwner returns the pid noted as the owner of the ref .lock file
 // lockPath (see noteLockOwner), and when it was noted.
 func (r *Repo) LockOwner(lockPath string) (pid int, noted time.Time, ok bool) {
-	for _, note := range []string{r.ownerNote(lockPath), r.ownerFile} {
+	for _, note := range []string{r.ownerNote(lockPath), r.LockOwnerFile} {
 		if note == "" {
 			continue
 		}
-		b, err := ReadPrivateFile(note)
+		b, err := privfile.Read(note)
 		if err != nil {
 			continue // the per-ref note, else the one an older orch wrote
 		}
@@ -240,9 +241,9 @@ func (r *Repo) LockOwner(lockPath string) (pid int, noted time.Time, ok bool) {
 	return 0, time.Time{}, false
 }
 
-// leftByDeadOrch reports whether the lock was left by a killed orch, so that
+// LeftByDeadOrch reports whether the lock was left by a killed orch, so that
 // it can be taken over now rather than after staleRefLockAge.
-func (r *Repo) leftByDeadOrch(lockPath string, lockInfo os.FileInfo) bool {
+func (r *Repo) LeftByDeadOrch(lockPath string, lockInfo os.FileInfo) bool {
 	// Also give a live git process holding a fresh lock time to finish.
 	return r.deadOrchNote(lockPath, lockInfo) && time.Since(lockInfo.ModTime()) > time.Second
 }
@@ -324,7 +325,7 @@ func (r *Repo) createLockFile(lockPath string) (_ *os.File, err error) {
 		if !errors.Is(err, os.ErrExist) {
 			return nil, err
 		}
-		if fi, serr := os.Stat(lockPath); serr == nil && (time.Since(fi.ModTime()) > staleRefLockAge || r.leftByDeadOrch(lockPath, fi)) {
+		if fi, serr := os.Stat(lockPath); serr == nil && (time.Since(fi.ModTime()) > staleRefLockAge || r.LeftByDeadOrch(lockPath, fi)) {
 			// Left by a killed process: take it over. Only the holder of
 			// the orch flock gets here, so two orch processes never race on it.
 			os.Remove(lockPath)
@@ -411,4 +412,113 @@ func (r *Repo) HeadBranch() string {
 	return strings.TrimPrefix(s, "ref: refs/heads/")
 }
 
-var _ = bytes.Equal
+// lockOwnerNotes lists the ref-lock-owner notes: one per ref
+// (<common>/orch/ref-lock-owner.<ref>), and the single one older orch
+// versions wrote.
+func (r *Repo) lockOwnerNotes() []string {
+	if r.LockOwnerFile == "" {
+		return nil
+	}
+	notes, _ := filepath.Glob(r.LockOwnerFile + ".*")
+	if _, err := os.Stat(r.LockOwnerFile); err == nil {
+		notes = append([]string{r.LockOwnerFile}, notes...)
+	}
+	return notes
+}
+
+// noteStale reads a note: the pid it names, and whether that process is
+// gone (or the note holds no pid at all).
+func noteStale(note string) (int, bool) {
+	b, err := privfile.Read(note)
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return -1, true
+	}
+	if pid == os.Getpid() {
+		return pid, false
+	}
+	if err := syscall.Kill(pid, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
+		return pid, false
+	}
+	return pid, true
+}
+
+// RemoveLocksOfDeadOrch removes the ref .lock files that killed orch
+// processes left, with their notes. The caller holds the exclusive orch
+// lock, and only its holder writes notes, so every note there is left
+// over; its lock is taken to be the dead process's by the rule UpdateRef
+// uses to take one over (LeftByDeadOrch: the note dates from the lock and
+// the lock is a second old). The state branch's lock is taken over by the
+// next commit anyway, but a task branch's may not be wanted again by orch,
+// and it blocks git on that branch. Listing the notes is one small readdir.
+func (r *Repo) RemoveLocksOfDeadOrch() {
+	prefix := r.LockOwnerFile + "."
+	for _, note := range r.lockOwnerNotes() {
+		ref, err := url.PathUnescape(strings.TrimPrefix(note, prefix))
+		if !strings.HasPrefix(note, prefix) || err != nil || !ValidRefName(ref) {
+			continue
+		}
+		lockPath := filepath.Join(r.CommonDir, filepath.FromSlash(ref)) + ".lock"
+		fi, err := os.Lstat(lockPath)
+		if err != nil {
+			if _, stale := noteStale(note); stale && errors.Is(err, os.ErrNotExist) {
+				_ = os.Remove(note) // killed after its lock was gone
+			}
+			continue
+		}
+		if r.LeftByDeadOrch(lockPath, fi) {
+			if os.Remove(lockPath) == nil {
+				_ = os.Remove(note)
+			}
+		}
+	}
+}
+
+// StaleLockOwnerNote reports a ref-lock-owner note naming a process that is
+// gone (or holding no pid at all): UpdateRef removes its note when it
+// releases the ref lock, so such a note was left by a killed orch.
+func (r *Repo) StaleLockOwnerNote() (path string, pid int, stale bool) {
+	for _, note := range r.lockOwnerNotes() {
+		if pid, stale := noteStale(note); stale {
+			return note, pid, true
+		}
+	}
+	return "", 0, false
+}
+
+// RemoveStaleLockOwnerNote removes every note that is still stale.
+func (r *Repo) RemoveStaleLockOwnerNote() error {
+	for _, note := range r.lockOwnerNotes() {
+		if _, stale := noteStale(note); stale {
+			if err := os.Remove(note); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// LastReflogCommit is the commit the reflog of ref last recorded (ZeroHash
+// if none): where a ref whose file was damaged pointed.
+func (r *Repo) LastReflogCommit(ref string) plumbing.Hash {
+	if !ValidRefName(ref) {
+		return plumbing.ZeroHash
+	}
+	b, err := os.ReadFile(filepath.Join(r.CommonDir, "logs", filepath.FromSlash(ref)))
+	if err != nil {
+		return plumbing.ZeroHash
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) >= 2 && plumbing.IsHash(f[1]) {
+			if h := plumbing.NewHash(f[1]); !h.IsZero() {
+				return h
+			}
+		}
+	}
+	return plumbing.ZeroHash
+}

@@ -1,4 +1,4 @@
-package gitstore
+package statecache
 
 import (
 	"fmt"
@@ -9,6 +9,10 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
+// tasksDir is where orch keeps task files, whose names the lookups by id
+// rely on.
+const tasksDir = "tasks"
+
 // TestByNamedIDAgainstWalk checks the binary search by id against the walk
 // over every record, over random base and added records (replaced,
 // dropped, sharing ids), whenever every file is named after its id.
@@ -18,14 +22,14 @@ func TestByNamedIDAgainstWalk(t *testing.T) {
 	pathFor := func(id string) string {
 		switch rng.Intn(3) {
 		case 0:
-			return TasksDir + "/" + id + ".md"
+			return tasksDir + "/" + id + ".md"
 		case 1:
-			return TasksDir + "/" + id + "-" + string(rune('a'+rng.Intn(3))) + ".md"
+			return tasksDir + "/" + id + "-" + string(rune('a'+rng.Intn(3))) + ".md"
 		}
-		return TasksDir + "/" + id + "-zz-" + fmt.Sprint(rng.Intn(5)) + ".md"
+		return tasksDir + "/" + id + "-zz-" + fmt.Sprint(rng.Intn(5)) + ".md"
 	}
 	for round := 0; round < 300; round++ {
-		var ss summarySet
+		var ss Summaries
 		var base []string
 		seen := map[string]bool{}
 		for i := rng.Intn(40); i > 0; i-- {
@@ -36,7 +40,7 @@ func TestByNamedIDAgainstWalk(t *testing.T) {
 			}
 		}
 		sort.Strings(base)
-		ss.base = make([]sumRec, len(base))
+		ss.base = make([]Record, len(base))
 		for i, b := range base {
 			var p, id string
 			for j := range b {
@@ -55,21 +59,21 @@ func TestByNamedIDAgainstWalk(t *testing.T) {
 				id := ids[rng.Intn(len(ids))]
 				p := pathFor(id)
 				if misnamed && rng.Intn(3) == 0 {
-					p = TasksDir + "/by-hand-" + fmt.Sprint(rng.Intn(3)) + ".md"
+					p = tasksDir + "/by-hand-" + fmt.Sprint(rng.Intn(3)) + ".md"
 				}
-				ss.put(newSumRec(&Summary{Path: p, Task: taskfile.Task{ID: id}}))
+				ss.put(newRecord(&Summary{Path: p, Task: taskfile.Task{ID: id}}))
 			case 1:
 				if len(base) > 0 {
 					ss.drop(ss.base[rng.Intn(len(base))].Path)
 				}
 			case 2:
 				// Lookups between changes: the added map is rebuilt.
-				if ss.namedByID() {
-					ss.byNamedID(ids[rng.Intn(len(ids))])
+				if ss.NamedByID(tasksDir) {
+					ss.ByNamedID(tasksDir, ids[rng.Intn(len(ids))])
 				}
 			}
 		}
-		named := ss.namedByID()
+		named := ss.NamedByID(tasksDir)
 		if !misnamed && !named {
 			t.Fatalf("round %d: files named after their ids not seen as such", round)
 		}
@@ -77,14 +81,14 @@ func TestByNamedIDAgainstWalk(t *testing.T) {
 			continue
 		}
 		for _, id := range append(ids, "T-", "T-aaaaa", "T-zzz") {
-			if got, want := ss.byNamedID(id), ss.byID(id); got != want {
-				t.Fatalf("round %d: byNamedID(%s) = %+v, walk finds %+v", round, id, got, want)
+			if got, want := ss.ByNamedID(tasksDir, id), ss.ByID(id); got != want {
+				t.Fatalf("round %d: ByNamedID(%s) = %+v, walk finds %+v", round, id, got, want)
 			}
 		}
 	}
 }
 
-func TestFileNamedFor(t *testing.T) {
+func TestNamedFor(t *testing.T) {
 	for _, tc := range []struct {
 		path, id string
 		want     bool
@@ -96,9 +100,10 @@ func TestFileNamedFor(t *testing.T) {
 		{"tasks/fix-it.md", "T-abc", false},
 		{"other/T-abc-x.md", "T-abc", false},
 		{"tasks/T-ab", "T-abc", false},
+		{"tasks-T-abc.md", "T-abc", false},
 	} {
-		if got := fileNamedFor(tc.path, tc.id); got != tc.want {
-			t.Errorf("fileNamedFor(%q, %q) = %v", tc.path, tc.id, got)
+		if got := NamedFor(tasksDir, tc.path, tc.id); got != tc.want {
+			t.Errorf("NamedFor(%q, %q, %q) = %v", tasksDir, tc.path, tc.id, got)
 		}
 	}
 }

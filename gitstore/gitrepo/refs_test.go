@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"errors"
@@ -260,12 +260,18 @@ func TestStaleRefLockTakenOver(t *testing.T) {
 // staleRefLockAge.
 func TestRefLockLeftByKilledOrch(t *testing.T) {
 	dir := makeRepo(t)
-	initStore(t, dir)
+	c := someCommits(t, dir, 2)
+	const ref = "refs/heads/orch"
+	gitCmd(t, dir, "update-ref", ref, c[0].String())
 	setRefLockVars(t, 3*time.Second, time.Hour)
 
-	st := openStore(t, dir)
-	lock := filepath.Join(st.Repo.CommonDir, "refs", "heads", "orch.lock")
-	owner := filepath.Join(st.PrivDir(), "ref-lock-owner")
+	r, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.LockOwnerFile = filepath.Join(r.CommonDir, "orch", "ref-lock-owner")
+	lock := filepath.Join(r.CommonDir, "refs", "heads", "orch.lock")
+	owner := r.LockOwnerFile
 
 	// A live process named as owner: its lock is respected.
 	live := exec.Command("sleep", "30")
@@ -290,44 +296,37 @@ func TestRefLockLeftByKilledOrch(t *testing.T) {
 	setup := func(pid int) { setupAt(pid, 5*time.Millisecond) }
 	setup(live.Process.Pid)
 	refLockTimeout = 200 * time.Millisecond
-	before := tip(t, dir)
-	_, err := st.Commit(&CommitRequest{Changes: []Change{{Path: "messages/a.md", Data: []byte("a\n")}}, Message: "m", Author: testActor})
+	err = r.UpdateRef(RefUpdate{Name: ref, Old: c[0], New: c[1]})
 	var rl *ErrRefLocked
 	if !errors.As(err, &rl) {
-		t.Fatalf("commit with a lock held by a live orch: %v", err)
+		t.Fatalf("update with a lock held by a live orch: %v", err)
 	}
-	if tip(t, dir) != before {
+	if revParse(dir, ref) != c[0].String() {
 		t.Fatal("branch moved under a live lock")
 	}
 	if _, err := os.Stat(lock); err != nil {
 		t.Fatal("live owner's lock removed")
 	}
-	closeStore(t, st)
 
 	// A dead orch's note from long before the lock: the lock is a live git
 	// process's, not the dead orch's, and is respected.
 	setupAt(deadPID(t), -time.Minute)
-	st = openStore(t, dir)
-	_, err = st.Commit(&CommitRequest{Changes: []Change{{Path: "messages/a.md", Data: []byte("a\n")}}, Message: "m", Author: testActor})
+	err = r.UpdateRef(RefUpdate{Name: ref, Old: c[0], New: c[1]})
 	if !errors.As(err, &rl) {
-		t.Fatalf("commit with a lock newer than a dead orch's note: %v", err)
+		t.Fatalf("update with a lock newer than a dead orch's note: %v", err)
 	}
-	closeStore(t, st)
-	if tip(t, dir) != before {
+	if revParse(dir, ref) != c[0].String() {
 		t.Fatal("branch moved under a foreign lock")
 	}
 
 	// The owner is dead and the lock is its: taken over at once.
 	setup(deadPID(t))
 	refLockTimeout = 3 * time.Second
-	st = openStore(t, dir)
-	h, err := st.Commit(&CommitRequest{Changes: []Change{{Path: "messages/b.md", Data: []byte("b\n")}}, Message: "m", Author: testActor})
-	if err != nil {
-		t.Fatalf("commit after a killed orch left the ref lock: %v", err)
+	if err := r.UpdateRef(RefUpdate{Name: ref, Old: c[0], New: c[1]}); err != nil {
+		t.Fatalf("update after a killed orch left the ref lock: %v", err)
 	}
-	closeStore(t, st)
-	if got := tip(t, dir); got != h.String() {
-		t.Fatalf("tip %s, want %s", got, h)
+	if got := revParse(dir, ref); got != c[1].String() {
+		t.Fatalf("tip %s, want %s", got, c[1])
 	}
 	// Once released, the note is gone: it never names a finished process.
 	if _, err := os.Stat(owner); !os.IsNotExist(err) {
@@ -336,16 +335,17 @@ func TestRefLockLeftByKilledOrch(t *testing.T) {
 	fsck(t, dir)
 }
 
-// Lock removes the ref .lock files that killed orch processes left (a task
-// branch's lock may not be wanted again by orch, and it blocks git on that
-// branch), and only those.
-func TestLockRemovesLocksOfDeadOrch(t *testing.T) {
+// RemoveLocksOfDeadOrch removes the ref .lock files that killed orch
+// processes left (a task branch's lock may not be wanted again by orch, and
+// it blocks git on that branch), and only those.
+func TestRemoveLocksOfDeadOrch(t *testing.T) {
 	t.Parallel()
 	dir := makeRepo(t)
-	initStore(t, dir)
-	st0 := openStore(t, dir)
-	repo := st0.Repo
-	closeStore(t, st0)
+	repo, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.LockOwnerFile = filepath.Join(repo.CommonDir, "orch", "ref-lock-owner")
 
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
@@ -375,8 +375,7 @@ func TestLockRemovesLocksOfDeadOrch(t *testing.T) {
 	liveLock, liveNote := place("refs/heads/task/T-live01-x", os.Getppid(), true)
 	_, loneNote := place("refs/heads/task/T-lone01-x", deadPID, false)
 
-	st := openStore(t, dir)
-	closeStore(t, st)
+	repo.RemoveLocksOfDeadOrch()
 	for _, p := range []string{deadLock, deadNote, loneNote} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left (%v)", p, err)
