@@ -60,7 +60,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		if !e.IsHuman() {
 			return &workflow.RuleError{Rule: "authority",
 				Msg:  fmt.Sprintf("%s is an agent: the board's actions are a human's", e.Actor),
-				Hint: "run orch serve as a person (without ORCH_AGENT, under a name not in config.yaml's agents)"}
+				Hint: "this is for a human: ask one with orch escalate " + id + " -m \"what you need and why\" (it lands in orch inbox)"}
 		}
 		sm, err := e.Lookup(id)
 		if err != nil {

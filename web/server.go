@@ -110,10 +110,10 @@ func New(opts Options, addr string) (*Server, error) {
 		return nil, err
 	}
 	switch {
-	case opts.Act == nil || opts.Token == "":
-		s.readOnly = "started read-only"
 	case opts.Public:
 		s.readOnly = "the server listens beyond this machine (--public)"
+	case opts.Act == nil || opts.Token == "":
+		s.readOnly = "started read-only"
 	case opts.Signals.EnvAgent != "":
 		s.readOnly = "ORCH_AGENT is set: " + opts.Actor + " is an agent, and the board's actions are a human's"
 	case cfg.Kind(opts.Actor, opts.Signals) != workflow.KindHuman:
