@@ -59,7 +59,7 @@ type bar struct {
 // hbars draws horizontal bars, one per row, labelled on the left and with
 // the value at the end of the bar.
 func hbars(label string, bars []bar) template.HTML {
-	const rowH, labelW, valueW, width = 22, 190, 40, 560
+	const rowH, labelW, valueW, width = 22, 160, 36, 360
 	h := rowH*len(bars) + 8
 	s := newSVG(width, max(h, rowH+8), label)
 	top := 0
@@ -69,7 +69,7 @@ func hbars(label string, bars []bar) template.HTML {
 	span := float64(width - labelW - valueW)
 	for i, b := range bars {
 		y := float64(4 + i*rowH)
-		s.text(labelW-8, y+15, "end", "label", clipLabel(b.Label, 28))
+		s.text(labelW-8, y+15, "end", "label", clipLabel(b.Label, 22))
 		w := 0.0
 		if top > 0 {
 			w = span * float64(b.Value) / float64(top)
