@@ -20,8 +20,11 @@ type Config struct {
 	BaseBranch   string   `yaml:"base_branch" json:"base_branch"`
 	BranchPrefix string   `yaml:"branch_prefix" json:"branch_prefix"`
 	ClaimTimeout Duration `yaml:"claim_timeout" json:"claim_timeout"`
-	IDPrefix     string   `yaml:"id_prefix" json:"id_prefix"`
-	DefaultRole  string   `yaml:"default_role" json:"default_role"`
+	// ClaimArbiter decides a claim across machines (claimrefs.go):
+	// state_branch (default) or claim_ref.
+	ClaimArbiter string `yaml:"claim_arbiter" json:"claim_arbiter"`
+	IDPrefix     string `yaml:"id_prefix" json:"id_prefix"`
+	DefaultRole  string `yaml:"default_role" json:"default_role"`
 	// WorktreeDir holds the tasks' worktrees (relative to the main
 	// worktree); empty: beside the main worktree.
 	WorktreeDir string  `yaml:"worktree_dir" json:"worktree_dir"`
@@ -97,6 +100,7 @@ func DefaultConfig() *Config {
 		BaseBranch:   "main",
 		BranchPrefix: "task/",
 		ClaimTimeout: Duration(2 * time.Hour),
+		ClaimArbiter: ArbiterStateBranch,
 		IDPrefix:     "T",
 		DefaultRole:  "implementer",
 		Review:       Review{MaxRejections: 3, MaxNoProgress: 2},
@@ -109,7 +113,10 @@ const DefaultConfigYAML = `# orch configuration. This file lives on the state br
 # .orchestrator/config.yaml (or with "orch edit config") and orch commits it.
 base_branch: main          # task branches start from here
 branch_prefix: task/       # task branches are <prefix><id>-<slug>
-claim_timeout: 2h          # orch sweep moves older claims to needs_continuation
+claim_timeout: 2h          # a claim is a lease this long, renewed by orch heartbeat and orch respond
+claim_arbiter: state_branch # claim --sync across machines: answered once the remote's state branch
+                           # holds the claim; claim_ref: once the task's claim ref is won (faster;
+                           # every clone must run an orch that knows claim refs)
 id_prefix: T               # task ids are <prefix>-xxxxxx
 default_role: implementer  # role of tasks created without --role
 worktree_dir: ""           # where orch worktree and claim --worktree put task worktrees
@@ -165,6 +172,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 	}
 	if !regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,15}$`).MatchString(c.IDPrefix) {
 		return nil, problem("id_prefix", "%q must be letters and digits, starting with a letter", c.IDPrefix)
+	}
+	if c.ClaimArbiter != ArbiterStateBranch && c.ClaimArbiter != ArbiterClaimRef {
+		return nil, problem("claim_arbiter", "%q is not %s or %s", c.ClaimArbiter, ArbiterStateBranch, ArbiterClaimRef)
 	}
 	if c.Review.MaxRejections < 1 {
 		return nil, problem("max_rejections", "must be at least 1")

@@ -36,10 +36,11 @@ const (
 	CheckCheckedOut  = "checked_out"
 	CheckExclude     = "exclude"
 	CheckPrivate     = "private_files"
+	CheckClaims      = "claims"
 )
 
 // DoctorChecks lists every check, in report order.
-var DoctorChecks = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude, CheckPrivate}
+var DoctorChecks = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude, CheckPrivate, CheckClaims}
 
 // Check statuses.
 const (
@@ -223,6 +224,7 @@ func diagnose(st *gitstore.Store, base string) *diagnosis {
 	d.checkCheckedOut()
 	d.checkExclude()
 	d.checkPrivate()
+	d.checkClaims()
 	return d
 }
 
@@ -689,6 +691,39 @@ func (d *diagnosis) checkCheckedOut() {
 	d.add(CheckCheckedOut, StatusProblem,
 		fmt.Sprintf("%s is checked out in %s: orch refuses to write to it", d.st.Ref, strings.Join(wts, ", ")),
 		"move those worktrees off the branch ("+strings.Join(fixes, "; ")+", or git worktree remove them)", nil)
+}
+
+// checkClaims says how claims across machines are decided on each remote
+// this clone shares the state branch with (from the last fetch: doctor does
+// not reach the network), and how to move to claim refs as the arbiter.
+func (d *diagnosis) checkClaims() {
+	var lines []string
+	arbiter := ArbiterStateBranch
+	if data, err := d.st.ReadAtTip(gitstore.ConfigFile); err == nil {
+		if cfg, err := ParseConfig(gitstore.ConfigFile, data); err == nil {
+			arbiter = cfg.ClaimArbiter
+		}
+	}
+	hint := ""
+	for _, rs := range d.st.Repo.RemoteStateRefs(d.st.Ref) {
+		claims, err := d.st.Repo.FetchedClaims(rs.Remote)
+		if err != nil {
+			continue
+		}
+		layout := "one ref (the state branch alone; no claim refs seen)"
+		if len(claims) > 0 {
+			layout = fmt.Sprintf("claim refs (%d under refs/orch/claims/ at the last fetch)", len(claims))
+		}
+		lines = append(lines, rs.Remote+": "+layout)
+		if arbiter == ArbiterStateBranch {
+			hint = "claims are answered once the state branch holds them; once every clone runs an orch that knows claim refs, set claim_arbiter: claim_ref (orch edit config) and orch sync: claims then stop waiting for each other"
+		}
+	}
+	if len(lines) == 0 {
+		d.add(CheckClaims, StatusOK, "no remote shares the state branch: claims are decided here", "", nil)
+		return
+	}
+	d.add(CheckClaims, StatusOK, "claim_arbiter "+arbiter+"; "+strings.Join(lines, "; "), hint, nil)
 }
 
 func (d *diagnosis) checkExclude() {

@@ -76,6 +76,9 @@ type Engine struct {
 	// reviewGround is what put the task in a scoped reviewer's scope
 	// ("label tests"), set by checkReviewerScope for apply to record.
 	reviewGround string
+	// remoteClaims are the remote's claim refs as claim --sync fetched
+	// them (claimrefs.go).
+	remoteClaims map[string]*remoteClaim
 }
 
 // progress reports how far a long operation has got (see Progress).

@@ -221,6 +221,9 @@ func (e *Engine) whyNot(s *gitstore.Summary, roles []string) (rule, msg string) 
 		}
 		return "claimed", fmt.Sprintf("it is claimed by %s, whose lease runs until %s", t.ClaimedBy, taskfile.FormatTime(e.leaseEnd(s)))
 	}
+	if rc := e.pendingClaim(t.ID); rc != nil {
+		return "claimed", remoteClaimMsg(rc)
+	}
 	if ok, pending := e.DepsDone(t); !ok {
 		return "dependencies", "it waits for " + strings.Join(pending, ", ")
 	}
@@ -333,6 +336,7 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 			body:      body + "; " + how + ".",
 			data:      data,
 			beforeRef: create,
+			trailers:  e.claimTrailers(out.Attempt),
 		}, nil
 	})
 	if err != nil {

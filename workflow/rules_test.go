@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -278,6 +279,54 @@ func TestRulesAuthority(t *testing.T) {
 	as(t, dir, "lead", false, func(e *Engine) {
 		if _, err := e.Approve(id, "Good."); err != nil {
 			t.Fatalf("a human approves: %v", err)
+		}
+	})
+}
+
+// TestRulesRemoteClaims: a claim ref the state branch does not hold yet
+// makes the task taken until its lease ends; one the state holds leaves the
+// rules to the state; one whose task moved on is stale.
+func TestRulesRemoteClaims(t *testing.T) {
+	dir := rulesRepo(t, rulesTeam)
+	a := mustNew(t, dir, NewTask{Title: "Pending elsewhere"})
+	b := mustNew(t, dir, NewTask{Title: "Free"})
+	now := time.Now().UTC()
+	as(t, dir, "agent-a", true, func(e *Engine) {
+		pending := &remoteClaim{ID: a, By: "agent-b", Attempt: 1, Until: now.Add(time.Hour)}
+		e.remoteClaims = map[string]*remoteClaim{a: pending}
+		if got := e.claimState(pending); got != "pending" {
+			t.Errorf("claimState = %s, want pending", got)
+		}
+		_, err := e.Claim(ClaimOptions{Task: a})
+		if ruleOf(err) != "claimed" || !strings.Contains(err.Error(), "agent-b on the remote") {
+			t.Fatalf("claim of a task with a pending remote claim: %v, want rule claimed naming agent-b", err)
+		}
+		c, err := e.Claim(ClaimOptions{})
+		if err != nil || c.Task.Task.ID != b {
+			t.Fatalf("next claim = %v, %v; want %s (the other task)", c, err, b)
+		}
+		// The claim commit carries what other clones read from its ref.
+		cm, err := e.Store.ReadCommit(c.Commit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr := cm.Trailers(); tr["Orch-Attempt"] != "1" || tr["Orch-Lease-Until"] == "" {
+			t.Errorf("claim trailers = %v, want Orch-Attempt 1 and Orch-Lease-Until", tr)
+		}
+		held := &remoteClaim{ID: b, By: "agent-a", Attempt: 1, Until: now.Add(time.Hour)}
+		if got := e.claimState(held); got != "held" {
+			t.Errorf("claimState of this claim = %s, want held", got)
+		}
+		// A lease that ran out: the task is claimable again.
+		pending.Until = now.Add(-time.Second)
+		if _, err := e.Claim(ClaimOptions{Task: a}); err != nil {
+			t.Fatalf("claim after the remote lease ran out: %v", err)
+		}
+		if got := e.claimState(pending); got != "ended" {
+			t.Errorf("claimState of agent-b's claim after agent-a's = %s, want ended", got)
+		}
+		if stale := e.staleClaims(); len(stale) != 1 {
+			t.Errorf("staleClaims = %v, want agent-b's only", stale)
 		}
 	})
 }

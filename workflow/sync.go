@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -402,6 +401,3 @@ func (e *Engine) mergeTaskFile(p string, bd, od, td []byte) ([]byte, []SyncConfl
 	}
 	return merged.Src, out
 }
-
-// ErrSyncRace is a push that kept losing.
-var ErrSyncRace = errors.New("the remote kept moving; sync again")

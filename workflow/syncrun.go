@@ -10,10 +10,13 @@ import (
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/taskfile"
 )
 
-// SyncAttempts bounds the fetch-merge-push loop of Sync and ClaimSync.
-const SyncAttempts = 40
+// SyncDeadline is how long sync and claim --sync keep trying when other
+// clones win the races on the remote: they back off and try again until
+// then, and give up (exit 5) only past it.
+const SyncDeadline = 2 * time.Minute
 
 // SyncOptions configure Sync and ClaimSync.
 type SyncOptions struct {
@@ -24,6 +27,25 @@ type SyncOptions struct {
 	// MaxBackoff caps the random wait after a lost push (0: no cap beyond
 	// the default growth to 320 ms).
 	MaxBackoff time.Duration
+	// Deadline overrides SyncDeadline (tests).
+	Deadline time.Duration
+}
+
+// until is when a sync under contention gives up.
+func (so *SyncOptions) until() time.Time {
+	if so.Deadline > 0 {
+		return time.Now().Add(so.Deadline)
+	}
+	return time.Now().Add(SyncDeadline)
+}
+
+// gaveUp is the error past the deadline.
+func (so *SyncOptions) gaveUp(remote, what, hint string) error {
+	d := SyncDeadline
+	if so.Deadline > 0 {
+		d = so.Deadline
+	}
+	return &ConflictError{Msg: fmt.Sprintf("%s on %s for %s, and gave up", what, remote, d), Hint: hint}
 }
 
 func (so *SyncOptions) remote() (string, error) {
@@ -58,35 +80,29 @@ func remoteFailure(err error) error {
 }
 
 // fetchRemote fetches the remote's state branch into its remote-tracking
-// ref, and the task branches, without the lock; it returns the remote's
-// tip and what the tracking ref held before. When the remote no longer
-// holds what was fetched from it before, the tracking ref is put back (so
-// the next sync sees it too) and the rewrite is reported, unless the person
-// chose (allowRewrite).
-func fetchRemote(opts Options, remote string, allowRewrite bool) (h, prev plumbing.Hash, err error) {
+// ref, its claim refs and the task branches, in one round trip and without
+// the lock; it returns what it learnt and what the tracking ref held
+// before. When the remote no longer holds what was fetched from it before,
+// the tracking ref is put back (so the next sync sees it too) and the
+// rewrite is reported, unless the person chose (allowRewrite).
+func fetchRemote(opts Options, remote string, allowRewrite bool) (fs *gitrepo.FetchedState, prev plumbing.Hash, err error) {
 	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch})
 	if err != nil {
-		return plumbing.ZeroHash, plumbing.ZeroHash, err
+		return nil, plumbing.ZeroHash, err
 	}
 	track := gitrepo.TrackingRef(remote, st.Ref)
 	prev, _ = st.Repo.ReadRef(track)
-	h, err = st.Repo.Fetch(remote, st.Ref)
+	fs, err = st.Repo.FetchState(remote, st.Ref, BranchPrefixOf(st))
 	if err != nil {
-		return plumbing.ZeroHash, prev, remoteFailure(err)
+		return nil, prev, remoteFailure(err)
 	}
+	h := fs.Tip
 	if !allowRewrite && !prev.IsZero() && !h.IsZero() && !st.Contains(h, prev) {
 		mb := st.MovedBackwards(track, prev, h)
 		_ = st.Repo.UpdateRef(gitrepo.RefUpdate{Name: track, Old: h, New: prev, Who: opts.Actor + " <" + opts.Actor + "@orch>", Message: "orch: keep what the remote dropped in view"})
-		return plumbing.ZeroHash, prev, &RemoteRewrittenError{mb}
+		return nil, prev, &RemoteRewrittenError{mb}
 	}
-	// The task branches too, so that a claim here continues the work
-	// another clone pushed (a retry after a rejection elsewhere).
-	if !h.IsZero() {
-		if err := st.Repo.FetchBranches(remote, BranchPrefixOf(st)); err != nil {
-			return plumbing.ZeroHash, prev, remoteFailure(err)
-		}
-	}
-	return h, prev, nil
+	return fs, prev, nil
 }
 
 // closeNoting closes e and adds what its store did to notes.
@@ -108,19 +124,25 @@ func Sync(opts Options, so SyncOptions) (res *SyncResult, notes []string, err er
 	res = &SyncResult{Remote: remote}
 	all := []SyncConflict{}
 	var changed []string
-	for attempt := 1; attempt <= SyncAttempts; attempt++ {
+	until := so.until()
+	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
 		// What this attempt merged; earlier attempts' are in all already.
 		res.Conflicts, res.Changed = nil, nil
-		rtip, prev, err := fetchRemote(opts, remote, so.RestoreRemote || so.AcceptRewrite)
+		fs, prev, err := fetchRemote(opts, remote, so.RestoreRemote || so.AcceptRewrite)
 		if err != nil {
 			return nil, notes, err
 		}
+		rtip := fs.Tip
 		e, err := Open(opts)
 		if err != nil {
 			return nil, notes, err
 		}
 		err = e.ForActor(e.syncAttempt(remote, so, prev, rtip, res))
+		// The claim refs the merged state shows have ended: removed once
+		// the remote holds that state.
+		e.remoteClaims = e.readRemoteClaims(fs.Claims)
+		stale := e.staleClaims()
 		local, repo, ref := e.Store.Snapshot().Tip, e.Store.Repo, e.Store.Ref
 		if cerr := closeNoting(e, &notes); err == nil {
 			err = cerr
@@ -133,15 +155,25 @@ func Sync(opts Options, so SyncOptions) (res *SyncResult, notes []string, err er
 		res.Local = local.String()
 		if local == rtip {
 			res.Conflicts, res.Changed = all, nonNilStrings(changed)
+			if err := repo.DropClaims(remote, stale); err != nil {
+				notes = append(notes, "warning: could not remove ended claim refs: "+err.Error())
+			}
 			return res, notes, nil
 		}
 		err = repo.Push(remote, ref, local, rtip)
 		if errors.Is(err, gitrepo.ErrPushRejected) {
+			if time.Now().After(until) {
+				// Every push lost the race: nothing was shared.
+				return nil, notes, so.gaveUp(remote, "every push lost the race", "run orch sync again")
+			}
 			so.backoff(attempt)
 			continue // another clone pushed first: fetch and merge again
 		}
 		if err != nil {
 			return nil, notes, remoteFailure(err)
+		}
+		if err := repo.DropClaims(remote, stale); err != nil {
+			notes = append(notes, "warning: could not remove ended claim refs: "+err.Error())
 		}
 		switch {
 		case rtip.IsZero():
@@ -154,8 +186,6 @@ func Sync(opts Options, so SyncOptions) (res *SyncResult, notes []string, err er
 		res.Conflicts, res.Changed = all, nonNilStrings(changed)
 		return res, notes, nil
 	}
-	// Every push lost the race: nothing was shared.
-	return nil, notes, &ConflictError{Msg: ErrSyncRace.Error(), Hint: "run orch sync again"}
 }
 
 // syncAttempt is one merge of the remote's tip under the lock.
@@ -177,78 +207,198 @@ func (e *Engine) syncAttempt(remote string, so SyncOptions, prev, rtip plumbing.
 	return e.MergeRemote(remote, rtip, res)
 }
 
-// ClaimSync makes a claim atomic across clones: fetch (without the lock),
-// then under the lock merge the remote, claim, and push the claim with a
-// lease. A lost push undoes the claim locally (the branch moves back to
-// before it, and a branch the claim created is deleted) and starts again.
-// On success the engine is returned still open, so that the caller prints
-// the answer from it, then closes it; notes are what the engines'
-// reconciles did and the claims undone on the way.
+// ClaimSync makes a claim atomic across clones. One fetch (without the
+// lock) brings the remote's state branch, its claim refs and the task
+// branches; under the lock the remote's state is merged, the next ready
+// task claimed, and the claim won on the remote by pushing the task's claim
+// ref, only if absent (gitrepo.PushClaim): claims of different tasks never
+// contend. A lost claim ref undoes the claim here and tries the next task,
+// without fetching again. A won claim is then pushed to the state branch;
+// with claim_arbiter state_branch (the default) the claim is answered once
+// the state branch holds it (a lost push merges and pushes again; if the
+// merge shows another clone's claim of the task on the state branch, that
+// claim stands and this one moves on), with claim_ref it is answered at
+// once and the state branch catches up. Under contention it backs off and
+// tries again until SyncDeadline. On success the engine is returned still
+// open, so that the caller prints the answer from it, then closes it; notes
+// are what the engines' reconciles did and the races lost on the way.
 func ClaimSync(opts Options, co ClaimOptions, so SyncOptions) (*Engine, *ClaimResult, []string, error) {
 	remote, err := so.remote()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var notes []string
-	for attempt := 1; attempt <= SyncAttempts; attempt++ {
-		rtip, _, err := fetchRemote(opts, remote, false)
+	c := &claimSync{opts: opts, co: co, so: so, remote: remote, lost: map[string]bool{}, until: so.until()}
+	for attempt := 1; ; attempt++ {
+		fs, _, err := fetchRemote(opts, remote, false)
 		if err != nil {
-			return nil, nil, notes, err
+			return nil, nil, c.notes, err
 		}
-		e, err := Open(opts)
-		if err != nil {
-			return nil, nil, notes, err
+		e, res, again, err := c.claimFrom(fs)
+		if err != nil || !again {
+			return e, res, c.notes, err
 		}
-		res, lost, err := e.claimAndPush(remote, rtip, co)
-		if err = e.ForActor(err); err != nil || lost {
-			if cerr := closeNoting(e, &notes); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return nil, nil, notes, err
-			}
-			notes = append(notes, fmt.Sprintf("another clone moved %s first; undid the claim of %s and trying again", remote, res.Task.Task.ID))
-			so.backoff(attempt)
-			continue
+		if time.Now().After(c.until) {
+			return nil, nil, c.notes, c.so.gaveUp(remote, "claims kept losing races", "run orch claim --sync again; orch sync shows the remote")
 		}
-		return e, res, notes, nil
+		c.so.backoff(attempt)
 	}
-	return nil, nil, notes, &ConflictError{Msg: fmt.Sprintf("every claim lost the race on %s %d times", remote, SyncAttempts), Hint: "run orch claim --sync again"}
 }
 
-// claimAndPush merges the remote's tip, claims and pushes the claim; lost
-// reports a push that lost the race (the claim is undone).
-func (e *Engine) claimAndPush(remote string, rtip plumbing.Hash, co ClaimOptions) (res *ClaimResult, lost bool, err error) {
-	sr := &SyncResult{Remote: remote}
-	if err := e.MergeRemote(remote, rtip, sr); err != nil {
-		return nil, false, err
-	}
-	before := e.Store.Snapshot().Tip
-	res, err = e.Claim(co)
+// claimSync is one claim --sync under way.
+type claimSync struct {
+	opts   Options
+	co     ClaimOptions
+	so     SyncOptions
+	remote string
+	until  time.Time
+	notes  []string
+	// lost are the tasks whose claim ref another clone won during this
+	// command: not tried again.
+	lost map[string]bool
+}
+
+// open opens an engine that knows the remote's claims: those fetched, and
+// those this command lost.
+func (c *claimSync) open(fs *gitrepo.FetchedState) (*Engine, error) {
+	e, err := Open(c.opts)
 	if err != nil {
-		if before != rtip && !before.IsZero() {
-			// Share what the merge made even when nothing is claimable.
-			_ = e.Store.Repo.Push(remote, e.Store.Ref, before, rtip)
+		return nil, err
+	}
+	e.remoteClaims = e.readRemoteClaims(fs.Claims)
+	for id := range c.lost {
+		e.remoteClaims[id] = &remoteClaim{ID: id, By: "another clone", Attempt: 1 << 30, Until: e.Now().Add(time.Duration(e.Config.ClaimTimeout))}
+	}
+	return e, nil
+}
+
+// fail closes e and returns err (or what closing said).
+func (c *claimSync) fail(e *Engine, err error) error {
+	if cerr := closeNoting(e, &c.notes); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// claimFrom claims from one fetch of the remote: the next task whose claim
+// ref this clone wins. again asks for a new fetch (the state branch moved
+// under a state_branch arbiter's push).
+func (c *claimSync) claimFrom(fs *gitrepo.FetchedState) (e *Engine, res *ClaimResult, again bool, err error) {
+	for {
+		if e, err = c.open(fs); err != nil {
+			return nil, nil, false, err
 		}
-		return nil, false, err
+		if err = e.ForActor(e.MergeRemote(c.remote, fs.Tip, &SyncResult{Remote: c.remote})); err != nil {
+			return nil, nil, false, c.fail(e, err)
+		}
+		before := e.Store.Snapshot().Tip
+		res, err = e.Claim(c.co)
+		if err != nil {
+			if before != fs.Tip && !before.IsZero() {
+				// Share what the merge made even when nothing is claimable.
+				_ = e.Store.Repo.Push(c.remote, e.Store.Ref, before, fs.Tip)
+			}
+			return nil, nil, false, c.fail(e, e.ForActor(err))
+		}
+		id := res.Task.Task.ID
+		var stale plumbing.Hash // a claim ref that ended or ran out: replaced
+		if rc := e.remoteClaims[id]; rc != nil {
+			stale = rc.Commit
+		}
+		perr := e.Store.Repo.PushClaim(c.remote, id, res.Commit, stale)
+		if perr != nil {
+			if uerr := e.undoClaim(res, before, perr); uerr != nil {
+				return nil, nil, false, c.fail(e, uerr)
+			}
+			if err := c.fail(e, nil); err != nil {
+				return nil, nil, false, err
+			}
+			if !errors.Is(perr, gitrepo.ErrPushRejected) {
+				return nil, nil, false, remoteFailure(perr)
+			}
+			c.lost[id] = true
+			c.notes = append(c.notes, fmt.Sprintf("another clone claimed %s on %s first; undid the claim here and took the next task", id, c.remote))
+			if c.co.Task != "" {
+				// The one task asked for is taken: the fetch tells why.
+				return nil, nil, true, nil
+			}
+			continue // the next ready task, from the same fetch
+		}
+		// The claim ref is this clone's: the state branch records it.
+		return c.pushState(e, res, fs)
 	}
-	perr := e.Store.Repo.Push(remote, e.Store.Ref, res.Commit, rtip)
-	if perr == nil {
-		return res, false, nil
+}
+
+// pushState pushes a claim whose claim ref was won to the remote's state
+// branch.
+func (c *claimSync) pushState(e *Engine, res *ClaimResult, fs *gitrepo.FetchedState) (*Engine, *ClaimResult, bool, error) {
+	id := res.Task.Task.ID
+	for attempt := 1; ; attempt++ {
+		tip := e.Store.Snapshot().Tip
+		perr := e.Store.Repo.Push(c.remote, e.Store.Ref, tip, fs.Tip)
+		if perr == nil {
+			if err := e.Store.Repo.DropClaims(c.remote, e.staleClaims()); err != nil {
+				c.notes = append(c.notes, "warning: could not remove ended claim refs: "+err.Error())
+			}
+			return e, res, false, nil
+		}
+		if !errors.Is(perr, gitrepo.ErrPushRejected) {
+			c.notes = append(c.notes, fmt.Sprintf("warning: the claim is won (claim ref %s on %s) but the state branch was not pushed: %v; orch sync pushes it", gitrepo.ClaimRef(id), c.remote, perr))
+			return e, res, false, nil
+		}
+		if e.claimArbiter() == ArbiterClaimRef {
+			c.notes = append(c.notes, fmt.Sprintf("the state branch on %s moved; the claim ref %s holds the claim, and your next orch sync or claim --sync records it there", c.remote, gitrepo.ClaimRef(id)))
+			return e, res, false, nil
+		}
+		// The state branch is the arbiter: merge what another clone
+		// pushed and push again, unless that clone claimed this task on
+		// the state branch (an orch that predates claim refs): its claim
+		// stands, and this one gives the task up.
+		if err := c.fail(e, nil); err != nil {
+			return nil, nil, false, err
+		}
+		if time.Now().After(c.until) {
+			return nil, nil, false, c.so.gaveUp(c.remote, "the state branch kept moving", "run orch sync, then orch claim --sync again")
+		}
+		c.so.backoff(attempt)
+		var err error
+		if fs, _, err = fetchRemote(c.opts, c.remote, false); err != nil {
+			return nil, nil, false, err
+		}
+		if e, err = c.open(fs); err != nil {
+			return nil, nil, false, err
+		}
+		if err := e.ForActor(e.MergeRemote(c.remote, fs.Tip, &SyncResult{Remote: c.remote})); err != nil {
+			return nil, nil, false, c.fail(e, err)
+		}
+		if s := e.Store.SummaryByID(id); s == nil || s.Task.Queue != taskfile.Claimed || s.Task.ClaimedBy != e.Actor || s.Task.Attempts != res.Attempt {
+			_ = e.Store.Repo.DropClaims(c.remote, map[string]plumbing.Hash{id: res.Commit})
+			e.dropClaimBranch(res)
+			c.lost[id] = true
+			c.notes = append(c.notes, fmt.Sprintf("another clone claimed %s on %s's state branch first; took the next task", id, c.remote))
+			if err := c.fail(e, nil); err != nil {
+				return nil, nil, false, err
+			}
+			if c.co.Task != "" {
+				return nil, nil, false, &RuleError{Rule: "claimed", Msg: fmt.Sprintf("cannot claim %s: another clone claimed it first", id), Hint: claimHint("claimed", id)}
+			}
+			return nil, nil, true, nil
+		}
+		res.Task = e.Store.SummaryByID(id)
 	}
-	why := "push failed"
-	if errors.Is(perr, gitrepo.ErrPushRejected) {
-		why = "lost the race on " + remote
+}
+
+// undoClaim moves the state branch back to before a claim whose claim ref
+// was lost, and deletes the branch the claim created.
+func (e *Engine) undoClaim(res *ClaimResult, before plumbing.Hash, why error) error {
+	what := "push failed"
+	if errors.Is(why, gitrepo.ErrPushRejected) {
+		what = "another clone claimed it first"
 	}
-	if err := e.Store.MoveTo(before, e.Signature(), "orch: undo claim of "+res.Task.Task.ID+" ("+why+")"); err != nil {
-		return nil, false, err
+	if err := e.Store.MoveTo(before, e.Signature(), "orch: undo claim of "+res.Task.Task.ID+" ("+what+")"); err != nil {
+		return err
 	}
 	e.dropClaimBranch(res)
-	aerr := e.AfterMove()
-	if errors.Is(perr, gitrepo.ErrPushRejected) {
-		return res, true, aerr
-	}
-	return nil, false, remoteFailure(perr)
+	return e.AfterMove()
 }
 
 // dropClaimBranch deletes the branch an undone claim created (only if it

@@ -36,9 +36,14 @@ Exits 3 when nothing is ready. --prompt adds the agent's prompt.
 --worktree also creates (or reuses) the task's worktree, as orch worktree
 does, and answers its absolute path (worktree): all the work happens there.
 
---sync makes the claim atomic across clones: fetch the remote's state branch
-and merge it, claim, and push with a lease; when another clone pushed first,
-the claim is undone locally and the next ready task is tried.`,
+--sync makes the claim atomic across clones: one fetch brings the remote's
+state branch, its claim refs and the task branches; the claim is merged, made,
+and won on the remote by pushing the task's claim ref (refs/orch/claims/<id>)
+only if absent. When another clone holds that ref, the claim is undone locally
+and the next ready task is tried. The state branch then records the claim
+(claim_arbiter in config.yaml decides whether the answer waits for it).
+Under contention it backs off and tries again for up to two minutes; exit 5
+only past that.`,
 		Example: `  orch claim --json
   orch claim --worktree --prompt --json
   orch claim --agent agent-a --prompt

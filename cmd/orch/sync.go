@@ -17,13 +17,17 @@ type syncOptions struct {
 }
 
 // syncOptionsOf is how sync and claim --sync share the queue.
-// ORCH_SYNC_BACKOFF_MAX caps the random wait after a lost push (a Go
-// duration): the testscripts that lose every race on purpose set it, so
-// that they do not sleep for seconds.
+// ORCH_SYNC_BACKOFF_MAX caps the random wait after a lost push and
+// ORCH_SYNC_DEADLINE replaces the two minutes sync keeps trying under
+// contention (Go durations): the testscripts that lose every race on
+// purpose set them, so that they do not sleep for minutes.
 func syncOptionsOf(remote string) workflow.SyncOptions {
 	so := workflow.SyncOptions{Remote: remote}
 	if d, err := time.ParseDuration(os.Getenv("ORCH_SYNC_BACKOFF_MAX")); err == nil && d > 0 {
 		so.MaxBackoff = d
+	}
+	if d, err := time.ParseDuration(os.Getenv("ORCH_SYNC_DEADLINE")); err == nil && d > 0 {
+		so.Deadline = d
 	}
 	return so
 }

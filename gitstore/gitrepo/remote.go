@@ -77,33 +77,14 @@ func (r *Repo) Fetch(remote, ref string) (plumbing.Hash, error) {
 	if !ValidRefName(track) {
 		return plumbing.ZeroHash, fmt.Errorf("invalid remote %q", remote)
 	}
-	for attempt := 0; ; attempt++ {
-		stderr, err := r.git("fetch", "--quiet", "--no-tags", "--", remote, "+"+ref+":"+track)
-		if err == nil {
-			return r.ReadRef(track)
-		}
-		if strings.Contains(stderr, "couldn't find remote ref") {
-			return plumbing.ZeroHash, nil
-		}
-		// Another orch process of this clone is fetching into the same
-		// tracking ref: wait for it and fetch again.
-		if strings.Contains(stderr, "cannot lock ref") && attempt < 20 {
-			time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
-			continue
-		}
-		// git checks that what it fetched connects to every local ref
-		// (rev-list --not --all). Once, with three orch processes of one
-		// clone claiming at once (sync_claim_race.txtar, 1 run in about
-		// 80), that check died on "bad object refs/heads/task/..." for a
-		// task branch another process was creating or dropping, which
-		// points at the base branch's commit. A fetch is idempotent: try
-		// again; a real damage fails every time and is reported.
-		if strings.Contains(stderr, "did not send all necessary objects") && attempt < 3 {
-			time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
-			continue
-		}
-		return plumbing.ZeroHash, err
+	stderr, err := r.fetchRetrying(remote, false, "+"+ref+":"+track)
+	if err == nil {
+		return r.ReadRef(track)
 	}
+	if strings.Contains(stderr, "couldn't find remote ref") {
+		return plumbing.ZeroHash, nil
+	}
+	return plumbing.ZeroHash, err
 }
 
 // FetchBranches fetches every branch of the remote whose name starts with
@@ -114,18 +95,7 @@ func (r *Repo) FetchBranches(remote, prefix string) error {
 	if !ValidRemote(remote) || prefix == "" || !ValidRefName("refs/heads/"+prefix+"x") {
 		return fmt.Errorf("invalid remote %q or prefix %q", remote, prefix)
 	}
-	spec := "+refs/heads/" + prefix + "*:refs/remotes/" + remote + "/" + prefix + "*"
-	var err error
-	for attempt := 0; attempt < 20; attempt++ {
-		var stderr string
-		if stderr, err = r.git("fetch", "--quiet", "--no-tags", "--", remote, spec); err == nil {
-			return nil
-		}
-		if !strings.Contains(stderr, "cannot lock ref") && !strings.Contains(stderr, "did not send all necessary objects") {
-			return err
-		}
-		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
-	}
+	_, err := r.fetchRetrying(remote, false, "+refs/heads/"+prefix+"*:refs/remotes/"+remote+"/"+prefix+"*")
 	return err
 }
 

@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// TestFleetClaims: three clones of one bare remote, three claimers in each,
+// every claim through `orch claim --sync`, under both claim arbiters. Every
+// task is claimed exactly once, no call gives up, every clone converges on
+// one state after sync, the remote holds one claim ref per claimed task and
+// git fsck is clean. (Rates belong in bench/fleet, not here.)
+func TestFleetClaims(t *testing.T) {
+	for _, arbiter := range []string{"state_branch", "claim_ref"} {
+		t.Run(arbiter, func(t *testing.T) { fleetClaims(t, arbiter, 3, 3, scale(27, 12)) })
+	}
+}
+
+func fleetClaims(t *testing.T, arbiter string, clones, claimers, tasks int) {
+	r := NewRepo(t)
+	ids := r.SeedTasks(tasks, taskfile.Incoming)
+	r.MustOrch(r.Main, "list")
+	cfg := filepath.Join(r.Main, ".orchestrator", "config.yaml")
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(data, []byte("claim_arbiter: "+arbiter+"\n")...), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	r.MustOrch(r.Main, "list") // a person's edit of the config, committed
+	remote := filepath.Join(r.Root, "remote.git")
+	r.Git(r.Root, "init", "-q", "--bare", remote)
+	r.Git(r.Main, "remote", "add", "origin", remote)
+	r.Git(r.Main, "push", "-q", "origin", "main")
+	r.MustOrch(r.Main, "sync")
+
+	var dirs, cloneDirs []string
+	for c := 0; c < clones; c++ {
+		dir := filepath.Join(r.Root, fmt.Sprintf("clone-%d", c))
+		r.Git(r.Root, "clone", "-q", remote, dir)
+		r.MustOrch(dir, "sync")
+		cloneDirs = append(cloneDirs, dir)
+		for k := 0; k < claimers; k++ {
+			dirs = append(dirs, dir)
+		}
+	}
+	results := RunWorkersUntil(len(dirs), func(w, i int) (Result, bool) {
+		res := r.Orch(dirs[w], "claim", "--sync", "--json", "--agent", fmt.Sprintf("agent-%d", w))
+		return res, res.Code == 0
+	})
+
+	claimedBy := map[string]string{}
+	for w, rs := range results {
+		for k, res := range rs {
+			if k == len(rs)-1 {
+				if res.Code != 3 {
+					t.Errorf("claimer %d ended with %v, want exit 3 (nothing to claim): no call may give up", w, res)
+				}
+				continue
+			}
+			var doc struct {
+				Task struct {
+					ID string `json:"id"`
+				} `json:"task"`
+			}
+			if err := res.JSON(&doc); err != nil || doc.Task.ID == "" {
+				t.Fatalf("claimer %d: %v (%v)", w, res, err)
+			}
+			if prev, dup := claimedBy[doc.Task.ID]; dup {
+				t.Errorf("%s claimed twice: by %s and agent-%d", doc.Task.ID, prev, w)
+			}
+			claimedBy[doc.Task.ID] = fmt.Sprintf("agent-%d", w)
+		}
+	}
+	if len(claimedBy) != len(ids) {
+		t.Errorf("%d tasks claimed, want all %d", len(claimedBy), len(ids))
+	}
+
+	// Two rounds of sync bring every clone to one state.
+	for round := 0; round < 2; round++ {
+		for _, dir := range append([]string{r.Main}, cloneDirs...) {
+			r.MustOrch(dir, "sync")
+		}
+	}
+	tips := map[string]bool{}
+	for _, dir := range append([]string{r.Main}, cloneDirs...) {
+		tips[r.Git(dir, "rev-parse", "refs/heads/orch")] = true
+	}
+	if len(tips) != 1 {
+		t.Errorf("the clones did not converge: %d different state tips", len(tips))
+	}
+	for _, task := range r.List() {
+		if want := claimedBy[task.ID]; task.Queue != "claimed" || task.ClaimedBy != want {
+			t.Errorf("%s is %s by %q on the synced state, want claimed by %q", task.ID, task.Queue, task.ClaimedBy, want)
+		}
+	}
+	refs := strings.Fields(r.Git(remote, "for-each-ref", "--format=%(refname)", "refs/orch/claims/"))
+	sort.Strings(refs)
+	if len(refs) != len(ids) {
+		t.Errorf("the remote has %d claim refs, want one per claimed task (%d)", len(refs), len(ids))
+	}
+	if out := r.TryGit(remote, "fsck", "--strict"); !out.OK() {
+		t.Errorf("git fsck on the remote: %v", out)
+	}
+}

@@ -1,0 +1,119 @@
+package workflow
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// Claims across machines are won on the remote, one ref per task
+// (refs/orch/claims/<id>, gitrepo/claimrefs.go): a claim ref points at the
+// state-branch commit that records the claim, whose trailers say who
+// claimed, which attempt it is and when its lease ends. Until the state
+// branch holds the claim too, the ref is what tells other clones the task
+// is taken.
+
+// Claim arbiters (config claim_arbiter).
+const (
+	// ArbiterStateBranch: a claim is answered once the remote's state
+	// branch holds it; claim refs only spare losers a refetch. Safe beside
+	// clones whose orch predates claim refs.
+	ArbiterStateBranch = "state_branch"
+	// ArbiterClaimRef: a claim is answered once its claim ref is won; the
+	// state branch catches up (the same command tries once, the next sync
+	// or claim of this clone pushes it). Every clone must honour claim refs.
+	ArbiterClaimRef = "claim_ref"
+)
+
+// remoteClaim is a claim ref as this clone fetched it.
+type remoteClaim struct {
+	ID      string
+	Commit  plumbing.Hash
+	By      string
+	Attempt int
+	Until   time.Time // when its lease ends (zero: unknown, taken as now)
+}
+
+// readRemoteClaims reads the claim commits the fetch brought. A ref that
+// does not point at a claim commit orch wrote is ignored (and never
+// dropped): it holds nothing.
+func (e *Engine) readRemoteClaims(refs map[string]plumbing.Hash) map[string]*remoteClaim {
+	out := map[string]*remoteClaim{}
+	for id, h := range refs {
+		c, err := e.Store.ReadCommit(h)
+		if err != nil {
+			continue
+		}
+		tr := c.Trailers()
+		if tr["Orch-Task"] != id || tr["Orch-Action"] != "claim" {
+			continue
+		}
+		rc := &remoteClaim{ID: id, Commit: h, By: tr["Orch-Actor"]}
+		rc.Attempt, _ = strconv.Atoi(tr["Orch-Attempt"])
+		rc.Until, _ = taskfile.ParseTime(tr["Orch-Lease-Until"])
+		out[id] = rc
+	}
+	return out
+}
+
+// claimState says what the state branch (as this engine has it) knows of
+// a remote claim: "pending" (it does not hold the claim yet: the ref is
+// what says the task is taken), "held" (it holds the claim, still
+// claimed), "ended" (it holds the claim and the task has moved on, or a
+// later claim: the ref is stale).
+func (e *Engine) claimState(rc *remoteClaim) string {
+	s := e.Store.SummaryByID(rc.ID)
+	if s == nil || s.Task.Attempts < rc.Attempt {
+		return "pending"
+	}
+	if s.Task.Attempts == rc.Attempt && s.Task.Queue == taskfile.Claimed && s.Task.ClaimedBy == rc.By {
+		return "held"
+	}
+	return "ended"
+}
+
+// pendingClaim returns the live claim another clone holds on the remote
+// for a task whose claim the state branch does not record yet (nil when
+// there is none, or its lease ran out).
+func (e *Engine) pendingClaim(id string) *remoteClaim {
+	rc := e.remoteClaims[id]
+	if rc == nil || e.claimState(rc) != "pending" || !e.Now().Before(rc.Until) {
+		return nil
+	}
+	return rc
+}
+
+// staleClaims are the claim refs the state branch shows have ended: a
+// sync that pushed that state removes them from the remote.
+func (e *Engine) staleClaims() map[string]plumbing.Hash {
+	out := map[string]plumbing.Hash{}
+	for id, rc := range e.remoteClaims {
+		if e.claimState(rc) == "ended" {
+			out[id] = rc.Commit
+		}
+	}
+	return out
+}
+
+// claimTrailers are what a claim commit says for the claim refs.
+func (e *Engine) claimTrailers(attempt int) []string {
+	return []string{"Orch-Attempt", strconv.Itoa(attempt),
+		"Orch-Lease-Until", taskfile.FormatTime(e.Now().Add(time.Duration(e.Config.ClaimTimeout)))}
+}
+
+// claimArbiter is the configured arbiter of claims across machines.
+func (e *Engine) claimArbiter() string {
+	if e.Config.ClaimArbiter == ArbiterClaimRef {
+		return ArbiterClaimRef
+	}
+	return ArbiterStateBranch
+}
+
+// remoteClaimMsg is why a task with a pending remote claim is not ready.
+func remoteClaimMsg(rc *remoteClaim) string {
+	return fmt.Sprintf("it is claimed by %s on the remote (claim ref %s), whose lease runs until %s", rc.By, rc.Commit.String()[:12], taskfile.FormatTime(rc.Until))
+}
