@@ -91,7 +91,7 @@ func (e *Engine) progress(what string, done, total int) {
 // Open opens the repository around opts.Dir, locks the store and brings the
 // view in step with the branch.
 func Open(opts Options) (*Engine, error) {
-	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache})
+	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache, NoScan: opts.NoReconcile})
 	if err != nil {
 		return nil, err
 	}
