@@ -79,6 +79,11 @@ type Engine struct {
 	// remoteClaims are the remote's claim refs as claim --sync fetched
 	// them (claimrefs.go).
 	remoteClaims map[string]*remoteClaim
+	// claimSpread makes a claim pass over that many eligible tasks (as
+	// many as there are): claim --sync sets it after a lost claim ref, so
+	// that clones which fetched the same state stop racing for the same
+	// next task.
+	claimSpread int
 }
 
 // progress reports how far a long operation has got (see Progress).
