@@ -51,10 +51,11 @@ fuzz:
 race:
 	$(GO) test -race -count=1 -skip '^(TestScripts|TestHostileFiles)$$' ./...
 
-# Go benchmarks of the parser, the surgical editor, the tree-surgery commit
-# and claim selection: a fixed count, to compare runs (benchstat).
+# Go benchmarks of the parser, the surgical editor, the tree-surgery commit,
+# claim selection and the web board of 10,000 tasks: a fixed count, to
+# compare runs (benchstat).
 gobench:
-	$(GO) test -run '^$$' -bench . -benchtime 100x ./taskfile ./gitstore ./workflow
+	$(GO) test -run '^$$' -bench . -benchtime 100x ./taskfile ./gitstore ./workflow ./web
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

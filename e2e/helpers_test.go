@@ -132,13 +132,28 @@ func NewRepo(t testing.TB) *Repo {
 // NewRepoIn is NewRepo in the directory root (which the caller removes).
 func NewRepoIn(t testing.TB, root string) *Repo {
 	t.Helper()
+	return newRepo(t, root, "e2e", "init")
+}
+
+// NewExampleRepo is the repository make demo starts from: orch init
+// --example (tasks in every queue, review feedback, a refusal), by a
+// person called lead, the example's reviewer.
+func NewExampleRepo(t testing.TB) *Repo {
+	t.Helper()
+	return newRepo(t, tempDir(t), "lead", "init", "--example")
+}
+
+// newRepo makes the repository in root, for a git user called user, and
+// runs orch with initArgs.
+func newRepo(t testing.TB, root, user string, initArgs ...string) *Repo {
+	t.Helper()
 	r := &Repo{t: t, Root: root, Home: filepath.Join(root, "home"), Main: filepath.Join(root, "repo")}
 	for _, d := range []string{r.Home, r.Main} {
 		if err := os.MkdirAll(d, 0o777); err != nil {
 			t.Fatal(err)
 		}
 	}
-	home, err := testgit.Home(r.Home, "e2e", "e2e@example.com")
+	home, err := testgit.Home(r.Home, user, user+"@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +165,7 @@ func NewRepoIn(t testing.TB, root string) *Repo {
 	}
 	r.Git(r.Main, "add", "README.md")
 	r.Git(r.Main, "commit", "-q", "-m", "base")
-	r.MustOrch(r.Main, "init")
+	r.MustOrch(r.Main, initArgs...)
 	return r
 }
 

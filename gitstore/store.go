@@ -37,6 +37,10 @@ type Options struct {
 	// (board --watch): the store keeps its mapping for the life of the
 	// process (see Close), and each open would add one.
 	InMemoryCache bool
+	// NoScan: the caller reads the branch and never reconciles the view
+	// (completion, orch serve's pages), so the view is not scanned: Close
+	// would otherwise wait, holding the lock, for a scan of every file.
+	NoScan bool
 }
 
 // Store is orch's state in one repository: the state branch, its view and
@@ -229,7 +233,7 @@ func Open(opts Options) (*Store, error) {
 			// committed here as hand edits. This branch works like a bare
 			// repository (orch edit for hand edits).
 			st.View, st.ViewOwner = "", st.viewOwner()
-		} else {
+		} else if !opts.NoScan {
 			st.scan = startScan(st.View)
 		}
 	}

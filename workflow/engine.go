@@ -79,6 +79,11 @@ type Engine struct {
 	// remoteClaims are the remote's claim refs as claim --sync fetched
 	// them (claimrefs.go).
 	remoteClaims map[string]*remoteClaim
+	// claimSpread makes a claim pass over that many eligible tasks (as
+	// many as there are): claim --sync sets it after a lost claim ref, so
+	// that clones which fetched the same state stop racing for the same
+	// next task.
+	claimSpread int
 }
 
 // progress reports how far a long operation has got (see Progress).
@@ -91,7 +96,7 @@ func (e *Engine) progress(what string, done, total int) {
 // Open opens the repository around opts.Dir, locks the store and brings the
 // view in step with the branch.
 func Open(opts Options) (*Engine, error) {
-	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache})
+	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache, NoScan: opts.NoReconcile})
 	if err != nil {
 		return nil, err
 	}

@@ -382,6 +382,8 @@ func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*
 	// (each a search among all tasks); why each was passed over is worked
 	// out only if nothing is claimable.
 	var passed []*gitstore.Summary
+	var eligible *gitstore.Summary
+	skip := e.claimSpread
 	for h := order.next(); h != nil; h = order.next() {
 		s := load(h)
 		if rule, _ := e.notForActor(&s.Task, roles); rule != "" {
@@ -390,9 +392,16 @@ func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*
 		}
 		rule, _ := e.whyNot(s, roles)
 		if rule == "" {
-			return s, nil
+			if eligible = s; skip == 0 {
+				return s, nil
+			}
+			skip--
+			continue
 		}
 		counts[rule]++
+	}
+	if eligible != nil {
+		return eligible, nil
 	}
 	for _, s := range passed {
 		rule, _ := e.whyNot(s, roles)

@@ -268,6 +268,11 @@ func (c *claimSync) open(fs *gitrepo.FetchedState) (*Engine, error) {
 	for id := range c.lost {
 		e.remoteClaims[id] = &remoteClaim{ID: id, By: "another clone", Attempt: 1 << 30, Until: e.Now().Add(time.Duration(e.Config.ClaimTimeout))}
 	}
+	if n := len(c.lost); n > 0 {
+		// The clones that fetched what this one did go for the same next
+		// task: after a lost race, take one of the next few instead.
+		e.claimSpread = rand.IntN(2*n + 1)
+	}
 	return e, nil
 }
 

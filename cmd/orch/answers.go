@@ -41,6 +41,7 @@ var answers = map[string]struct {
 	"requeue":               {"requeue", transitionJSON{}},
 	"respond":               {"respond", transitionJSON{}},
 	"review":                {"review", reviewAnswer{}},
+	"serve":                 {"serve", serveAnswer{}},
 	"setup":                 {"setup", setupAnswer{}},
 	"show":                  {"show", showAnswer{}},
 	"stats":                 {"stats", statsAnswer{}},

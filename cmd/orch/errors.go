@@ -12,6 +12,7 @@ import (
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/web"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -76,6 +77,7 @@ func classify(err error) classified {
 		format    *gitrepo.ErrUnsupportedRepo
 		setup     *workflow.SetupError
 		rewritten *workflow.RemoteRewrittenError
+		listen    *web.ListenError
 	)
 	var jqErr *jqError
 	switch {
@@ -149,6 +151,8 @@ func classify(err error) classified {
 		return classified{exitFailure, "not_regular", notReg.Error(), "run orch doctor --fix (removes it), then the command again", nil}
 	case errors.As(err, &missing):
 		return classified{exitFailure, "object_missing", missing.Error(), "run git fsck; if the repository is a partial or shallow clone, fetch the state branch again", nil}
+	case errors.As(err, &listen):
+		return classified{exitFailure, "listen", listen.Error(), "another program may listen there (orch serve --addr 127.0.0.1:0 picks a free port)", nil}
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return classified{exitFailure, "no_space", "no space left on the device that holds the repository: " + err.Error(), "free some space there (df -h shows it), then run the command again; orch log shows whether the change was recorded", nil}
 	case errors.Is(err, syscall.EROFS):

@@ -18,7 +18,7 @@ import (
 // command has an Example, and every orch invocation in it appears in a
 // testscript under testdata/script as `exec orch ...`, `orch ...`,
 // `! exec orch ...` or `exits N orch ...` (conditions like [exec:bash] in
-// front are allowed).
+// front are allowed, and a background marker, & or &name&, at the end).
 //
 // How an example line is read: "\" continuations are joined and a trailing
 // "# comment" is dropped; the orch invocation is the part that starts with
@@ -198,6 +198,9 @@ func scriptOrchCommands(t *testing.T) (cmds [][]string, where []string) {
 				w = w[1:]
 			case len(w) > 1 && w[0] == "exits":
 				w = w[2:]
+			}
+			if n := len(w); n > 0 && strings.HasPrefix(w[n-1], "&") && strings.HasSuffix(w[n-1], "&") {
+				w = w[:n-1] // run in the background: & or &name&
 			}
 			if len(w) > 0 && w[0] == "orch" {
 				cmds = append(cmds, w)

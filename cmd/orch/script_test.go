@@ -98,6 +98,8 @@ func scriptParams(dir string) testscript.Params {
 			"json-error":     cmdJSONError,
 			"json-file":      cmdJSONFile,
 			"git-state-edit": cmdGitStateEdit,
+			"free-port":      cmdFreePort,
+			"http-get":       cmdHTTPGet,
 		},
 	}
 }

@@ -1,0 +1,154 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/workflow"
+)
+
+// boardLimit is how many cards a column shows unless asked for all: at
+// 10,000 tasks a column of 3,000 cards is a scroll nobody reads, and every
+// live update would fetch it again. The column's header says how many there
+// are and links to all of them.
+const boardLimit = 100
+
+type boardPage struct {
+	Columns []column
+	All     bool
+	Tasks   int // tasks shown in the columns, before the limit
+	AllHref string
+	Limited bool
+}
+
+type column struct {
+	Queue    string
+	Count    int
+	Cards    []card
+	More     int
+	MoreHref string
+	Href     string
+}
+
+// card is one task on the board: what orch board shows, and the role and
+// age the terminal has no room for.
+type card struct {
+	ID         string
+	Title      string
+	Priority   string
+	Role       string
+	Who        string // @claimant, @submitter (provisional), "for" assignee
+	WhoTitle   string
+	Rejections int
+	Age        string
+	AgeTitle   string
+	Escalated  bool
+	Waiting    bool // depends on tasks not done
+	Problem    string
+}
+
+// board is the board: one column per queue, in board order, cards in claim
+// order (orch list's order, as orch board shows them). ?all=1 adds done,
+// failed and superseded; ?queue=Q (repeatable) picks queues; ?limit=N
+// caps each column (0: no cap).
+func (s *Server) board(r *http.Request, e *workflow.Engine, memo map[string]any, f *frame) (view, error) {
+	q := r.URL.Query()
+	p := &boardPage{All: q.Get("all") == "1"}
+	want := map[taskfile.Queue]bool{}
+	for _, name := range q["queue"] {
+		qq := taskfile.Queue(name)
+		if !qq.Valid() {
+			f.Title, f.Error, f.Hint = "Bad request", "there is no queue "+strconv.Quote(name), "the queues are: incoming, claimed, provisional, rejected, needs_continuation, blocked, escalated, done, failed, superseded"
+			return view{name: "error", status: http.StatusBadRequest}, nil
+		}
+		want[qq] = true
+	}
+	limit := boardLimit
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			f.Title, f.Error, f.Hint = "Bad request", "limit must be a number of cards (0: all)", ""
+			return view{name: "error", status: http.StatusBadRequest}, nil
+		}
+		limit = n
+	}
+	var qs []taskfile.Queue
+	for _, qq := range taskfile.Queues {
+		if want[qq] || (len(want) == 0 && (p.All || qq.Open())) {
+			qs = append(qs, qq)
+		}
+	}
+	now := s.opts.Now()
+	list := e.List(workflow.ListFilter{Queues: qs})
+	at := map[taskfile.Queue]int{}
+	p.Columns = make([]column, len(qs))
+	for i, qq := range qs {
+		at[qq] = i
+		p.Columns[i] = column{Queue: string(qq), Href: "/?" + url.Values{"queue": {string(qq)}, "limit": {"0"}}.Encode()}
+	}
+	for _, sm := range list {
+		i, ok := at[sm.Task.Queue]
+		if !ok {
+			continue
+		}
+		c := &p.Columns[i]
+		c.Count++
+		p.Tasks++
+		if limit > 0 && len(c.Cards) >= limit {
+			c.More++
+			continue
+		}
+		c.Cards = append(c.Cards, newCard(e, sm, now))
+	}
+	for i := range p.Columns {
+		if p.Columns[i].More > 0 {
+			p.Limited = true
+			p.Columns[i].MoreHref = p.Columns[i].Href
+		}
+	}
+	if !p.All && len(want) == 0 {
+		p.AllHref = "/?all=1"
+	}
+	f.Title, f.Nav = "Board", "board"
+	return view{name: "board", data: p}, nil
+}
+
+func newCard(e *workflow.Engine, s *gitstore.Summary, now time.Time) card {
+	t := &s.Task
+	c := card{ID: t.ID, Title: t.Title, Priority: t.Priority, Role: t.Role, Rejections: t.RejectionCount,
+		Escalated: t.Queue == taskfile.Escalated, Problem: s.Problem}
+	if c.ID == "" {
+		c.ID = "?"
+	}
+	if c.Title == "" {
+		c.Title = "(untitled)"
+	}
+	if c.Role == "" && e.Config.DefaultRole != "" {
+		c.Role = e.Config.DefaultRole
+	}
+	if !t.Created.IsZero() {
+		c.Age, c.AgeTitle = age(now, t.Created), "created "+when(t.Created)
+	}
+	// Who holds it, as orch board says: the claimant, the submitter while
+	// it awaits review, else whom it is kept for.
+	switch {
+	case t.ClaimedBy != "":
+		c.Who, c.WhoTitle = "@"+t.ClaimedBy, "claimed by "+t.ClaimedBy
+		if !t.ClaimedAt.IsZero() {
+			c.WhoTitle += " " + age(now, t.ClaimedAt) + " ago"
+		}
+	case t.Queue == taskfile.Provisional && t.SubmittedBy != "":
+		c.Who, c.WhoTitle = "@"+t.SubmittedBy, "submitted by "+t.SubmittedBy
+	case t.AssignedTo != "":
+		c.Who, c.WhoTitle = "for "+t.AssignedTo, "assigned to "+t.AssignedTo
+	}
+	if len(t.DependsOn) > 0 && (t.Queue == taskfile.Incoming || t.Queue == taskfile.Rejected || t.Queue == taskfile.NeedsContinuation) {
+		ok, _ := e.DepsDone(t)
+		c.Waiting = !ok
+	}
+	return c
+}

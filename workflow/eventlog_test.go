@@ -1,0 +1,30 @@
+package workflow
+
+import (
+	"testing"
+	"time"
+)
+
+func TestEachEvent(t *testing.T) {
+	dir, _ := doctorRepo(t)
+	e, err := Open(Options{Dir: dir, Actor: "tester", NoReconcile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var news int
+	err = e.EachEvent(func(ev *LoggedEvent) {
+		if ev.Action == "new" {
+			news++
+			if ev.To != "incoming" || ev.Task == "" || ev.Actor != "tester" || time.Since(ev.Time) > time.Hour {
+				t.Errorf("event %+v", *ev)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if news != 2 {
+		t.Errorf("%d new events, want 2", news)
+	}
+}
