@@ -82,7 +82,7 @@ func classify(err error) classified {
 	var jqErr *jqError
 	switch {
 	case errors.As(err, &jqErr):
-		return classified{exitFailure, "jq", jqErr.Error(), "the command ran, but its answer did not pass the --jq expression; --json alone prints the answer", nil}
+		return classified{exitFailure, "jq", jqErr.Error(), "the command ran, and what it changed stands: only its answer failed the --jq expression (orch log and orch show tell what it did)", nil}
 	case errors.As(err, &usage):
 		return classified{exitUsage, "usage", usage.Msg, usage.Hint, nil}
 	case errors.As(err, &ambiguous):
