@@ -4,7 +4,7 @@ BIN     ?= bin/orch
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build install test test-short fuzz race demo bench gobench lint docs clean
+.PHONY: all build install test test-short fuzz race demo bench bench-fleet gobench lint docs clean
 
 all: build
 
@@ -67,6 +67,15 @@ demo: build
 
 bench: build
 	./bench/run.sh $(BIN)
+
+# Claims across clones (issue 21): FLEET_CLONES clones of one bare remote on
+# the local disk, one agent each looping `orch claim --sync`, git's fetch
+# and push delayed by each of FLEET_LATENCY; see bench/README.md.
+FLEET_CLONES  ?= 1,2,4,8
+FLEET_LATENCY ?= 0,150ms
+FLEET_TASKS   ?= 120
+bench-fleet: build
+	$(GO) run ./bench/fleet -orch $(BIN) -clones $(FLEET_CLONES) -latency $(FLEET_LATENCY) -tasks $(FLEET_TASKS)
 
 docs:
 	$(GO) test ./cmd/orch -run '^TestDocsUpToDate$$' -count=1 -update-docs
