@@ -31,10 +31,18 @@ func fleetClaims(t *testing.T, arbiter string, clones, claimers, tasks int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cfg, append(data, []byte("claim_arbiter: "+arbiter+"\n")...), 0o666); err != nil {
+	// orch init wrote every key with its default: change that line.
+	edited := strings.Replace(string(data), "claim_arbiter: state_branch", "claim_arbiter: "+arbiter, 1)
+	if !strings.Contains(edited, "claim_arbiter: "+arbiter) {
+		t.Fatalf("config.yaml has no claim_arbiter line:\n%s", data)
+	}
+	if err := os.WriteFile(cfg, []byte(edited), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	r.MustOrch(r.Main, "list") // a person's edit of the config, committed
+	if out := r.Git(r.Main, "show", "orch:config.yaml"); !strings.Contains(out, "claim_arbiter: "+arbiter) {
+		t.Fatalf("the config edit was not committed:\n%s", out)
+	}
 	remote := filepath.Join(r.Root, "remote.git")
 	r.Git(r.Root, "init", "-q", "--bare", remote)
 	r.Git(r.Main, "remote", "add", "origin", remote)

@@ -268,10 +268,18 @@ func (c *claimSync) open(fs *gitrepo.FetchedState) (*Engine, error) {
 	for id := range c.lost {
 		e.remoteClaims[id] = &remoteClaim{ID: id, By: "another clone", Attempt: 1 << 30, Until: e.Now().Add(time.Duration(e.Config.ClaimTimeout))}
 	}
-	if n := len(c.lost); n > 0 {
-		// The clones that fetched what this one did go for the same next
-		// task: after a lost race, take one of the next few instead.
-		e.claimSpread = rand.IntN(2*n + 1)
+	// The clones that fetched what this one did go for the same next task.
+	// With other claims in flight (pending claim refs: about as many as
+	// clones claiming) or after a lost race, take one of the next few
+	// ready tasks at random instead; alone, the next one.
+	inFlight := 0
+	for _, rc := range e.remoteClaims {
+		if e.claimState(rc) == "pending" {
+			inFlight++
+		}
+	}
+	if n := inFlight + 2*len(c.lost); n > 0 {
+		e.claimSpread = rand.IntN(n + 1)
 	}
 	return e, nil
 }

@@ -60,6 +60,7 @@ type config struct {
 	git     string // absolute path of the real git
 	tasks   int
 	timeout time.Duration
+	arbiter string   // claim_arbiter for config.yaml ("": the default)
 	base    []string // environment of every command
 	work    string   // the run's directory
 }
@@ -72,6 +73,7 @@ func main() {
 	tsv := flag.Bool("tsv", false, "print a tab-separated header line and one line per row instead of the markdown table")
 	keep := flag.String("keep", "", "keep the repositories in this directory (default: a temp dir, removed at the end)")
 	timeout := flag.Duration("timeout", 15*time.Minute, "per row: agents start no new claim after this")
+	arbiter := flag.String("arbiter", "", "claim_arbiter written to config.yaml (state_branch or claim_ref; empty: the default)")
 	flag.Parse()
 	if *bin == "" || flag.NArg() > 0 || *tasks < 1 {
 		fmt.Fprintln(os.Stderr, "usage: fleet -orch BIN [-clones 1,2,4,8] [-latency 0,150ms] [-tasks 120] [-tsv] [-keep DIR] [-timeout 15m]")
@@ -86,7 +88,7 @@ func main() {
 		fatal(fmt.Errorf("-latency: %v", err))
 	}
 
-	c := &config{tasks: *tasks, timeout: *timeout}
+	c := &config{tasks: *tasks, timeout: *timeout, arbiter: *arbiter}
 	if c.orch, err = exec.LookPath(*bin); err != nil {
 		fatal(err)
 	}
@@ -363,6 +365,19 @@ func (c *config) setup(dir string, n int) (string, []string, error) {
 	}
 	for _, s := range steps {
 		if _, err := c.run(origin, nil, s...); err != nil {
+			return "", nil, err
+		}
+	}
+	if c.arbiter != "" {
+		// A person's edit of the config, committed by the next command.
+		cfg := filepath.Join(origin, ".orchestrator", "config.yaml")
+		data, err := os.ReadFile(cfg)
+		if err != nil {
+			return "", nil, err
+		}
+		// orch init wrote every key with its default: change that line.
+		edited := strings.Replace(string(data), "claim_arbiter: state_branch", "claim_arbiter: "+c.arbiter, 1)
+		if err := os.WriteFile(cfg, []byte(edited), 0o666); err != nil {
 			return "", nil, err
 		}
 	}

@@ -45,7 +45,10 @@ const remoteTimeout = 5 * time.Minute
 func (r *Repo) git(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
-	full := append([]string{"--git-dir", r.CommonDir}, args...)
+	// maintenance.auto=false: a fetch would otherwise start git's
+	// automatic maintenance (a repack, seconds on a large repository) in
+	// the middle of a claim; the person's own git commands still run it.
+	full := append([]string{"-c", "maintenance.auto=false", "--git-dir", r.CommonDir}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "LC_ALL=C")
 	var out, errb bytes.Buffer
