@@ -74,8 +74,12 @@ bench: build
 FLEET_CLONES  ?= 1,2,4,8
 FLEET_LATENCY ?= 0,150ms
 FLEET_TASKS   ?= 120
+FLEET_ARBITERS ?= state_branch claim_ref
 bench-fleet: build
-	$(GO) run ./bench/fleet -orch $(BIN) -clones $(FLEET_CLONES) -latency $(FLEET_LATENCY) -tasks $(FLEET_TASKS)
+	@set -e; for a in $(FLEET_ARBITERS); do \
+		echo "claim_arbiter: $$a"; \
+		$(GO) run ./bench/fleet -orch $(BIN) -clones $(FLEET_CLONES) -latency $(FLEET_LATENCY) -tasks $(FLEET_TASKS) -arbiter $$a; \
+	done
 
 docs:
 	$(GO) test ./cmd/orch -run '^TestDocsUpToDate$$' -count=1 -update-docs

@@ -1,10 +1,7 @@
 package gitrepo
 
 import (
-	"bytes"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,91 +9,22 @@ import (
 	"github.com/orch-tool/orch/internal/testgit"
 )
 
-// TestMain gives every git process of the package's tests (and the
-// repository's own config look-ups) a private, predictable configuration.
-func TestMain(m *testing.M) {
-	home, err := os.MkdirTemp("", "gitrepo-home-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	env, err := testgit.Home(home, "Test User", "test@example.com")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		os.Setenv(k, v)
-	}
-	os.Setenv("TZ", "UTC")
-	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_GLOBAL", "GIT_OBJECT_DIRECTORY",
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES", "GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE",
-		"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"} {
-		os.Unsetenv(k)
-	}
-	code := m.Run()
-	os.RemoveAll(home)
-	os.Exit(code)
-}
+// TestMain gives every git process of the package's tests a private,
+// predictable configuration (internal/testgit).
+func TestMain(m *testing.M) { testgit.Main(m, "gitrepo-home-") }
 
-// gitCmd runs git in dir and returns its trimmed stdout; it fails the test
-// on a non-zero exit.
 func gitCmd(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	out, err := gitRun(dir, nil, "", args...)
-	if err != nil {
-		t.Fatalf("git %s (in %s): %v", strings.Join(args, " "), dir, err)
-	}
-	return out
+	return testgit.Git(t, dir, args...)
 }
 
-// gitRun runs git with extra environment and stdin.
 func gitRun(dir string, env []string, stdin string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return strings.TrimSpace(stdout.String()), fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(stdout.String()), nil
+	return testgit.Run(dir, env, stdin, args...)
 }
 
-// realPath resolves symlinks so paths from git and from the repository
-// compare.
-func realPath(t testing.TB, p string) string {
-	t.Helper()
-	r, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// makeRepo creates a non-bare repository with one commit on main (a README)
-// and returns its top directory.
-func makeRepo(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join(realPath(t, t.TempDir()), "repo")
-	gitCmd(t, "", "init", "-q", dir)
-	writeFile(t, filepath.Join(dir, "README.md"), "hello\n")
-	gitCmd(t, dir, "add", "README.md")
-	gitCmd(t, dir, "commit", "-q", "-m", "initial")
-	return dir
-}
-
-// makeBareRepo creates an empty bare repository.
-func makeBareRepo(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join(realPath(t, t.TempDir()), "bare.git")
-	gitCmd(t, "", "init", "-q", "--bare", dir)
-	return dir
-}
+func realPath(t testing.TB, p string) string { t.Helper(); return testgit.RealPath(t, p) }
+func makeRepo(t testing.TB) string           { t.Helper(); return testgit.MakeRepo(t) }
+func makeBareRepo(t testing.TB) string       { t.Helper(); return testgit.MakeBareRepo(t) }
 
 func writeFile(t testing.TB, path, content string) {
 	t.Helper()
