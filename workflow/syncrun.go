@@ -10,7 +10,6 @@ import (
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
-	"github.com/orch-tool/orch/taskfile"
 )
 
 // SyncDeadline is how long sync and claim --sync keep trying when other
@@ -209,16 +208,17 @@ func (e *Engine) syncAttempt(remote string, so SyncOptions, prev, rtip plumbing.
 
 // ClaimSync makes a claim atomic across clones. One fetch (without the
 // lock) brings the remote's state branch, its claim refs and the task
-// branches; under the lock the remote's state is merged, the next ready
-// task claimed, and the claim won on the remote by pushing the task's claim
-// ref, only if absent (gitrepo.PushClaim): claims of different tasks never
-// contend. A lost claim ref undoes the claim here and tries the next task,
-// without fetching again. A won claim is then pushed to the state branch;
-// with claim_arbiter state_branch (the default) the claim is answered once
-// the state branch holds it (a lost push merges and pushes again; if the
-// merge shows another clone's claim of the task on the state branch, that
-// claim stands and this one moves on), with claim_ref it is answered at
-// once and the state branch catches up. Under contention it backs off and
+// branches; under the lock the remote's state is merged and the next ready
+// task claimed, and the claim is won on the remote with the task's claim ref
+// (pushed only if absent): claims of different tasks never contend for it,
+// and a clone that finds it taken undoes its claim and tries another task
+// from the same fetch. With claim_arbiter state_branch (the default) the
+// claim ref and the state branch are pushed together, atomically, so the
+// state branch decides as it did before claim refs (a clone whose orch
+// predates them can share the remote); when the state branch moved, the
+// claim is undone and tried again after a new fetch. With claim_ref the
+// claim ref alone decides and the state branch is pushed once, catching up
+// at the next sync if that push lost. Under contention it backs off and
 // tries again until SyncDeadline. On success the engine is returned still
 // open, so that the caller prints the answer from it, then closes it; notes
 // are what the engines' reconciles did and the races lost on the way.
@@ -317,86 +317,72 @@ func (c *claimSync) claimFrom(fs *gitrepo.FetchedState) (e *Engine, res *ClaimRe
 		if rc := e.remoteClaims[id]; rc != nil {
 			stale = rc.Commit
 		}
-		perr := e.Store.Repo.PushClaim(c.remote, id, res.Commit, stale)
-		if perr != nil {
-			if uerr := e.undoClaim(res, before, perr); uerr != nil {
-				return nil, nil, false, c.fail(e, uerr)
+		if e.claimArbiter() == ArbiterStateBranch {
+			// The state branch decides: claim ref and state branch move
+			// together (an atomic push), so a clone whose orch predates
+			// claim refs, which pushes the state branch alone, can never
+			// claim the same task.
+			perr := e.Store.Repo.PushClaimWithState(c.remote, id, res.Commit, stale, e.Store.Ref, fs.Tip)
+			if perr == nil {
+				c.dropEnded(e)
+				return e, res, false, nil
 			}
-			if err := c.fail(e, nil); err != nil {
-				return nil, nil, false, err
+			again, err := c.lose(e, res, before, perr)
+			if err != nil || again {
+				return nil, nil, again, err
 			}
-			if !errors.Is(perr, gitrepo.ErrPushRejected) {
-				return nil, nil, false, remoteFailure(perr)
-			}
-			c.lost[id] = true
-			c.notes = append(c.notes, fmt.Sprintf("another clone claimed %s on %s first; undid the claim here and took the next task", id, c.remote))
-			if c.co.Task != "" {
-				// The one task asked for is taken: the fetch tells why.
-				return nil, nil, true, nil
-			}
-			continue // the next ready task, from the same fetch
+			continue
 		}
-		// The claim ref is this clone's: the state branch records it.
-		return c.pushState(e, res, fs)
+		// claim_ref: the claim ref decides; the state branch catches up.
+		if perr := e.Store.Repo.PushClaim(c.remote, id, res.Commit, stale); perr != nil {
+			again, err := c.lose(e, res, before, perr)
+			if err != nil || again {
+				return nil, nil, again, err
+			}
+			continue
+		}
+		perr := e.Store.Repo.Push(c.remote, e.Store.Ref, res.Commit, fs.Tip)
+		switch {
+		case perr == nil:
+			c.dropEnded(e)
+		case errors.Is(perr, gitrepo.ErrPushRejected):
+			c.notes = append(c.notes, fmt.Sprintf("the state branch on %s moved; the claim ref %s holds the claim, and your next orch sync or claim --sync records it there", c.remote, gitrepo.ClaimRef(id)))
+		default:
+			c.notes = append(c.notes, fmt.Sprintf("warning: the claim is won (claim ref %s on %s) but the state branch was not pushed: %v; orch sync pushes it", gitrepo.ClaimRef(id), c.remote, perr))
+		}
+		return e, res, false, nil
 	}
 }
 
-// pushState pushes a claim whose claim ref was won to the remote's state
-// branch.
-func (c *claimSync) pushState(e *Engine, res *ClaimResult, fs *gitrepo.FetchedState) (*Engine, *ClaimResult, bool, error) {
+// lose undoes a claim whose push was refused and closes e. The next task
+// is tried from the same fetch (again false) when another clone holds the
+// task's claim ref; after a fetch (again true) when the state branch moved.
+func (c *claimSync) lose(e *Engine, res *ClaimResult, before plumbing.Hash, perr error) (again bool, err error) {
 	id := res.Task.Task.ID
-	for attempt := 1; ; attempt++ {
-		tip := e.Store.Snapshot().Tip
-		perr := e.Store.Repo.Push(c.remote, e.Store.Ref, tip, fs.Tip)
-		if perr == nil {
-			if err := e.Store.Repo.DropClaims(c.remote, e.staleClaims()); err != nil {
-				c.notes = append(c.notes, "warning: could not remove ended claim refs: "+err.Error())
-			}
-			return e, res, false, nil
-		}
-		if !errors.Is(perr, gitrepo.ErrPushRejected) {
-			c.notes = append(c.notes, fmt.Sprintf("warning: the claim is won (claim ref %s on %s) but the state branch was not pushed: %v; orch sync pushes it", gitrepo.ClaimRef(id), c.remote, perr))
-			return e, res, false, nil
-		}
-		if e.claimArbiter() == ArbiterClaimRef {
-			c.notes = append(c.notes, fmt.Sprintf("the state branch on %s moved; the claim ref %s holds the claim, and your next orch sync or claim --sync records it there", c.remote, gitrepo.ClaimRef(id)))
-			return e, res, false, nil
-		}
-		// The state branch is the arbiter: merge what another clone
-		// pushed and push again, unless that clone claimed this task on
-		// the state branch (an orch that predates claim refs): its claim
-		// stands, and this one gives the task up.
-		if err := c.fail(e, nil); err != nil {
-			return nil, nil, false, err
-		}
-		if time.Now().After(c.until) {
-			return nil, nil, false, c.so.gaveUp(c.remote, "the state branch kept moving", "run orch sync, then orch claim --sync again")
-		}
-		c.so.backoff(attempt)
-		var err error
-		if fs, _, err = fetchRemote(c.opts, c.remote, false); err != nil {
-			return nil, nil, false, err
-		}
-		if e, err = c.open(fs); err != nil {
-			return nil, nil, false, err
-		}
-		if err := e.ForActor(e.MergeRemote(c.remote, fs.Tip, &SyncResult{Remote: c.remote})); err != nil {
-			return nil, nil, false, c.fail(e, err)
-		}
-		if s := e.Store.SummaryByID(id); s == nil || s.Task.Queue != taskfile.Claimed || s.Task.ClaimedBy != e.Actor || s.Task.Attempts != res.Attempt {
-			_ = e.Store.Repo.DropClaims(c.remote, map[string]plumbing.Hash{id: res.Commit})
-			e.dropClaimBranch(res)
-			c.lost[id] = true
-			c.notes = append(c.notes, fmt.Sprintf("another clone claimed %s on %s's state branch first; took the next task", id, c.remote))
-			if err := c.fail(e, nil); err != nil {
-				return nil, nil, false, err
-			}
-			if c.co.Task != "" {
-				return nil, nil, false, &RuleError{Rule: "claimed", Msg: fmt.Sprintf("cannot claim %s: another clone claimed it first", id), Hint: claimHint("claimed", id)}
-			}
-			return nil, nil, true, nil
-		}
-		res.Task = e.Store.SummaryByID(id)
+	if uerr := e.undoClaim(res, before, perr); uerr != nil {
+		return false, c.fail(e, uerr)
+	}
+	if err := c.fail(e, nil); err != nil {
+		return false, err
+	}
+	switch {
+	case errors.Is(perr, gitrepo.ErrClaimTaken):
+		c.lost[id] = true
+		c.notes = append(c.notes, fmt.Sprintf("another clone claimed %s on %s first; undid the claim here and took the next task", id, c.remote))
+		// The one task asked for is taken: a new fetch tells why.
+		return c.co.Task != "", nil
+	case errors.Is(perr, gitrepo.ErrPushRejected):
+		c.notes = append(c.notes, fmt.Sprintf("another clone moved %s's state branch first; undid the claim of %s and trying again", c.remote, id))
+		return true, nil
+	}
+	return false, remoteFailure(perr)
+}
+
+// dropEnded removes the claim refs the state branch now on the remote
+// shows have ended.
+func (c *claimSync) dropEnded(e *Engine) {
+	if err := e.Store.Repo.DropClaims(c.remote, e.staleClaims()); err != nil {
+		c.notes = append(c.notes, "warning: could not remove ended claim refs: "+err.Error())
 	}
 }
 

@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -115,9 +116,39 @@ func (r *Repo) fetchRetrying(remote string, prune bool, specs ...string) (string
 
 // PushClaim makes the remote's claim ref of a task point at h, only if it
 // is absent there (stale zero) or still holds stale: one round trip, and
-// ErrPushRejected when another clone's claim is there.
+// ErrClaimTaken when another clone's claim is there.
 func (r *Repo) PushClaim(remote, id string, h, stale plumbing.Hash) error {
-	return r.pushLeased(remote, map[string][2]plumbing.Hash{ClaimRef(id): {h, stale}})
+	_, err := r.pushLeased(remote, map[string][2]plumbing.Hash{ClaimRef(id): {h, stale}})
+	if err == ErrPushRejected {
+		return ErrClaimTaken
+	}
+	return err
+}
+
+// ErrClaimTaken is a claim ref push refused because another clone's claim
+// is there.
+var ErrClaimTaken = errors.New("another clone holds the claim ref")
+
+// PushClaimWithState pushes a claim's commit h to the task's claim ref (only
+// if it is absent, or still holds stale) and to the state branch ref (only
+// if the remote is still at expected), atomically: both move or neither.
+// ErrClaimTaken when the claim ref was refused, ErrPushRejected when the
+// state branch moved.
+func (r *Repo) PushClaimWithState(remote, id string, h, stale plumbing.Hash, ref string, expected plumbing.Hash) error {
+	stderr, err := r.pushLeased(remote, map[string][2]plumbing.Hash{ClaimRef(id): {h, stale}, ref: {h, expected}}, "--atomic")
+	if err == ErrPushRejected {
+		// git names each refused ref with its reason; the refs refused only
+		// because another one was say "atomic".
+		for _, line := range strings.Split(stderr, "\n") {
+			if strings.Contains(line, "-> "+ClaimRef(id)+" ") && !strings.Contains(line, "atomic") {
+				return ErrClaimTaken
+			}
+		}
+	}
+	if err == nil {
+		_ = r.UpdateRef(RefUpdate{Name: TrackingRef(remote, ref), Old: mustRead(r, TrackingRef(remote, ref)), New: h, Message: "orch: push"})
+	}
+	return err
 }
 
 // DropClaims deletes the remote's claim refs of the given tasks, each only
@@ -131,7 +162,7 @@ func (r *Repo) DropClaims(remote string, claims map[string]plumbing.Hash) error 
 	for id, h := range claims {
 		upd[ClaimRef(id)] = [2]plumbing.Hash{plumbing.ZeroHash, h}
 	}
-	err := r.pushLeased(remote, upd)
+	_, err := r.pushLeased(remote, upd)
 	if err == ErrPushRejected {
 		return nil
 	}
@@ -139,16 +170,17 @@ func (r *Repo) DropClaims(remote string, claims map[string]plumbing.Hash) error 
 }
 
 // pushLeased pushes each ref to its new value (ZeroHash: delete) only if
-// the remote holds the old one (ZeroHash: absent).
-func (r *Repo) pushLeased(remote string, upd map[string][2]plumbing.Hash) error {
+// the remote holds the old one (ZeroHash: absent); it returns what git
+// said.
+func (r *Repo) pushLeased(remote string, upd map[string][2]plumbing.Hash, opts ...string) (string, error) {
 	if !ValidRemote(remote) {
-		return fmt.Errorf("invalid remote %q", remote)
+		return "", fmt.Errorf("invalid remote %q", remote)
 	}
-	args := []string{"push", "--quiet"}
+	args := append([]string{"push", "--quiet"}, opts...)
 	var specs []string
 	for ref, nv := range upd {
 		if !ValidRefName(ref) {
-			return fmt.Errorf("invalid ref name %q", ref)
+			return "", fmt.Errorf("invalid ref name %q", ref)
 		}
 		lease := "--force-with-lease=" + ref + ":"
 		if !nv[1].IsZero() {
@@ -165,9 +197,9 @@ func (r *Repo) pushLeased(remote string, upd map[string][2]plumbing.Hash) error 
 	out, err := r.git(args...)
 	if err != nil {
 		if lostPushRace(out) {
-			return ErrPushRejected
+			return out, ErrPushRejected
 		}
-		return err
+		return out, err
 	}
-	return nil
+	return "", nil
 }
