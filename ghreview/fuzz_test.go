@@ -131,7 +131,8 @@ func FuzzParseReviews(f *testing.F) {
 }
 
 // FuzzParseComments: ParseComments either fails with a *ParseError, or
-// returns comments that each have an id and a path, that survive a JSON
+// returns comments that each have an id and a path or a review (a comment
+// without a path is kept without a location), that survive a JSON
 // round trip, and that, under a changes-requested review, import as one
 // issue each.
 func FuzzParseComments(f *testing.F) {
@@ -145,8 +146,8 @@ func FuzzParseComments(f *testing.F) {
 			return
 		}
 		for i, c := range cs {
-			if c.ID == 0 || c.Path == "" {
-				t.Fatalf("comment %d accepted without id or path: %+v", i+1, c)
+			if c.ID == 0 || c.Path == "" && c.ReviewID == 0 {
+				t.Fatalf("comment %d accepted without id, or without both path and review: %+v", i+1, c)
 			}
 		}
 		cs = append([]ghreview.Comment{}, cs...)
