@@ -2,7 +2,9 @@ package workflow
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -116,4 +118,36 @@ func (e *Engine) claimArbiter() string {
 // remoteClaimMsg is why a task with a pending remote claim is not ready.
 func remoteClaimMsg(rc *remoteClaim) string {
 	return fmt.Sprintf("it is claimed by %s on the remote (claim ref %s), whose lease runs until %s", rc.By, rc.Commit.String()[:12], taskfile.FormatTime(rc.Until))
+}
+
+// claimArbiterLine is config.yaml's claim_arbiter line (its value, before
+// any comment).
+var claimArbiterLine = regexp.MustCompile(`(?m)^claim_arbiter:[ \t]*[A-Za-z_"']*`)
+
+// MigrateClaims makes claim refs the arbiter of claims across machines
+// (orch doctor --migrate-claims): config.yaml's claim_arbiter becomes
+// claim_ref, the rest of the file kept byte for byte. It is a human's
+// decision (every clone must run an orch that knows claim refs), committed
+// here and shared by the next sync. The commit is zero when it was set.
+func (e *Engine) MigrateClaims() (*Result, error) {
+	if err := e.requireHuman("doctor --migrate-claims", "", "choosing how claims are decided across machines"); err != nil {
+		return nil, err
+	}
+	t, err := e.EditStart("config")
+	if err != nil {
+		return nil, err
+	}
+	if e.claimArbiter() == ArbiterClaimRef {
+		return &Result{}, nil
+	}
+	data := string(t.Data)
+	if claimArbiterLine.MatchString(data) {
+		data = claimArbiterLine.ReplaceAllLiteralString(data, "claim_arbiter: "+ArbiterClaimRef)
+	} else {
+		if data != "" && !strings.HasSuffix(data, "\n") {
+			data += "\n"
+		}
+		data += "claim_arbiter: " + ArbiterClaimRef + "\n"
+	}
+	return e.EditFinish(t, []byte(data))
 }

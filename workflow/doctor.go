@@ -716,7 +716,7 @@ func (d *diagnosis) checkClaims() {
 		}
 		lines = append(lines, rs.Remote+": "+layout)
 		if arbiter == ArbiterStateBranch {
-			hint = "claims are answered once the state branch holds them; once every clone runs an orch that knows claim refs, set claim_arbiter: claim_ref (orch edit config) and orch sync: claims then stop waiting for each other"
+			hint = "claims are answered once the state branch holds them; once every clone runs an orch that knows claim refs, orch doctor --migrate-claims (a human's step) and orch sync: claims then stop waiting for each other"
 		}
 	}
 	if len(lines) == 0 {

@@ -10,10 +10,11 @@ import (
 )
 
 type doctorOptions struct {
-	g            *globalOptions
-	Fix          bool
-	RestoreTip   bool
-	AcceptRewind bool
+	g             *globalOptions
+	Fix           bool
+	RestoreTip    bool
+	AcceptRewind  bool
+	MigrateClaims bool
 }
 
 func newDoctorCmd(g *globalOptions) *cobra.Command {
@@ -39,6 +40,9 @@ when other commands fail:
                 that resolves each
   checked_out   the state branch checked out in a worktree (orch refuses to write)
   exclude       /.orchestrator/ listed in .git/info/exclude
+  private_files every file of <git common dir>/orch/ is a regular file
+  claims        how claims across machines are decided (claim_arbiter) and
+                the claim refs each remote had at the last fetch
 
 Without --fix nothing changes. --fix removes stale locks and temp files,
 creates a missing state branch from its remote-tracking copy (fetching it
@@ -51,6 +55,10 @@ A state branch that moved backwards is for a person to settle, not --fix:
 return); --accept-rewind keeps it where it is. Until then every other command
 refuses to write. Neither is an agent's to run (ORCH_AGENT set: refused).
 
+--migrate-claims makes claim refs the arbiter of claim --sync (claim_arbiter:
+claim_ref in config.yaml, the rest of the file kept): a human's decision, once
+every clone runs an orch that knows claim refs; orch sync shares it.
+
 Prints one line per check: ok, problem or fixed. Exits 0 when every check is
 ok (or fixed) and 1 when problems remain. With --json it prints the report
 ({"ok": ..., "count": N, "checks": [{"check", "status", "detail", "hint",
@@ -58,6 +66,7 @@ ok (or fixed) and 1 when problems remain. With --json it prints the report
 		Example: `  orch doctor
   orch doctor --fix
   orch doctor --restore-tip
+  orch doctor --migrate-claims
   orch doctor --json`,
 		Args: exactArgs(0, "doctor [--fix | --restore-tip | --accept-rewind]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runDoctor(o) },
@@ -65,7 +74,8 @@ ok (or fixed) and 1 when problems remain. With --json it prints the report
 	cmd.Flags().BoolVar(&o.Fix, "fix", false, "repair what can be repaired")
 	cmd.Flags().BoolVar(&o.RestoreTip, "restore-tip", false, "put a state branch that moved backwards back at the tip orch saw last")
 	cmd.Flags().BoolVar(&o.AcceptRewind, "accept-rewind", false, "accept a state branch that moved backwards where it is")
-	cmd.MarkFlagsMutuallyExclusive("fix", "restore-tip", "accept-rewind")
+	cmd.Flags().BoolVar(&o.MigrateClaims, "migrate-claims", false, "make claim refs the arbiter of claims across machines (claim_arbiter: claim_ref)")
+	cmd.MarkFlagsMutuallyExclusive("fix", "restore-tip", "accept-rewind", "migrate-claims")
 	return cmd
 }
 
@@ -81,6 +91,23 @@ func runDoctor(o *doctorOptions) error {
 	if (o.RestoreTip || o.AcceptRewind) && os.Getenv("ORCH_AGENT") != "" {
 		return &workflow.RuleError{Rule: "authority", Msg: "restoring or accepting a rewound state branch is for a human, and ORCH_AGENT is set",
 			Hint: "this is for a human: ask one with orch escalate ID -m \"what you need and why\""}
+	}
+	if o.MigrateClaims {
+		err := g.withEngine(func(e *workflow.Engine) error {
+			res, err := e.MigrateClaims()
+			if err != nil {
+				return err
+			}
+			if res.Commit.IsZero() {
+				fmt.Fprintln(g.io.Err, "orch: claim_arbiter is claim_ref already")
+			} else {
+				fmt.Fprintf(g.io.Err, "orch: claim_arbiter is now claim_ref (commit %s); orch sync shares it with the other clones\n", res.Commit.String()[:7])
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	rep, err := workflow.Doctor(workflow.DoctorOptions{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Fix: o.Fix,
 		RestoreTip: o.RestoreTip, AcceptRewind: o.AcceptRewind})
