@@ -2,12 +2,13 @@ package workflow
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/internal/lazyregexp"
 
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -122,7 +123,7 @@ func remoteClaimMsg(rc *remoteClaim) string {
 
 // claimArbiterLine is config.yaml's claim_arbiter line (its value, before
 // any comment).
-var claimArbiterLine = regexp.MustCompile(`(?m)^claim_arbiter:[ \t]*[A-Za-z_"']*`)
+var claimArbiterLine = lazyregexp.New(`(?m)^claim_arbiter:[ \t]*[A-Za-z_"']*`)
 
 // MigrateClaims makes claim refs the arbiter of claims across machines
 // (orch doctor --migrate-claims): config.yaml's claim_arbiter becomes
@@ -141,8 +142,8 @@ func (e *Engine) MigrateClaims() (*Result, error) {
 		return &Result{}, nil
 	}
 	data := string(t.Data)
-	if claimArbiterLine.MatchString(data) {
-		data = claimArbiterLine.ReplaceAllLiteralString(data, "claim_arbiter: "+ArbiterClaimRef)
+	if claimArbiterLine().MatchString(data) {
+		data = claimArbiterLine().ReplaceAllLiteralString(data, "claim_arbiter: "+ArbiterClaimRef)
 	} else {
 		if data != "" && !strings.HasSuffix(data, "\n") {
 			data += "\n"
