@@ -10,25 +10,35 @@ import (
 )
 
 type heartbeatOptions struct {
-	g *globalOptions
+	g      *globalOptions
+	Sync   bool
+	Remote string
 }
 
 func newHeartbeatCmd(g *globalOptions) *cobra.Command {
 	o := &heartbeatOptions{g: g}
-	return &cobra.Command{
-		Use:   "heartbeat [ID]",
+	cmd := &cobra.Command{
+		Use:   "heartbeat [ID] [--sync]",
 		Short: "Renew the lease on the task you have claimed",
 		Long: `A claim is a lease of claim_timeout (config.yaml): when it runs out, the next
 orch claim takes the task over (and says so in the task), so that a dead
 agent's work comes back without anyone running orch sweep. Your answers
 (orch respond) renew the lease; for long, quiet work renew it with orch
 heartbeat (a harness hook can run it). Only the claimant may. Inside the
-task's worktree ID may be omitted.`,
+task's worktree ID may be omitted.
+
+--sync then shares the renewal through the remote, as orch sync does: other
+clones judge your lease by the remote's state branch (and, until it holds your
+claim, by the claim ref's lease, which a renewal there replaces).`,
 		Example: `  orch heartbeat
-  orch heartbeat T-4k9x2m --json`,
-		Args: maxArgs(1, "heartbeat [ID]"),
+  orch heartbeat T-4k9x2m --json
+  orch heartbeat T-4k9x2m --sync --json`,
+		Args: maxArgs(1, "heartbeat [ID] [--sync]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runHeartbeat(o, argOr(args, 0)) },
 	}
+	cmd.Flags().BoolVar(&o.Sync, "sync", false, "share the renewal through the remote (orch sync)")
+	cmd.Flags().StringVar(&o.Remote, "remote", "origin", "the remote --sync uses")
+	return cmd
 }
 
 // heartbeatAnswer is orch heartbeat's JSON answer.
@@ -36,10 +46,13 @@ type heartbeatAnswer struct {
 	Task       taskJSON `json:"task"`
 	LeaseUntil jsonTime `json:"lease_until"` // when the lease runs out unless renewed
 	Commit     string   `json:"commit"`
+	Synced     bool     `json:"synced"` // --sync shared it through the remote
 }
 
 func runHeartbeat(o *heartbeatOptions, ref string) error {
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	var answer heartbeatAnswer
+	var text string
+	err := o.g.withEngine(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
@@ -48,10 +61,27 @@ func runHeartbeat(o *heartbeatOptions, ref string) error {
 		if err != nil {
 			return err
 		}
-		if o.g.JSON {
-			return o.g.writeJSON(heartbeatAnswer{o.g.task(e, res.Task), jsonTime(res.LeaseUntil), res.Commit.String()})
-		}
-		fmt.Fprintf(o.g.io.Out, "%s: lease renewed until %s\n", res.Task.Task.ID, taskfile.FormatTime(res.LeaseUntil))
+		answer = heartbeatAnswer{o.g.task(e, res.Task), jsonTime(res.LeaseUntil), res.Commit.String(), false}
+		text = fmt.Sprintf("%s: lease renewed until %s", res.Task.Task.ID, taskfile.FormatTime(res.LeaseUntil))
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if o.Sync {
+		// The renewal is committed here whatever the remote says; the
+		// sync's error (and exit code) says what was not shared.
+		_, notes, err := workflow.Sync(o.g.engineOptions(false), syncOptionsOf(o.Remote))
+		o.g.printNoteList(notes)
+		if err != nil {
+			return err
+		}
+		answer.Synced = true
+		text += ", shared through " + o.Remote
+	}
+	if o.g.JSON {
+		return o.g.writeJSON(answer)
+	}
+	fmt.Fprintln(o.g.io.Out, text)
+	return nil
 }
