@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
 )
 
 // Talking to other clones goes through the git CLI: it knows the user's
@@ -197,35 +198,21 @@ func (r *Repo) DeleteRef(ref string, old plumbing.Hash) error {
 	return err
 }
 
-// Remotes lists the remotes configured in the repository, origin first.
+// Remotes lists the remotes configured in the repository, origin first,
+// read with go-git's config parser (quoting, escapes, subsections).
 func (r *Repo) Remotes() []string {
-	f, err := os.Open(filepath.Join(r.CommonDir, "config"))
+	data, err := os.ReadFile(filepath.Join(r.CommonDir, "config"))
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	seen := map[string]bool{}
+	cfg := gitconfig.New()
+	if gitconfig.NewDecoder(bytes.NewReader(data)).Decode(cfg) != nil {
+		return nil
+	}
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "[") {
-			continue
-		}
-		end := strings.IndexByte(line, ']')
-		if end < 0 {
-			continue
-		}
-		sec := strings.TrimSpace(line[1:end])
-		kind, rest, ok := strings.Cut(sec, " ")
-		if !ok || !strings.EqualFold(kind, "remote") {
-			continue
-		}
-		name := strings.Trim(strings.TrimSpace(rest), "\"")
-		if ValidRemote(name) && !seen[name] {
-			seen[name] = true
-			out = append(out, name)
+	for _, sub := range cfg.Section("remote").Subsections {
+		if ValidRemote(sub.Name) && !slices.Contains(out, sub.Name) {
+			out = append(out, sub.Name)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

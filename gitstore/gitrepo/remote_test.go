@@ -44,3 +44,26 @@ func TestFetchReportsLastingDamage(t *testing.T) {
 		t.Fatalf("Fetch after repair: %v, %v", h, err)
 	}
 }
+
+// TestRemotes reads the remotes from the repository's config as git does:
+// quoted subsections, any case of the section name, origin first, each once.
+func TestRemotes(t *testing.T) {
+	dir := makeRepo(t)
+	gitCmd(t, dir, "remote", "add", "zeta", "../z.git")
+	gitCmd(t, dir, "remote", "add", "origin", "../o.git")
+	f, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("[Remote \"alpha\"]\n\turl = ../a.git\n[remote \"zeta\"]\n\tpushurl = ../z2.git\n[remote]\n\tx = 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(r.Remotes(), " "), "origin alpha zeta"; got != want {
+		t.Errorf("Remotes() = %q, want %q", got, want)
+	}
+}
