@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // cacheMappings counts this process's mappings of files under dir.
@@ -31,16 +32,7 @@ func cacheMappings(t *testing.T, dir string) int {
 // at 10,000 tasks).
 func TestBoardWatchKeepsNoMappingPerBoard(t *testing.T) {
 	repo := filepath.Join(t.TempDir(), "repo")
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := func(args ...string) string { t.Helper(); return testgit.Git(t, repo, args...) }
 	if err := os.MkdirAll(repo, 0o777); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,16 +22,7 @@ func TestAgentHintsNeverLeadAroundARule(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	t.Setenv("ORCH_AGENT", "")
 	repo := filepath.Join(t.TempDir(), "repo")
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := func(dir string, args ...string) string { t.Helper(); return testgit.Git(t, dir, args...) }
 	if err := os.MkdirAll(repo, 0o777); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // TestMCPSession drives orch mcp with the SDK's client over a real stdio
@@ -20,16 +22,7 @@ import (
 func TestMCPSession(t *testing.T) {
 	privateGitHome(t)
 	repo := filepath.Join(t.TempDir(), "repo")
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := func(dir string, args ...string) string { t.Helper(); return testgit.Git(t, dir, args...) }
 	if err := os.MkdirAll(repo, 0o777); err != nil {
 		t.Fatal(err)
 	}
