@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 const benchTasks = 10_000
@@ -19,8 +21,8 @@ func benchID(i int) string { return fmt.Sprintf("T-b%05d", i) }
 // files so that their stat data is trusted.
 func benchRepo(b *testing.B) string {
 	b.Helper()
-	dir := makeRepo(b)
-	writeFile(b, filepath.Join(dir, ".git", "info", "exclude"), "/"+ViewDirName+"/\n")
+	dir := testgit.MakeRepo(b)
+	testgit.WriteFile(b, filepath.Join(dir, ".git", "info", "exclude"), "/"+ViewDirName+"/\n")
 	var in bytes.Buffer
 	in.WriteString("commit refs/heads/orch\ncommitter Bench <bench@orch> 1770372000 +0000\ndata 10\norch: init\n")
 	add := func(p, content string) {
@@ -33,7 +35,7 @@ func benchRepo(b *testing.B) string {
 		add(taskPath(id), taskDoc(id, "Benchmark task "+id, "incoming", strings.Repeat("Some words of context. ", 10)))
 	}
 	in.WriteString("\n")
-	if _, err := gitRun(dir, nil, in.String(), "fast-import", "--quiet"); err != nil {
+	if _, err := testgit.Run(dir, nil, in.String(), "fast-import", "--quiet"); err != nil {
 		b.Fatal(err)
 	}
 	// Write the view, then age it past the racy window and let orch

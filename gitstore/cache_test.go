@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // cacheRepo makes a state branch whose tasks exercise every field of a
@@ -13,7 +15,7 @@ import (
 // do not validate.
 func cacheRepo(t *testing.T) string {
 	t.Helper()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	st := openStore(t, dir)
 	pairs := []string{ConfigFile, "id_prefix: T\n"}
 	for i := 0; i < 12; i++ {
@@ -125,7 +127,7 @@ func TestCacheRebuiltWhenDamaged(t *testing.T) {
 		if f == nil {
 			os.Remove(path)
 		} else {
-			writeFile(t, path, string(f(good)))
+			testgit.WriteFile(t, path, string(f(good)))
 		}
 		closeStore(t, checkSummariesAgainst(t, dir, "cache "+name, want, wantFiles))
 		// The rebuilt cache is valid again.
@@ -133,7 +135,7 @@ func TestCacheRebuiltWhenDamaged(t *testing.T) {
 	}
 
 	// A damaged cache must not damage the next commit's tree surgery.
-	writeFile(t, path, string(good[:len(good)-7]))
+	testgit.WriteFile(t, path, string(good[:len(good)-7]))
 	st = openStore(t, dir)
 	commitFiles(t, st, "after damage", taskPath("T-cach10"), taskDoc("T-cach10", "Changed", "claimed", "x"), "messages/m.md", "m\n")
 	closeStore(t, st)
@@ -141,7 +143,7 @@ func TestCacheRebuiltWhenDamaged(t *testing.T) {
 		t.Fatal("files lost by a commit made after the cache was damaged")
 	}
 	closeStore(t, checkSummaries(t, dir, "after commit"))
-	fsck(t, dir)
+	testgit.Fsck(t, dir)
 }
 
 func TestCacheStaleAfterGitMovesBranch(t *testing.T) {
@@ -162,7 +164,7 @@ func TestCacheStaleAfterGitMovesBranch(t *testing.T) {
 	// Back to the old tip (a reset): the cache is ahead of the branch.
 	// History only moves forward: orch refuses until a person accepts it
 	// (orch doctor --accept-rewind), then follows.
-	gitCmd(t, dir, "update-ref", "refs/heads/orch", first)
+	testgit.Git(t, dir, "update-ref", "refs/heads/orch", first)
 	st0, err := Open(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -186,18 +188,18 @@ func TestCacheStaleAfterGitMovesBranch(t *testing.T) {
 	// A commit made with git on top, then packed and gc'd: objects are only
 	// in packs now.
 	gitMoveBranch(t, dir, "again", taskPath("T-cach12"), taskDoc("T-cach12", "Again", "done", "x"))
-	gitCmd(t, dir, "gc", "-q", "--prune=now")
+	testgit.Git(t, dir, "gc", "-q", "--prune=now")
 	closeStore(t, checkSummaries(t, dir, "after gc"))
 
 	// The branch removed entirely, then created again by git.
 	c := tip(t, dir)
-	gitCmd(t, dir, "update-ref", "-d", "refs/heads/orch")
+	testgit.Git(t, dir, "update-ref", "-d", "refs/heads/orch")
 	st := openStore(t, dir)
 	if st.Exists() || len(st.Summaries()) != 0 {
 		t.Fatalf("deleted branch: exists=%v, %d summaries", st.Exists(), len(st.Summaries()))
 	}
 	closeStore(t, st)
-	gitCmd(t, dir, "update-ref", "refs/heads/orch", c)
+	testgit.Git(t, dir, "update-ref", "refs/heads/orch", c)
 	closeStore(t, checkSummaries(t, dir, "branch recreated"))
 }
 
@@ -239,7 +241,7 @@ func TestCacheOtherStateBranch(t *testing.T) {
 	// Planting orch's cache under the other branch's name changes nothing.
 	b, _ := os.ReadFile(mainCache)
 	other.Close()
-	writeFile(t, other.cachePath(), string(b))
+	testgit.WriteFile(t, other.cachePath(), string(b))
 	other2, err := Open(Options{Dir: dir, StateBranch: "refs/heads/orch-test"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // userState is everything of the person's checkout that orch must never
@@ -28,10 +29,10 @@ func captureUserState(t *testing.T, dir string) userState {
 		t.Fatal(err)
 	}
 	return userState{
-		head:     gitCmd(t, dir, "rev-parse", "HEAD") + " " + readFile(t, filepath.Join(dir, ".git", "HEAD")),
-		status:   gitCmd(t, dir, "status", "--porcelain=v1", "--untracked-files=all"),
-		staged:   gitCmd(t, dir, "diff", "--cached"),
-		unstaged: gitCmd(t, dir, "diff"),
+		head:     testgit.Git(t, dir, "rev-parse", "HEAD") + " " + testgit.ReadFile(t, filepath.Join(dir, ".git", "HEAD")),
+		status:   testgit.Git(t, dir, "status", "--porcelain=v1", "--untracked-files=all"),
+		staged:   testgit.Git(t, dir, "diff", "--cached"),
+		unstaged: testgit.Git(t, dir, "diff"),
 		index:    idx,
 	}
 }
@@ -61,15 +62,15 @@ func expectBranch(t *testing.T, dir string, want map[string]string) {
 
 func TestTreeSurgery(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	// The person's checkout: a staged change, an unstaged change, an
 	// untracked file.
-	writeFile(t, filepath.Join(dir, "README.md"), "hello, staged\n")
-	gitCmd(t, dir, "add", "README.md")
-	writeFile(t, filepath.Join(dir, "README.md"), "hello, staged, then edited\n")
-	writeFile(t, filepath.Join(dir, "notes.txt"), "untracked\n")
+	testgit.WriteFile(t, filepath.Join(dir, "README.md"), "hello, staged\n")
+	testgit.Git(t, dir, "add", "README.md")
+	testgit.WriteFile(t, filepath.Join(dir, "README.md"), "hello, staged, then edited\n")
+	testgit.WriteFile(t, filepath.Join(dir, "notes.txt"), "untracked\n")
 	// As orch init does: the view is excluded from the person's status.
-	writeFile(t, filepath.Join(dir, ".git", "info", "exclude"), "/"+ViewDirName+"/\n")
+	testgit.WriteFile(t, filepath.Join(dir, ".git", "info", "exclude"), "/"+ViewDirName+"/\n")
 	before := captureUserState(t, dir)
 	if !strings.Contains(before.status, "MM README.md") {
 		t.Fatalf("setup: status %q", before.status)
@@ -98,7 +99,7 @@ func TestTreeSurgery(t *testing.T) {
 	if got := tip(t, dir); got != c1.String() {
 		t.Fatalf("tip %s, Commit returned %s", got, c1)
 	}
-	if out := gitCmd(t, dir, "rev-list", "--parents", "-n1", "orch"); out != c1.String() {
+	if out := testgit.Git(t, dir, "rev-list", "--parents", "-n1", "orch"); out != c1.String() {
 		t.Fatalf("root commit has parents: %q", out)
 	}
 
@@ -115,20 +116,20 @@ func TestTreeSurgery(t *testing.T) {
 		"-"+taskPath("T-tree03"), "",
 		"-messages/never-existed.md", "")
 	expectBranch(t, dir, want)
-	if revParse(dir, "orch:messages") != "" {
+	if testgit.RevParse(dir, "orch:messages") != "" {
 		t.Fatal("messages/ still on the branch after its last file was deleted")
 	}
-	if got := revParse(dir, "orch~1"); got != c1.String() {
+	if got := testgit.RevParse(dir, "orch~1"); got != c1.String() {
 		t.Fatalf("parent of %s is %s, want %s", c2, got, c1)
 	}
 	// Untouched subtrees keep their ids; touched ones change.
-	if revParse(dir, "orch:prompts") != revParse(dir, "orch~1:prompts") {
+	if testgit.RevParse(dir, "orch:prompts") != testgit.RevParse(dir, "orch~1:prompts") {
 		t.Fatal("prompts/ tree rewritten though unchanged")
 	}
-	if revParse(dir, "orch:tasks") == revParse(dir, "orch~1:tasks") {
+	if testgit.RevParse(dir, "orch:tasks") == testgit.RevParse(dir, "orch~1:tasks") {
 		t.Fatal("tasks/ tree not rewritten")
 	}
-	if got := gitCmd(t, dir, "rev-parse", "orch:"+taskPath("T-tree01")); got != revParse(dir, "orch~1:"+taskPath("T-tree01")) {
+	if got := testgit.Git(t, dir, "rev-parse", "orch:"+taskPath("T-tree01")); got != testgit.RevParse(dir, "orch~1:"+taskPath("T-tree01")) {
 		t.Fatal("untouched blob changed")
 	}
 
@@ -139,10 +140,10 @@ func TestTreeSurgery(t *testing.T) {
 	delete(want, "docs/a/b/deep.txt")
 	commitFiles(t, st, "undeep", "-docs/a/b/deep.txt", "")
 	expectBranch(t, dir, want)
-	if revParse(dir, "orch:docs") != "" {
+	if testgit.RevParse(dir, "orch:docs") != "" {
 		t.Fatal("empty docs/ left on the branch")
 	}
-	if revParse(dir, "orch^{tree}") != revParse(dir, "orch~2^{tree}") {
+	if testgit.RevParse(dir, "orch^{tree}") != testgit.RevParse(dir, "orch~2^{tree}") {
 		t.Fatal("root tree after add+delete differs from before")
 	}
 
@@ -158,7 +159,7 @@ func TestTreeSurgery(t *testing.T) {
 	delete(want, taskPath("T-tree02"))
 	commitFiles(t, st, "archive all", "-"+taskPath("T-tree01"), "", "-"+taskPath("T-tree02"), "")
 	expectBranch(t, dir, want)
-	if revParse(dir, "orch:tasks") != "" {
+	if testgit.RevParse(dir, "orch:tasks") != "" {
 		t.Fatal("empty tasks/ left on the branch")
 	}
 	if len(st.Summaries()) != 0 {
@@ -181,63 +182,63 @@ func TestTreeSurgery(t *testing.T) {
 	closeStore(t, st)
 
 	// Author, committer and message as given.
-	out := gitCmd(t, dir, "log", "-1", "--format=%an|%ae|%at|%cn|%ce|%ct", "orch")
+	out := testgit.Git(t, dir, "log", "-1", "--format=%an|%ae|%at|%cn|%ce|%ct", "orch")
 	if want := "Ada Tester|ada@example.com|1770372000|Ada Tester|ada@example.com|1770372000"; out != want {
 		t.Fatalf("author/committer = %q, want %q", out, want)
 	}
-	if msg := gitCmd(t, dir, "log", "--format=%B", "-1", c1.String()); msg != "orch: init\n\nFirst.\n\nOrch-Action: init" {
+	if msg := testgit.Git(t, dir, "log", "--format=%B", "-1", c1.String()); msg != "orch: init\n\nFirst.\n\nOrch-Action: init" {
 		t.Fatalf("message = %q", msg)
 	}
-	if tr := gitCmd(t, dir, "log", "--format=%(trailers:key=Orch-Action,valueonly)", "-1", c1.String()); tr != "init" {
+	if tr := testgit.Git(t, dir, "log", "--format=%(trailers:key=Orch-Action,valueonly)", "-1", c1.String()); tr != "init" {
 		t.Fatalf("git does not see the trailer: %q", tr)
 	}
 
-	fsck(t, dir)
+	testgit.Fsck(t, dir)
 	after := captureUserState(t, dir)
 	if !reflect.DeepEqual(before, after) {
 		t.Fatalf("the person's checkout changed:\nbefore %+v\nafter  %+v", before, after)
 	}
-	if readFile(t, filepath.Join(dir, "README.md")) != "hello, staged, then edited\n" {
+	if testgit.ReadFile(t, filepath.Join(dir, "README.md")) != "hello, staged, then edited\n" {
 		t.Fatal("worktree file touched")
 	}
 }
 
 func TestTreeSurgeryKeepsModesAndForeignEntries(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	// A branch made by the git CLI with an executable, a symlink and a
 	// submodule entry orch does not know about.
 	idx := filepath.Join(t.TempDir(), "index")
 	env := []string{"GIT_INDEX_FILE=" + idx}
 	blob := func(s string) string {
-		out, err := gitRun(dir, nil, s, "hash-object", "-w", "--stdin")
+		out, err := testgit.Run(dir, nil, s, "hash-object", "-w", "--stdin")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return out
 	}
-	head := gitCmd(t, dir, "rev-parse", "HEAD")
+	head := testgit.Git(t, dir, "rev-parse", "HEAD")
 	for _, e := range []string{
 		"100755," + blob("#!/bin/sh\n") + ",prompts/run.sh",
 		"120000," + blob("implementer.md") + ",prompts/link.md",
 		"160000," + head + ",vendor/sub",
 		"100644," + blob("x\n") + ",tasks/keep.md",
 	} {
-		if _, err := gitRun(dir, env, "", "update-index", "--add", "--cacheinfo", e); err != nil {
+		if _, err := testgit.Run(dir, env, "", "update-index", "--add", "--cacheinfo", e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tree, err := gitRun(dir, env, "", "write-tree")
+	tree, err := testgit.Run(dir, env, "", "write-tree")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := gitCmd(t, dir, "commit-tree", tree, "-m", "by hand")
-	gitCmd(t, dir, "update-ref", "refs/heads/orch", c)
+	c := testgit.Git(t, dir, "commit-tree", tree, "-m", "by hand")
+	testgit.Git(t, dir, "update-ref", "refs/heads/orch", c)
 
 	st := openStore(t, dir)
 	commitFiles(t, st, "edit", "prompts/run.sh", "#!/bin/sh\necho hi\n", "tasks/new.md", "y\n")
 	closeStore(t, st)
-	out := gitCmd(t, dir, "ls-tree", "-r", "orch")
+	out := testgit.Git(t, dir, "ls-tree", "-r", "orch")
 	for _, want := range []string{
 		"100755 blob " + gitrepo.HashBlob([]byte("#!/bin/sh\necho hi\n")).String() + "\tprompts/run.sh",
 		"120000 blob " + blob("implementer.md") + "\tprompts/link.md",
@@ -248,15 +249,15 @@ func TestTreeSurgeryKeepsModesAndForeignEntries(t *testing.T) {
 			t.Errorf("ls-tree lacks %q:\n%s", want, out)
 		}
 	}
-	if revParse(dir, "orch:vendor") != revParse(dir, "orch~1:vendor") {
+	if testgit.RevParse(dir, "orch:vendor") != testgit.RevParse(dir, "orch~1:vendor") {
 		t.Error("vendor/ tree rewritten")
 	}
-	fsck(t, dir)
+	testgit.Fsck(t, dir)
 }
 
 func TestCommitRefusesBadPaths(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-path01")
 	st := openStore(t, dir)
 	before := tip(t, dir)
@@ -275,15 +276,15 @@ func TestCommitRefusesBadPaths(t *testing.T) {
 	if got := tip(t, dir); got != before {
 		t.Fatalf("a refused commit moved the branch (%s -> %s)", before, got)
 	}
-	fsck(t, dir)
+	testgit.Fsck(t, dir)
 }
 
 func TestCommitRefusesCheckedOutBranch(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-chk001")
 	wt := filepath.Join(filepath.Dir(dir), "wt-orch")
-	gitCmd(t, dir, "worktree", "add", "-q", wt, "orch")
+	testgit.Git(t, dir, "worktree", "add", "-q", wt, "orch")
 	st := openStore(t, dir)
 	_, err := st.Commit(&CommitRequest{Changes: []Change{{Path: "messages/x.md", Data: []byte("x\n")}}, Message: "m", Author: testActor})
 	var co *ErrCheckedOut
@@ -303,7 +304,7 @@ func TestCommitRefusesCheckedOutBranch(t *testing.T) {
 
 func TestWalkAndTrailers(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	st := openStore(t, dir)
 	var made []plumbing.Hash
 	for i, msg := range []string{
@@ -330,7 +331,7 @@ func TestWalkAndTrailers(t *testing.T) {
 	if seen[0].Author.Name != testActor.Name || !seen[0].Author.When.Equal(testActor.When) {
 		t.Fatalf("Author = %+v", seen[0].Author)
 	}
-	if want := gitCmd(t, dir, "log", "--format=%T", "-1", made[1].String()); seen[1].Tree.String() != want {
+	if want := testgit.Git(t, dir, "log", "--format=%T", "-1", made[1].String()); seen[1].Tree.String() != want {
 		t.Fatalf("Tree = %s, git says %s", seen[1].Tree, want)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // gitWriter is a git CLI process that commits to the state branch with
@@ -67,12 +69,12 @@ func TestNoLostCommitsUnderConcurrency(t *testing.T) {
 	if testing.Short() {
 		gitWorkers, gitIters, stores, storeIters, amends = 2, 6, 2, 5, 4
 	}
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-conc01")
 	// Make `git gc --auto` do real work on every run.
-	gitCmd(t, dir, "config", "gc.auto", "256")
-	gitCmd(t, dir, "config", "gc.autoPackLimit", "2")
-	gitCmd(t, dir, "config", "gc.autoDetach", "false")
+	testgit.Git(t, dir, "config", "gc.auto", "256")
+	testgit.Git(t, dir, "config", "gc.autoPackLimit", "2")
+	testgit.Git(t, dir, "config", "gc.autoDetach", "false")
 
 	var mu sync.Mutex
 	var successes []writeRecord
@@ -123,10 +125,10 @@ func TestNoLostCommitsUnderConcurrency(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := gitRun(dir, nil, "", "pack-refs", "--all"); err != nil && !strings.Contains(err.Error(), "lock") {
+			if _, err := testgit.Run(dir, nil, "", "pack-refs", "--all"); err != nil && !strings.Contains(err.Error(), "lock") {
 				t.Errorf("git pack-refs: %v", err)
 			}
-			if _, err := gitRun(dir, nil, "", "gc", "--auto", "--quiet"); err != nil && !strings.Contains(err.Error(), "lock") {
+			if _, err := testgit.Run(dir, nil, "", "gc", "--auto", "--quiet"); err != nil && !strings.Contains(err.Error(), "lock") {
 				t.Errorf("git gc --auto: %v", err)
 			}
 			maintRuns++
@@ -186,7 +188,7 @@ func TestNoLostCommitsUnderConcurrency(t *testing.T) {
 
 	final := tip(t, dir)
 	reachable := map[string]bool{}
-	for _, c := range strings.Fields(gitCmd(t, dir, "rev-list", final)) {
+	for _, c := range strings.Fields(testgit.Git(t, dir, "rev-list", final)) {
 		reachable[c] = true
 	}
 	logLines := map[string]int{}
@@ -229,16 +231,16 @@ func TestNoLostCommitsUnderConcurrency(t *testing.T) {
 		t.Errorf("shared log has %d lines, want %d", len(logLines), want)
 	}
 	if t.Failed() {
-		t.Logf("history:\n%s", gitCmd(t, dir, "log", "--format=%H %P %s", final))
-		t.Logf("reflog:\n%s", gitCmd(t, dir, "reflog", "show", "--format=%H %gs", "orch"))
+		t.Logf("history:\n%s", testgit.Git(t, dir, "log", "--format=%H %P %s", final))
+		t.Logf("reflog:\n%s", testgit.Git(t, dir, "reflog", "show", "--format=%H %gs", "orch"))
 		var all []string
 		for _, s := range successes {
 			all = append(all, s.commit+" "+s.line)
 		}
 		t.Logf("successes:\n%s", strings.Join(all, "\n"))
 	}
-	fsck(t, dir)
-	if out := gitCmd(t, dir, "reflog", "show", "--format=%H", "orch"); out == "" {
+	testgit.Fsck(t, dir)
+	if out := testgit.Git(t, dir, "reflog", "show", "--format=%H", "orch"); out == "" {
 		t.Error("no reflog")
 	}
 	// The store's caches survived the turmoil. (The amender may have

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // gitView is what the git CLI says about a directory.
@@ -19,10 +20,10 @@ type gitView struct {
 func askGit(t *testing.T, dir string) gitView {
 	t.Helper()
 	var v gitView
-	v.gitDir = realPath(t, gitCmd(t, dir, "rev-parse", "--path-format=absolute", "--git-dir"))
-	v.commonDir = realPath(t, gitCmd(t, dir, "rev-parse", "--path-format=absolute", "--git-common-dir"))
-	v.bare = gitCmd(t, dir, "rev-parse", "--is-bare-repository") == "true"
-	if out, err := gitRun(dir, nil, "", "rev-parse", "--show-toplevel"); err == nil {
+	v.gitDir = testgit.RealPath(t, testgit.Git(t, dir, "rev-parse", "--path-format=absolute", "--git-dir"))
+	v.commonDir = testgit.RealPath(t, testgit.Git(t, dir, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+	v.bare = testgit.Git(t, dir, "rev-parse", "--is-bare-repository") == "true"
+	if out, err := testgit.Run(dir, nil, "", "rev-parse", "--show-toplevel"); err == nil {
 		v.top = out
 	}
 	return v
@@ -57,7 +58,7 @@ func checkDiscover(t *testing.T, dir, wantMain string) *gitrepo.Repo {
 
 func TestDiscoverMainAndLinkedWorktrees(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	sub := filepath.Join(dir, "src", "deep")
 	if err := os.MkdirAll(sub, 0o777); err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestDiscoverMainAndLinkedWorktrees(t *testing.T) {
 	}
 
 	wt := filepath.Join(filepath.Dir(dir), "wt-feature")
-	gitCmd(t, dir, "worktree", "add", "-q", "-b", "feature", wt)
+	testgit.Git(t, dir, "worktree", "add", "-q", "-b", "feature", wt)
 	wsub := filepath.Join(wt, "a", "b")
 	if err := os.MkdirAll(wsub, 0o777); err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestDiscoverMainAndLinkedWorktrees(t *testing.T) {
 	}
 	commitFiles(t, st, "from the linked worktree", taskPath("T-aaaa02"), taskDoc("T-aaaa02", "Two", "incoming", "x"))
 	closeStore(t, st)
-	if got := readFile(t, viewFile(dir, taskPath("T-aaaa02"))); got != taskDoc("T-aaaa02", "Two", "incoming", "x") {
+	if got := testgit.ReadFile(t, viewFile(dir, taskPath("T-aaaa02"))); got != taskDoc("T-aaaa02", "Two", "incoming", "x") {
 		t.Fatalf("view file written from the linked worktree = %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(wt, ViewDirName)); !os.IsNotExist(err) {
@@ -109,7 +110,7 @@ func TestDiscoverMainAndLinkedWorktrees(t *testing.T) {
 
 func TestDiscoverBare(t *testing.T) {
 	t.Parallel()
-	bare := makeBareRepo(t)
+	bare := testgit.MakeBareRepo(t)
 	r := checkDiscover(t, bare, "")
 	if !r.Bare || r.WorkTree != "" {
 		t.Fatalf("bare repo: %+v", r)
@@ -137,16 +138,16 @@ func TestDiscoverBare(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(bare, ViewDirName)); !os.IsNotExist(err) {
 		t.Fatalf("a view appeared in the bare repository")
 	}
-	fsck(t, bare)
+	testgit.Fsck(t, bare)
 }
 
 func TestDiscoverBareCloneWithLinkedWorktree(t *testing.T) {
 	t.Parallel()
-	src := makeRepo(t)
+	src := testgit.MakeRepo(t)
 	clone := filepath.Join(filepath.Dir(src), "clone.git")
-	gitCmd(t, "", "clone", "-q", "--bare", src, clone)
+	testgit.Git(t, "", "clone", "-q", "--bare", src, clone)
 	wt := filepath.Join(filepath.Dir(src), "clone-wt")
-	gitCmd(t, clone, "worktree", "add", "-q", "-b", "work", wt)
+	testgit.Git(t, clone, "worktree", "add", "-q", "-b", "work", wt)
 	sub := filepath.Join(wt, "x")
 	if err := os.MkdirAll(sub, 0o777); err != nil {
 		t.Fatal(err)
@@ -170,18 +171,18 @@ func TestDiscoverBareCloneWithLinkedWorktree(t *testing.T) {
 	}
 	commitFiles(t, st, "init", ConfigFile, "a: 1\n")
 	closeStore(t, st)
-	if revParse(clone, "refs/heads/orch") == "" {
+	if testgit.RevParse(clone, "refs/heads/orch") == "" {
 		t.Fatal("state branch not created in the bare clone")
 	}
 	if _, err := os.Stat(filepath.Join(wt, ViewDirName)); !os.IsNotExist(err) {
 		t.Fatal("a view appeared in the bare clone's worktree")
 	}
-	fsck(t, clone)
+	testgit.Fsck(t, clone)
 }
 
 func TestDiscoverGitDirEnv(t *testing.T) {
-	dir := makeRepo(t)
-	elsewhere := realPath(t, t.TempDir())
+	dir := testgit.MakeRepo(t)
+	elsewhere := testgit.RealPath(t, t.TempDir())
 
 	t.Setenv("GIT_DIR", filepath.Join(dir, ".git"))
 	r, err := gitrepo.Discover(elsewhere)
@@ -203,8 +204,8 @@ func TestDiscoverGitDirEnv(t *testing.T) {
 	t.Setenv("GIT_DIR", "")
 	os.Unsetenv("GIT_DIR")
 	wt := filepath.Join(filepath.Dir(dir), "wt")
-	gitCmd(t, dir, "worktree", "add", "-q", "-b", "side", wt)
-	wgd := realPath(t, gitCmd(t, wt, "rev-parse", "--path-format=absolute", "--git-dir"))
+	testgit.Git(t, dir, "worktree", "add", "-q", "-b", "side", wt)
+	wgd := testgit.RealPath(t, testgit.Git(t, wt, "rev-parse", "--path-format=absolute", "--git-dir"))
 	t.Setenv("GIT_DIR", wgd)
 	r, err = gitrepo.Discover(elsewhere)
 	if err != nil || r.CommonDir != filepath.Join(dir, ".git") || r.GitDir != wgd || r.MainWorkTree != dir {
@@ -212,7 +213,7 @@ func TestDiscoverGitDirEnv(t *testing.T) {
 	}
 
 	// GIT_DIR naming a bare repository.
-	bare := makeBareRepo(t)
+	bare := testgit.MakeBareRepo(t)
 	t.Setenv("GIT_DIR", bare)
 	r, err = gitrepo.Discover(elsewhere)
 	if err != nil || r.CommonDir != bare || !r.Bare || r.MainWorkTree != "" {
@@ -222,15 +223,15 @@ func TestDiscoverGitDirEnv(t *testing.T) {
 	st := openStore(t, elsewhere)
 	commitFiles(t, st, "init", ConfigFile, "a: 1\n")
 	closeStore(t, st)
-	if revParse(bare, "refs/heads/orch") == "" {
+	if testgit.RevParse(bare, "refs/heads/orch") == "" {
 		t.Fatal("no state branch in the GIT_DIR repository")
 	}
 }
 
 func TestDiscoverNotARepo(t *testing.T) {
 	t.Parallel()
-	dir := realPath(t, t.TempDir())
-	if _, err := gitRun(dir, nil, "", "rev-parse", "--git-dir"); err == nil {
+	dir := testgit.RealPath(t, t.TempDir())
+	if _, err := testgit.Run(dir, nil, "", "rev-parse", "--git-dir"); err == nil {
 		t.Skip("the temp dir is inside a git repository")
 	}
 	_, err := gitrepo.Discover(dir)

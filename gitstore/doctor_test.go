@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore/statecache"
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // checkup opens the store around dir without locking it, as orch doctor
@@ -24,7 +25,7 @@ func checkup(t *testing.T, dir string) (*Store, *Checkup) {
 }
 
 func TestDoctorHealthyStore(t *testing.T) {
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa", "T-bbbbbb")
 	st, cu := checkup(t, dir)
 	if cu.TipErr != nil || cu.SnapErr != nil || cu.Tip.String() != tip(t, dir) {
@@ -54,13 +55,13 @@ func TestDoctorHealthyStore(t *testing.T) {
 // sync index: the reconcile trusts the stat data and never notices; the
 // doctor reads the file, and DistrustViewStat makes the reconcile read it.
 func TestDoctorStaleIndex(t *testing.T) {
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa")
 	p := taskPath("T-aaaaaa")
 	full := viewFile(dir, p)
-	orig := readFile(t, full)
+	orig := testgit.ReadFile(t, full)
 	edited := strings.Replace(orig, "priority: P2", "priority: P1", 1)
-	writeFile(t, full, edited)
+	testgit.WriteFile(t, full, edited)
 	// Make the index claim the edited file is the committed blob.
 	st, _ := checkup(t, dir)
 	c := statecache.Load(st.cachePath(), st.Ref, false)
@@ -103,11 +104,11 @@ func TestDoctorStaleIndex(t *testing.T) {
 }
 
 func TestDoctorViewDriftKinds(t *testing.T) {
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa", "T-bbbbbb", "T-cccccc")
 	os.Remove(viewFile(dir, taskPath("T-aaaaaa")))
-	writeFile(t, viewFile(dir, "tasks/new.md"), "---\ntitle: New\n---\n")
-	writeFile(t, viewFile(dir, taskPath("T-bbbbbb")), taskDoc("T-bbbbbb", "Edited", "incoming", "x"))
+	testgit.WriteFile(t, viewFile(dir, "tasks/new.md"), "---\ntitle: New\n---\n")
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-bbbbbb")), taskDoc("T-bbbbbb", "Edited", "incoming", "x"))
 	gitMoveBranch(t, dir, "moved", taskPath("T-cccccc"), taskDoc("T-cccccc", "Moved", "incoming", "y"))
 	_, cu := checkup(t, dir)
 	got := map[string]string{}
@@ -134,7 +135,7 @@ func TestDoctorViewDriftKinds(t *testing.T) {
 }
 
 func TestDoctorCacheProblems(t *testing.T) {
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa")
 	st, _ := checkup(t, dir)
 	path := st.cachePath()
@@ -146,19 +147,19 @@ func TestDoctorCacheProblems(t *testing.T) {
 	// A flipped byte: the checksum fails.
 	bad := append([]byte(nil), good...)
 	bad[len(bad)/2] ^= 0xff
-	writeFile(t, path, string(bad))
+	testgit.WriteFile(t, path, string(bad))
 	if _, cu := checkup(t, dir); len(cu.Cache().Corrupt) == 0 {
 		t.Fatal("flipped byte not found")
 	}
 
 	// Another version's format.
-	writeFile(t, path, "orch-state-cache v1\nold")
+	testgit.WriteFile(t, path, "orch-state-cache v1\nold")
 	if _, cu := checkup(t, dir); len(cu.Cache().Corrupt) != 1 || !strings.Contains(cu.Cache().Corrupt[0], "another version of orch") {
 		t.Fatalf("old format: %+v", cu.Cache())
 	}
 
 	// A cache that decodes but lies about the tip's tasks.
-	writeFile(t, path, string(good))
+	testgit.WriteFile(t, path, string(good))
 	c := statecache.Load(path, st.Ref, false)
 	var lies []*Summary
 	c.Summaries.Each(func(r *statecache.Record) {
@@ -178,7 +179,7 @@ func TestDoctorCacheProblems(t *testing.T) {
 	}
 
 	// A torn journal batch.
-	writeFile(t, path, string(good))
+	testgit.WriteFile(t, path, string(good))
 	os.Remove(statecache.JournalPath(path)) // the lies' batch
 	st = openStore(t, dir)
 	commitFiles(t, st, "two", taskPath("T-bbbbbb"), taskDoc("T-bbbbbb", "Two", "incoming", "b"))
@@ -198,7 +199,7 @@ func TestDoctorCacheProblems(t *testing.T) {
 // RebuildCache keeps the sync index (and with it the conflict marks) and
 // drops what the branch can rebuild.
 func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa")
 	p := taskPath("T-aaaaaa")
 	st, _ := checkup(t, dir)
@@ -217,7 +218,7 @@ func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
 	if !c.Tip.IsZero() || len(c.Dirs) > 0 || c.Summaries.Len() > 0 || c.Index.Get(p) == nil || c.Index.Get(p).ConflictW.IsZero() {
 		t.Fatalf("rebuilt cache: tip %s, %d dirs, %d summaries, index %+v", c.Tip, len(c.Dirs), c.Summaries.Len(), c.Index.Get(p))
 	}
-	writeFile(t, viewFile(dir, p), taskDoc("T-aaaaaa", "Mine", "incoming", "x"))
+	testgit.WriteFile(t, viewFile(dir, p), taskDoc("T-aaaaaa", "Mine", "incoming", "x"))
 	_, cu := checkup(t, dir)
 	if cf := cu.Conflicts(); len(cf) != 1 || cf[0].Path != p || !cf[0].Changed {
 		t.Fatalf("conflict lost: %+v", cf)
@@ -228,7 +229,7 @@ func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
 	}
 
 	// A cache that does not decode is removed.
-	writeFile(t, st.cachePath(), "garbage")
+	testgit.WriteFile(t, st.cachePath(), "garbage")
 	if kept, err := st.RebuildCache(); err != nil || kept {
 		t.Fatalf("RebuildCache of garbage: %v %v", kept, err)
 	}
@@ -238,14 +239,14 @@ func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
 }
 
 func TestDoctorRefLocksAndTempFiles(t *testing.T) {
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa")
-	gitCmd(t, dir, "remote", "add", "origin", "https://example.invalid/x.git")
+	testgit.Git(t, dir, "remote", "add", "origin", "https://example.invalid/x.git")
 	st, _ := checkup(t, dir)
 	lock := filepath.Join(st.Repo.CommonDir, "refs", "heads", "orch.lock")
 	tracking := filepath.Join(st.Repo.CommonDir, "refs", "remotes", "origin", "orch.lock")
-	writeFile(t, lock, "")
-	writeFile(t, tracking, "")
+	testgit.WriteFile(t, lock, "")
+	testgit.WriteFile(t, tracking, "")
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(tracking, old, old)
 	locks := st.RefLockFiles()
@@ -260,7 +261,7 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 	}
 
 	// Left by an orch process that is gone.
-	writeFile(t, st.Repo.LockOwnerFile, "2147483000\n")
+	testgit.WriteFile(t, st.Repo.LockOwnerFile, "2147483000\n")
 	mt := time.Now().Add(-5 * time.Second)
 	os.Chtimes(lock, mt, mt)
 	os.Chtimes(st.Repo.LockOwnerFile, mt, mt)
@@ -273,16 +274,16 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 	if err := st.RemoveStaleLockOwnerNote(); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, st.Repo.LockOwnerFile, "1\n") // init: alive
+	testgit.WriteFile(t, st.Repo.LockOwnerFile, "1\n") // init: alive
 	if _, _, stale := st.StaleLockOwnerNote(); stale {
 		t.Fatal("a live process's note is stale")
 	}
 
 	tmpView := viewFile(dir, "tasks/.orch-tmp-1")
 	tmpCache := filepath.Join(st.PrivDir(), ".cache-1")
-	writeFile(t, tmpView, "x")
-	writeFile(t, tmpCache, "x")
-	writeFile(t, viewFile(dir, "tasks/.other"), "x")
+	testgit.WriteFile(t, tmpView, "x")
+	testgit.WriteFile(t, tmpCache, "x")
+	testgit.WriteFile(t, viewFile(dir, "tasks/.other"), "x")
 	if tf := st.TempFiles(0); len(tf) != 2 {
 		t.Fatalf("temp files: %v", tf)
 	}
@@ -305,7 +306,7 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 // Looking takes a shared lock and creates nothing; a held exclusive lock
 // makes it wait, then fail.
 func TestDoctorLock(t *testing.T) {
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	st, err := Open(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)

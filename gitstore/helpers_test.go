@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -27,38 +26,6 @@ import (
 // TestMain gives every git process of the package's tests a private,
 // predictable configuration (internal/testgit).
 func TestMain(m *testing.M) { testgit.Main(m, "gitstore-home-") }
-
-func gitCmd(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	return testgit.Git(t, dir, args...)
-}
-
-func gitRun(dir string, env []string, stdin string, args ...string) (string, error) {
-	return testgit.Run(dir, env, stdin, args...)
-}
-
-func realPath(t testing.TB, p string) string { t.Helper(); return testgit.RealPath(t, p) }
-func makeRepo(t testing.TB) string           { t.Helper(); return testgit.MakeRepo(t) }
-func makeBareRepo(t testing.TB) string       { t.Helper(); return testgit.MakeBareRepo(t) }
-
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o666); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readFile(t testing.TB, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // openStore opens and locks the store of the repository around dir: one
 // orch "command". The store is closed at the end of the test unless the
@@ -185,7 +152,7 @@ func testPolicy() Policy {
 // git CLI sees it.
 func branchFiles(t testing.TB, dir, rev string) map[string]string {
 	t.Helper()
-	out := gitCmd(t, dir, "ls-tree", "-r", "--full-tree", rev)
+	out := testgit.Git(t, dir, "ls-tree", "-r", "--full-tree", rev)
 	files := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
 		if line == "" {
@@ -210,26 +177,17 @@ func showFile(t testing.TB, dir, rev, path string) string {
 	return string(out)
 }
 
-// revParse returns the commit a rev names, or "" when it does not exist.
-func revParse(dir, rev string) string {
-	out, err := gitRun(dir, nil, "", "rev-parse", "-q", "--verify", rev)
-	if err != nil {
-		return ""
-	}
-	return out
-}
-
 // gitMoveBranch commits changes to the state branch with the git CLI alone
 // (temporary index, commit-tree, update-ref with the old value), the way a
 // person or another tool would. A pair whose path starts with "-" deletes it.
 func gitMoveBranch(t testing.TB, dir, msg string, pairs ...string) string {
 	t.Helper()
-	old := revParse(dir, "refs/heads/orch")
+	old := testgit.RevParse(dir, "refs/heads/orch")
 	idx := filepath.Join(t.TempDir(), "index")
 	env := []string{"GIT_INDEX_FILE=" + idx}
 	run := func(stdin string, args ...string) string {
 		t.Helper()
-		out, err := gitRun(dir, env, stdin, args...)
+		out, err := testgit.Run(dir, env, stdin, args...)
 		if err != nil {
 			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
 		}
@@ -263,25 +221,11 @@ func gitMoveBranch(t testing.TB, dir, msg string, pairs ...string) string {
 	return c
 }
 
-// fsck runs git fsck --strict and fails on any error it reports.
-func fsck(t testing.TB, dir string) {
-	t.Helper()
-	out, err := gitRun(dir, nil, "", "fsck", "--strict", "--no-progress")
-	if err != nil {
-		t.Fatalf("git fsck --strict: %v\n%s", err, out)
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if line != "" && !strings.HasPrefix(line, "dangling ") {
-			t.Fatalf("git fsck --strict: %s", out)
-		}
-	}
-}
-
 // scratchSummaries computes the task summaries of rev from nothing: the git
 // CLI lists and reads the blobs, summarize parses them.
 func scratchSummaries(t testing.TB, dir, rev string) []*Summary {
 	t.Helper()
-	out, err := gitRun(dir, nil, "", "ls-tree", rev+":"+TasksDir)
+	out, err := testgit.Run(dir, nil, "", "ls-tree", rev+":"+TasksDir)
 	if err != nil {
 		return []*Summary{}
 	}
@@ -378,5 +322,5 @@ func reconcile(t testing.TB, dir string) (*Reconciled, *Store) {
 // tip is the state branch's commit as the git CLI sees it.
 func tip(t testing.TB, dir string) string {
 	t.Helper()
-	return revParse(dir, "refs/heads/orch")
+	return testgit.RevParse(dir, "refs/heads/orch")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/statecache"
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // TestScanByEntries checks the view scan against what it must find: every
@@ -202,9 +203,9 @@ func TestReconcileCacheBadAfterDirs(t *testing.T) {
 		t.Fatal("the damaged cache decodes")
 	}
 	edited := setField(t, viewDoc("T-crc001"), "priority", "P0")
-	writeFile(t, viewFile(dir, taskPath("T-crc001")), edited)
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-crc001")), edited)
 	made := "tasks/made-by-hand.md"
-	writeFile(t, viewFile(dir, made), "---\ntitle: Made by hand\n---\n# Made by hand\n")
+	testgit.WriteFile(t, viewFile(dir, made), "---\ntitle: Made by hand\n---\n# Made by hand\n")
 	rep, _ := reconcile(t, dir)
 	if !contains(rep.Committed, taskPath("T-crc001")) || !contains(rep.Committed, made) {
 		t.Fatalf("report %+v", rep)
@@ -225,9 +226,9 @@ func TestReconcileCacheBadAfterDirs(t *testing.T) {
 func TestReconcileAfterCommitWhileWaiting(t *testing.T) {
 	dir := viewRepo(t, "T-wait01", "T-wait02", "T-wait03")
 	edited := setField(t, viewDoc("T-wait02"), "priority", "P0")
-	writeFile(t, viewFile(dir, taskPath("T-wait02")), edited)
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-wait02")), edited)
 	made := "tasks/made-while-waiting.md"
-	writeFile(t, viewFile(dir, made), "---\ntitle: Made while waiting\n---\n# Made while waiting\n")
+	testgit.WriteFile(t, viewFile(dir, made), "---\ntitle: Made while waiting\n---\n# Made while waiting\n")
 
 	var other plumbing.Hash
 	testHookBeforeLock = func() {
@@ -301,7 +302,7 @@ func TestReconcileAfterCommitWhileWaiting(t *testing.T) {
 	if got := showFile(t, dir, "orch", taskPath("T-wait01")); got != setField(t, viewDoc("T-wait01"), "priority", "P2") {
 		t.Fatalf("T-wait01 on the branch:\n%s", got)
 	}
-	if got := readFile(t, viewFile(dir, taskPath("T-wait04"))); got != taskDoc("T-wait04", "Task T-wait04", "incoming", "Body of T-wait04.") {
+	if got := testgit.ReadFile(t, viewFile(dir, taskPath("T-wait04"))); got != taskDoc("T-wait04", "Task T-wait04", "incoming", "Body of T-wait04.") {
 		t.Fatalf("view of T-wait04: %q", got)
 	}
 	if !strings.Contains(showFile(t, dir, "orch", made), "Made while waiting") {
@@ -330,7 +331,7 @@ func TestSettleBrokenFiles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := viewRepo(t, "T-setl01", "T-setl02")
 			before := tip(t, dir)
-			writeFile(t, viewFile(dir, tc.path), tc.content)
+			testgit.WriteFile(t, viewFile(dir, tc.path), tc.content)
 			st, err := Open(Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
@@ -350,7 +351,7 @@ func TestSettleBrokenFiles(t *testing.T) {
 			if moved := tip(t, dir) != before; moved != (tc.content != broken) {
 				t.Fatalf("branch moved: %v", moved)
 			}
-			if got := readFile(t, viewFile(dir, tc.path)); got != tc.content {
+			if got := testgit.ReadFile(t, viewFile(dir, tc.path)); got != tc.content {
 				t.Fatalf("view file changed: %q", got)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/statecache"
+	"github.com/orch-tool/orch/internal/testgit"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -19,11 +20,11 @@ import (
 // view, the view excluded from git status as orch init does.
 func viewRepo(t *testing.T, ids ...string) string {
 	t.Helper()
-	dir := makeRepo(t)
-	writeFile(t, filepath.Join(dir, ".git", "info", "exclude"), "/"+ViewDirName+"/\n")
+	dir := testgit.MakeRepo(t)
+	testgit.WriteFile(t, filepath.Join(dir, ".git", "info", "exclude"), "/"+ViewDirName+"/\n")
 	initStore(t, dir, ids...)
 	for _, id := range ids {
-		if got := readFile(t, viewFile(dir, taskPath(id))); got != taskDoc(id, "Task "+id, "incoming", "Body of "+id+".") {
+		if got := testgit.ReadFile(t, viewFile(dir, taskPath(id))); got != taskDoc(id, "Task "+id, "incoming", "Body of "+id+".") {
 			t.Fatalf("view of %s after init: %q", id, got)
 		}
 	}
@@ -54,7 +55,7 @@ func viewDoc(id string) string { return taskDoc(id, "Task "+id, "incoming", "Bod
 // commitsSince lists the subjects of the commits after rev, oldest first.
 func commitsSince(t *testing.T, dir, rev string) []string {
 	t.Helper()
-	out := gitCmd(t, dir, "log", "--reverse", "--format=%s", rev+"..refs/heads/orch")
+	out := testgit.Git(t, dir, "log", "--reverse", "--format=%s", rev+"..refs/heads/orch")
 	if out == "" {
 		return nil
 	}
@@ -111,16 +112,16 @@ func TestReconcileBranchMoved(t *testing.T) {
 	if tip(t, dir) != c {
 		t.Fatalf("reconcile committed on top of a branch move: %v", commitsSince(t, dir, c))
 	}
-	if got := readFile(t, viewFile(dir, taskPath("T-move01"))); got != newDoc {
+	if got := testgit.ReadFile(t, viewFile(dir, taskPath("T-move01"))); got != newDoc {
 		t.Fatalf("view not updated: %q", got)
 	}
-	if got := readFile(t, viewFile(dir, taskPath("T-move04"))); got != viewDoc("T-move04") {
+	if got := testgit.ReadFile(t, viewFile(dir, taskPath("T-move04"))); got != viewDoc("T-move04") {
 		t.Fatalf("new branch file not written: %q", got)
 	}
-	if got := readFile(t, viewFile(dir, "messages/from-git.md")); got != "hello\n" {
+	if got := testgit.ReadFile(t, viewFile(dir, "messages/from-git.md")); got != "hello\n" {
 		t.Fatalf("new message not written: %q", got)
 	}
-	if got := readFile(t, viewFile(dir, ConfigFile)); got != "id_prefix: X\n" {
+	if got := testgit.ReadFile(t, viewFile(dir, ConfigFile)); got != "id_prefix: X\n" {
 		t.Fatalf("config not updated: %q", got)
 	}
 	if _, err := os.Stat(viewFile(dir, taskPath("T-move02"))); !os.IsNotExist(err) {
@@ -130,7 +131,7 @@ func TestReconcileBranchMoved(t *testing.T) {
 	if !contains(rep.Pulled, taskPath("T-move01")) || !contains(rep.Pulled, ConfigFile) || !contains(rep.Removed, taskPath("T-move02")) {
 		t.Fatalf("report %+v", rep)
 	}
-	if got := readFile(t, viewFile(dir, taskPath("T-move03"))); got != viewDoc("T-move03") {
+	if got := testgit.ReadFile(t, viewFile(dir, taskPath("T-move03"))); got != viewDoc("T-move03") {
 		t.Fatalf("untouched file changed: %q", got)
 	}
 	rep, _ = reconcile(t, dir)
@@ -155,9 +156,9 @@ func TestReconcileHandEdit(t *testing.T) {
 	before := tip(t, dir)
 	edited := setField(t, viewDoc("T-hand01"), "title", "Better title")
 	edited = strings.Replace(edited, "Body of T-hand01.", "Body of T-hand01, with more detail.", 1)
-	writeFile(t, viewFile(dir, taskPath("T-hand01")), edited)
-	writeFile(t, viewFile(dir, ConfigFile), "id_prefix: T\nnew_key: 1\n")
-	writeFile(t, viewFile(dir, "prompts/implementer.md"), "Do the work well.\n")
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-hand01")), edited)
+	testgit.WriteFile(t, viewFile(dir, ConfigFile), "id_prefix: T\nnew_key: 1\n")
+	testgit.WriteFile(t, viewFile(dir, "prompts/implementer.md"), "Do the work well.\n")
 
 	rep, st := reconcile(t, dir)
 	if len(rep.Committed) != 3 {
@@ -174,8 +175,8 @@ func TestReconcileHandEdit(t *testing.T) {
 		t.Fatalf("branch config %q", got)
 	}
 	// The task's commit carries the trailers and the actor.
-	hash := gitCmd(t, dir, "log", "--format=%H", "--grep=^orch(T-hand01): edit", "-1", "orch")
-	msg := gitCmd(t, dir, "log", "-1", "--format=%an <%ae>%n%B", hash)
+	hash := testgit.Git(t, dir, "log", "--format=%H", "--grep=^orch(T-hand01): edit", "-1", "orch")
+	msg := testgit.Git(t, dir, "log", "-1", "--format=%an <%ae>%n%B", hash)
 	for _, want := range []string{"Ada Tester <ada@example.com>", "Orch-Task: T-hand01", "Orch-Action: edit", "Orch-Actor: Ada Tester"} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("commit lacks %q:\n%s", want, msg)
@@ -185,7 +186,7 @@ func TestReconcileHandEdit(t *testing.T) {
 		t.Fatalf("summary not updated: %+v", s)
 	}
 	// The view keeps the person's bytes, and the next reconcile is quiet.
-	if got := readFile(t, viewFile(dir, taskPath("T-hand01"))); got != edited {
+	if got := testgit.ReadFile(t, viewFile(dir, taskPath("T-hand01"))); got != edited {
 		t.Fatalf("view rewritten: %q", got)
 	}
 	rep, _ = reconcile(t, dir)
@@ -195,14 +196,14 @@ func TestReconcileHandEdit(t *testing.T) {
 
 	// Saving the same bytes again (a touch) commits nothing.
 	after := tip(t, dir)
-	writeFile(t, viewFile(dir, taskPath("T-hand02")), viewDoc("T-hand02"))
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-hand02")), viewDoc("T-hand02"))
 	rep, _ = reconcile(t, dir)
 	if tip(t, dir) != after || len(rep.Committed) != 0 {
 		t.Fatalf("re-saving an unchanged file committed: %+v", rep)
 	}
 
 	// Changing a task's id by hand is refused, not committed.
-	writeFile(t, viewFile(dir, taskPath("T-hand02")), setField(t, viewDoc("T-hand02"), "id", "T-other9"))
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-hand02")), setField(t, viewDoc("T-hand02"), "id", "T-other9"))
 	rep, st = reconcile(t, dir)
 	if tip(t, dir) != after || st.BrokenFile(taskPath("T-hand02")) == nil {
 		t.Fatalf("id change: report %+v", rep)
@@ -216,7 +217,7 @@ func TestReconcileBothChangedMerge(t *testing.T) {
 	// The person edits the body and a person-owned field...
 	mine := strings.Replace(viewDoc("T-both01"), "Body of T-both01.", "Body of T-both01.\n\nMore context from the lead.", 1)
 	mine = setField(t, mine, "priority", "P0")
-	writeFile(t, viewFile(dir, taskPath("T-both01")), mine)
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-both01")), mine)
 	// ...while the branch moves the task to another queue.
 	theirs := addField(setField(t, viewDoc("T-both01"), "queue", "claimed"), "claimed_by", "agent-b")
 	c := gitMoveBranch(t, dir, "claim by git", taskPath("T-both01"), theirs)
@@ -236,7 +237,7 @@ func TestReconcileBothChangedMerge(t *testing.T) {
 	if subj := commitsSince(t, dir, c); len(subj) != 1 || subj[0] != "orch(T-both01): edit" {
 		t.Fatalf("commits after the merge: %q", subj)
 	}
-	if v := readFile(t, viewFile(dir, taskPath("T-both01"))); v != got {
+	if v := testgit.ReadFile(t, viewFile(dir, taskPath("T-both01"))); v != got {
 		t.Fatalf("view not updated to the merge:\n%s", v)
 	}
 	rep, _ = reconcile(t, dir)
@@ -245,7 +246,7 @@ func TestReconcileBothChangedMerge(t *testing.T) {
 	}
 
 	// Non-task files merge as text.
-	writeFile(t, viewFile(dir, ConfigFile), "# mine\nid_prefix: T\n")
+	testgit.WriteFile(t, viewFile(dir, ConfigFile), "# mine\nid_prefix: T\n")
 	c = gitMoveBranch(t, dir, "config by git", ConfigFile, "id_prefix: T\n# theirs\n")
 	reconcile(t, dir)
 	if got := showFile(t, dir, "orch", ConfigFile); got != "# mine\nid_prefix: T\n# theirs\n" {
@@ -263,7 +264,7 @@ func TestReconcileConflictThenResolved(t *testing.T) {
 	dir := viewRepo(t, "T-conf01", "T-conf02")
 	p := taskPath("T-conf01")
 	mine := setField(t, viewDoc("T-conf01"), "title", "Mine")
-	writeFile(t, viewFile(dir, p), mine)
+	testgit.WriteFile(t, viewFile(dir, p), mine)
 	theirs := setField(t, viewDoc("T-conf01"), "title", "Theirs")
 	c := gitMoveBranch(t, dir, "title by git", p, theirs)
 
@@ -279,7 +280,7 @@ func TestReconcileConflictThenResolved(t *testing.T) {
 		if len(rep.Conflicts[p]) == 0 {
 			t.Fatalf("round %d: report lacks the conflict", i)
 		}
-		if got := readFile(t, viewFile(dir, p)); got != mine {
+		if got := testgit.ReadFile(t, viewFile(dir, p)); got != mine {
 			t.Fatalf("round %d: conflicted view file overwritten: %q", i, got)
 		}
 	}
@@ -290,7 +291,7 @@ func TestReconcileConflictThenResolved(t *testing.T) {
 	orchs := setField(t, theirs, "queue", "blocked")
 	c = commitFiles(t, st, "orch(T-conf01): incoming -> blocked", p, orchs).String()
 	closeStore(t, st)
-	if got := readFile(t, viewFile(dir, p)); got != mine {
+	if got := testgit.ReadFile(t, viewFile(dir, p)); got != mine {
 		t.Fatalf("commit overwrote a conflicted view file: %q", got)
 	}
 	rep, st := reconcile(t, dir)
@@ -300,7 +301,7 @@ func TestReconcileConflictThenResolved(t *testing.T) {
 
 	// The person resolves it by editing the view file.
 	resolved := setField(t, mine, "title", "Resolved")
-	writeFile(t, viewFile(dir, p), resolved)
+	testgit.WriteFile(t, viewFile(dir, p), resolved)
 	rep, st = reconcile(t, dir)
 	if len(st.Conflicted(p)) != 0 || !contains(rep.Committed, p) {
 		t.Fatalf("resolution not committed: %+v", rep)
@@ -325,13 +326,13 @@ func TestReconcileEditedButRemovedOnBranch(t *testing.T) {
 	dir := viewRepo(t, "T-gone01")
 	p := taskPath("T-gone01")
 	mine := setField(t, viewDoc("T-gone01"), "title", "Still wanted")
-	writeFile(t, viewFile(dir, p), mine)
+	testgit.WriteFile(t, viewFile(dir, p), mine)
 	c := gitMoveBranch(t, dir, "archive by git", "-"+p, "")
 	_, st := reconcile(t, dir)
 	if tip(t, dir) != c || len(st.Conflicted(p)) == 0 {
 		t.Fatalf("edited+removed: tip moved or no conflict (%v)", st.Conflicted(p))
 	}
-	if got := readFile(t, viewFile(dir, p)); got != mine {
+	if got := testgit.ReadFile(t, viewFile(dir, p)); got != mine {
 		t.Fatalf("edited file removed or changed: %q", got)
 	}
 }
@@ -347,10 +348,10 @@ func TestReconcileDeletedFileRestored(t *testing.T) {
 	if tip(t, dir) != before {
 		t.Fatal("a deletion in the view was committed")
 	}
-	if got := readFile(t, viewFile(dir, taskPath("T-del001"))); got != viewDoc("T-del001") {
+	if got := testgit.ReadFile(t, viewFile(dir, taskPath("T-del001"))); got != viewDoc("T-del001") {
 		t.Fatalf("not restored: %q", got)
 	}
-	if got := readFile(t, viewFile(dir, ConfigFile)); got != "id_prefix: T\n" {
+	if got := testgit.ReadFile(t, viewFile(dir, ConfigFile)); got != "id_prefix: T\n" {
 		t.Fatalf("config not restored: %q", got)
 	}
 	if !contains(rep.Restored, taskPath("T-del001")) || !contains(rep.Restored, ConfigFile) {
@@ -378,7 +379,7 @@ func TestReconcileWholeViewDeleted(t *testing.T) {
 		t.Fatalf("restored %v, want %d files", rep.Restored, len(want))
 	}
 	for p := range want {
-		if got := readFile(t, viewFile(dir, p)); got != showFile(t, dir, "orch", p) {
+		if got := testgit.ReadFile(t, viewFile(dir, p)); got != showFile(t, dir, "orch", p) {
 			t.Fatalf("%s not restored: %q", p, got)
 		}
 	}
@@ -393,8 +394,8 @@ func TestReconcileHandMadeTask(t *testing.T) {
 	dir := viewRepo(t, "T-made01")
 	before := tip(t, dir)
 	p := "tasks/write-the-docs.md"
-	writeFile(t, viewFile(dir, p), "---\ntitle: Write the docs\npriority: P1\n---\n# Write the docs\n\nAll of them.\n")
-	writeFile(t, viewFile(dir, "messages/note.md"), "a message by hand\n")
+	testgit.WriteFile(t, viewFile(dir, p), "---\ntitle: Write the docs\npriority: P1\n---\n# Write the docs\n\nAll of them.\n")
+	testgit.WriteFile(t, viewFile(dir, "messages/note.md"), "a message by hand\n")
 	rep, st := reconcile(t, dir)
 	if !contains(rep.Committed, p) || !contains(rep.Committed, "messages/note.md") {
 		t.Fatalf("report %+v", rep)
@@ -408,14 +409,14 @@ func TestReconcileHandMadeTask(t *testing.T) {
 	if !taskfile.ValidID(id) || f.Task.Queue != "incoming" || f.Task.Title != "Write the docs" || !strings.Contains(got, "All of them.") {
 		t.Fatalf("hand-made task committed as:\n%s", got)
 	}
-	if v := readFile(t, viewFile(dir, p)); v != got {
+	if v := testgit.ReadFile(t, viewFile(dir, p)); v != got {
 		t.Fatalf("view lacks the assigned id:\n%s", v)
 	}
 	subj := commitsSince(t, dir, before)
 	if !contains(subj, "orch("+id+"): new") {
 		t.Fatalf("commits %q", subj)
 	}
-	body := gitCmd(t, dir, "log", "-1", "--format=%B", "--grep=^orch("+id+"): new", "orch")
+	body := testgit.Git(t, dir, "log", "-1", "--format=%B", "--grep=^orch("+id+"): new", "orch")
 	if !strings.Contains(body, "Orch-Action: new") || !strings.Contains(body, "Orch-Task: "+id) {
 		t.Fatalf("message %q", body)
 	}
@@ -434,7 +435,7 @@ func TestReconcileCopiedTaskGetsNewID(t *testing.T) {
 	dir := viewRepo(t, "T-orig01")
 	orig := taskPath("T-orig01")
 	cp := "tasks/T-orig01-copy.md"
-	writeFile(t, viewFile(dir, cp), readFile(t, viewFile(dir, orig)))
+	testgit.WriteFile(t, viewFile(dir, cp), testgit.ReadFile(t, viewFile(dir, orig)))
 	rep, st := reconcile(t, dir)
 	if !contains(rep.Committed, cp) || contains(rep.Committed, orig) {
 		t.Fatalf("report %+v", rep)
@@ -465,10 +466,10 @@ func TestReconcileBrokenHandEdit(t *testing.T) {
 	dir := viewRepo(t, "T-brok01", "T-brok02", "T-brok03")
 	bp := taskPath("T-brok01")
 	broken := "---\nid: T-brok01\ntitle: [unclosed\nqueue: incoming\n---\nbody\n"
-	writeFile(t, viewFile(dir, bp), broken)
+	testgit.WriteFile(t, viewFile(dir, bp), broken)
 	good := setField(t, viewDoc("T-brok02"), "title", "Fine edit")
-	writeFile(t, viewFile(dir, taskPath("T-brok02")), good)
-	writeFile(t, viewFile(dir, ConfigFile), "INVALID\n")
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-brok02")), good)
+	testgit.WriteFile(t, viewFile(dir, ConfigFile), "INVALID\n")
 	before := tip(t, dir)
 
 	check := func(round string) {
@@ -486,10 +487,10 @@ func TestReconcileBrokenHandEdit(t *testing.T) {
 		if st.BrokenFile(ConfigFile) == nil && len(st.Conflicted(ConfigFile)) == 0 {
 			t.Fatalf("%s: invalid config not reported", round)
 		}
-		if got := readFile(t, viewFile(dir, bp)); got != broken {
+		if got := testgit.ReadFile(t, viewFile(dir, bp)); got != broken {
 			t.Fatalf("%s: broken file overwritten: %q", round, got)
 		}
-		if got := readFile(t, viewFile(dir, ConfigFile)); got != "INVALID\n" {
+		if got := testgit.ReadFile(t, viewFile(dir, ConfigFile)); got != "INVALID\n" {
 			t.Fatalf("%s: invalid config overwritten", round)
 		}
 		if strings.Contains(showFile(t, dir, "orch", bp), "[unclosed") || strings.Contains(showFile(t, dir, "orch", ConfigFile), "INVALID") {
@@ -512,13 +513,13 @@ func TestReconcileBrokenHandEdit(t *testing.T) {
 		ConfigFile, "id_prefix: Q\n",
 		taskPath("T-brok03"), setField(t, viewDoc("T-brok03"), "queue", "done"))
 	check("after the branch moved")
-	if got := readFile(t, viewFile(dir, taskPath("T-brok03"))); got != setField(t, viewDoc("T-brok03"), "queue", "done") {
+	if got := testgit.ReadFile(t, viewFile(dir, taskPath("T-brok03"))); got != setField(t, viewDoc("T-brok03"), "queue", "done") {
 		t.Fatalf("other file not pulled: %q", got)
 	}
 
 	// Fixing the file: merged with the branch's change and committed.
 	fixed := setField(t, viewDoc("T-brok01"), "title", "Fixed")
-	writeFile(t, viewFile(dir, bp), fixed)
+	testgit.WriteFile(t, viewFile(dir, bp), fixed)
 	_, st := reconcile(t, dir)
 	if st.BrokenFile(bp) != nil {
 		t.Fatalf("still broken: %v", st.BrokenFile(bp))
@@ -535,20 +536,20 @@ func TestReconcileStaleEditorBuffer(t *testing.T) {
 	t.Parallel()
 	dir := viewRepo(t, "T-stal01")
 	p := taskPath("T-stal01")
-	buffer := readFile(t, viewFile(dir, p)) // the editor loads the file
+	buffer := testgit.ReadFile(t, viewFile(dir, p)) // the editor loads the file
 
 	// orch claims the task (another command).
 	st := openStore(t, dir)
 	claimed := addField(setField(t, viewDoc("T-stal01"), "queue", "claimed"), "claimed_by", "agent-a")
 	c := commitFiles(t, st, "orch(T-stal01): incoming -> claimed", p, claimed)
 	closeStore(t, st)
-	if readFile(t, viewFile(dir, p)) != claimed {
+	if testgit.ReadFile(t, viewFile(dir, p)) != claimed {
 		t.Fatal("view not updated by the commit")
 	}
 
 	// The person saves the old buffer with a body edit.
 	saved := strings.Replace(buffer, "Body of T-stal01.", "Body of T-stal01.\n\nA note from the person.", 1)
-	writeFile(t, viewFile(dir, p), saved)
+	testgit.WriteFile(t, viewFile(dir, p), saved)
 	_, st = reconcile(t, dir)
 	got := showFile(t, dir, "orch", p)
 	f, err := taskfile.Parse("x", []byte(got))
@@ -564,7 +565,7 @@ func TestReconcileStaleEditorBuffer(t *testing.T) {
 	if subj := commitsSince(t, dir, c.String()); len(subj) != 1 || subj[0] != "orch(T-stal01): edit" {
 		t.Fatalf("commits %q", subj)
 	}
-	if readFile(t, viewFile(dir, p)) != got {
+	if testgit.ReadFile(t, viewFile(dir, p)) != got {
 		t.Fatal("view not updated to the merged file")
 	}
 	if n := strings.Join(st.Notes(), "\n"); !strings.Contains(n, "old copy") {
@@ -590,12 +591,12 @@ func TestReconcilePrivateStateDeleted(t *testing.T) {
 
 	// 01: edited on top of the current version.
 	edit1 := strings.Replace(claimed("T-priv01"), "Body of T-priv01.", "Edited body 1.", 1)
-	writeFile(t, viewFile(dir, taskPath("T-priv01")), edit1)
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-priv01")), edit1)
 	// 02: edited on top of an old version (queue still incoming).
 	edit2 := strings.Replace(viewDoc("T-priv02"), "Body of T-priv02.", "Edited body 2.", 1)
-	writeFile(t, viewFile(dir, taskPath("T-priv02")), edit2)
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-priv02")), edit2)
 	// 03: an old version, unedited.
-	writeFile(t, viewFile(dir, taskPath("T-priv03")), viewDoc("T-priv03"))
+	testgit.WriteFile(t, viewFile(dir, taskPath("T-priv03")), viewDoc("T-priv03"))
 	if err := os.RemoveAll(filepath.Join(dir, ".git", "orch")); err != nil {
 		t.Fatal(err)
 	}
@@ -614,13 +615,13 @@ func TestReconcilePrivateStateDeleted(t *testing.T) {
 	if err != nil || f.Task.Queue != "claimed" || f.Task.ClaimedBy != "agent-a" || !strings.Contains(got2, "Edited body 2.") {
 		t.Fatalf("edit 2 committed as:\n%s", got2)
 	}
-	if readFile(t, viewFile(dir, taskPath("T-priv02"))) != got2 {
+	if testgit.ReadFile(t, viewFile(dir, taskPath("T-priv02"))) != got2 {
 		t.Fatal("view of 02 not updated")
 	}
-	if showFile(t, dir, "orch", taskPath("T-priv03")) != claimed("T-priv03") || readFile(t, viewFile(dir, taskPath("T-priv03"))) != claimed("T-priv03") {
+	if showFile(t, dir, "orch", taskPath("T-priv03")) != claimed("T-priv03") || testgit.ReadFile(t, viewFile(dir, taskPath("T-priv03"))) != claimed("T-priv03") {
 		t.Fatal("old version of 03 not replaced by the branch's")
 	}
-	if readFile(t, viewFile(dir, taskPath("T-priv04"))) != viewDoc("T-priv04") {
+	if testgit.ReadFile(t, viewFile(dir, taskPath("T-priv04"))) != viewDoc("T-priv04") {
 		t.Fatal("04 changed")
 	}
 	if rep, _ := reconcile(t, dir); !emptyReport(rep) {
@@ -702,7 +703,7 @@ func TestReconcileIgnoresForeignFiles(t *testing.T) {
 	dir := viewRepo(t, "T-fore01")
 	before := tip(t, dir)
 	for _, p := range []string{"tasks/.T-fore01.md.swp", "tasks/T-fore01.md~", "tasks/notes.txt", "tasks/#x.md#", "other/x.md", "README.md", "tasks/.orch-tmp-123"} {
-		writeFile(t, viewFile(dir, p), "junk\n")
+		testgit.WriteFile(t, viewFile(dir, p), "junk\n")
 	}
 	rep, _ := reconcile(t, dir)
 	if tip(t, dir) != before || !emptyReport(rep) {
@@ -716,14 +717,14 @@ func TestReconcileConflictOnOrchFieldResolved(t *testing.T) {
 	t.Parallel()
 	dir := viewRepo(t, "T-cofq01")
 	p := taskPath("T-cofq01")
-	writeFile(t, viewFile(dir, p), setField(t, viewDoc("T-cofq01"), "queue", "blocked"))
+	testgit.WriteFile(t, viewFile(dir, p), setField(t, viewDoc("T-cofq01"), "queue", "blocked"))
 	c := gitMoveBranch(t, dir, "claim by git", p, setField(t, viewDoc("T-cofq01"), "queue", "claimed"))
 	_, st := reconcile(t, dir)
 	if cf := st.Conflicted(p); len(cf) != 1 || cf[0].Key != "queue" || tip(t, dir) != c {
 		t.Fatalf("Conflicted = %+v", cf)
 	}
 	resolved := setField(t, setField(t, viewDoc("T-cofq01"), "queue", "done"), "title", "Done by hand")
-	writeFile(t, viewFile(dir, p), resolved)
+	testgit.WriteFile(t, viewFile(dir, p), resolved)
 	_, st = reconcile(t, dir)
 	if len(st.Conflicted(p)) != 0 {
 		t.Fatalf("still conflicted: %+v", st.Conflicted(p))
@@ -742,8 +743,8 @@ func TestReconcileBranchMovedUnderIt(t *testing.T) {
 	p1, p2 := taskPath("T-unde01"), taskPath("T-unde02")
 	edit1 := setField(t, viewDoc("T-unde01"), "title", "Edited by hand")
 	edit2 := strings.Replace(viewDoc("T-unde02"), "Body of T-unde02.", "Body, edited by hand.", 1)
-	writeFile(t, viewFile(dir, p1), edit1)
-	writeFile(t, viewFile(dir, p2), edit2)
+	testgit.WriteFile(t, viewFile(dir, p1), edit1)
+	testgit.WriteFile(t, viewFile(dir, p2), edit2)
 
 	st := openStore(t, dir) // the branch is loaded now
 	c := gitMoveBranch(t, dir, "git moves under orch",
@@ -757,7 +758,7 @@ func TestReconcileBranchMovedUnderIt(t *testing.T) {
 	if !contains(rep.Committed, p1) || !contains(rep.Committed, p2) {
 		t.Fatalf("report %+v", rep)
 	}
-	if _, err := gitRun(dir, nil, "", "merge-base", "--is-ancestor", c, "orch"); err != nil {
+	if _, err := testgit.Run(dir, nil, "", "merge-base", "--is-ancestor", c, "orch"); err != nil {
 		t.Fatalf("git's commit is not an ancestor of the tip: %v", err)
 	}
 	if showFile(t, dir, "orch", p1) != edit1 || showFile(t, dir, "orch", "messages/git.md") != "from git\n" {
@@ -768,10 +769,10 @@ func TestReconcileBranchMovedUnderIt(t *testing.T) {
 	if err != nil || f.Task.Queue != "claimed" || !strings.Contains(got2, "Body, edited by hand.") {
 		t.Fatalf("merge of 02 lost a side:\n%s", got2)
 	}
-	if readFile(t, viewFile(dir, "messages/git.md")) != "from git\n" || readFile(t, viewFile(dir, p2)) != got2 {
+	if testgit.ReadFile(t, viewFile(dir, "messages/git.md")) != "from git\n" || testgit.ReadFile(t, viewFile(dir, p2)) != got2 {
 		t.Fatal("view not brought up to date")
 	}
-	fsck(t, dir)
+	testgit.Fsck(t, dir)
 }
 
 // A hand-made file that does not parse: reported, never committed, never
@@ -782,13 +783,13 @@ func TestReconcileBrokenHandMadeFile(t *testing.T) {
 	before := tip(t, dir)
 	p := "tasks/half-written.md"
 	content := "---\ntitle: Half\nqueue: [incoming\n---\n"
-	writeFile(t, viewFile(dir, p), content)
+	testgit.WriteFile(t, viewFile(dir, p), content)
 	for i := 0; i < 2; i++ {
 		_, st := reconcile(t, dir)
 		if err := st.BrokenFile(p); err == nil || !strings.Contains(err.Error(), ".orchestrator/"+p+":") {
 			t.Fatalf("round %d: BrokenFile = %v", i, err)
 		}
-		if readFile(t, viewFile(dir, p)) != content {
+		if testgit.ReadFile(t, viewFile(dir, p)) != content {
 			t.Fatalf("round %d: broken file changed", i)
 		}
 		if tip(t, dir) != before {
@@ -804,11 +805,11 @@ func TestCommitKeepsUnreconciledViewEdit(t *testing.T) {
 	dir := viewRepo(t, "T-keep01")
 	p := taskPath("T-keep01")
 	mine := strings.Replace(viewDoc("T-keep01"), "Body of T-keep01.", "Body, mine.", 1)
-	writeFile(t, viewFile(dir, p), mine)
+	testgit.WriteFile(t, viewFile(dir, p), mine)
 	st := openStore(t, dir) // no reconcile: the edit is not seen yet
 	commitFiles(t, st, "orch(T-keep01): incoming -> claimed", p, setField(t, viewDoc("T-keep01"), "queue", "claimed"))
 	closeStore(t, st)
-	if readFile(t, viewFile(dir, p)) != mine {
+	if testgit.ReadFile(t, viewFile(dir, p)) != mine {
 		t.Fatal("commit overwrote the person's unreconciled edit")
 	}
 	reconcile(t, dir)
@@ -823,7 +824,7 @@ func TestReconcileStaleBufferTwoVersionsOld(t *testing.T) {
 	t.Parallel()
 	dir := viewRepo(t, "T-old201")
 	p := taskPath("T-old201")
-	buffer := readFile(t, viewFile(dir, p))
+	buffer := testgit.ReadFile(t, viewFile(dir, p))
 	st := openStore(t, dir)
 	v2 := addField(setField(t, viewDoc("T-old201"), "queue", "claimed"), "claimed_by", "agent-a")
 	commitFiles(t, st, "claim", p, v2)
@@ -833,7 +834,7 @@ func TestReconcileStaleBufferTwoVersionsOld(t *testing.T) {
 	commitFiles(t, st, "submit", p, v3)
 	closeStore(t, st)
 
-	writeFile(t, viewFile(dir, p), strings.Replace(buffer, "Body of T-old201.", "Body, with the person's note.", 1))
+	testgit.WriteFile(t, viewFile(dir, p), strings.Replace(buffer, "Body of T-old201.", "Body, with the person's note.", 1))
 	reconcile(t, dir)
 	got := showFile(t, dir, "orch", p)
 	f, err := taskfile.Parse("x", []byte(got))

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/internal/testgit"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -17,7 +18,7 @@ import (
 func saveByRename(t *testing.T, full, content string) {
 	t.Helper()
 	tmp := filepath.Join(filepath.Dir(full), ".editor-save.swp")
-	writeFile(t, tmp, content)
+	testgit.WriteFile(t, tmp, content)
 	if err := os.Rename(tmp, full); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestPlaceViewRaces(t *testing.T) {
 				// The editor writes its new file over the path (over
 				// orch's file, which took the empty place) and drops the
 				// backup.
-				writeFile(t, full, withLine(id, "Saved with a backup."))
+				testgit.WriteFile(t, full, withLine(id, "Saved with a backup."))
 				os.Remove(full + "~")
 			},
 			onBranch: []string{"Saved with a backup.", "queue: claimed"},
@@ -219,15 +220,15 @@ func TestPlaceViewRaces(t *testing.T) {
 				if c.wantView != nil {
 					want = c.wantView(id)
 				}
-				if c.after == nil && readFile(t, full) != want {
-					t.Fatalf("view after the commit:\n%s\nwant:\n%s\nnotes: %v", readFile(t, full), want, st.Notes())
+				if c.after == nil && testgit.ReadFile(t, full) != want {
+					t.Fatalf("view after the commit:\n%s\nwant:\n%s\nnotes: %v", testgit.ReadFile(t, full), want, st.Notes())
 				}
 				rec := st.Recovered()
 				switch {
 				case c.wantRecovered == nil && len(rec) > 0:
 					t.Fatalf("recovered %v, want none; notes %v", rec, st.Notes())
 				case c.wantRecovered != nil:
-					if len(rec) != 1 || readFile(t, filepath.Join(dir, rec[0])) != c.wantRecovered(id) {
+					if len(rec) != 1 || testgit.ReadFile(t, filepath.Join(dir, rec[0])) != c.wantRecovered(id) {
 						t.Fatalf("recovered %v, want one file holding the second save", rec)
 					}
 					if !strings.Contains(strings.Join(st.Notes(), "\n"), rec[0]) {
@@ -250,7 +251,7 @@ func TestPlaceViewRaces(t *testing.T) {
 				if _, err := taskfile.Parse(p, []byte(got)); err != nil {
 					t.Error(err)
 				}
-				if v := readFile(t, full); v != got {
+				if v := testgit.ReadFile(t, full); v != got {
 					t.Errorf("view differs from the branch after the next reconcile:\n%s", v)
 				}
 				if rep, _ := reconcile(t, dir); !emptyReport(rep) {
@@ -302,7 +303,7 @@ func TestDropViewRace(t *testing.T) {
 	st.hooks.held = func(full string) { saveByRename(t, full, withLine(id, "Saved as it went.")) }
 	commitFiles(t, st, "orch("+id+"): archive", "-"+p, "")
 	closeStore(t, st)
-	if got := readFile(t, full); got != withLine(id, "Saved as it went.") {
+	if got := testgit.ReadFile(t, full); got != withLine(id, "Saved as it went.") {
 		t.Fatalf("view after the removal: %q", got)
 	}
 	rep, _ := reconcile(t, dir)
@@ -315,27 +316,27 @@ func TestDropViewRace(t *testing.T) {
 func TestEmulatedExchange(t *testing.T) {
 	d := t.TempDir()
 	a, b := filepath.Join(d, "a"), filepath.Join(d, "b")
-	writeFile(t, a, "new")
-	writeFile(t, b, "old")
+	testgit.WriteFile(t, a, "new")
+	testgit.WriteFile(t, b, "old")
 	if err := emulatedExchange(a, b); err != nil {
 		t.Fatal(err)
 	}
-	if readFile(t, a) != "old" || readFile(t, b) != "new" {
-		t.Fatalf("after the exchange a=%q b=%q", readFile(t, a), readFile(t, b))
+	if testgit.ReadFile(t, a) != "old" || testgit.ReadFile(t, b) != "new" {
+		t.Fatalf("after the exchange a=%q b=%q", testgit.ReadFile(t, a), testgit.ReadFile(t, b))
 	}
 	os.Remove(b)
 	if err := emulatedExchange(a, b); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("exchange with a missing file: %v", err)
 	}
-	if readFile(t, a) != "old" {
+	if testgit.ReadFile(t, a) != "old" {
 		t.Fatal("a moved although the exchange failed")
 	}
-	if err := linkNoReplace(a, b); err != nil || readFile(t, b) != "old" {
+	if err := linkNoReplace(a, b); err != nil || testgit.ReadFile(t, b) != "old" {
 		t.Fatalf("linkNoReplace onto nothing: %v", err)
 	}
-	writeFile(t, a, "other")
-	if err := linkNoReplace(a, b); !errors.Is(err, os.ErrExist) || readFile(t, b) != "old" {
-		t.Fatalf("linkNoReplace onto a file: %v, b=%q", err, readFile(t, b))
+	testgit.WriteFile(t, a, "other")
+	if err := linkNoReplace(a, b); !errors.Is(err, os.ErrExist) || testgit.ReadFile(t, b) != "old" {
+		t.Fatalf("linkNoReplace onto a file: %v, b=%q", err, testgit.ReadFile(t, b))
 	}
 }
 
@@ -348,16 +349,16 @@ func TestLeftoverTempsRemoved(t *testing.T) {
 	id := "T-left01"
 	dir := viewRepo(t, id)
 	tasks := filepath.Join(dir, ViewDirName, TasksDir)
-	writeFile(t, filepath.Join(tasks, viewTempPrefix+"known"), viewDoc(id))
-	writeFile(t, filepath.Join(tasks, viewTempPrefix+"empty"), "")
-	writeFile(t, filepath.Join(tasks, viewTempPrefix+"typed"), withLine(id, "Typed as orch died."))
-	writeFile(t, filepath.Join(tasks, viewNewPrefix+"partial"), "---\nid: T-left01\nti")
+	testgit.WriteFile(t, filepath.Join(tasks, viewTempPrefix+"known"), viewDoc(id))
+	testgit.WriteFile(t, filepath.Join(tasks, viewTempPrefix+"empty"), "")
+	testgit.WriteFile(t, filepath.Join(tasks, viewTempPrefix+"typed"), withLine(id, "Typed as orch died."))
+	testgit.WriteFile(t, filepath.Join(tasks, viewNewPrefix+"partial"), "---\nid: T-left01\nti")
 	_, st := reconcile(t, dir)
 	if left, _ := filepath.Glob(filepath.Join(tasks, ".orch-*")); len(left) > 0 {
 		t.Fatalf("temp files left: %v", left)
 	}
 	rec := st.Recovered()
-	if len(rec) != 1 || readFile(t, filepath.Join(dir, rec[0])) != withLine(id, "Typed as orch died.") {
+	if len(rec) != 1 || testgit.ReadFile(t, filepath.Join(dir, rec[0])) != withLine(id, "Typed as orch died.") {
 		t.Fatalf("recovered %v", rec)
 	}
 	if !strings.Contains(strings.Join(st.Notes(), "\n"), rec[0]) {

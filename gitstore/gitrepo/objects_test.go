@@ -8,15 +8,17 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 func TestHashBlobMatchesGit(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	for _, s := range []string{"", "a\n", strings.Repeat("x", 70000), "---\nid: T-1\n---\n"} {
-		out, err := gitRun(dir, nil, s, "hash-object", "--stdin")
+		out, err := testgit.Run(dir, nil, s, "hash-object", "--stdin")
 		if s == "" {
-			out, err = gitRun(dir, nil, "", "hash-object", os.DevNull)
+			out, err = testgit.Run(dir, nil, "", "hash-object", os.DevNull)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -32,7 +34,7 @@ func TestHashBlobMatchesGit(t *testing.T) {
 // them back byte for byte; git fsck checks the zlib streams.
 func TestStoredObjectsReadByGit(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	objs := NewObjectStore(filepath.Join(dir, ".git"))
 	for _, n := range []int{0, 1, 65535 - 8, 65535 - 7, 65535, 65536, 2*65535 + 3, 700000} {
 		data := make([]byte, n)
@@ -46,7 +48,7 @@ func TestStoredObjectsReadByGit(t *testing.T) {
 		if h != HashBlob(data) {
 			t.Fatalf("%d bytes: id %s, want %s", n, h, HashBlob(data))
 		}
-		got, err := gitRun(dir, nil, "", "cat-file", "-s", h.String())
+		got, err := testgit.Run(dir, nil, "", "cat-file", "-s", h.String())
 		if err != nil || got != fmt.Sprint(n) {
 			t.Fatalf("%d bytes: git cat-file -s = %q, %v", n, got, err)
 		}
@@ -55,7 +57,7 @@ func TestStoredObjectsReadByGit(t *testing.T) {
 			t.Fatalf("%d bytes: read back %d bytes, %v", n, len(back), err)
 		}
 	}
-	if out, err := gitRun(dir, nil, "", "fsck", "--strict", "--unreachable"); err != nil {
+	if out, err := testgit.Run(dir, nil, "", "fsck", "--strict", "--unreachable"); err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
 }
@@ -65,7 +67,7 @@ func TestStoredObjectsReadByGit(t *testing.T) {
 // loose object write must survive its directory vanishing under it.
 func TestObjectWriteRacesPrunePacked(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	objs := NewObjectStore(filepath.Join(dir, ".git"))
 	stop := make(chan struct{})
 	done := make(chan struct{})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // someCommits makes n commits on main with the git CLI and returns them.
@@ -20,8 +22,8 @@ func someCommits(t *testing.T, dir string, n int) []plumbing.Hash {
 	t.Helper()
 	var out []plumbing.Hash
 	for i := 0; i < n; i++ {
-		gitCmd(t, dir, "commit", "-q", "--allow-empty", "-m", "c"+strconv.Itoa(i))
-		out = append(out, plumbing.NewHash(gitCmd(t, dir, "rev-parse", "HEAD")))
+		testgit.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "c"+strconv.Itoa(i))
+		out = append(out, plumbing.NewHash(testgit.Git(t, dir, "rev-parse", "HEAD")))
 	}
 	return out
 }
@@ -37,7 +39,7 @@ func mustRef(t *testing.T, r *Repo, name string) plumbing.Hash {
 
 func TestUpdateRefCompareAndSwap(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	c := someCommits(t, dir, 3)
 	r, err := Discover(dir)
 	if err != nil {
@@ -52,7 +54,7 @@ func TestUpdateRefCompareAndSwap(t *testing.T) {
 	if err := r.UpdateRef(RefUpdate{Name: ref, Old: plumbing.ZeroHash, New: c[0], Message: "create"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := revParse(dir, ref); got != c[0].String() {
+	if got := testgit.RevParse(dir, ref); got != c[0].String() {
 		t.Fatalf("git rev-parse after create = %s, want %s", got, c[0])
 	}
 	// Creating again must fail: the ref exists.
@@ -67,14 +69,14 @@ func TestUpdateRefCompareAndSwap(t *testing.T) {
 	if err := r.UpdateRef(RefUpdate{Name: ref, Old: c[0], New: c[2]}); !errors.Is(err, ErrRefMoved) {
 		t.Fatalf("update with a stale old value: %v, want ErrRefMoved", err)
 	}
-	if got := revParse(dir, ref); got != c[1].String() {
+	if got := testgit.RevParse(dir, ref); got != c[1].String() {
 		t.Fatalf("ref moved by a refused update: %s, want %s", got, c[1])
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".git", "refs", "heads", "orch.lock")); !os.IsNotExist(err) {
 		t.Fatalf("lock file left behind: %v", err)
 	}
 	// The git CLI honours our lock protocol and we honour its.
-	gitCmd(t, dir, "update-ref", ref, c[2].String(), c[1].String())
+	testgit.Git(t, dir, "update-ref", ref, c[2].String(), c[1].String())
 	if h := mustRef(t, r, ref); h != c[2] {
 		t.Fatalf("ReadRef after git update-ref = %s, want %s", h, c[2])
 	}
@@ -84,7 +86,7 @@ func TestUpdateRefCompareAndSwap(t *testing.T) {
 	if err := r.UpdateRef(RefUpdate{Name: ref, Old: c[2], New: c[0], Message: "back"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := revParse(dir, ref); got != c[0].String() {
+	if got := testgit.RevParse(dir, ref); got != c[0].String() {
 		t.Fatalf("git rev-parse = %s, want %s", got, c[0])
 	}
 
@@ -94,20 +96,20 @@ func TestUpdateRefCompareAndSwap(t *testing.T) {
 			t.Errorf("UpdateRef(%q) accepted", bad)
 		}
 	}
-	fsck(t, dir)
+	testgit.Fsck(t, dir)
 }
 
 func TestUpdateRefPackedRefs(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	c := someCommits(t, dir, 4)
 	r, err := Discover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const ref = "refs/heads/orch"
-	gitCmd(t, dir, "update-ref", ref, c[0].String())
-	gitCmd(t, dir, "pack-refs", "--all")
+	testgit.Git(t, dir, "update-ref", ref, c[0].String())
+	testgit.Git(t, dir, "pack-refs", "--all")
 	loose := filepath.Join(dir, ".git", "refs", "heads", "orch")
 	if _, err := os.Stat(loose); !os.IsNotExist(err) {
 		t.Fatalf("pack-refs left the loose ref: %v", err)
@@ -125,36 +127,36 @@ func TestUpdateRefPackedRefs(t *testing.T) {
 	if err := r.UpdateRef(RefUpdate{Name: ref, Old: c[0], New: c[1], Message: "over packed"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := revParse(dir, ref); got != c[1].String() {
+	if got := testgit.RevParse(dir, ref); got != c[1].String() {
 		t.Fatalf("git rev-parse = %s, want %s", got, c[1])
 	}
 	// Packed again, with a stale packed entry under a newer loose one.
-	gitCmd(t, dir, "pack-refs", "--all")
+	testgit.Git(t, dir, "pack-refs", "--all")
 	if err := r.UpdateRef(RefUpdate{Name: ref, Old: c[1], New: c[3]}); err != nil {
 		t.Fatal(err)
 	}
-	if got := revParse(dir, ref); got != c[3].String() {
+	if got := testgit.RevParse(dir, ref); got != c[3].String() {
 		t.Fatalf("git rev-parse = %s, want %s", got, c[3])
 	}
 	if h := mustRef(t, r, ref); h != c[3] {
 		t.Fatalf("ReadRef = %s, want %s", h, c[3])
 	}
 	// A packed ref among many others, with peeled tags.
-	gitCmd(t, dir, "tag", "-a", "-m", "v1", "v1", c[0].String())
-	gitCmd(t, dir, "branch", "orch-other", c[2].String())
-	gitCmd(t, dir, "pack-refs", "--all")
+	testgit.Git(t, dir, "tag", "-a", "-m", "v1", "v1", c[0].String())
+	testgit.Git(t, dir, "branch", "orch-other", c[2].String())
+	testgit.Git(t, dir, "pack-refs", "--all")
 	if h := mustRef(t, r, ref); h != c[3] {
 		t.Fatalf("ReadRef among other packed refs = %s, want %s", h, c[3])
 	}
 	if h := mustRef(t, r, "refs/heads/orch-other"); h != c[2] {
 		t.Fatalf("ReadRef(orch-other) = %s, want %s", h, c[2])
 	}
-	fsck(t, dir)
+	testgit.Fsck(t, dir)
 }
 
 func TestUpdateRefReflog(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	c := someCommits(t, dir, 3)
 	r, err := Discover(dir)
 	if err != nil {
@@ -169,7 +171,7 @@ func TestUpdateRefReflog(t *testing.T) {
 		}
 		prev = h
 	}
-	out := gitCmd(t, dir, "reflog", "show", "--format=%H %gs", "orch")
+	out := testgit.Git(t, dir, "reflog", "show", "--format=%H %gs", "orch")
 	lines := strings.Split(out, "\n")
 	if len(lines) != 3 {
 		t.Fatalf("git reflog show orch: %q", out)
@@ -180,7 +182,7 @@ func TestUpdateRefReflog(t *testing.T) {
 			t.Errorf("reflog line %d = %q, want %q", i, line, want)
 		}
 	}
-	raw := readFile(t, filepath.Join(dir, ".git", "logs", "refs", "heads", "orch"))
+	raw := testgit.ReadFile(t, filepath.Join(dir, ".git", "logs", "refs", "heads", "orch"))
 	re := regexp.MustCompile(`^[0-9a-f]{40} [0-9a-f]{40} Ada Tester <ada@example\.com> \d+ [+-]\d{4}\t[^\n]*$`)
 	for _, line := range strings.Split(strings.TrimSuffix(raw, "\n"), "\n") {
 		if !re.MatchString(line) {
@@ -191,9 +193,9 @@ func TestUpdateRefReflog(t *testing.T) {
 		t.Errorf("first reflog entry does not start from the null id: %q", raw)
 	}
 	// git can walk and expire it.
-	gitCmd(t, dir, "log", "-g", "--oneline", "orch")
-	gitCmd(t, dir, "reflog", "expire", "--expire=now", "--all")
-	fsck(t, dir)
+	testgit.Git(t, dir, "log", "-g", "--oneline", "orch")
+	testgit.Git(t, dir, "reflog", "expire", "--expire=now", "--all")
+	testgit.Fsck(t, dir)
 }
 
 // deadPID returns the id of a process that has exited.
@@ -213,7 +215,7 @@ func setRefLockVars(t *testing.T, timeout, stale time.Duration) {
 }
 
 func TestStaleRefLockTakenOver(t *testing.T) {
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	c := someCommits(t, dir, 2)
 	r, err := Discover(dir)
 	if err != nil {
@@ -225,7 +227,7 @@ func TestStaleRefLockTakenOver(t *testing.T) {
 
 	// A fresh lock: someone is updating the ref; we give up after the
 	// timeout and leave their lock and the ref alone.
-	writeFile(t, lock, "")
+	testgit.WriteFile(t, lock, "")
 	err = r.UpdateRef(RefUpdate{Name: ref, New: c[0]})
 	var rl *ErrRefLocked
 	if !errors.As(err, &rl) || rl.Path != lock {
@@ -234,7 +236,7 @@ func TestStaleRefLockTakenOver(t *testing.T) {
 	if _, err := os.Stat(lock); err != nil {
 		t.Fatalf("someone else's lock was removed: %v", err)
 	}
-	if revParse(dir, ref) != "" {
+	if testgit.RevParse(dir, ref) != "" {
 		t.Fatal("ref created despite the lock")
 	}
 
@@ -246,23 +248,23 @@ func TestStaleRefLockTakenOver(t *testing.T) {
 	if err := r.UpdateRef(RefUpdate{Name: ref, New: c[0], Message: "after stale lock"}); err != nil {
 		t.Fatalf("UpdateRef over a stale lock: %v", err)
 	}
-	if got := revParse(dir, ref); got != c[0].String() {
+	if got := testgit.RevParse(dir, ref); got != c[0].String() {
 		t.Fatalf("ref = %s, want %s", got, c[0])
 	}
 	if _, err := os.Stat(lock); !os.IsNotExist(err) {
 		t.Fatalf("lock left behind: %v", err)
 	}
-	fsck(t, dir)
+	testgit.Fsck(t, dir)
 }
 
 // TestRefLockLeftByKilledOrch: an orch process killed while holding the ref
 // lock (noted in the owner file) must not block the next orch command until
 // staleRefLockAge.
 func TestRefLockLeftByKilledOrch(t *testing.T) {
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	c := someCommits(t, dir, 2)
 	const ref = "refs/heads/orch"
-	gitCmd(t, dir, "update-ref", ref, c[0].String())
+	testgit.Git(t, dir, "update-ref", ref, c[0].String())
 	setRefLockVars(t, 3*time.Second, time.Hour)
 
 	r, err := Discover(dir)
@@ -282,8 +284,8 @@ func TestRefLockLeftByKilledOrch(t *testing.T) {
 	// The lock was made 2 s ago; orch notes its owner right after making
 	// it (noteDelay later).
 	setupAt := func(pid int, noteDelay time.Duration) {
-		writeFile(t, owner, strconv.Itoa(pid)+"\n")
-		writeFile(t, lock, "")
+		testgit.WriteFile(t, owner, strconv.Itoa(pid)+"\n")
+		testgit.WriteFile(t, lock, "")
 		locked := time.Now().Add(-2 * time.Second)
 		noted := locked.Add(noteDelay)
 		if err := os.Chtimes(owner, noted, noted); err != nil {
@@ -301,7 +303,7 @@ func TestRefLockLeftByKilledOrch(t *testing.T) {
 	if !errors.As(err, &rl) {
 		t.Fatalf("update with a lock held by a live orch: %v", err)
 	}
-	if revParse(dir, ref) != c[0].String() {
+	if testgit.RevParse(dir, ref) != c[0].String() {
 		t.Fatal("branch moved under a live lock")
 	}
 	if _, err := os.Stat(lock); err != nil {
@@ -315,7 +317,7 @@ func TestRefLockLeftByKilledOrch(t *testing.T) {
 	if !errors.As(err, &rl) {
 		t.Fatalf("update with a lock newer than a dead orch's note: %v", err)
 	}
-	if revParse(dir, ref) != c[0].String() {
+	if testgit.RevParse(dir, ref) != c[0].String() {
 		t.Fatal("branch moved under a foreign lock")
 	}
 
@@ -325,14 +327,14 @@ func TestRefLockLeftByKilledOrch(t *testing.T) {
 	if err := r.UpdateRef(RefUpdate{Name: ref, Old: c[0], New: c[1]}); err != nil {
 		t.Fatalf("update after a killed orch left the ref lock: %v", err)
 	}
-	if got := revParse(dir, ref); got != c[1].String() {
+	if got := testgit.RevParse(dir, ref); got != c[1].String() {
 		t.Fatalf("tip %s, want %s", got, c[1])
 	}
 	// Once released, the note is gone: it never names a finished process.
 	if _, err := os.Stat(owner); !os.IsNotExist(err) {
 		t.Fatalf("owner note left after the ref lock was released: %v", err)
 	}
-	fsck(t, dir)
+	testgit.Fsck(t, dir)
 }
 
 // RemoveLocksOfDeadOrch removes the ref .lock files that killed orch
@@ -340,7 +342,7 @@ func TestRefLockLeftByKilledOrch(t *testing.T) {
 // it blocks git on that branch), and only those.
 func TestRemoveLocksOfDeadOrch(t *testing.T) {
 	t.Parallel()
-	dir := makeRepo(t)
+	dir := testgit.MakeRepo(t)
 	repo, err := Discover(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -359,12 +361,12 @@ func TestRemoveLocksOfDeadOrch(t *testing.T) {
 	place := func(ref string, pid int, withLock bool) (lock, note string) {
 		lock = lockOf(ref)
 		note = repo.ownerNote(lock)
-		writeFile(t, note, fmt.Sprintf("%d\n", pid))
+		testgit.WriteFile(t, note, fmt.Sprintf("%d\n", pid))
 		if err := os.Chtimes(note, past, past); err != nil {
 			t.Fatal(err)
 		}
 		if withLock {
-			writeFile(t, lock, "")
+			testgit.WriteFile(t, lock, "")
 			if err := os.Chtimes(lock, past, past); err != nil {
 				t.Fatal(err)
 			}

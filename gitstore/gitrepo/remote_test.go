@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // A fetch whose connectivity check meets a damaged object (here a task
@@ -12,11 +14,11 @@ import (
 // and when the damage stays, reported: the retry hides only what goes away.
 func TestFetchReportsLastingDamage(t *testing.T) {
 	t.Parallel()
-	remote := makeBareRepo(t)
-	src := makeRepo(t)
-	gitCmd(t, src, "push", "-q", remote, "HEAD:refs/heads/orch")
-	dir := makeRepo(t)
-	gitCmd(t, dir, "remote", "add", "origin", remote)
+	remote := testgit.MakeBareRepo(t)
+	src := testgit.MakeRepo(t)
+	testgit.Git(t, src, "push", "-q", remote, "HEAD:refs/heads/orch")
+	dir := testgit.MakeRepo(t)
+	testgit.Git(t, dir, "remote", "add", "origin", remote)
 	repo, err := Discover(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -27,10 +29,10 @@ func TestFetchReportsLastingDamage(t *testing.T) {
 
 	// A ref to an object whose file exists but cannot be read.
 	bad := "1234567890123456789012345678901234567890"
-	writeFile(t, filepath.Join(dir, ".git", "objects", bad[:2], bad[2:]), "not an object")
-	writeFile(t, filepath.Join(dir, ".git", "refs", "heads", "task", "T-bad"), bad+"\n")
-	gitCmd(t, src, "commit", "-q", "--allow-empty", "-m", "more")
-	gitCmd(t, src, "push", "-q", remote, "HEAD:refs/heads/orch")
+	testgit.WriteFile(t, filepath.Join(dir, ".git", "objects", bad[:2], bad[2:]), "not an object")
+	testgit.WriteFile(t, filepath.Join(dir, ".git", "refs", "heads", "task", "T-bad"), bad+"\n")
+	testgit.Git(t, src, "commit", "-q", "--allow-empty", "-m", "more")
+	testgit.Git(t, src, "push", "-q", remote, "HEAD:refs/heads/orch")
 	_, err = repo.Fetch("origin", "refs/heads/orch")
 	if err == nil || !strings.Contains(err.Error(), "did not send all necessary objects") {
 		t.Fatalf("Fetch with a damaged object: %v", err)
@@ -40,7 +42,7 @@ func TestFetchReportsLastingDamage(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, ".git", "refs", "heads", "task", "T-bad")); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := repo.Fetch("origin", "refs/heads/orch"); err != nil || h.String() != revParse(src, "HEAD") {
+	if h, err := repo.Fetch("origin", "refs/heads/orch"); err != nil || h.String() != testgit.RevParse(src, "HEAD") {
 		t.Fatalf("Fetch after repair: %v, %v", h, err)
 	}
 }
@@ -48,9 +50,9 @@ func TestFetchReportsLastingDamage(t *testing.T) {
 // TestRemotes reads the remotes from the repository's config as git does:
 // quoted subsections, any case of the section name, origin first, each once.
 func TestRemotes(t *testing.T) {
-	dir := makeRepo(t)
-	gitCmd(t, dir, "remote", "add", "zeta", "../z.git")
-	gitCmd(t, dir, "remote", "add", "origin", "../o.git")
+	dir := testgit.MakeRepo(t)
+	testgit.Git(t, dir, "remote", "add", "zeta", "../z.git")
+	testgit.Git(t, dir, "remote", "add", "origin", "../o.git")
 	f, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

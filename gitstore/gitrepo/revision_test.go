@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // TestResolveRevision: the forms a fix's commit is given in resolve as git
@@ -16,19 +18,19 @@ import (
 func TestResolveRevision(t *testing.T) {
 	dir := t.TempDir()
 	main := filepath.Join(dir, "repo")
-	gitCmd(t, dir, "init", "-q", main)
+	testgit.Git(t, dir, "init", "-q", main)
 	for i := 1; i <= 3; i++ {
-		gitCmd(t, main, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("c%d", i))
+		testgit.Git(t, main, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("c%d", i))
 	}
-	gitCmd(t, main, "tag", "-a", "-m", "release", "v1", "HEAD~1")
-	gitCmd(t, main, "tag", "light", "HEAD~2")
-	gitCmd(t, main, "checkout", "-q", "-b", "side", "HEAD~1")
-	gitCmd(t, main, "commit", "-q", "--allow-empty", "-m", "side")
-	gitCmd(t, main, "checkout", "-q", "main")
-	gitCmd(t, main, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+	testgit.Git(t, main, "tag", "-a", "-m", "release", "v1", "HEAD~1")
+	testgit.Git(t, main, "tag", "light", "HEAD~2")
+	testgit.Git(t, main, "checkout", "-q", "-b", "side", "HEAD~1")
+	testgit.Git(t, main, "commit", "-q", "--allow-empty", "-m", "side")
+	testgit.Git(t, main, "checkout", "-q", "main")
+	testgit.Git(t, main, "merge", "-q", "--no-ff", "-m", "merge side", "side")
 	wt := filepath.Join(dir, "wt")
-	gitCmd(t, main, "worktree", "add", "-q", "-b", "task/T-abc123-x", wt, "main~1")
-	gitCmd(t, wt, "commit", "-q", "--allow-empty", "-m", "in the worktree")
+	testgit.Git(t, main, "worktree", "add", "-q", "-b", "task/T-abc123-x", wt, "main~1")
+	testgit.Git(t, wt, "commit", "-q", "--allow-empty", "-m", "in the worktree")
 
 	revs := []string{"HEAD", "@", "HEAD~1", "HEAD^", "HEAD^2", "HEAD^1^1", "HEAD~2^0", "main", "main~1", "side", "refs/heads/side",
 		"heads/side", "v1", "v1~1", "light", "task/T-abc123-x", "task/T-abc123-x~1"}
@@ -39,7 +41,7 @@ func TestResolveRevision(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, rev := range revs {
-				want, gerr := gitRun(d, nil, "", "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+				want, gerr := testgit.Run(d, nil, "", "rev-parse", "--verify", "--quiet", rev+"^{commit}")
 				got, err := repo.ResolveRevision(rev)
 				if gerr != nil {
 					if !errors.As(err, new(*ErrRevisionNotFound)) {
@@ -75,13 +77,13 @@ func TestResolveRevision(t *testing.T) {
 		}
 	}
 	check("loose")
-	gitCmd(t, main, "gc", "-q")
-	gitCmd(t, main, "pack-refs", "--all")
+	testgit.Git(t, main, "gc", "-q")
+	testgit.Git(t, main, "pack-refs", "--all")
 	check("packed")
 
 	// The worktree's HEAD is its own.
 	repo, _ := Discover(wt)
-	if h, _ := repo.ResolveRevision("HEAD"); h.String() != gitCmd(t, wt, "rev-parse", "task/T-abc123-x") {
+	if h, _ := repo.ResolveRevision("HEAD"); h.String() != testgit.Git(t, wt, "rev-parse", "task/T-abc123-x") {
 		t.Errorf("HEAD in the worktree = %s", h)
 	}
 }
@@ -89,13 +91,13 @@ func TestResolveRevision(t *testing.T) {
 // A short hash two commits start with is refused, as git refuses it.
 func TestResolveRevisionAmbiguous(t *testing.T) {
 	dir := t.TempDir()
-	gitCmd(t, dir, "init", "-q", ".")
-	gitCmd(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+	testgit.Git(t, dir, "init", "-q", ".")
+	testgit.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
 	repo, err := Discover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree := plumbing.NewHash(gitCmd(t, dir, "rev-parse", "HEAD^{tree}"))
+	tree := plumbing.NewHash(testgit.Git(t, dir, "rev-parse", "HEAD^{tree}"))
 	who := Signature{Name: "t", Email: "t@x", When: time.Unix(1700000000, 0).UTC()}
 	seen := map[string]int{} // a 4-digit prefix -> the candidate that has it
 	objs := NewObjectStore(repo.CommonDir)

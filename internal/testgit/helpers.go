@@ -98,3 +98,47 @@ func MakeBareRepo(t testing.TB) string {
 	Git(t, "", "init", "-q", "--bare", dir)
 	return dir
 }
+
+// WriteFile writes content to path, making its directory.
+func WriteFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadFile returns path's content.
+func ReadFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// RevParse returns the commit a rev names, or "" when it does not exist.
+func RevParse(dir, rev string) string {
+	out, err := Run(dir, nil, "", "rev-parse", "-q", "--verify", rev)
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// Fsck runs git fsck --strict and fails on any error it reports.
+func Fsck(t testing.TB, dir string) {
+	t.Helper()
+	out, err := Run(dir, nil, "", "fsck", "--strict", "--no-progress")
+	if err != nil {
+		t.Fatalf("git fsck --strict: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if line != "" && !strings.HasPrefix(line, "dangling ") {
+			t.Fatalf("git fsck --strict: %s", out)
+		}
+	}
+}
