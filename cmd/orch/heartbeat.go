@@ -28,8 +28,9 @@ heartbeat (a harness hook can run it). Only the claimant may. Inside the
 task's worktree ID may be omitted.
 
 --sync then shares the renewal through the remote, as orch sync does: other
-clones judge your lease by the remote's state branch (and, until it holds your
-claim, by the claim ref's lease, which a renewal there replaces).`,
+clones judge your lease by the remote's state branch once it holds your claim
+(before that, by the lease written in the claim ref). When the sync fails, the
+renewal stays committed here and the exit code says what was not shared.`,
 		Example: `  orch heartbeat
   orch heartbeat T-4k9x2m --json
   orch heartbeat T-4k9x2m --sync --json`,
