@@ -18,9 +18,27 @@ import (
 )
 
 // refLockTimeout is how long a ref update waits for a .lock file held by
-// another writer (git itself waits 100 ms by default). A variable only for
-// the tests.
+// another writer, unless core.filesRefLockTimeout says otherwise
+// (refLockWait). git itself waits 100 ms by default; orch waits longer
+// because an agent's command should ride out a person's git gc. A variable
+// only for the tests.
 var refLockTimeout = 5 * time.Second
+
+// refLockWait is how long this repository's ref updates wait for another
+// writer's .lock file: core.filesRefLockTimeout in milliseconds when set,
+// as git reads it (a negative value waits as long as it takes), else
+// refLockTimeout.
+func (r *Repo) refLockWait() time.Duration {
+	v := strings.TrimSpace(r.GitConfig("core", "filesRefLockTimeout"))
+	ms, err := strconv.Atoi(v)
+	switch {
+	case v == "" || err != nil:
+		return refLockTimeout
+	case ms < 0:
+		return 100 * 365 * 24 * time.Hour
+	}
+	return time.Duration(ms) * time.Millisecond
+}
 
 // staleRefLockAge is the age after which a ref .lock file is taken to be
 // left by a killed process. git holds ref locks for milliseconds; orch holds
@@ -287,7 +305,7 @@ func (r *Repo) noteOfLock(lockPath string, lockInfo os.FileInfo) (int, bool) {
 // note left alone is one that dates from the lock that exists: it is what
 // lets that lock be taken over once its process is gone.
 func (r *Repo) createLockFile(lockPath string) (_ *os.File, err error) {
-	deadline := time.Now().Add(refLockTimeout)
+	deadline := time.Now().Add(r.refLockWait())
 	delay := time.Millisecond
 	noted := false
 	defer func() {

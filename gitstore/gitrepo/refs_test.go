@@ -389,3 +389,30 @@ func TestRemoveLocksOfDeadOrch(t *testing.T) {
 		}
 	}
 }
+
+// core.filesRefLockTimeout, git's own setting, sets how long a ref update
+// waits for another writer's lock, as git reads it.
+func TestRefLockWait(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+	}{
+		{"", refLockTimeout},
+		{"250", 250 * time.Millisecond},
+		{"0", 0},
+		{"-1", 100 * 365 * 24 * time.Hour},
+		{"soon", refLockTimeout},
+	} {
+		dir := testgit.MakeRepo(t)
+		if tc.value != "" {
+			testgit.Git(t, dir, "config", "core.filesRefLockTimeout", tc.value)
+		}
+		r, err := Discover(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.refLockWait(); got != tc.want {
+			t.Errorf("core.filesRefLockTimeout=%q: waits %v, want %v", tc.value, got, tc.want)
+		}
+	}
+}
