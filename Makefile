@@ -4,7 +4,7 @@ BIN     ?= bin/orch
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build install test test-short fuzz race demo bench bench-fleet gobench lint docs clean
+.PHONY: all build install test fuzz race demo bench bench-fleet gobench lint docs clean
 
 all: build
 
@@ -20,7 +20,7 @@ install:
 # scripts, the multi-process concurrency tests, and a few seconds of each
 # fuzz target, and the race detector on the packages that run goroutines.
 test: lint
-	$(GO) test -count=1 ./...
+	ORCH_E2E_FULL=1 $(GO) test -count=1 ./...
 	$(MAKE) race
 	$(MAKE) fuzz
 

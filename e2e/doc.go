@@ -5,8 +5,9 @@
 // commit, no duplicate, one linear state branch, `git fsck` clean, no
 // worktree or index touched.
 //
-// `go test ./e2e` runs the full-size races; `go test -short ./e2e` runs
-// small ones. The reusable parts (repositories, worktrees, running N
+// `go test ./e2e` runs the races small (the same checks over fewer
+// processes and tasks); `ORCH_E2E_FULL=1 go test ./e2e`, which make test and
+// so CI run, runs them at full size. The reusable parts (repositories, worktrees, running N
 // processes at once, background git loops, fsck and status checks) are in
 // helpers_test.go.
 package e2e

@@ -50,8 +50,8 @@ func TestHandEditsRaceTransitions(t *testing.T) {
 		name  string
 		setup handRaceSetup
 	}{
-		{"one task", handRaceSetup{tasks: 1, agents: 1, minGap: time.Millisecond, maxGap: 40 * time.Millisecond, duration: 3 * time.Second}},
-		{"several tasks", handRaceSetup{tasks: 4, agents: 3, minGap: time.Millisecond, maxGap: 40 * time.Millisecond, duration: 3 * time.Second}},
+		{"one task", handRaceSetup{tasks: 1, agents: 1, minGap: time.Millisecond, maxGap: 40 * time.Millisecond, duration: time.Duration(scale(3000, 1200)) * time.Millisecond}},
+		{"several tasks", handRaceSetup{tasks: 4, agents: 3, minGap: time.Millisecond, maxGap: 40 * time.Millisecond, duration: time.Duration(scale(3000, 1200)) * time.Millisecond}},
 	}
 	if *handRaceLong {
 		runs = []struct {

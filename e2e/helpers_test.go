@@ -630,12 +630,18 @@ type NewOutput struct {
 	Commit string   `json:"commit"`
 }
 
-// scale returns full, or short under -short.
-func scale(full, short int) int {
-	if testing.Short() {
-		return short
+// fullSize is set by ORCH_E2E_FULL=1, as make test (and so CI) sets it:
+// the races at full size. Without it, in the everyday go test ./..., they
+// run small: the same processes and checks over fewer workers and tasks.
+// -short keeps them small either way.
+func fullSize() bool { return os.Getenv("ORCH_E2E_FULL") != "" && !testing.Short() }
+
+// scale returns full at full size, else small.
+func scale(full, small int) int {
+	if fullSize() {
+		return full
 	}
-	return full
+	return small
 }
 
 // GitCommitter is the git user of a race test: commits on a branch in its

@@ -31,7 +31,7 @@ func tortureSize() (starts, workers int) {
 	switch {
 	case *tortureLong:
 		return 5000, 6
-	case testing.Short():
+	case !fullSize():
 		return 150, 3
 	}
 	return 450, 4
