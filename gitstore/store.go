@@ -612,8 +612,8 @@ func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)
 }
 
 // EachSummaryHeaderIn is EachSummaryIn without decoding the tasks: fn gets
-// each task's header (what claim order sorts by). Loaded returns the whole
-// summary.
+// each task's header (what claim order sorts by); the header's Summary is
+// the whole task.
 func (st *Store) EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*SummaryHeader)) {
 	in := queueFilter(queues)
 	st.cache.Summaries.Each(func(r *statecache.Record) {
@@ -638,9 +638,6 @@ func queueFilter(queues map[taskfile.Queue]bool) func(taskfile.Queue) bool {
 	}
 	return func(q taskfile.Queue) bool { return slices.Contains(list, q) }
 }
-
-// Loaded returns the whole summary of a header from EachSummaryHeaderIn.
-func (st *Store) Loaded(h *SummaryHeader) *Summary { return h.Summary() }
 
 // EachTaskID calls fn with every task's ID and queue, without decoding the
 // rest of the task (for resolving ID prefixes).

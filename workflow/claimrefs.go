@@ -69,7 +69,7 @@ func (e *Engine) readRemoteClaims(refs map[string]plumbing.Hash) map[string]*rem
 // claimed), "ended" (it holds the claim and the task has moved on, or a
 // later claim: the ref is stale).
 func (e *Engine) claimState(rc *remoteClaim) string {
-	s := e.Store.SummaryByID(rc.ID)
+	s := e.tasks().SummaryByID(rc.ID)
 	if s == nil || s.Task.Attempts < rc.Attempt {
 		return "pending"
 	}

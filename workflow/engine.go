@@ -53,7 +53,10 @@ type Options struct {
 // Engine runs workflow operations on one repository. Open takes the store
 // lock and reconciles the view; Close saves caches and releases the lock.
 type Engine struct {
-	Store  *gitstore.Store
+	Store *gitstore.Store
+	// Tasks, when set, is what the rules read instead of Store (see
+	// TaskIndex): unit tests run the rules over tasks in memory.
+	Tasks  TaskIndex
 	Actor  string
 	Now    func() time.Time
 	Config *Config

@@ -156,10 +156,10 @@ type createdTask struct {
 // silently forked.
 func (e *Engine) editable(s *gitstore.Summary) error {
 	view := filepath.Join(gitstore.ViewDirName, s.Path)
-	if err := e.Store.BrokenFile(s.Path); err != nil {
+	if err := e.tasks().BrokenFile(s.Path); err != nil {
 		return &ConflictError{Msg: fmt.Sprintf("%s has a hand edit that does not parse (%v); orch will not change the task until it is fixed", view, err), Hint: "fix the file (orch check shows the line), or delete it to restore the committed version"}
 	}
-	if cs := e.Store.Conflicted(s.Path); cs != nil {
+	if cs := e.tasks().Conflicted(s.Path); cs != nil {
 		return &ConflictError{Msg: conflictText(s.Task.ID, cs), Hint: "edit " + view + " to the version you want (orch commits it), or delete it to take the branch's version"}
 	}
 	if s.Problem != "" {
@@ -209,7 +209,7 @@ func (e *Engine) whyNot(s *gitstore.Summary, roles []string) (rule, msg string) 
 	if s.Problem != "" {
 		return "invalid", "its file does not parse"
 	}
-	if e.Store.BrokenFile(s.Path) != nil || e.Store.Conflicted(s.Path) != nil {
+	if e.tasks().BrokenFile(s.Path) != nil || e.tasks().Conflicted(s.Path) != nil {
 		return "hand_edit", "its view file has an uncommitted hand edit"
 	}
 	if _, ok := claimQueueRank[t.Queue]; !ok {
@@ -366,10 +366,10 @@ func (e *Engine) nextClaimable(roles []string) (*gitstore.Summary, []string) {
 	// Claim order needs only the summaries' headers; a task is decoded
 	// whole when its turn comes (usually the first one is taken).
 	var candidates []*gitstore.SummaryHeader
-	e.Store.EachSummaryHeaderIn(claimQueues, func(h *gitstore.SummaryHeader) {
+	e.tasks().EachSummaryHeaderIn(claimQueues, func(h *gitstore.SummaryHeader) {
 		candidates = append(candidates, h)
 	})
-	return e.pickClaimable(candidates, e.Store.Loaded, roles)
+	return e.pickClaimable(candidates, (*gitstore.SummaryHeader).Summary, roles)
 }
 
 // pickClaimable is nextClaimable over the given candidates, load giving a
@@ -766,7 +766,7 @@ func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
 		edits = append(edits, taskfile.Set(taskfile.KeyLockedOut, taskfile.ListOf(locked)))
 	}
 	if t.Task.Branch != "" {
-		if tip, err := e.Store.ReadRef("refs/heads/" + t.Task.Branch); err == nil && !tip.IsZero() {
+		if tip, err := e.tasks().ReadRef("refs/heads/" + t.Task.Branch); err == nil && !tip.IsZero() {
 			edits = append(edits, taskfile.Set(taskfile.KeyRejectedAt, taskfile.String(tip.String())))
 		}
 	}
@@ -857,7 +857,7 @@ func (e *Engine) deadlocked(t *taskfile.Task, locked []string) bool {
 		return true
 	}
 	if see(t) {
-		e.Store.EachSummaryWhile(func(s *gitstore.Summary) bool { return s.Task.ID == t.ID || see(&s.Task) })
+		e.tasks().EachSummaryWhile(func(s *gitstore.Summary) bool { return s.Task.ID == t.ID || see(&s.Task) })
 	}
 	return capable && !free
 }

@@ -348,7 +348,7 @@ func queueRank(q taskfile.Queue) int {
 func (e *Engine) DepsDone(t *taskfile.Task) (bool, []string) {
 	var pending []string
 	for _, d := range t.DependsOn {
-		if q, ok := e.Store.QueueByID(d); !ok || q != taskfile.Done {
+		if q, ok := e.tasks().QueueByID(d); !ok || q != taskfile.Done {
 			pending = append(pending, d)
 		}
 	}
@@ -361,7 +361,7 @@ func (e *Engine) Ready(t *taskfile.Task) bool {
 		return false
 	}
 	if t.Queue == taskfile.Claimed {
-		if s := e.Store.SummaryByID(t.ID); s == nil || !e.leaseExpired(s) {
+		if s := e.tasks().SummaryByID(t.ID); s == nil || !e.leaseExpired(s) {
 			return false
 		}
 	}

@@ -33,6 +33,10 @@ type SummaryHeader struct {
 	rec *Record
 }
 
+// HeaderOf is the header of a summary held in memory (an index that is not
+// the cache: the rules' unit tests).
+func HeaderOf(s *Summary) *SummaryHeader { return &newRecord(s).SummaryHeader }
+
 // Summary returns the whole summary of a header the cache gave out.
 func (h *SummaryHeader) Summary() *Summary { return h.rec.Summary() }
 
