@@ -22,7 +22,7 @@ import (
 
 // TestMain lets the test binary act as the orch command inside scripts.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(inMemory{m}, map[string]func(){
 		"orch": func() {
 			if dir := os.Getenv("ORCH_TEST_SCHEMAS"); dir != "" {
 				os.Exit(mainCheckingSchemas(dir, os.Args[1:]))
@@ -30,6 +30,17 @@ func TestMain(m *testing.M) {
 			os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
 	})
+}
+
+// inMemory runs the tests (not the orch a script runs: testscript.Main
+// calls Run only in the parent) with their scratch repositories in memory
+// where the machine allows (testgit.MemoryTempDir).
+type inMemory struct{ m *testing.M }
+
+func (w inMemory) Run() int {
+	cleanup := testgit.MemoryTempDir()
+	defer cleanup()
+	return w.m.Run()
 }
 
 // TestScripts runs cmd/orch/testdata/script/*.txtar: the built binary

@@ -12,8 +12,10 @@ import (
 
 // Main runs a package's tests with every git process (and the code's own
 // config look-ups) in a private home: Home's config, UTC, and none of the
-// GIT_* variables that would point git elsewhere.
+// GIT_* variables that would point git elsewhere; their scratch
+// repositories in memory where the machine allows (MemoryTempDir).
 func Main(m *testing.M, prefix string) {
+	cleanup := MemoryTempDir()
 	home, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -36,6 +38,7 @@ func Main(m *testing.M, prefix string) {
 	}
 	code := m.Run()
 	os.RemoveAll(home)
+	cleanup()
 	os.Exit(code)
 }
 

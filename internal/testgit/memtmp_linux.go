@@ -1,0 +1,39 @@
+package testgit
+
+import (
+	"os"
+	"syscall"
+)
+
+// MemoryTempDir points TMPDIR (and so t.TempDir and testscript's work
+// directories) at a new directory in /dev/shm when the machine has that
+// memory file system with at least 2 GB free, and returns what removes it
+// and puts TMPDIR back. The tests' scratch repositories are tens of
+// thousands of small files made and deleted; on a disk file system that was
+// most of the suite's system time (the testscripts: 27 s against 18 s on 2
+// cores). ORCH_TEST_TMPDIR=disk keeps TMPDIR as it is. The e2e tests, which
+// test durability and a full disk, do not call it.
+func MemoryTempDir() (cleanup func()) {
+	keep := func() {}
+	if os.Getenv("ORCH_TEST_TMPDIR") == "disk" {
+		return keep
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &st); err != nil || uint64(st.Bavail)*uint64(st.Bsize) < 2<<30 {
+		return keep // none, or a small one (a container's 64 MB)
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "orch-test-")
+	if err != nil {
+		return keep
+	}
+	old, had := os.LookupEnv("TMPDIR")
+	os.Setenv("TMPDIR", dir)
+	return func() {
+		if had {
+			os.Setenv("TMPDIR", old)
+		} else {
+			os.Unsetenv("TMPDIR")
+		}
+		os.RemoveAll(dir)
+	}
+}
