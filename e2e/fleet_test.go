@@ -118,3 +118,95 @@ func fleetClaims(t *testing.T, arbiter string, clones, claimers, tasks int) {
 		t.Errorf("git fsck on the remote: %v", out)
 	}
 }
+
+// TestFleetVerdicts: three clones of one bare remote, two reviewers in
+// each, every reviewer going through every submitted task (each in its own
+// order) with `orch approve --sync` or `orch reject --sync`. Each task gets
+// exactly one verdict: one call answers 0, every other is refused by the
+// rule (exit 4, the task is no longer provisional), none gives up, and
+// after sync every clone holds the verdict that was answered, with one
+// feedback round for a rejection. git fsck stays clean.
+func TestFleetVerdicts(t *testing.T) {
+	const clones, reviewers = 3, 2
+	r := NewRepo(t)
+	ids := r.SeedTasks(scale(24, 8), taskfile.Provisional)
+	r.MustOrch(r.Main, "list")
+	remote := filepath.Join(r.Root, "remote.git")
+	r.Git(r.Root, "init", "-q", "--bare", remote)
+	r.Git(r.Main, "remote", "add", "origin", remote)
+	r.Git(r.Main, "push", "-q", "origin", "main")
+	r.MustOrch(r.Main, "sync")
+	var dirs, cloneDirs []string
+	for c := 0; c < clones; c++ {
+		dir := filepath.Join(r.Root, fmt.Sprintf("clone-%d", c))
+		r.Git(r.Root, "clone", "-q", remote, dir)
+		r.MustOrch(dir, "sync")
+		cloneDirs = append(cloneDirs, dir)
+		for k := 0; k < reviewers; k++ {
+			dirs = append(dirs, dir)
+		}
+	}
+	verdict := func(w int) string { // half the reviewers approve, half reject
+		if w%2 == 0 {
+			return "approve"
+		}
+		return "reject"
+	}
+	taskOf := func(w, i int) string { return ids[(i+w*len(ids)/len(dirs))%len(ids)] } // each reviewer starts elsewhere
+	results := RunWorkers(len(dirs), len(ids), func(w, i int) Result {
+		id := taskOf(w, i)
+		args := []string{verdict(w), id, "--sync", "--agent", fmt.Sprintf("reviewer-%d", w)}
+		if verdict(w) == "reject" {
+			args = append(args, "-m", fmt.Sprintf("Not yet, says reviewer-%d.", w))
+		}
+		return r.Orch(dirs[w], args...)
+	})
+	won := map[string]string{} // task -> the verdict answered
+	for w, rs := range results {
+		for i, res := range rs {
+			id := taskOf(w, i)
+			switch res.Code {
+			case 0:
+				if prev, dup := won[id]; dup {
+					t.Errorf("%s got two verdicts: %s and %s by reviewer-%d", id, prev, verdict(w), w)
+				}
+				won[id] = verdict(w)
+			case 4:
+				if !strings.Contains(res.Stderr, "cannot "+verdict(w)+" "+id) {
+					t.Errorf("reviewer-%d on %s: exit 4 for another reason: %s", w, id, res.Stderr)
+				}
+			default:
+				t.Errorf("reviewer-%d on %s: %v (no call may give up)", w, id, res)
+			}
+		}
+	}
+	if len(won) != len(ids) {
+		t.Errorf("%d tasks got a verdict, want all %d", len(won), len(ids))
+	}
+	for round := 0; round < 2; round++ {
+		for _, dir := range append([]string{r.Main}, cloneDirs...) {
+			r.MustOrch(dir, "sync")
+		}
+	}
+	tips := map[string]bool{}
+	for _, dir := range append([]string{r.Main}, cloneDirs...) {
+		tips[r.Git(dir, "rev-parse", "refs/heads/orch")] = true
+	}
+	if len(tips) != 1 {
+		t.Errorf("the clones did not converge: %d different state tips", len(tips))
+	}
+	for _, task := range r.List() {
+		want := map[string]string{"approve": "done", "reject": "rejected"}[won[task.ID]]
+		if task.Queue != want {
+			t.Errorf("%s is %s on the synced state, want %s (%s answered)", task.ID, task.Queue, want, won[task.ID])
+		}
+		if want == "rejected" {
+			if n := strings.Count(r.Git(r.Main, "show", "orch:"+strings.TrimPrefix(task.Path, ".orchestrator/")), "## Review Feedback (rejection"); n != 1 {
+				t.Errorf("%s has %d feedback rounds, want 1", task.ID, n)
+			}
+		}
+	}
+	if out := r.TryGit(remote, "fsck", "--strict"); !out.OK() {
+		t.Errorf("git fsck on the remote: %v", out)
+	}
+}

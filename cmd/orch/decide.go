@@ -12,6 +12,7 @@ type decideOptions struct {
 	g    *globalOptions
 	Text string
 	Auto bool
+	step remoteStep
 }
 
 func newDecideCmd(g *globalOptions) *cobra.Command {
@@ -32,10 +33,13 @@ func newDecideCmd(g *globalOptions) *cobra.Command {
                the original is superseded
 
 --auto takes the protocol's default: BLOCKER, MISSING_DEPENDENCY and
-UNCLEAR_REQUIREMENTS defer; SCOPE_CREEP decomposes; INFEASIBLE reformulates.`,
+UNCLEAR_REQUIREMENTS defer; SCOPE_CREEP decomposes; INFEASIBLE reformulates.
+
+` + stepSyncHelp,
 		Example: `  orch decide T-8rjy5d --auto
   orch decide T-8rjy5d override -m "The credentials are in the vault under ci/staging"
-  orch decide T-8rjy5d decompose`,
+  orch decide T-8rjy5d decompose
+  orch decide T-8rjy5d --auto --sync`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.Auto {
 				return exactArgs(1, "decide ID --auto [-m TEXT]")(cmd, args)
@@ -46,6 +50,7 @@ UNCLEAR_REQUIREMENTS defer; SCOPE_CREEP decomposes; INFEASIBLE reformulates.`,
 	}
 	cmd.Flags().StringVarP(&o.Text, "message", "m", "", "the decision's reason (for override: the message to the agent)")
 	cmd.Flags().BoolVar(&o.Auto, "auto", false, "take the protocol's default decision for the refusal's reason")
+	o.step.addFlags(cmd)
 	return cmd
 }
 
@@ -58,15 +63,15 @@ type decideAnswer struct {
 }
 
 func runDecide(o *decideOptions, ref, decision string) error {
-	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+	var res *workflow.DecideResult
+	return o.step.run(o.g, "decide", true, func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}
-		res, err := e.Decide(s.Task.ID, decision, o.Text, o.Auto)
-		if err != nil {
-			return err
-		}
+		res, err = e.Decide(s.Task.ID, decision, o.Text, o.Auto)
+		return err
+	}, func(e *workflow.Engine) error {
 		if o.g.JSON {
 			return o.g.writeJSON(decideAnswer{o.g.transition(e, &res.Result), res.Decision, o.g.tasks(e, res.Created)})
 		}

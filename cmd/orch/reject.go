@@ -11,6 +11,7 @@ type rejectOptions struct {
 	Msg   string
 	File  string
 	Amend bool
+	step  remoteStep
 }
 
 func newRejectCmd(g *globalOptions) *cobra.Command {
@@ -34,16 +35,20 @@ again, as "### From <you> via orch reject --amend": a lead's distilled note
 on a round that orch pr import brought in from scattered PR comments. The
 count, the lockout and the queue stay; the task must still be rejected,
 claimed, needs_continuation or escalated (not submitted again). An agent
-that already claimed the task sees the note in orch prompt.`,
+that already claimed the task sees the note in orch prompt.
+
+` + stepSyncHelp,
 		Example: `  orch reject T-4k9x2m -m "Fork start must snap like the other shapes."
   orch reject T-4k9x2m -F feedback.md --agent lead
-  orch reject T-4k9x2m --amend -m "All three comments ask for one thing: snap the start."`,
+  orch reject T-4k9x2m --amend -m "All three comments ask for one thing: snap the start."
+  orch reject T-4k9x2m -m "Snap the start." --sync --agent lead`,
 		Args: exactArgs(1, "reject ID (-m TEXT | -F FILE|-)"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runReject(o, args[0]) },
 	}
 	cmd.Flags().StringVarP(&o.Msg, "message", "m", "", "the feedback")
 	cmd.Flags().StringVarP(&o.File, "file", "F", "", "read the feedback from `FILE` (- for stdin)")
 	cmd.Flags().BoolVar(&o.Amend, "amend", false, "add the text to the newest rejection round instead of rejecting again")
+	o.step.addFlags(cmd)
 	return cmd
 }
 
@@ -52,7 +57,7 @@ func runReject(o *rejectOptions, ref string) error {
 	if err != nil {
 		return err
 	}
-	return o.g.taskVerb(ref, "reject", func(e *workflow.Engine, id string) (*workflow.Result, error) {
+	return o.step.taskStep(o.g, ref, "reject", func(e *workflow.Engine, id string) (*workflow.Result, error) {
 		if o.Amend {
 			return e.AmendRejection(id, text)
 		}

@@ -15,6 +15,7 @@ type reviewOptions struct {
 	Issues []string
 	Reopen []string
 	Notes  string
+	step   remoteStep
 }
 
 func newReviewCmd(g *globalOptions) *cobra.Command {
@@ -45,11 +46,14 @@ resolved, and only new blocking issues may be raised. A round that resolves no
 earlier blocking issue counts as no progress; review.max_no_progress such
 rounds in a row escalate. When the developer fixed none of the open
 suggestions, the re-review notes "All suggestions skipped" (for the audit; it
-does not block). Who may review is as for orch reject.`,
+does not block). Who may review is as for orch reject.
+
+` + stepSyncHelp,
 		Example: `  orch review T-4k9x2m -F review.json --agent lead
   orch review T-4k9x2m --issue 'HIGH|SQL injection|src/api/users.py:56|input is interpolated|use a parameterised query'
   orch review T-4k9x2m --reopen R1.2 -m "R1.1 fixed; R1.2 still duplicated"
-  orch review T-4k9x2m                 # nothing open: APPROVED`,
+  orch review T-4k9x2m                 # nothing open: APPROVED
+  orch review T-4k9x2m -F review.json --sync --agent lead`,
 		Args: exactArgs(1, "review ID (-F FILE|- | --issue ...)"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runReview(o, args[0]) },
 	}
@@ -58,6 +62,7 @@ does not block). Who may review is as for orch reject.`,
 	f.StringArrayVar(&o.Issues, "issue", nil, "an issue: 'SEVERITY|TITLE[|LOCATION[|PROBLEM[|FIX[|WHY]]]]' (repeatable)")
 	f.StringArrayVar(&o.Reopen, "reopen", nil, "an earlier issue that is still not fixed (repeatable)")
 	f.StringVarP(&o.Notes, "message", "m", "", "notes for the author")
+	o.step.addFlags(cmd)
 	return cmd
 }
 
@@ -84,15 +89,15 @@ func runReview(o *reviewOptions, ref string) error {
 		}
 		in.Reopen, in.Notes = o.Reopen, o.Notes
 	}
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	var res *workflow.ReviewResult
+	return o.step.run(o.g, "review", false, func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}
-		res, err := e.Review(s.Task.ID, in)
-		if err != nil {
-			return err
-		}
+		res, err = e.Review(s.Task.ID, in)
+		return err
+	}, func(e *workflow.Engine) error {
 		if o.g.JSON {
 			return o.g.writeJSON(reviewAnswer{o.g.transition(e, &res.Result), res.Verdict, res.Round, issuesJSON(res.NewIssues),
 				nonNil(res.Resolved), nonNil(res.Reopened), res.Progress, res.NoProgressCount, res.Escalated,

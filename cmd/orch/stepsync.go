@@ -1,0 +1,69 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+// remoteStep is --sync (and --remote) of a verb two clones must not both do
+// to one task: approve, reject, review, decide (workflow.StepSync).
+type remoteStep struct {
+	Sync   bool
+	Remote string
+}
+
+func (r *remoteStep) addFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&r.Sync, "sync", false, "do it through the remote: answered once the remote's state branch holds it; refused when another clone got to the task first")
+	cmd.Flags().StringVar(&r.Remote, "remote", "origin", "the remote --sync uses")
+}
+
+// run does the verb (do), then prints its answer (print) from the same
+// engine: with --sync through the remote, else here (optimistic: see
+// withEngineOptimistic).
+func (r *remoteStep) run(g *globalOptions, verb string, optimistic bool, do, print func(e *workflow.Engine) error) error {
+	both := func(e *workflow.Engine) error {
+		if err := do(e); err != nil {
+			return err
+		}
+		return print(e)
+	}
+	switch {
+	case !r.Sync && optimistic:
+		return g.withEngineOptimistic(both)
+	case !r.Sync:
+		return g.withEngine(both)
+	}
+	e, notes, err := workflow.StepSync(g.engineOptions(false), syncOptionsOf(r.Remote), verb, do)
+	g.printNoteList(notes)
+	if err != nil {
+		return err
+	}
+	perr := print(e)
+	if cerr := g.close(e); perr == nil {
+		perr = cerr
+	}
+	return perr
+}
+
+// taskStep is taskVerb with --sync: a verb whose answer is the transition.
+func (r *remoteStep) taskStep(g *globalOptions, ref, verb string, fn func(e *workflow.Engine, id string) (*workflow.Result, error)) error {
+	var res *workflow.Result
+	return r.run(g, verb, true, func(e *workflow.Engine) error {
+		s, err := e.Lookup(ref)
+		if err != nil {
+			return err
+		}
+		res, err = fn(e, s.Task.ID)
+		return err
+	}, func(e *workflow.Engine) error { return g.printTransition(e, verb, res) })
+}
+
+// stepSyncHelp says what --sync does, in the help of each verb that has it.
+const stepSyncHelp = `--sync does it across clones: fetch and merge the remote's state branch, do
+it, push with a lease; it is answered only once the remote holds it. When
+another clone moved the remote first, it is undone here and done again on
+the new state, so when another clone gave the task its verdict or decision
+first, this one is refused by the usual rule (exit 4) instead of both
+standing until a sync. Past two minutes of lost races it gives up (exit 5),
+leaving nothing changed here.`
