@@ -15,7 +15,7 @@ type approveOptions struct {
 func newApproveCmd(g *globalOptions) *cobra.Command {
 	o := &approveOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "approve ID [-m NOTES] [--sync]",
+		Use:   "approve ID [-m NOTES]",
 		Short: "Accept submitted work",
 		Long: `Approve submitted work. ` + workflow.TransitionHelp("approve") + `
 Lockouts on the task are lifted. With review.reviewers set only they may
@@ -26,7 +26,7 @@ unresolved.
 ` + stepSyncHelp,
 		Example: `  orch approve T-4k9x2m -m "Nice; merge when CI is green" --agent lead
   orch approve T-4k9x2m --sync --agent lead`,
-		Args: exactArgs(1, "approve ID [-m NOTES] [--sync]"),
+		Args: exactArgs(1, "approve ID [-m NOTES]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runApprove(o, args[0]) },
 	}
 	cmd.Flags().StringVarP(&o.Notes, "message", "m", "", "notes for the record")
