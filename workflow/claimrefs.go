@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 
 	"github.com/orch-tool/orch/taskfile"
@@ -52,7 +53,9 @@ func (e *Engine) readRemoteClaims(refs map[string]plumbing.Hash) map[string]*rem
 			continue
 		}
 		tr := c.Trailers()
-		if tr["Orch-Task"] != id || tr["Orch-Action"] != "claim" {
+		// A claim, or a renewal of it that orch heartbeat --sync moved
+		// the ref to (the same attempt, a later lease).
+		if tr["Orch-Task"] != id || (tr["Orch-Action"] != "claim" && tr["Orch-Action"] != "heartbeat") {
 			continue
 		}
 		rc := &remoteClaim{ID: id, Commit: h, By: tr["Orch-Actor"]}
@@ -151,4 +154,36 @@ func (e *Engine) MigrateClaims() (*Result, error) {
 		data += "claim_arbiter: " + ArbiterClaimRef + "\n"
 	}
 	return e.EditFinish(t, []byte(data))
+}
+
+// RenewClaimRef moves the remote's claim ref of task id to commit, the
+// heartbeat that renewed this actor's lease, so that other clones judge
+// the claim by the renewed lease even while the remote's state branch does
+// not hold it (claim_arbiter claim_ref, or a state push that keeps losing).
+// Only a ref that holds this actor's claim of the same attempt is moved,
+// and only if it still holds what the last fetch saw (a push with a
+// lease); without one there is nothing to renew (moved is false).
+func RenewClaimRef(opts Options, remote, id string, commit plumbing.Hash) (moved bool, err error) {
+	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch})
+	if err != nil {
+		return false, err
+	}
+	e := &Engine{Store: st}
+	fetched, err := st.Repo.FetchedClaims(remote)
+	if err != nil {
+		return false, err
+	}
+	rc := e.readRemoteClaims(map[string]plumbing.Hash{id: fetched[id]})[id]
+	hb, err := st.ReadCommit(commit)
+	if rc == nil || err != nil {
+		return false, err
+	}
+	tr := hb.Trailers()
+	if rc.By != tr["Orch-Actor"] || strconv.Itoa(rc.Attempt) != tr["Orch-Attempt"] || rc.Commit == commit {
+		return false, nil // another claim of the task, or this very one
+	}
+	if err := st.Repo.PushClaim(remote, id, commit, rc.Commit); err != nil {
+		return false, err
+	}
+	return true, nil
 }

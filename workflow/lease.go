@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
@@ -59,8 +60,12 @@ func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 			return nil, err
 		}
 		out.LeaseUntil = now.Add(time.Duration(e.Config.ClaimTimeout))
-		return &change{file: f, body: fmt.Sprintf("Lease renewed by %s until %s.", e.Actor, taskfile.FormatTime(out.LeaseUntil)),
-			data: map[string]any{"lease_until": taskfile.FormatTime(out.LeaseUntil)}}, nil
+		until := taskfile.FormatTime(out.LeaseUntil)
+		// The trailers a claim commit has: a claim ref moved to this commit
+		// (RenewClaimRef) tells other clones the renewed lease.
+		return &change{file: f, body: fmt.Sprintf("Lease renewed by %s until %s.", e.Actor, until),
+			data:     map[string]any{"lease_until": until},
+			trailers: []string{"Orch-Attempt", strconv.Itoa(t.Task.Attempts), "Orch-Lease-Until", until}}, nil
 	})
 	if err != nil {
 		return nil, err

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -27,10 +29,12 @@ agent's work comes back without anyone running orch sweep. Your answers
 heartbeat (a harness hook can run it). Only the claimant may. Inside the
 task's worktree ID may be omitted.
 
---sync then shares the renewal through the remote, as orch sync does: other
-clones judge your lease by the remote's state branch once it holds your claim
-(before that, by the lease written in the claim ref). When the sync fails, the
-renewal stays committed here and the exit code says what was not shared.`,
+--sync then shares the renewal through the remote, as orch sync does, and
+moves the remote's claim ref of the task to it when the ref holds your claim:
+other clones judge your lease by the remote's state branch once it holds your
+claim, and before that by the lease in the claim ref. When the sync fails, the
+renewal stays committed here (and is in the claim ref if that push went
+through), and the exit code says what was not shared.`,
 		Example: `  orch heartbeat
   orch heartbeat T-4k9x2m --json
   orch heartbeat T-4k9x2m --sync --json`,
@@ -52,7 +56,8 @@ type heartbeatAnswer struct {
 
 func runHeartbeat(o *heartbeatOptions, ref string) error {
 	var answer heartbeatAnswer
-	var text string
+	var text, id string
+	var commit plumbing.Hash
 	err := o.g.withEngine(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
@@ -63,6 +68,7 @@ func runHeartbeat(o *heartbeatOptions, ref string) error {
 			return err
 		}
 		answer = heartbeatAnswer{o.g.task(e, res.Task), jsonTime(res.LeaseUntil), res.Commit.String(), false}
+		id, commit = res.Task.Task.ID, res.Commit
 		text = fmt.Sprintf("%s: lease renewed until %s", res.Task.Task.ID, taskfile.FormatTime(res.LeaseUntil))
 		return nil
 	})
@@ -73,6 +79,15 @@ func runHeartbeat(o *heartbeatOptions, ref string) error {
 		// The renewal is committed here whatever the remote says; the
 		// sync's error (and exit code) says what was not shared.
 		_, notes, err := workflow.Sync(o.g.engineOptions(false), syncOptionsOf(o.Remote))
+		// The remote's claim ref of the task, when it holds this claim,
+		// moves to the renewal too: other clones read the lease there while
+		// the state branch does not hold the claim, which is when a
+		// state push keeps losing.
+		if moved, rerr := workflow.RenewClaimRef(o.g.engineOptions(false), o.Remote, id, commit); rerr != nil {
+			notes = append(notes, "warning: the claim ref was not renewed: "+rerr.Error())
+		} else if moved {
+			notes = append(notes, "renewed the lease in the claim ref "+gitrepo.ClaimRef(id)+" on "+o.Remote)
+		}
 		o.g.printNoteList(notes)
 		if err != nil {
 			return err
