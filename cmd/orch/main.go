@@ -9,6 +9,14 @@ import (
 )
 
 func main() {
+	tuneRuntime()
+	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// tuneRuntime sets the runtime up for a process that lives for tens of
+// milliseconds (the test scripts' orch calls it too, so that they run orch
+// as it ships).
+func tuneRuntime() {
 	// orch lives for tens of milliseconds and allocates a few tens of MB:
 	// collecting garbage would cost more than it frees. The soft memory
 	// limit makes the collector run only when a command nears DESIGN's 50 MB
@@ -23,5 +31,4 @@ func main() {
 		debug.SetGCPercent(-1)
 		debug.SetMemoryLimit(40 << 20)
 	}
-	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

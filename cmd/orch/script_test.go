@@ -24,6 +24,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(inMemory{m}, map[string]func(){
 		"orch": func() {
+			tuneRuntime()
 			if dir := os.Getenv("ORCH_TEST_SCHEMAS"); dir != "" {
 				os.Exit(mainCheckingSchemas(dir, os.Args[1:]))
 			}
