@@ -1,7 +1,11 @@
 package testgit
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -12,7 +16,10 @@ import (
 // thousands of small files made and deleted; on a disk file system that was
 // most of the suite's system time (the testscripts: 27 s against 18 s on 2
 // cores). ORCH_TEST_TMPDIR=disk keeps TMPDIR as it is. The e2e tests, which
-// test durability and a full disk, do not call it.
+// test durability and a full disk, do not call it. The directory's name
+// carries the process ID, so that the directories of test runs that were
+// killed (an interrupted go test) are removed by the next run instead of
+// holding memory until a reboot.
 func MemoryTempDir() (cleanup func()) {
 	keep := func() {}
 	if os.Getenv("ORCH_TEST_TMPDIR") == "disk" {
@@ -22,7 +29,8 @@ func MemoryTempDir() (cleanup func()) {
 	if err := syscall.Statfs("/dev/shm", &st); err != nil || uint64(st.Bavail)*uint64(st.Bsize) < 2<<30 {
 		return keep // none, or a small one (a container's 64 MB)
 	}
-	dir, err := os.MkdirTemp("/dev/shm", "orch-test-")
+	removeOrphans()
+	dir, err := os.MkdirTemp("/dev/shm", fmt.Sprintf("orch-test-%d-", os.Getpid()))
 	if err != nil {
 		return keep
 	}
@@ -35,5 +43,17 @@ func MemoryTempDir() (cleanup func()) {
 			os.Unsetenv("TMPDIR")
 		}
 		os.RemoveAll(dir)
+	}
+}
+
+// removeOrphans removes the /dev/shm/orch-test-<pid>-* directories of
+// processes that are gone.
+func removeOrphans() {
+	dirs, _ := filepath.Glob("/dev/shm/orch-test-*-*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), "orch-test-"), "-", 2)[0])
+		if err == nil && pid > 0 && syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(d)
+		}
 	}
 }
