@@ -29,6 +29,10 @@ type Repo struct {
 	// Only the holder of orch's lock may set it: a note then names the
 	// one orch process that can hold a ref lock.
 	LockOwnerFile string
+
+	// config is the common config file as discovery read it (once: the
+	// format check, core.bare and core.worktree come from it).
+	config *gitconfig.Config
 }
 
 // ErrNotRepo is returned when no git repository encloses the directory.
@@ -55,8 +59,9 @@ func Discover(dir string) (*Repo, error) {
 		if !filepath.IsAbs(gd) {
 			gd = filepath.Join(abs, gd)
 		}
-		wt := os.Getenv("GIT_WORK_TREE")
-		return newRepo(filepath.Clean(gd), wt, wt == "" && isBareConfig(gd))
+		// Bare when no worktree is given and the config says so
+		// (newRepo reads it).
+		return newRepo(filepath.Clean(gd), os.Getenv("GIT_WORK_TREE"), false)
 	}
 	for d := abs; ; {
 		dotgit := filepath.Join(d, ".git")
@@ -97,24 +102,32 @@ func newRepo(gitDir, workTree string, bare bool) (*Repo, error) {
 	if !isGitDir(r.CommonDir) {
 		return nil, fmt.Errorf("%s is not a git directory", r.CommonDir)
 	}
-	if err := checkFormat(r.CommonDir); err != nil {
+	path := filepath.Join(r.CommonDir, "config")
+	cfg, err := readCommonConfig(path)
+	if err != nil {
 		return nil, err
 	}
-	r.Bare = bare || (workTree == "" && isBareConfig(r.CommonDir))
-	if isBareConfig(r.CommonDir) && r.GitDir == r.CommonDir && workTree == "" {
-		r.Bare = true
+	if err := checkFormat(path, cfg); err != nil {
+		return nil, err
 	}
+	r.config = cfg
+	r.Bare = bare || (workTree == "" && r.bareConfig())
 	r.MainWorkTree = mainWorkTree(r)
 	return r, nil
+}
+
+// bareConfig reports whether the config says core.bare = true.
+func (r *Repo) bareConfig() bool {
+	return strings.EqualFold(r.config.Section("core").Option("bare"), "true")
 }
 
 // mainWorkTree finds the main worktree through the common dir: every
 // worktree of one repository shares it, so they all find the same view.
 func mainWorkTree(r *Repo) string {
-	if isBareConfig(r.CommonDir) {
+	if r.bareConfig() {
 		return ""
 	}
-	if wt := readConfigValue(filepath.Join(r.CommonDir, "config"), "core", "worktree"); wt != "" {
+	if wt := r.config.Section("core").Option("worktree"); wt != "" {
 		if !filepath.IsAbs(wt) {
 			wt = filepath.Join(r.CommonDir, wt)
 		}
@@ -173,30 +186,11 @@ func readGitFile(path string) (string, error) {
 	return filepath.Clean(gd), nil
 }
 
-func isBareConfig(commonDir string) bool {
-	return strings.EqualFold(readConfigValue(filepath.Join(commonDir, "config"), "core", "bare"), "true")
-}
-
-// readConfigValue reads one value from a git config file with go-git's
-// parser (quoting, escapes, subsections, the last value wins). Includes
-// are not followed: the keys orch reads (core.bare, core.worktree,
-// user.name, user.email) live in the files themselves.
-func readConfigValue(path, section, key string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	cfg := gitconfig.New()
-	if gitconfig.NewDecoder(bytes.NewReader(data)).Decode(cfg) != nil {
-		return ""
-	}
-	return cfg.Section(section).Option(key)
-}
-
-// GitConfig returns a value from the repository config, falling back to the
-// user's global config files, as git does for user.name and user.email.
+// GitConfig returns a value from the repository config (as discovery read
+// it), falling back to the user's global config files, as git does for
+// user.name and user.email.
 func (r *Repo) GitConfig(section, key string) string {
-	if v := readConfigValue(filepath.Join(r.CommonDir, "config"), section, key); v != "" {
+	if v := r.config.Section(section).Option(key); v != "" {
 		return v
 	}
 	home, _ := os.UserHomeDir()
@@ -208,8 +202,10 @@ func (r *Repo) GitConfig(section, key string) string {
 		if p == "" {
 			continue
 		}
-		if v := readConfigValue(p, section, key); v != "" {
-			return v
+		if cfg, err := readCommonConfig(p); err == nil {
+			if v := cfg.Section(section).Option(key); v != "" {
+				return v
+			}
 		}
 	}
 	return ""

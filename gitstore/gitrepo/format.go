@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -44,21 +43,28 @@ var knownExtensions = map[string][]string{
 	"worktreeconfig":  nil, // config.worktree files: orch reads the common config
 }
 
-// checkFormat reads the repository's config (with go-git's parser) and
-// refuses what orch cannot write correctly.
-func checkFormat(commonDir string) error {
-	path := filepath.Join(commonDir, "config")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil // git works without one; so does orch
-		}
-		return err
-	}
+// readCommonConfig reads the repository's config file with go-git's
+// parser (quoting, escapes, subsections, the last value wins; includes are
+// not followed: the keys orch reads live in the file itself). No file is an
+// empty config: git works without one, and so does orch.
+func readCommonConfig(path string) (*gitconfig.Config, error) {
 	cfg := gitconfig.New()
-	if err := gitconfig.NewDecoder(bytes.NewReader(data)).Decode(cfg); err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return cfg, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	if err := gitconfig.NewDecoder(bytes.NewReader(data)).Decode(cfg); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return cfg, nil
+}
+
+// checkFormat refuses what orch cannot write correctly, by the
+// repository's config (path names it in messages).
+func checkFormat(path string, cfg *gitconfig.Config) error {
 	version := 0
 	if v := strings.TrimSpace(cfg.Section("core").Option("repositoryformatversion")); v != "" {
 		n, err := strconv.Atoi(v)

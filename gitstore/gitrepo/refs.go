@@ -402,7 +402,7 @@ func (r *Repo) CheckedOutIn(ref string) []string {
 			out = append(out, wt)
 		}
 	}
-	if !isBareConfig(r.CommonDir) {
+	if !r.bareConfig() {
 		check(r.CommonDir, r.MainWorkTree)
 	}
 	ents, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees"))
