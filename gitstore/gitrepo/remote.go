@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
 )
 
 // Talking to other clones goes through the git CLI: it knows the user's
@@ -199,18 +197,11 @@ func (r *Repo) DeleteRef(ref string, old plumbing.Hash) error {
 }
 
 // Remotes lists the remotes configured in the repository, origin first,
-// read with go-git's config parser (quoting, escapes, subsections).
+// from its config as discovery read it (go-git's parser: quoting, escapes,
+// subsections).
 func (r *Repo) Remotes() []string {
-	data, err := os.ReadFile(filepath.Join(r.CommonDir, "config"))
-	if err != nil {
-		return nil
-	}
-	cfg := gitconfig.New()
-	if gitconfig.NewDecoder(bytes.NewReader(data)).Decode(cfg) != nil {
-		return nil
-	}
 	var out []string
-	for _, sub := range cfg.Section("remote").Subsections {
+	for _, sub := range r.config.Section("remote").Subsections {
 		if ValidRemote(sub.Name) && !slices.Contains(out, sub.Name) {
 			out = append(out, sub.Name)
 		}
