@@ -149,21 +149,31 @@ func jsonFieldsHint(verb string, keys []string, tasks bool) string {
 	return h + " (--json alone prints the whole answer; --jq EXPR filters it)"
 }
 
-// answerKeys are the keys of an answer type, as encoding/json writes them
-// (embedded structs' keys in their place).
-func answerKeys(t reflect.Type) []string {
-	var out []string
+// jsonField is one key of a struct as encoding/json writes it.
+type jsonField struct {
+	name  string
+	field reflect.StructField
+	opts  string // the tag's options ("omitempty", ...)
+}
+
+// jsonFields lists a struct's keys as encoding/json writes them: embedded
+// structs' keys in their place, a key of the outer struct replacing an
+// embedded one of the same name. The answer's keys (--json=FIELDS), the
+// keys that show tasks and the JSON Schemas all come from it.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	named := func(name string) func(jsonField) bool { return func(x jsonField) bool { return x.name == name } }
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
 			continue
 		}
-		name, _, _ := strings.Cut(tag, ",")
+		name, opts, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			for _, k := range answerKeys(f.Type) {
-				if !slices.Contains(out, k) {
-					out = append(out, k)
+			for _, ef := range jsonFields(f.Type) {
+				if !slices.ContainsFunc(out, named(ef.name)) {
+					out = append(out, ef)
 				}
 			}
 			continue
@@ -171,9 +181,16 @@ func answerKeys(t reflect.Type) []string {
 		if name == "" {
 			name = f.Name
 		}
-		if !slices.Contains(out, name) {
-			out = append(out, name)
-		}
+		out = append(slices.DeleteFunc(out, named(name)), jsonField{name, f, opts})
+	}
+	return out
+}
+
+// answerKeys are the keys of an answer type.
+func answerKeys(t reflect.Type) []string {
+	var out []string
+	for _, f := range jsonFields(t) {
+		out = append(out, f.name)
 	}
 	return out
 }
@@ -181,21 +198,9 @@ func answerKeys(t reflect.Type) []string {
 // taskKeys are the keys of an answer type that show tasks.
 func taskKeys(t reflect.Type) []string {
 	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
-			continue
-		}
-		if f.Anonymous && f.Type.Kind() == reflect.Struct && tag == "" {
-			out = append(out, taskKeys(f.Type)...)
-			continue
-		}
-		if name, _, _ := strings.Cut(tag, ","); holdsTasks(f.Type, map[reflect.Type]bool{}) {
-			if name == "" {
-				name = f.Name
-			}
-			out = append(out, name)
+	for _, f := range jsonFields(t) {
+		if holdsTasks(f.field.Type, map[reflect.Type]bool{}) {
+			out = append(out, f.name)
 		}
 	}
 	return out

@@ -136,31 +136,13 @@ type fieldSchema struct {
 	required bool
 }
 
-// fields lists a struct's keys as encoding/json writes them (embedded
-// structs' keys in their place, a key of the outer struct winning).
+// fields lists a struct's keys as encoding/json writes them (jsonFields),
+// each with its schema.
 func (g *schemaGen) fields(t reflect.Type) []fieldSchema {
 	var out []fieldSchema
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			for _, ef := range g.fields(f.Type) {
-				if !slices.ContainsFunc(out, func(x fieldSchema) bool { return x.name == ef.name }) {
-					out = append(out, ef)
-				}
-			}
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
-		out = slices.DeleteFunc(out, func(x fieldSchema) bool { return x.name == name })
-		out = append(out, fieldSchema{name, g.of(f.Type), !omit})
+	for _, f := range jsonFields(t) {
+		omit := strings.Contains(f.opts, "omitempty") || strings.Contains(f.opts, "omitzero")
+		out = append(out, fieldSchema{f.name, g.of(f.field.Type), !omit})
 	}
 	return out
 }
