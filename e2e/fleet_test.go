@@ -43,22 +43,7 @@ func fleetClaims(t *testing.T, arbiter string, clones, claimers, tasks int) {
 	if out := r.Git(r.Main, "show", "orch:config.yaml"); !strings.Contains(out, "claim_arbiter: "+arbiter) {
 		t.Fatalf("the config edit was not committed:\n%s", out)
 	}
-	remote := filepath.Join(r.Root, "remote.git")
-	r.Git(r.Root, "init", "-q", "--bare", remote)
-	r.Git(r.Main, "remote", "add", "origin", remote)
-	r.Git(r.Main, "push", "-q", "origin", "main")
-	r.MustOrch(r.Main, "sync")
-
-	var dirs, cloneDirs []string
-	for c := 0; c < clones; c++ {
-		dir := filepath.Join(r.Root, fmt.Sprintf("clone-%d", c))
-		r.Git(r.Root, "clone", "-q", remote, dir)
-		r.MustOrch(dir, "sync")
-		cloneDirs = append(cloneDirs, dir)
-		for k := 0; k < claimers; k++ {
-			dirs = append(dirs, dir)
-		}
-	}
+	remote, cloneDirs, dirs := r.fleet(clones, claimers)
 	results := RunWorkersUntil(len(dirs), func(w, i int) (Result, bool) {
 		res := r.Orch(dirs[w], "claim", "--sync", "--json", "--agent", fmt.Sprintf("agent-%d", w))
 		return res, res.Code == 0
@@ -91,19 +76,7 @@ func fleetClaims(t *testing.T, arbiter string, clones, claimers, tasks int) {
 		t.Errorf("%d tasks claimed, want all %d", len(claimedBy), len(ids))
 	}
 
-	// Two rounds of sync bring every clone to one state.
-	for round := 0; round < 2; round++ {
-		for _, dir := range append([]string{r.Main}, cloneDirs...) {
-			r.MustOrch(dir, "sync")
-		}
-	}
-	tips := map[string]bool{}
-	for _, dir := range append([]string{r.Main}, cloneDirs...) {
-		tips[r.Git(dir, "rev-parse", "refs/heads/orch")] = true
-	}
-	if len(tips) != 1 {
-		t.Errorf("the clones did not converge: %d different state tips", len(tips))
-	}
+	r.converge(remote, cloneDirs)
 	for _, task := range r.List() {
 		if want := claimedBy[task.ID]; task.Queue != "claimed" || task.ClaimedBy != want {
 			t.Errorf("%s is %s by %q on the synced state, want claimed by %q", task.ID, task.Queue, task.ClaimedBy, want)
@@ -113,9 +86,6 @@ func fleetClaims(t *testing.T, arbiter string, clones, claimers, tasks int) {
 	sort.Strings(refs)
 	if len(refs) != len(ids) {
 		t.Errorf("the remote has %d claim refs, want one per claimed task (%d)", len(refs), len(ids))
-	}
-	if out := r.TryGit(remote, "fsck", "--strict"); !out.OK() {
-		t.Errorf("git fsck on the remote: %v", out)
 	}
 }
 
@@ -131,21 +101,7 @@ func TestFleetVerdicts(t *testing.T) {
 	r := NewRepo(t)
 	ids := r.SeedTasks(scale(24, 8), taskfile.Provisional)
 	r.MustOrch(r.Main, "list")
-	remote := filepath.Join(r.Root, "remote.git")
-	r.Git(r.Root, "init", "-q", "--bare", remote)
-	r.Git(r.Main, "remote", "add", "origin", remote)
-	r.Git(r.Main, "push", "-q", "origin", "main")
-	r.MustOrch(r.Main, "sync")
-	var dirs, cloneDirs []string
-	for c := 0; c < clones; c++ {
-		dir := filepath.Join(r.Root, fmt.Sprintf("clone-%d", c))
-		r.Git(r.Root, "clone", "-q", remote, dir)
-		r.MustOrch(dir, "sync")
-		cloneDirs = append(cloneDirs, dir)
-		for k := 0; k < reviewers; k++ {
-			dirs = append(dirs, dir)
-		}
-	}
+	remote, cloneDirs, dirs := r.fleet(clones, reviewers)
 	verdict := func(w int) string { // half the reviewers approve, half reject
 		if w%2 == 0 {
 			return "approve"
@@ -183,18 +139,7 @@ func TestFleetVerdicts(t *testing.T) {
 	if len(won) != len(ids) {
 		t.Errorf("%d tasks got a verdict, want all %d", len(won), len(ids))
 	}
-	for round := 0; round < 2; round++ {
-		for _, dir := range append([]string{r.Main}, cloneDirs...) {
-			r.MustOrch(dir, "sync")
-		}
-	}
-	tips := map[string]bool{}
-	for _, dir := range append([]string{r.Main}, cloneDirs...) {
-		tips[r.Git(dir, "rev-parse", "refs/heads/orch")] = true
-	}
-	if len(tips) != 1 {
-		t.Errorf("the clones did not converge: %d different state tips", len(tips))
-	}
+	r.converge(remote, cloneDirs)
 	for _, task := range r.List() {
 		want := map[string]string{"approve": "done", "reject": "rejected"}[won[task.ID]]
 		if task.Queue != want {
@@ -206,7 +151,47 @@ func TestFleetVerdicts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fleet pushes the repository to a new bare remote and makes clones clones
+// of it (each synced once), each worked from by perClone processes: dirs
+// has one entry per process.
+func (r *Repo) fleet(clones, perClone int) (remote string, cloneDirs, dirs []string) {
+	remote = filepath.Join(r.Root, "remote.git")
+	r.Git(r.Root, "init", "-q", "--bare", remote)
+	r.Git(r.Main, "remote", "add", "origin", remote)
+	r.Git(r.Main, "push", "-q", "origin", "main")
+	r.MustOrch(r.Main, "sync")
+	for c := 0; c < clones; c++ {
+		dir := filepath.Join(r.Root, fmt.Sprintf("clone-%d", c))
+		r.Git(r.Root, "clone", "-q", remote, dir)
+		r.MustOrch(dir, "sync")
+		cloneDirs = append(cloneDirs, dir)
+		for k := 0; k < perClone; k++ {
+			dirs = append(dirs, dir)
+		}
+	}
+	return remote, cloneDirs, dirs
+}
+
+// converge runs two rounds of orch sync in the main repository and every
+// clone, then checks that they all hold one state tip and that git fsck
+// of the remote is clean.
+func (r *Repo) converge(remote string, cloneDirs []string) {
+	r.t.Helper()
+	for round := 0; round < 2; round++ {
+		for _, dir := range append([]string{r.Main}, cloneDirs...) {
+			r.MustOrch(dir, "sync")
+		}
+	}
+	tips := map[string]bool{}
+	for _, dir := range append([]string{r.Main}, cloneDirs...) {
+		tips[r.Git(dir, "rev-parse", "refs/heads/orch")] = true
+	}
+	if len(tips) != 1 {
+		r.t.Errorf("the clones did not converge: %d different state tips", len(tips))
+	}
 	if out := r.TryGit(remote, "fsck", "--strict"); !out.OK() {
-		t.Errorf("git fsck on the remote: %v", out)
+		r.t.Errorf("git fsck on the remote: %v", out)
 	}
 }
