@@ -45,10 +45,10 @@ type remoteClaim struct {
 // readRemoteClaims reads the claim commits the fetch brought. A ref that
 // does not point at a claim commit orch wrote is ignored (and never
 // dropped): it holds nothing.
-func (e *Engine) readRemoteClaims(refs map[string]plumbing.Hash) map[string]*remoteClaim {
+func readRemoteClaims(st *gitstore.Store, refs map[string]plumbing.Hash) map[string]*remoteClaim {
 	out := map[string]*remoteClaim{}
 	for id, h := range refs {
-		c, err := e.Store.ReadCommit(h)
+		c, err := st.ReadCommit(h)
 		if err != nil {
 			continue
 		}
@@ -168,12 +168,11 @@ func RenewClaimRef(opts Options, remote, id string, commit plumbing.Hash) (moved
 	if err != nil {
 		return false, err
 	}
-	e := &Engine{Store: st}
 	fetched, err := st.Repo.FetchedClaims(remote)
 	if err != nil {
 		return false, err
 	}
-	rc := e.readRemoteClaims(map[string]plumbing.Hash{id: fetched[id]})[id]
+	rc := readRemoteClaims(st, map[string]plumbing.Hash{id: fetched[id]})[id]
 	hb, err := st.ReadCommit(commit)
 	if rc == nil || err != nil {
 		return false, err

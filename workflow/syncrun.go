@@ -140,7 +140,7 @@ func Sync(opts Options, so SyncOptions) (res *SyncResult, notes []string, err er
 		err = e.ForActor(e.syncAttempt(remote, so, prev, rtip, res))
 		// The claim refs the merged state shows have ended: removed once
 		// the remote holds that state.
-		e.remoteClaims = e.readRemoteClaims(fs.Claims)
+		e.remoteClaims = readRemoteClaims(e.Store, fs.Claims)
 		stale := e.staleClaims()
 		local, repo, ref := e.Store.Snapshot().Tip, e.Store.Repo, e.Store.Ref
 		if cerr := closeNoting(e, &notes); err == nil {
@@ -264,7 +264,7 @@ func (c *claimSync) open(fs *gitrepo.FetchedState) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.remoteClaims = e.readRemoteClaims(fs.Claims)
+	e.remoteClaims = readRemoteClaims(e.Store, fs.Claims)
 	for id := range c.lost {
 		e.remoteClaims[id] = &remoteClaim{ID: id, By: "another clone", Attempt: 1 << 30, Until: e.Now().Add(time.Duration(e.Config.ClaimTimeout))}
 	}
