@@ -19,6 +19,8 @@ import (
 // refuse this one (the task is no longer provisional, or escalated), and
 // that refusal is the answer, with a note saying another clone was first.
 // Under contention it backs off and tries again until SyncDeadline.
+// Refused or given up, the clone keeps the remote's state merged (what orch
+// sync would do) without the step.
 //
 // Unlike a claim, a verdict is not won on a ref of its own: a claim ref
 // lets a claim be answered before the state branch holds it (claims are

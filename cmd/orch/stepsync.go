@@ -65,5 +65,6 @@ it, push with a lease; it is answered only once the remote holds it. When
 another clone moved the remote first, it is undone here and done again on
 the new state, so when another clone gave the task its verdict or decision
 first, this one is refused by the usual rule (exit 4) instead of both
-standing until a sync. Past two minutes of lost races it gives up (exit 5),
-leaving nothing changed here.`
+standing until a sync. Past two minutes of lost races it gives up (exit 5).
+Refused or given up, this clone keeps what it merged from the remote (as
+orch sync would) and not the step.`
