@@ -189,8 +189,18 @@ func runEditor(g *globalOptions, t *workflow.EditTarget, privDir string) ([]byte
 // time in its name so that no earlier copy is overwritten. It returns the
 // path ("" when nothing could be written).
 func saveEdit(privDir string, t *workflow.EditTarget, data []byte) string {
-	name := time.Now().UTC().Format("20060102T150405.000Z") + "-" + filepath.Base(t.Path)
-	for _, dir := range []string{filepath.Join(privDir, "edits"), filepath.Join(os.TempDir(), "orch-edits")} {
+	return saveText(privDir, filepath.Base(t.Path), data)
+}
+
+// saveText keeps text a person gave that a failed command did not commit,
+// as saveEdit does, named <time>-<name>; it returns the path or "".
+func saveText(privDir, name string, data []byte) string {
+	name = time.Now().UTC().Format("20060102T150405.000Z") + "-" + name
+	dirs := []string{filepath.Join(os.TempDir(), "orch-edits")}
+	if privDir != "" {
+		dirs = append([]string{filepath.Join(privDir, "edits")}, dirs...)
+	}
+	for _, dir := range dirs {
 		if err := os.MkdirAll(dir, 0o777); err != nil {
 			continue
 		}

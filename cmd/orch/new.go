@@ -52,7 +52,7 @@ func runNew(o *newOptions, title string) error {
 		if o.Body != "" {
 			return &workflow.UsageError{Msg: "give the body with --body or -F, not both"}
 		}
-		b, err := readInput(o.g.io.In, o.BodyFile)
+		b, err := o.g.readInput(o.BodyFile)
 		if err != nil {
 			return err
 		}
@@ -76,6 +76,16 @@ func runNew(o *newOptions, title string) error {
 const maxInput = 16 << 20
 
 // readInput reads FILE, or stdin for "-".
+// readInput is readInput from this command's stdin, which it keeps when it
+// read it (stdinText), for a failure to save.
+func (g *globalOptions) readInput(name string) ([]byte, error) {
+	b, err := readInput(g.io.In, name)
+	if name == "-" {
+		g.stdinText = b
+	}
+	return b, err
+}
+
 func readInput(stdin io.Reader, name string) ([]byte, error) {
 	var r io.Reader
 	if name == "-" {

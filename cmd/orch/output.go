@@ -273,7 +273,7 @@ func (g *globalOptions) textArg(msg, file string, required bool, form string) (s
 		return "", &workflow.UsageError{Msg: "give the text with -m or -F, not both", Hint: "usage: orch " + form}
 	}
 	if file != "" {
-		b, err := readInput(g.io.In, file)
+		b, err := g.readInput(file)
 		if err != nil {
 			return "", err
 		}

@@ -78,7 +78,7 @@ func runPRImport(o *prOptions, ref string) error {
 	if o.Reviews == "" {
 		return &workflow.UsageError{Msg: "--reviews FILE is required", Hint: "usage: orch pr import ID --reviews FILE --comments FILE"}
 	}
-	rdata, err := readInput(o.g.io.In, o.Reviews)
+	rdata, err := o.g.readInput(o.Reviews)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func runPRImport(o *prOptions, ref string) error {
 	}
 	var comments []ghreview.Comment
 	if o.Comments != "" {
-		cdata, err := readInput(o.g.io.In, o.Comments)
+		cdata, err := o.g.readInput(o.Comments)
 		if err != nil {
 			return err
 		}

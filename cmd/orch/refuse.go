@@ -86,7 +86,7 @@ func (o *refuseOptions) record() (*workflow.Refusal, error) {
 		if o.Reason != "" || o.Summary != "" || len(o.Attempted) > 0 || o.BlockingFactor != "" || o.Alternative != "" {
 			return nil, &workflow.UsageError{Msg: "give the refusal with -F or with flags, not both"}
 		}
-		data, err := readInput(o.g.io.In, o.File)
+		data, err := o.g.readInput(o.File)
 		if err != nil {
 			return nil, err
 		}

@@ -72,7 +72,7 @@ func runReview(o *reviewOptions, ref string) error {
 		if len(o.Issues) > 0 || len(o.Reopen) > 0 || o.Notes != "" {
 			return &workflow.UsageError{Msg: "give the review with -F or with flags, not both"}
 		}
-		data, err := readInput(o.g.io.In, o.File)
+		data, err := o.g.readInput(o.File)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,16 @@ type globalOptions struct {
 	agentSource string        // where Agent came from (--agent, ORCH_AGENT, ...)
 	verb        string        // the command being run ("pr poll")
 	longRunning bool          // opens the store again and again (board --watch)
+	stdinText   []byte        // what -F - (or another "-" input) read, kept if the command fails
+}
+
+// privDir is the repository's private state directory, "" outside a
+// repository or before one was found.
+func (g *globalOptions) privDir() string {
+	if g.repo == nil {
+		return ""
+	}
+	return filepath.Join(g.repo.CommonDir, "orch")
 }
 
 // Main runs orch with args and returns the exit code.
@@ -90,6 +101,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if h := fieldsAsArgument(args); h != "" && classify(err).exit == exitUsage {
 		err = &hinted{err, h}
+	}
+	if len(g.stdinText) > 0 {
+		// What came on stdin (feedback, a review, a refusal) exists nowhere
+		// else: a failed command keeps it (DESIGN §2).
+		if p := saveText(g.privDir(), "stdin.txt", g.stdinText); p != "" {
+			g.printNoteList([]string{"what you gave on stdin is saved in " + p})
+		}
 	}
 	return reportError(g, err)
 }
