@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 
 	"github.com/orch-tool/orch/taskfile"
@@ -156,14 +157,32 @@ func (e *Engine) MigrateClaims() (*Result, error) {
 	return e.EditFinish(t, []byte(data))
 }
 
-// RenewClaimRef moves the remote's claim ref of task id to commit, the
+// ShareRenewal shares a lease renewal (commit, orch heartbeat's, of task
+// id) through the remote: as orch sync does, and in the task's claim ref
+// when that holds this claim (renewClaimRef), also when the state branch
+// refuses the push. The error is the sync's.
+func ShareRenewal(opts Options, so SyncOptions, id string, commit plumbing.Hash) ([]string, error) {
+	remote, err := so.remote()
+	if err != nil {
+		return nil, err
+	}
+	_, notes, err := Sync(opts, so)
+	if moved, rerr := renewClaimRef(opts, remote, id, commit); rerr != nil {
+		notes = append(notes, "warning: the claim ref was not renewed: "+rerr.Error())
+	} else if moved {
+		notes = append(notes, "renewed the lease in the claim ref "+gitrepo.ClaimRef(id)+" on "+remote)
+	}
+	return notes, err
+}
+
+// renewClaimRef moves the remote's claim ref of task id to commit, the
 // heartbeat that renewed this actor's lease, so that other clones judge
 // the claim by the renewed lease even while the remote's state branch does
 // not hold it (claim_arbiter claim_ref, or a state push that keeps losing).
 // Only a ref that holds this actor's claim of the same attempt is moved,
 // and only if it still holds what the last fetch saw (a push with a
 // lease); without one there is nothing to renew (moved is false).
-func RenewClaimRef(opts Options, remote, id string, commit plumbing.Hash) (moved bool, err error) {
+func renewClaimRef(opts Options, remote, id string, commit plumbing.Hash) (moved bool, err error) {
 	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch})
 	if err != nil {
 		return false, err

@@ -6,7 +6,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/cobra"
 
-	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -77,17 +76,8 @@ func runHeartbeat(o *heartbeatOptions, ref string) error {
 	}
 	if o.Sync {
 		// The renewal is committed here whatever the remote says; the
-		// sync's error (and exit code) says what was not shared.
-		_, notes, err := workflow.Sync(o.g.engineOptions(false), syncOptionsOf(o.Remote))
-		// The remote's claim ref of the task, when it holds this claim,
-		// moves to the renewal too: other clones read the lease there while
-		// the state branch does not hold the claim, which is when a
-		// state push keeps losing.
-		if moved, rerr := workflow.RenewClaimRef(o.g.engineOptions(false), o.Remote, id, commit); rerr != nil {
-			notes = append(notes, "warning: the claim ref was not renewed: "+rerr.Error())
-		} else if moved {
-			notes = append(notes, "renewed the lease in the claim ref "+gitrepo.ClaimRef(id)+" on "+o.Remote)
-		}
+		// error (and exit code) says what was not shared.
+		notes, err := workflow.ShareRenewal(o.g.engineOptions(false), syncOptionsOf(o.Remote), id, commit)
 		o.g.printNoteList(notes)
 		if err != nil {
 			return err
