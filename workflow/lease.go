@@ -62,7 +62,7 @@ func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 		out.LeaseUntil = now.Add(time.Duration(e.Config.ClaimTimeout))
 		until := taskfile.FormatTime(out.LeaseUntil)
 		// The trailers a claim commit has: a claim ref moved to this commit
-		// (RenewClaimRef) tells other clones the renewed lease.
+		// (ShareRenewal) tells other clones the renewed lease.
 		return &change{file: f, body: fmt.Sprintf("Lease renewed by %s until %s.", e.Actor, until),
 			data:     map[string]any{"lease_until": until},
 			trailers: []string{"Orch-Attempt", strconv.Itoa(t.Task.Attempts), "Orch-Lease-Until", until}}, nil
