@@ -50,21 +50,14 @@ func generatedDocs(root *cobra.Command) map[string][]generatedSection {
 	}
 }
 
+// visibleCommands are the runnable ones of allCommands, by command path.
 func visibleCommands(root *cobra.Command) []*cobra.Command {
 	var out []*cobra.Command
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		for _, sub := range c.Commands() {
-			if sub.Hidden || sub.Name() == "help" || strings.HasPrefix(sub.Name(), "__") {
-				continue
-			}
-			if sub.Runnable() {
-				out = append(out, sub)
-			}
-			walk(sub)
+	for _, c := range allCommands(root) {
+		if c.Runnable() {
+			out = append(out, c)
 		}
 	}
-	walk(root)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CommandPath() < out[j].CommandPath() })
 	return out
 }
