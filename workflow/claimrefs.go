@@ -106,10 +106,10 @@ func (e *Engine) staleClaims() map[string]plumbing.Hash {
 	return out
 }
 
-// claimTrailers are what a claim commit says for the claim refs.
-func (e *Engine) claimTrailers(attempt int) []string {
-	return []string{"Orch-Attempt", strconv.Itoa(attempt),
-		"Orch-Lease-Until", taskfile.FormatTime(e.Now().Add(time.Duration(e.Config.ClaimTimeout)))}
+// leaseTrailers are what a claim commit, and a heartbeat's that renews it,
+// say for the claim refs: the attempt and when its lease ends.
+func leaseTrailers(attempt int, until time.Time) []string {
+	return []string{"Orch-Attempt", strconv.Itoa(attempt), "Orch-Lease-Until", taskfile.FormatTime(until)}
 }
 
 // claimArbiter is the configured arbiter of claims across machines.

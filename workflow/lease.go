@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
@@ -65,7 +64,7 @@ func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 		// (ShareRenewal) tells other clones the renewed lease.
 		return &change{file: f, body: fmt.Sprintf("Lease renewed by %s until %s.", e.Actor, until),
 			data:     map[string]any{"lease_until": until},
-			trailers: []string{"Orch-Attempt", strconv.Itoa(t.Task.Attempts), "Orch-Lease-Until", until}}, nil
+			trailers: leaseTrailers(t.Task.Attempts, out.LeaseUntil)}, nil
 	})
 	if err != nil {
 		return nil, err

@@ -336,7 +336,7 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 			body:      body + "; " + how + ".",
 			data:      data,
 			beforeRef: create,
-			trailers:  e.claimTrailers(out.Attempt),
+			trailers:  leaseTrailers(out.Attempt, e.Now().Add(time.Duration(e.Config.ClaimTimeout))),
 		}, nil
 	})
 	if err != nil {
