@@ -39,8 +39,14 @@ const maxNesting = 256
 // Sections lists the top-level headings of the body in order. Headings inside
 // code blocks, lists or quotes are text, not sections, which is why this uses
 // a markdown parser rather than a line scan (except for pathologically deep
-// bodies, see maxNesting).
+// bodies, see maxNesting). Every caller gets the same slice: read it, do not
+// change it.
 func (f *File) Sections() []Section {
+	f.sectionsOnce.Do(func() { f.sections = f.readSections() })
+	return f.sections
+}
+
+func (f *File) readSections() []Section {
 	body := f.Body()
 	if deeplyNested(body) {
 		return f.finishSections(scanSections(f, body))

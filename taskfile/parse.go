@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,13 @@ type File struct {
 	root      *yaml.Node // top-level mapping, nil when the block is empty
 	fields    []field
 	lines     []int // byte offsets of the starts of YAML lines, relative to Src
+
+	// A File does not change once parsed (edits make a new one), so its
+	// sections are read once: one command asks for them several times
+	// (rounds, the title, where to insert), and a 1 MiB body costs a
+	// markdown parse of hundreds of milliseconds each time.
+	sectionsOnce sync.Once
+	sections     []Section
 }
 
 // Body returns the markdown after the frontmatter.
