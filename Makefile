@@ -19,8 +19,11 @@ install:
 # Every test: unit, package tests on real repositories, the testscript
 # scripts, the multi-process concurrency tests, and a few seconds of each
 # fuzz target, and the race detector on the packages that run goroutines.
+# CGO_ENABLED=0 as in build: the orch the scripts run (the test binary
+# under the name orch) is then static like the one that ships, and starts
+# about 0.5 ms sooner, which is 7 % of the scripts' time. -race needs cgo.
 test: lint
-	ORCH_E2E_FULL=1 $(GO) test -count=1 ./...
+	ORCH_E2E_FULL=1 CGO_ENABLED=0 $(GO) test -count=1 ./...
 	$(MAKE) race
 	$(MAKE) fuzz
 
