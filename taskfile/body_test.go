@@ -248,3 +248,24 @@ func TestReplaceAndWithBody(t *testing.T) {
 		t.Errorf("WithBody with a frontmatter = %v, %v", out, err)
 	}
 }
+
+// TestSectionsReadOnce: a File's sections are read once and shared (a
+// command asks several times, and a 1 MiB body costs a markdown parse each
+// time); an edit makes a new File, whose sections are its own.
+func TestSectionsReadOnce(t *testing.T) {
+	f := mustParse(t, designExample)
+	first, again := f.Sections(), f.Sections()
+	if len(first) == 0 || &first[0] != &again[0] {
+		t.Fatal("Sections parsed the body again")
+	}
+	g, err := f.AddSection("## Note\n\nread first\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Sections(); len(got) != len(first)+1 || got[1].Title != "Note" {
+		t.Errorf("the edited file's sections = %v, want the new one second", sectionsOf(g))
+	}
+	if got := f.Sections(); len(got) != len(first) {
+		t.Error("editing changed the original's sections")
+	}
+}
