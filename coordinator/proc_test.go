@@ -1,0 +1,170 @@
+//go:build unix
+
+package coordinator
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary be the supervisor, as orch is.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == SupervisorCommand {
+		os.Exit(SuperviseMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+func testSpec(t *testing.T, script string) procSpec {
+	t.Helper()
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := filepath.Join(dir, "prompt")
+	if err := os.WriteFile(prompt, []byte("the prompt\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	return procSpec{Orch: exe, Script: script, Dir: dir, Env: os.Environ(), Stdin: prompt, Log: filepath.Join(dir, "log"), Grace: 2 * time.Second}
+}
+
+func waitProc(t *testing.T, p *proc, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		t.Fatalf("%v still runs after %v", p, d)
+	}
+	code, _ := p.exited()
+	return code
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func TestProcOutputAndExit(t *testing.T) {
+	spec := testSpec(t, `read line; echo "got: $line"; echo to-stderr >&2; printf 'no newline'; exit 3`)
+	var lines []string
+	spec.OnLine = func(l string) { lines = append(lines, l) }
+	p, err := startProc(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := waitProc(t, p, 10*time.Second); code != 3 {
+		t.Fatalf("exit code %d, want 3", code)
+	}
+	log, _ := os.ReadFile(spec.Log)
+	if string(log) != "got: the prompt\nto-stderr\nno newline" {
+		t.Errorf("log = %q", log)
+	}
+	if got := strings.Join(p.lastLines(2), "|"); got != "to-stderr|no newline" {
+		t.Errorf("last lines %q", got)
+	}
+	if len(lines) != 3 {
+		t.Errorf("OnLine heard %q", lines)
+	}
+}
+
+// A background process the agent leaves behind is ended with it.
+func TestProcLeftoversEnded(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "bg.pid")
+	spec := testSpec(t, `sleep 300 & echo $! > `+pidFile+`; exit 0`)
+	p, err := startProc(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := waitProc(t, p, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	assertGone(t, pidFile)
+}
+
+// terminate ends the whole group, the agent's children included, and one
+// that ignores SIGTERM gets SIGKILL after the grace period.
+func TestProcTerminate(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	spec := testSpec(t, `sh -c 'trap "" TERM; echo $$ > `+pidFile+`; while :; do sleep 0.1; done' & wait`)
+	spec.Grace = 300 * time.Millisecond
+	p, err := startProc(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, pidFile)
+	p.terminate()
+	code := waitProc(t, p, 10*time.Second)
+	if code == 0 {
+		t.Errorf("exit code 0 after terminate")
+	}
+	assertGone(t, pidFile)
+}
+
+// The agents die with the coordinator: a supervisor whose parent is killed
+// ends its group.
+func TestProcDiesWithParent(t *testing.T) {
+	if os.Getenv("ORCH_PROC_PARENT") == "1" {
+		spec := testSpec(t, `sleep 300 & echo $! > `+os.Getenv("ORCH_PID_FILE")+`; wait`)
+		if _, err := startProc(spec); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		return
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "bg.pid")
+	exe, _ := os.Executable()
+	parent := &os.ProcAttr{Env: append(os.Environ(), "ORCH_PROC_PARENT=1", "ORCH_PID_FILE="+pidFile), Files: []*os.File{nil, os.Stderr, os.Stderr}}
+	pp, err := os.StartProcess(exe, []string{exe, "-test.run=^TestProcDiesWithParent$"}, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, pidFile)
+	_ = pp.Kill()
+	_, _ = pp.Wait()
+	assertGone(t, pidFile)
+}
+
+func waitFile(t *testing.T, p string) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if b, err := os.ReadFile(p); err == nil && strings.HasSuffix(string(b), "\n") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never written", p)
+}
+
+func assertGone(t *testing.T, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for i := 0; i < 250; i++ {
+		if !alive(pid) || isZombie(pid) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("process %d outlived its agent", pid)
+}
+
+// isZombie: a killed orphan waits for init to reap it.
+func isZombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
+}
