@@ -19,7 +19,7 @@ func (st *Store) NotRegularPrivateFiles() []*privfile.ErrNotRegular {
 	}
 	var out []*privfile.ErrNotRegular
 	for _, e := range ents {
-		if e.Name() == "edits" && e.IsDir() {
+		if e.Name() == EditsDir && e.IsDir() {
 			continue
 		}
 		if e.Type().IsRegular() {

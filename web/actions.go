@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -18,8 +19,14 @@ import (
 // (DECISION | --auto) [-m TEXT].
 var actionVerbs = []string{"approve", "reject", "requeue", "decide"}
 
-// maxForm bounds an action's form: a rejection is text a person typed.
-const maxForm = 256 << 10
+// maxText bounds the text an action takes (a rejection, notes, a reason),
+// as the browser sends it.
+const maxText = 256 << 10
+
+// maxForm bounds what the server reads of an action's form. It is well
+// over maxText, even with every byte of the text percent-encoded, so that
+// a text refused as too large is still read, and shown back.
+const maxForm = 4 << 20
 
 // action runs a verb on a task for the person who started the server.
 //
@@ -31,30 +38,48 @@ const maxForm = 256 << 10
 // verb (the lock, the reconcile, the identity rule), the Engine's method
 // applies the transition table and the authority rules (DESIGN §4a) to the
 // server's actor, and the outcome is a commit like any other.
+//
+// What a person typed exists nowhere else: whatever refuses the action,
+// the answer shows the text back in full (see typed).
 func (s *Server) action(w http.ResponseWriter, r *http.Request) {
-	verb := r.PathValue("verb")
-	if !slices.Contains(actionVerbs, verb) {
-		s.fail(w, r, http.StatusNotFound, "There is no such action.", "")
-		return
-	}
-	if !s.Actions() {
-		s.fail(w, r, http.StatusForbidden, "This server is read-only.", "orch serve takes actions only on a loopback address, without --read-only")
-		return
-	}
+	verb, id := r.PathValue("verb"), r.PathValue("id")
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			s.fail(w, r, http.StatusRequestEntityTooLarge,
+				fmt.Sprintf("The form is larger than %d MiB, more than the board reads: it cannot show it back, and nothing changed.", maxForm>>20),
+				fmt.Sprintf("copy your text from where you wrote it; the board takes up to %d KiB of text", maxText>>10))
+			return
+		}
 		s.fail(w, r, http.StatusBadRequest, "The form could not be read.", "")
 		return
 	}
-	if !s.authorized(r) || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
-		s.fail(w, r, http.StatusForbidden, "This browser may not act on this server.", "open the address orch serve printed (it carries the server's token), then try again")
+	form := r.PostForm
+	kept := typedOf(verb, form)
+	refuse := func(status int, msg, hint string) { s.failTyped(w, r, status, msg, hint, kept) }
+	if !slices.Contains(actionVerbs, verb) {
+		refuse(http.StatusNotFound, "There is no such action.", "")
 		return
 	}
-	id := r.PathValue("id")
-	form := r.PostForm
-	text := strings.TrimSpace(strings.ReplaceAll(form.Get("text"), "\r\n", "\n"))
+	if !s.Actions() {
+		refuse(http.StatusForbidden, "This server is read-only.", "orch serve takes actions only on a loopback address, without --read-only")
+		return
+	}
+	if !s.authorized(r) || subtle.ConstantTimeCompare([]byte(form.Get("csrf")), []byte(s.csrf)) != 1 {
+		refuse(http.StatusForbidden, "This browser may not act on this server.", "open the address orch serve printed (it carries the server's token), then try again")
+		return
+	}
+	raw := form.Get("text")
+	text := strings.TrimSpace(strings.ReplaceAll(raw, "\r\n", "\n"))
 	var res *workflow.Result
-	err := s.act(verb, func(e *workflow.Engine) error {
+	var status int
+	var msg, hint string
+	if len(raw) > maxText {
+		status = http.StatusRequestEntityTooLarge
+		msg = fmt.Sprintf("The text is %d KiB: the board takes at most %d KiB. Nothing changed.", (len(raw)+1023)>>10, maxText>>10)
+		hint = "shorten it, then send it again"
+	} else if err := s.act(verb, func(e *workflow.Engine) error {
 		// The board acts for a human only (the roster may have changed
 		// since the server started); the verb then applies its own rules.
 		if !e.IsHuman() {
@@ -90,25 +115,18 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		return err
-	})
-	if err != nil {
-		// The page again, with the message and hint the CLI would print,
-		// and what was typed still in its box.
-		msg, hint := s.explain(err)
-		form.Set("verb", verb)
-		status := http.StatusConflict
-		var usage *workflow.UsageError
-		var nf *workflow.NotFoundError
-		var rule *workflow.RuleError
-		switch {
-		case errors.As(err, &usage):
-			status = http.StatusBadRequest
-		case errors.As(err, &nf):
-			status = http.StatusNotFound
-		case errors.As(err, &rule) && rule.Rule == "authority":
-			status = http.StatusForbidden
+	}); err != nil {
+		msg, hint = s.explain(err)
+		status = statusOf(err)
+	}
+	if status != 0 {
+		// The task's page again, with the message and hint the CLI would
+		// print, and what was typed shown back and kept on disk (only past
+		// the guards: a request without the token writes no file).
+		if kept != nil {
+			kept.Saved = s.keep(id, verb, raw)
 		}
-		s.serveTask(w, r, id, status, form, func(f *frame) { f.Error, f.Hint = msg, hint })
+		s.serveTask(w, r, id, verb, status, form, kept, msg, hint)
 		return
 	}
 	// Post/Redirect/Get: a reload does not act twice.
@@ -121,16 +139,129 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/task/"+url.PathEscape(id)+"?"+q.Encode(), http.StatusSeeOther)
 }
 
-// serveTask renders a task's page after a failed action.
-func (s *Server) serveTask(w http.ResponseWriter, r *http.Request, id string, status int, form url.Values, prep func(f *frame)) {
+// statusOf is the HTTP status of an action's error: the CLI's exit codes
+// (2 usage, 3 not found, 4 refused by a rule, 5 conflict), as near as HTTP
+// says them.
+func statusOf(err error) int {
+	var usage *workflow.UsageError
+	var nf *workflow.NotFoundError
+	var rule *workflow.RuleError
+	switch {
+	case errors.As(err, &usage):
+		return http.StatusBadRequest
+	case errors.As(err, &nf):
+		return http.StatusNotFound
+	case errors.As(err, &rule) && rule.Rule == "authority":
+		return http.StatusForbidden
+	case errors.Is(err, taskfile.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusConflict
+}
+
+// typed is what a person typed into a form whose action failed. It exists
+// nowhere else, so the answer shows it back in full, whatever queue the
+// task is now in: in the form's own box when the task's page still has the
+// form of Verb, else in a panel of its own (layout.html), next to the
+// reason. Past the guards a copy is kept on disk too, where the CLI keeps
+// a failed command's stdin.
+type typed struct {
+	Verb     string // "" when the verb is not one of the board's
+	Decision string // decide's choice, when it is one orch knows
+	Fields   []typedField
+	InForm   bool   // the page's form of Verb holds the fields
+	Saved    string // the copy on disk, "" when none
+}
+
+// typedField is one field a person typed into, as the browser sent it.
+type typedField struct {
+	Label, Value string
+}
+
+// Rows is the height of the field's box: its lines, within reason.
+func (f typedField) Rows() int {
+	return min(max(strings.Count(f.Value, "\n")+1, 2), 20)
+}
+
+// typedLabels name the text box of each verb's form (task.html).
+var typedLabels = map[string]string{"approve": "Approval notes", "reject": "What must change", "decide": "Reason"}
+
+// typedOf is what was typed into the form of verb; nil when nothing was.
+func typedOf(verb string, form url.Values) *typed {
+	t := &typed{}
+	if slices.Contains(actionVerbs, verb) {
+		t.Verb = verb
+	}
+	if d := form.Get("decision"); verb == "decide" && (d == "auto" || slices.Contains(workflow.Decisions, d)) {
+		t.Decision = d
+	}
+	label := typedLabels[verb]
+	if label == "" {
+		label = "Text"
+	}
+	for _, f := range []typedField{{label, form.Get("text")}, {"Requeue for", form.Get("to")}} {
+		if strings.TrimSpace(f.Value) != "" {
+			t.Fields = append(t.Fields, f)
+		}
+	}
+	if len(t.Fields) == 0 {
+		return nil
+	}
+	return t
+}
+
+// keep saves the text typed for verb on id in the repository's private
+// state (gitstore.KeepText) and says so in the server's log. It returns
+// the path, "" when there was no text or it could not be written.
+func (s *Server) keep(id, verb, text string) string {
+	if strings.TrimSpace(text) == "" {
+		return ""
+	}
+	id = fileSafe(id)
+	p := gitstore.KeepText(s.src.priv, id+"-"+verb+".txt", []byte(text))
+	if p != "" {
+		s.opts.Logf("orch serve: %s %s failed; the text typed is saved in %s", verb, id, p)
+	}
+	return p
+}
+
+// fileSafe is s with only the characters of a task ID, for a file name
+// (the ID comes from the request's path).
+func fileSafe(s string) string {
+	s = strings.Map(func(c rune) rune {
+		if c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			return c
+		}
+		return -1
+	}, s)
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	if s == "" {
+		s = "task"
+	}
+	return s
+}
+
+// serveTask renders a task's page after a failed action: msg and hint say
+// why, and what was typed is shown back.
+func (s *Server) serveTask(w http.ResponseWriter, r *http.Request, id, verb string, status int, form url.Values, kept *typed, msg, hint string) {
 	s.serve(w, r, func(r *http.Request, e *workflow.Engine, memo map[string]any, f *frame) (view, error) {
 		r.SetPathValue("id", id)
-		v, err := s.taskView(r, e, f, form)
+		v, err := s.taskView(r, e, f)
+		if p, ok := v.data.(*taskPage); ok && err == nil && f.CanAct && p.Can[verb] {
+			// The form is on the page: what was typed goes back in its box.
+			form.Set("verb", verb)
+			p.Form = form
+			if kept != nil {
+				kept.InForm = true
+			}
+		}
 		if v.status == 0 || v.status == http.StatusOK {
 			v.status = status
 		}
 		return v, err
-	}, prep)
+	}, func(f *frame) { f.Error, f.Hint, f.Typed = msg, hint, kept })
 }
 
 // act opens the engine for verb and runs fn, as the CLI runs a verb

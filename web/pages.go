@@ -78,6 +78,9 @@ type frame struct {
 	Flash    string
 	Error    string
 	Hint     string
+	// Typed is what a person typed into a form whose action failed, shown
+	// back beside Error (nil when nothing was typed).
+	Typed *typed
 }
 
 // pageData is what a template gets: the frame and the page's own data.
@@ -133,11 +136,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, fn pageFunc, prep
 		var nf *workflow.NotFoundError
 		switch {
 		case errors.As(err, &nf):
-			s.fail(w, r, http.StatusNotFound, nf.Error(), "it may have been archived; orch log shows its history")
+			s.failTyped(w, r, http.StatusNotFound, nf.Error(), "it may have been archived; orch log shows its history", f.Typed)
 		default:
 			s.opts.Logf("orch serve: %s: %v", r.URL.Path, err)
 			msg, hint := s.explain(err)
-			s.fail(w, r, http.StatusInternalServerError, msg, hint)
+			s.failTyped(w, r, http.StatusInternalServerError, msg, hint, f.Typed)
 		}
 		return
 	}
@@ -191,8 +194,14 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, sta
 
 // fail shows an error page.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg, hint string) {
+	s.failTyped(w, r, status, msg, hint, nil)
+}
+
+// failTyped shows an error page, and what was typed into the form whose
+// action failed.
+func (s *Server) failTyped(w http.ResponseWriter, r *http.Request, status int, msg, hint string, kept *typed) {
 	f := s.newFrame(r)
-	f.Title, f.Error, f.Hint = http.StatusText(status), msg, hint
+	f.Title, f.Error, f.Hint, f.Typed = http.StatusText(status), msg, hint, kept
 	s.render(w, r, "error", status, pageData{f, nil})
 }
 

@@ -41,6 +41,9 @@ type source struct {
 	// a Repo of its own (never handed to an Open, which writes to it).
 	repo *gitrepo.Repo
 	ref  string
+	// priv is the repository's private state directory, where a failed
+	// action keeps what was typed (gitstore.KeepText).
+	priv string
 }
 
 // check opens the engine once: the repository must be one, and orch set up
@@ -55,7 +58,7 @@ func (s *source) check() (*workflow.Config, error) {
 		return nil, err
 	}
 	repo := *e.Store.Repo
-	s.repo, s.ref = &repo, e.Store.Ref
+	s.repo, s.ref, s.priv = &repo, e.Store.Ref, e.Store.PrivDir()
 	return e.Config, nil
 }
 

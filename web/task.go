@@ -61,7 +61,7 @@ func (s *Server) task(r *http.Request, e *workflow.Engine, memo map[string]any, 
 			f.Flash = did + ": " + string(from) + " → " + string(to) + " (commit " + commit + ")"
 		}
 	}
-	return s.taskView(r, e, f, nil)
+	return s.taskView(r, e, f)
 }
 
 func isHex(s string) bool {
@@ -76,7 +76,7 @@ func isHex(s string) bool {
 	return true
 }
 
-func (s *Server) taskView(r *http.Request, e *workflow.Engine, f *frame, form url.Values) (view, error) {
+func (s *Server) taskView(r *http.Request, e *workflow.Engine, f *frame) (view, error) {
 	ref := r.PathValue("id")
 	sm, err := e.Find(ref)
 	if err != nil {
@@ -92,7 +92,7 @@ func (s *Server) taskView(r *http.Request, e *workflow.Engine, f *frame, form ur
 		return view{}, err
 	}
 	tk := &sm.Task
-	p := &taskPage{ID: tk.ID, Title: tk.Title, Queue: string(tk.Queue), Priority: tk.Priority, Path: sm.Path, Problem: sm.Problem, Form: form}
+	p := &taskPage{ID: tk.ID, Title: tk.Title, Queue: string(tk.Queue), Priority: tk.Priority, Path: sm.Path, Problem: sm.Problem}
 	owned := map[string]bool{}
 	for _, k := range taskfile.OrchOwned {
 		owned[k] = true

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -184,30 +183,9 @@ func runEditor(g *globalOptions, t *workflow.EditTarget, privDir string) ([]byte
 	return os.ReadFile(p)
 }
 
-// saveEdit keeps an edited copy that was not committed, under the private
-// state (.git/orch/edits/), else beside the system's temp files, with a
-// time in its name so that no earlier copy is overwritten. It returns the
-// path ("" when nothing could be written).
+// saveEdit keeps an edited copy that was not committed (gitstore.KeepText:
+// under .git/orch/edits/, else beside the system's temp files). It returns
+// the path ("" when nothing could be written).
 func saveEdit(privDir string, t *workflow.EditTarget, data []byte) string {
-	return saveText(privDir, filepath.Base(t.Path), data)
-}
-
-// saveText keeps text a person gave that a failed command did not commit,
-// as saveEdit does, named <time>-<name>; it returns the path or "".
-func saveText(privDir, name string, data []byte) string {
-	name = time.Now().UTC().Format("20060102T150405.000Z") + "-" + name
-	dirs := []string{filepath.Join(os.TempDir(), "orch-edits")}
-	if privDir != "" {
-		dirs = append([]string{filepath.Join(privDir, "edits")}, dirs...)
-	}
-	for _, dir := range dirs {
-		if err := os.MkdirAll(dir, 0o777); err != nil {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o600); err == nil {
-			return p
-		}
-	}
-	return ""
+	return gitstore.KeepText(privDir, filepath.Base(t.Path), data)
 }

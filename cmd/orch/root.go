@@ -105,7 +105,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(g.stdinText) > 0 {
 		// What came on stdin (feedback, a review, a refusal) exists nowhere
 		// else: a failed command keeps it (DESIGN §2).
-		if p := saveText(g.privDir(), "stdin.txt", g.stdinText); p != "" {
+		if p := gitstore.KeepText(g.privDir(), "stdin.txt", g.stdinText); p != "" {
 			g.printNoteList([]string{"what you gave on stdin is saved in " + p})
 		}
 	}

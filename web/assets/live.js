@@ -4,7 +4,9 @@
 // differs from the tip this page shows, the page fetches itself again (only
 // the part below the header: X-Orch-Fragment) and swaps it in, and the
 // header says so, quietly. A page with something typed into a form is not
-// swapped: the header says the task changed, and the text stays.
+// swapped, nor the answer to an action that failed with text the server
+// shows back (data-kept): the header says the task changed, and the text
+// stays.
 (function () {
   "use strict";
   var page = document.getElementById("page");
@@ -45,6 +47,11 @@
   function refresh(next) {
     if (fetching) {
       again = next;
+      return;
+    }
+    if (page.querySelector("[data-kept]")) {
+      // The answer to a POST: a reload would send the form again.
+      say("changed at " + next.slice(0, 7) + ": open the task again to see it (your text stays here until then)", "stale");
       return;
     }
     if (busy()) {
