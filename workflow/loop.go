@@ -907,13 +907,13 @@ func orDash(s string) string {
 // Approve accepts the work: provisional -> done. Lockouts are lifted: the
 // task is finished.
 func (e *Engine) Approve(id, notes string) (*Result, error) {
+	if err := checkTexts(namedText{"the notes (-m)", notes}); err != nil {
+		return nil, err
+	}
 	return e.approve(id, "approve", "APPROVED", notes, nil)
 }
 
 func (e *Engine) approve(id, verb, verdict, notes string, extra func(t *Task, f *taskfile.File) (*taskfile.File, error)) (*Result, error) {
-	if err := checkTexts(namedText{"the notes (-m)", notes}); err != nil {
-		return nil, err
-	}
 	return e.transition(id, verb, func(t *Task) (*change, error) {
 		if err := e.checkReviewer(t, verb); err != nil {
 			return nil, err

@@ -16,7 +16,7 @@ import (
 // namedText is one text a verb was given, named as the person gave it.
 type namedText struct{ field, text string }
 
-const textHint = "shorten it: put a long log or listing in a file on the task's branch and name its path in the text (nothing was recorded)"
+const textHint = "shorten it: commit a long log or listing as a file (on the task's branch, say) and name its path in the text; nothing was recorded"
 
 // checkTexts refuses the first text over taskfile.MaxText bytes.
 func checkTexts(texts ...namedText) error {
@@ -89,7 +89,7 @@ func checkRefusalTexts(r *Refusal) error {
 	}
 	if total > MaxRefusalBytes {
 		return &TextTooLongError{Field: "the refusal (its texts together)", Size: total, Limit: MaxRefusalBytes,
-			Hint: "shorten it: quote only the lines of a log that matter, and put the whole log in a file on the task's branch named by its path (nothing was recorded)"}
+			Hint: "shorten it: quote only the lines of a log that matter, and commit the whole log as a file on the task's branch named by its path; nothing was recorded"}
 	}
 	return nil
 }

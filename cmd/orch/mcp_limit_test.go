@@ -79,7 +79,7 @@ func TestMCPTextLimit(t *testing.T) {
 		t.Fatalf("the tool error is not the JSON envelope (%v): %.200s", err, text)
 	}
 	if doc.Error.Code != "text_too_long" || doc.Error.Message != "the message (-m) is 5242880 bytes; the limit is 65536 bytes (64 KiB)" ||
-		!strings.Contains(doc.Error.Hint, "put a long log or listing in a file on the task's branch") {
+		!strings.Contains(doc.Error.Hint, "commit a long log or listing as a file") {
 		t.Errorf("refused with %s", text)
 	}
 
