@@ -134,18 +134,14 @@ func ParseReviews(data []byte) ([]Review, error) {
 	return rs, nil
 }
 
-// MaxText bounds the text orch takes from one review or comment: a task
-// file is read whole by every agent, and no review written by a person is
-// near it.
-const MaxText = 64 << 10
-
-// checkText refuses text no person wrote in a review: larger than MaxText,
-// or holding control characters (a NUL byte cannot go into a task file;
-// escape sequences would reach a terminal raw). Tabs and line ends are
-// text.
+// checkText refuses text no person wrote in a review: larger than
+// taskfile.MaxText (the limit on every text orch writes: a task file is read
+// whole by every agent, and no review written by a person is near it), or
+// holding control characters (a NUL byte cannot go into a task file; escape
+// sequences would reach a terminal raw). Tabs and line ends are text.
 func checkText(s string) error {
-	if len(s) > MaxText {
-		return fmt.Errorf("is %d bytes; orch imports at most %d bytes of a review's text", len(s), MaxText)
+	if len(s) > taskfile.MaxText {
+		return fmt.Errorf("is %d bytes; orch imports at most %d bytes of a review's text", len(s), taskfile.MaxText)
 	}
 	for i, r := range s {
 		if r == '\t' || r == '\n' || r == '\r' {

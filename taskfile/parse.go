@@ -19,6 +19,14 @@ import (
 // clear message instead of costing unbounded time and memory.
 const MaxFileSize = 1 << 20
 
+// MaxText bounds one text that a verb writes into the state branch (a
+// message, a task's body, a field of a review or of a refusal, a GitHub
+// review's body), in bytes of UTF-8 as given, whichever door it comes
+// through (the command line, orch mcp, the board): every agent reads a task
+// file whole, and a text larger than this is a log or a file pasted where a
+// reference to it belongs. A hand edit is bounded by MaxFileSize.
+const MaxText = 64 << 10
+
 // File is a parsed task file. Src is never modified in place: edits return a
 // new File built from new bytes.
 type File struct {

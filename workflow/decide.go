@@ -27,6 +27,11 @@ func (e *InvalidRefusalError) Error() string {
 // and returned as an *InvalidRefusalError; a valid one moves the task to
 // blocked with a "## Refusal" section and the full record in the event log.
 func (e *Engine) Refuse(id string, r *Refusal) (*Result, error) {
+	if r != nil {
+		if err := checkRefusalTexts(r); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.CheckRefusalIdentity(id, r); err != nil {
 		return nil, err
 	}
@@ -290,6 +295,9 @@ func (e *Engine) scanEvents(fn func(*rawEvent)) error {
 // reformulated task and supersedes the original. auto takes the protocol's
 // default for the refusal's reason.
 func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, error) {
+	if err := checkTexts(namedText{"the message (-m)", text}); err != nil {
+		return nil, err
+	}
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}

@@ -44,6 +44,31 @@ type UsageError struct {
 
 func (e *UsageError) Error() string { return e.Msg }
 
+// TextTooLongError: a text given to a verb is larger than its limit (exit
+// 2): taskfile.MaxText for one text, MaxRefusalBytes for a refusal's texts
+// together. Nothing is recorded. It is a usage error (errors.As finds a
+// *UsageError in it), so every door that treats those as the caller's
+// mistake treats it so too.
+type TextTooLongError struct {
+	Field string // which text, as the verb names it: "the message (-m)", "issue 2's problem"
+	Size  int    // its bytes
+	Limit int
+	Hint  string
+}
+
+func (e *TextTooLongError) Error() string {
+	return fmt.Sprintf("%s is %d bytes; the limit is %d bytes (%d KiB)", e.Field, e.Size, e.Limit, e.Limit>>10)
+}
+
+// As lets errors.As find the usage error this is.
+func (e *TextTooLongError) As(target any) bool {
+	if u, ok := target.(**UsageError); ok {
+		*u = &UsageError{Msg: e.Error(), Hint: e.Hint}
+		return true
+	}
+	return false
+}
+
 // RuleError: refused by a rule of the workflow (exit 4).
 type RuleError struct {
 	Rule string // short machine name, e.g. "lockout", "submit_unchanged"

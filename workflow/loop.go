@@ -553,6 +553,9 @@ type SubmitOptions struct {
 
 // Submit hands the work in for review.
 func (e *Engine) Submit(id string, opts SubmitOptions) (*Result, error) {
+	if err := checkTexts(namedText{"the note (-m)", opts.Note}); err != nil {
+		return nil, err
+	}
 	return e.transition(id, "submit", func(t *Task) (*change, error) {
 		if err := e.requireClaimant(&t.Task, "submit"); err != nil {
 			return nil, err
@@ -673,6 +676,9 @@ type Rejection struct {
 
 // Reject sends the work back with feedback.
 func (e *Engine) Reject(id, text string) (*Result, error) {
+	if err := checkTexts(namedText{"the feedback (-m or -F)", text}); err != nil {
+		return nil, err
+	}
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, &UsageError{Msg: "a rejection needs feedback", Hint: `orch reject ` + id + ` -m "what must change"`}
@@ -688,6 +694,9 @@ func (e *Engine) Reject(id, text string) (*Result, error) {
 // task must not have been submitted since (the next review is the place
 // then).
 func (e *Engine) AmendRejection(id, text string) (*Result, error) {
+	if err := checkTexts(namedText{"the note (-m or -F)", text}); err != nil {
+		return nil, err
+	}
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, &UsageError{Msg: "a note needs text", Hint: `orch reject ` + id + ` --amend -m "what the comments mean"`}
@@ -898,6 +907,9 @@ func orDash(s string) string {
 // Approve accepts the work: provisional -> done. Lockouts are lifted: the
 // task is finished.
 func (e *Engine) Approve(id, notes string) (*Result, error) {
+	if err := checkTexts(namedText{"the notes (-m)", notes}); err != nil {
+		return nil, err
+	}
 	return e.approve(id, "approve", "APPROVED", notes, nil)
 }
 
@@ -955,6 +967,9 @@ func unresolvedBlocking(f *taskfile.File) []string {
 // Pause stops work before it is finished; the note goes into the next
 // prompt.
 func (e *Engine) Pause(id, note string) (*Result, error) {
+	if err := checkTexts(namedText{"the note (-m)", note}); err != nil {
+		return nil, err
+	}
 	note = strings.TrimSpace(note)
 	if note == "" {
 		return nil, &UsageError{Msg: "a pause needs a note for whoever continues", Hint: `orch pause ` + id + ` -m "done: X; next: Y"`}
@@ -980,6 +995,9 @@ func demote(s string) string { return taskfile.SafeText(s) }
 
 // Fail gives the task up.
 func (e *Engine) Fail(id, reason string) (*Result, error) {
+	if err := checkTexts(namedText{"the reason (-m)", reason}); err != nil {
+		return nil, err
+	}
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		return nil, &UsageError{Msg: "say why the task failed", Hint: `orch fail ` + id + ` -m "reason"`}
@@ -1005,6 +1023,9 @@ func (e *Engine) Fail(id, reason string) (*Result, error) {
 
 // Escalate asks a human to act.
 func (e *Engine) Escalate(id, text string) (*Result, error) {
+	if err := checkTexts(namedText{"the message (-m)", text}); err != nil {
+		return nil, err
+	}
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, &UsageError{Msg: "say what a human must decide", Hint: `orch escalate ` + id + ` -m "why"`}
@@ -1021,6 +1042,9 @@ func (e *Engine) Escalate(id, text string) (*Result, error) {
 // kept; the reason goes into the task above everything else, for whoever
 // claims it next.
 func (e *Engine) Reopen(id, reason string) (*Result, error) {
+	if err := checkTexts(namedText{"the reason (-m or -F)", reason}); err != nil {
+		return nil, err
+	}
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		return nil, &UsageError{Msg: "say why the task is reopened", Hint: `orch reopen ` + id + ` -m "what changed since it failed"`}

@@ -57,6 +57,9 @@ func importedReviews(t *Task) func(int64) bool {
 // when the newest decisive review requests changes and was not imported
 // before. Approved and comment-only pull requests are left alone.
 func (e *Engine) ImportPR(id string, reviews []ghreview.Review, comments []ghreview.Comment) (*PRImport, error) {
+	if err := checkTexts(gitHubTexts(reviews, comments)...); err != nil {
+		return nil, err
+	}
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
@@ -103,10 +106,13 @@ func (e *Engine) ImportPR(id string, reviews []ghreview.Review, comments []ghrev
 	return out, nil
 }
 
-// SubmitCheck runs every check of submit without committing anything, so
-// that `submit --create-pr` never opens a pull request for a submission
-// that would be refused.
-func (e *Engine) SubmitCheck(id string) (*Task, error) {
+// SubmitCheck runs every check of submit (with opts) without committing
+// anything, so that `submit --create-pr` never opens a pull request for a
+// submission that would be refused.
+func (e *Engine) SubmitCheck(id string, opts SubmitOptions) (*Task, error) {
+	if err := checkTexts(namedText{"the note (-m)", opts.Note}); err != nil {
+		return nil, err
+	}
 	s := e.Store.SummaryByID(id)
 	if s == nil {
 		return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}

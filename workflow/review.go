@@ -140,6 +140,9 @@ type ReviewResult struct {
 // Review records a structured review of submitted work and moves the task by
 // its verdict.
 func (e *Engine) Review(id string, in *ReviewInput) (*ReviewResult, error) {
+	if err := checkTexts(reviewTexts(in)...); err != nil {
+		return nil, err
+	}
 	if err := checkReviewInput(in); err != nil {
 		return nil, err
 	}
@@ -599,6 +602,9 @@ func justificationWords(s string) int {
 // command runs in (HEAD is this worktree's); it must be on the task's branch,
 // and its full hash is recorded.
 func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error) {
+	if err := checkTexts(namedText{"the response (-m)", text}); err != nil {
+		return nil, err
+	}
 	st, ok := responseStatuses[strings.ToLower(status)]
 	if !ok {
 		return nil, &UsageError{Msg: fmt.Sprintf("%q is not a response: use fixed, deferred or rejected", printable(status))}

@@ -52,6 +52,7 @@ type classified struct {
 // classify is the one place where errors become exit codes and hints.
 func classify(err error) classified {
 	var (
+		tooLong   *workflow.TextTooLongError
 		usage     *workflow.UsageError
 		ambiguous *workflow.AmbiguousError
 		notFound  *workflow.NotFoundError
@@ -83,6 +84,8 @@ func classify(err error) classified {
 	switch {
 	case errors.As(err, &jqErr):
 		return classified{exitFailure, "jq", jqErr.Error(), "the command ran, and what it changed stands: only its answer failed the --jq expression (orch log and orch show tell what it did)", nil}
+	case errors.As(err, &tooLong): // before usage: it is one (TextTooLongError.As)
+		return classified{exitUsage, "text_too_long", tooLong.Error(), tooLong.Hint, nil}
 	case errors.As(err, &usage):
 		return classified{exitUsage, "usage", usage.Msg, usage.Hint, nil}
 	case errors.As(err, &ambiguous):

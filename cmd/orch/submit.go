@@ -71,7 +71,7 @@ func createPR(o *submitOptions, ref string) (int, string, error) {
 		if err != nil {
 			return err
 		}
-		t, err := e.SubmitCheck(s.Task.ID)
+		t, err := e.SubmitCheck(s.Task.ID, workflow.SubmitOptions{Note: o.Note})
 		if err != nil {
 			return err
 		}

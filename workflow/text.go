@@ -1,0 +1,109 @@
+package workflow
+
+import (
+	"fmt"
+
+	"github.com/orch-tool/orch/ghreview"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// The one limit on text, taskfile.MaxText, is applied here. Every Engine
+// method that takes text to write (into a task file, the messages/ inbox,
+// the event log or a commit message) passes each text through checkTexts
+// before it reads or changes anything; the doors (the command line, orch
+// mcp, the board) call those methods, so none needs a check of its own.
+
+// namedText is one text a verb was given, named as the person gave it.
+type namedText struct{ field, text string }
+
+const textHint = "shorten it: commit a long log or listing as a file (on the task's branch, say) and name its path in the text; nothing was recorded"
+
+// checkTexts refuses the first text over taskfile.MaxText bytes.
+func checkTexts(texts ...namedText) error {
+	for _, t := range texts {
+		if len(t.text) > taskfile.MaxText {
+			return &TextTooLongError{Field: t.field, Size: len(t.text), Limit: taskfile.MaxText, Hint: textHint}
+		}
+	}
+	return nil
+}
+
+// reviewTexts are the texts of a review that are written down (severities
+// and re-opened IDs are matched against known names, never written as
+// given).
+func reviewTexts(in *ReviewInput) []namedText {
+	var out []namedText
+	for i, is := range in.Issues {
+		for _, f := range []namedText{{"title", is.Title}, {"location", is.Location}, {"problem", is.Problem}, {"fix", is.Fix}, {"why", is.Why}, {"id", is.ID}, {"fix_patch", is.FixPatch}} {
+			out = append(out, namedText{fmt.Sprintf("issue %d's %s", i+1, f.field), f.text})
+		}
+	}
+	return append(out, namedText{"the review's notes (-m, or notes in -F)", in.Notes})
+}
+
+// refusalTexts are the texts of a refusal record, each named by its field
+// and the flag that gives it.
+func refusalTexts(r *Refusal) []namedText {
+	field := func(name, flag string) string {
+		if flag == "" {
+			return "the refusal's " + name
+		}
+		return "the refusal's " + name + " (" + flag + ")"
+	}
+	out := []namedText{
+		{field("task_id", ""), r.TaskID}, {field("handoff_id", ""), r.HandoffID}, {field("agent_id", ""), r.AgentID}, {field("rejected_at", ""), r.RejectedAt},
+		{field("reason_type", "--reason"), string(r.ReasonType)},
+		{field("reason_summary", "--summary"), r.ReasonSummary},
+		{field("reason_detail", "--detail"), r.ReasonDetail},
+	}
+	for i, a := range r.WhatAttempted {
+		out = append(out, namedText{field(fmt.Sprintf("what_attempted, item %d", i+1), "--attempted"), a})
+	}
+	out = append(out, namedText{field("blocking_factor", "--blocking-factor"), r.BlockingFactor})
+	for i, ev := range r.Evidence {
+		for _, f := range []namedText{{"type", ev.Type}, {"data", ev.Data}, {"source", ev.Source}} {
+			out = append(out, namedText{field(fmt.Sprintf("evidence, item %d: %s", i+1, f.field), "--evidence"), f.text})
+		}
+	}
+	out = append(out, namedText{field("suggested_alternative", "--alternative"), r.SuggestedAlternative})
+	for i, at := range r.AlternativeTasks {
+		for _, f := range []namedText{{"title", at.Title}, {"scope", at.Scope}, {"dependencies", at.Dependencies}, {"estimate", at.Estimate}} {
+			out = append(out, namedText{field(fmt.Sprintf("alternative_tasks, item %d: %s", i+1, f.field), "--alt-task"), f.text})
+		}
+	}
+	return append(out, namedText{field("task_original_scope", "--original-scope"), r.TaskOriginalScope})
+}
+
+// checkRefusalTexts applies the limit to each text of a refusal, and
+// MaxRefusalBytes to all of them together: the whole record is copied into
+// the event log, and flags (or orch mcp's lists) could otherwise give as
+// many texts as they like.
+func checkRefusalTexts(r *Refusal) error {
+	texts := refusalTexts(r)
+	if err := checkTexts(texts...); err != nil {
+		return err
+	}
+	total := 0
+	for _, t := range texts {
+		total += len(t.text)
+	}
+	if total > MaxRefusalBytes {
+		return &TextTooLongError{Field: "the refusal (its texts together)", Size: total, Limit: MaxRefusalBytes,
+			Hint: "shorten it: quote only the lines of a log that matter, and commit the whole log as a file on the task's branch named by its path; nothing was recorded"}
+	}
+	return nil
+}
+
+// gitHubTexts are the bodies of a pull request's reviews and comments.
+// ghreview refuses larger ones as it reads them; this holds for reviews
+// that reach the Engine any other way.
+func gitHubTexts(reviews []ghreview.Review, comments []ghreview.Comment) []namedText {
+	var out []namedText
+	for _, r := range reviews {
+		out = append(out, namedText{fmt.Sprintf("GitHub review %d's body", r.ID), r.Body})
+	}
+	for _, c := range comments {
+		out = append(out, namedText{fmt.Sprintf("GitHub comment %d's body", c.ID), c.Body})
+	}
+	return out
+}
