@@ -9,7 +9,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 
 	"github.com/orch-tool/orch/taskfile"
@@ -157,50 +156,19 @@ func (e *Engine) MigrateClaims() (*Result, error) {
 	return e.EditFinish(t, []byte(data))
 }
 
-// ShareRenewal shares a lease renewal (commit, orch heartbeat's, of task
-// id) through the remote: as orch sync does, and in the task's claim ref
-// when that holds this claim (renewClaimRef), also when the state branch
-// refuses the push. The error is the sync's.
-func ShareRenewal(opts Options, so SyncOptions, id string, commit plumbing.Hash) ([]string, error) {
-	remote, err := so.remote()
-	if err != nil {
-		return nil, err
-	}
-	_, notes, err := Sync(opts, so)
-	if moved, rerr := renewClaimRef(opts, remote, id, commit); rerr != nil {
-		notes = append(notes, "warning: the claim ref was not renewed: "+rerr.Error())
-	} else if moved {
-		notes = append(notes, "renewed the lease in the claim ref "+gitrepo.ClaimRef(id)+" on "+remote)
-	}
-	return notes, err
-}
-
 // renewClaimRef moves the remote's claim ref of task id to commit, the
 // heartbeat that renewed this actor's lease, so that other clones judge
 // the claim by the renewed lease even while the remote's state branch does
 // not hold it (claim_arbiter claim_ref, or a state push that keeps losing).
 // Only a ref that holds this actor's claim of the same attempt is moved,
-// and only if it still holds what the last fetch saw (a push with a
-// lease); without one there is nothing to renew (moved is false).
-func renewClaimRef(opts Options, remote, id string, commit plumbing.Hash) (moved bool, err error) {
-	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch})
-	if err != nil {
-		return false, err
+// and only if it still holds what the fetch saw (a push with a lease);
+// without one there is nothing to renew (moved is false).
+func (e *Engine) renewClaimRef(remote, id string, attempt int, commit plumbing.Hash) (moved bool, err error) {
+	rc := e.remoteClaims[id]
+	if rc == nil || rc.By != e.Actor || rc.Attempt != attempt || rc.Commit == commit {
+		return false, nil // no claim ref, another claim of the task, or this very renewal
 	}
-	fetched, err := st.Repo.FetchedClaims(remote)
-	if err != nil {
-		return false, err
-	}
-	rc := readRemoteClaims(st, map[string]plumbing.Hash{id: fetched[id]})[id]
-	hb, err := st.ReadCommit(commit)
-	if rc == nil || err != nil {
-		return false, err
-	}
-	tr := hb.Trailers()
-	if rc.By != tr["Orch-Actor"] || strconv.Itoa(rc.Attempt) != tr["Orch-Attempt"] || rc.Commit == commit {
-		return false, nil // another claim of the task, or this very one
-	}
-	if err := st.Repo.PushClaim(remote, id, commit, rc.Commit); err != nil {
+	if err := e.Store.Repo.PushClaim(remote, id, commit, rc.Commit); err != nil {
 		return false, err
 	}
 	return true, nil

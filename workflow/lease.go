@@ -1,10 +1,12 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -61,7 +63,7 @@ func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 		out.LeaseUntil = now.Add(time.Duration(e.Config.ClaimTimeout))
 		until := taskfile.FormatTime(out.LeaseUntil)
 		// The trailers a claim commit has: a claim ref moved to this commit
-		// (ShareRenewal) tells other clones the renewed lease.
+		// (HeartbeatSync) tells other clones the renewed lease.
 		return &change{file: f, body: fmt.Sprintf("Lease renewed by %s until %s.", e.Actor, until),
 			data:     map[string]any{"lease_until": until},
 			trailers: leaseTrailers(t.Task.Attempts, out.LeaseUntil)}, nil
@@ -71,6 +73,136 @@ func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 	}
 	out.Result = *res
 	return out, nil
+}
+
+// HeartbeatSync renews the actor's lease on a task through the remote
+// (orch heartbeat --sync). It fetches and merges the remote's state branch
+// first, so that a claim that ended on the remote is not renewed: when
+// another clone took the task over once the lease ran out (in the state
+// branch, or in the task's claim ref alone) or the task moved on, it
+// refuses (claimEnded), and the clone keeps what it merged, as orch sync
+// would. Otherwise it renews here, pushes the state branch with a lease and
+// moves the task's claim ref to the renewal (renewClaimRef). A push that
+// loses a race is undone and done again after a new fetch and merge, which
+// judge a takeover that landed meanwhile. Past SyncDeadline of lost races,
+// or when the remote cannot be reached, the renewal stays committed here
+// (and is in the claim ref when that push went through), and the error
+// says what was not shared.
+//
+// On success the engine is returned still open, so that the caller prints
+// the answer from it, then closes it; notes are what the engines'
+// reconciles did and the races lost on the way.
+func HeartbeatSync(opts Options, so SyncOptions, ref string) (*Engine, *HeartbeatResult, []string, error) {
+	remote, err := so.remote()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var notes []string
+	until := so.until()
+	for attempt := 1; ; attempt++ {
+		fs, _, ferr := fetchRemote(opts, remote, false)
+		e, err := Open(opts)
+		if err != nil {
+			return nil, nil, notes, err
+		}
+		fail := func(err error) (*Engine, *HeartbeatResult, []string, error) {
+			if cerr := closeNoting(e, &notes); err == nil {
+				err = cerr
+			}
+			return nil, nil, notes, err
+		}
+		s, err := e.Lookup(ref)
+		if err != nil {
+			return fail(err)
+		}
+		id, was := s.Task.ID, s.Task
+		if ferr != nil {
+			// Renewed here all the same: the error says it was not shared.
+			if _, err := e.Heartbeat(id); err != nil {
+				return fail(e.ForActor(err))
+			}
+			return fail(ferr)
+		}
+		e.remoteClaims = readRemoteClaims(e.Store, fs.Claims)
+		if err := e.ForActor(e.MergeRemote(remote, fs.Tip, &SyncResult{Remote: remote})); err != nil {
+			return fail(err)
+		}
+		if err := e.claimEnded(id, &was, remote); err != nil {
+			return fail(err)
+		}
+		before := e.Store.Snapshot().Tip
+		res, err := e.Heartbeat(id)
+		if err != nil {
+			return fail(e.ForActor(err))
+		}
+		perr := e.Store.Repo.Push(remote, e.Store.Ref, res.Commit, fs.Tip)
+		if errors.Is(perr, gitrepo.ErrPushRejected) && !time.Now().After(until) {
+			// Another clone pushed first, maybe a takeover of this task:
+			// undo the renewal here, then fetch, merge and judge again.
+			if err := e.Store.MoveTo(before, e.Signature(), "orch: undo heartbeat (another clone moved "+remote+" first)"); err != nil {
+				return fail(err)
+			}
+			if err := e.AfterMove(); err != nil {
+				return fail(err)
+			}
+			if _, _, _, err := fail(nil); err != nil {
+				return nil, nil, notes, err
+			}
+			notes = append(notes, fmt.Sprintf("another clone moved %s's state branch first; undid the heartbeat here and trying again", remote))
+			so.backoff(attempt)
+			continue
+		}
+		if perr == nil {
+			if err := e.Store.Repo.DropClaims(remote, e.staleClaims()); err != nil {
+				notes = append(notes, "warning: could not remove ended claim refs: "+err.Error())
+			}
+		}
+		// Also when the state branch was not pushed: the claim ref alone
+		// tells other clones the renewed lease.
+		if moved, err := e.renewClaimRef(remote, id, res.Task.Task.Attempts, res.Commit); err != nil {
+			notes = append(notes, "warning: the claim ref was not renewed: "+err.Error())
+		} else if moved {
+			notes = append(notes, "renewed the lease in the claim ref "+gitrepo.ClaimRef(id)+" on "+remote)
+		}
+		switch {
+		case perr == nil:
+			return e, res, notes, nil
+		case errors.Is(perr, gitrepo.ErrPushRejected):
+			return fail(so.gaveUp(remote, "every push lost the race", "the renewal is committed here; orch sync shares it"))
+		default:
+			return fail(remoteFailure(perr))
+		}
+	}
+}
+
+// claimEnded refuses the renewal of a claim that has ended on the remote:
+// the task this clone knew as the actor's claim (was, before the merge) is,
+// with the remote's state merged, claimed by someone else, or no longer
+// claimed, or another clone's claim of it is pending in its claim ref. nil
+// when the claim stands, or was not the actor's here either (Heartbeat's
+// own rules answer then).
+func (e *Engine) claimEnded(id string, was *taskfile.Task, remote string) error {
+	if was.Queue != taskfile.Claimed || was.ClaimedBy != e.Actor {
+		return nil
+	}
+	var now string
+	s := e.Store.SummaryByID(id)
+	switch {
+	case s == nil:
+		now = fmt.Sprintf("%s is archived now (on %s)", id, remote)
+	case s.Task.Queue != taskfile.Claimed:
+		now = fmt.Sprintf("%s is %s now (on %s)", id, s.Task.Queue, remote)
+	case s.Task.ClaimedBy != e.Actor:
+		now = fmt.Sprintf("%s is claimed by %s now (attempt %d, on %s)", id, s.Task.ClaimedBy, s.Task.Attempts, remote)
+	default:
+		rc := e.remoteClaims[id]
+		if rc == nil || rc.By == e.Actor || e.claimState(rc) != "pending" {
+			return nil
+		}
+		now = fmt.Sprintf("%s is claimed by %s now (claim ref %s on %s)", id, rc.By, rc.Commit.String()[:12], remote)
+	}
+	return &RuleError{Rule: "claim_lost", Msg: now + ": your claim of it has ended, and your lease was not renewed",
+		Hint: "stop working on " + id + ": it is not yours any more, and its submit would be refused; orch claim takes other work"}
 }
 
 // takeoverNote is the note a claim leaves when it takes over a task whose

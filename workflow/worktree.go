@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -103,12 +105,14 @@ func (e *Engine) TaskWorktree(id, path string) (*WorktreeResult, error) {
 
 // PrunedWorktree is one worktree orch worktree prune looked at.
 type PrunedWorktree struct {
-	Path    string `json:"path"`
-	Branch  string `json:"branch"`
-	Task    string `json:"task"`
-	Queue   string `json:"queue"` // "archived" when the task file is gone
-	Removed bool   `json:"removed"`
-	Kept    string `json:"kept,omitempty"` // why it was kept
+	Path    string
+	Branch  string
+	Task    string
+	Queue   string // "archived" when the task file is gone
+	Removed bool
+	Kept    string                 // why it was kept ("" when removed, or would be)
+	Hint    string                 // what to do about what kept it
+	Files   []gitrepo.WorktreeFile // what it holds beyond its commits
 }
 
 // finishedForWorktrees are the queues whose tasks need their worktree no
@@ -116,8 +120,10 @@ type PrunedWorktree struct {
 var finishedForWorktrees = map[taskfile.Queue]bool{taskfile.Done: true, taskfile.Failed: true, taskfile.Superseded: true}
 
 // PruneWorktrees removes the worktrees of finished tasks (done, failed,
-// superseded, archived). A worktree with uncommitted changes is kept and
-// named: removing it would lose work. dryRun only lists.
+// superseded, archived), in the order of their paths. A worktree holding
+// anything its commits do not (changes, untracked or ignored files) is kept
+// and named: removing it would lose them. Its branch stays, so removing a
+// worktree loses no commit. dryRun only lists.
 func (e *Engine) PruneWorktrees(dryRun bool) ([]PrunedWorktree, error) {
 	repo := e.Store.Repo
 	_ = repo.PruneWorktrees()
@@ -125,6 +131,7 @@ func (e *Engine) PruneWorktrees(dryRun bool) ([]PrunedWorktree, error) {
 	if err != nil {
 		return nil, &ExternalError{Msg: err.Error(), Hint: "git worktree list shows the worktrees"}
 	}
+	sort.Slice(wts, func(i, j int) bool { return wts[i].Path < wts[j].Path })
 	out := []PrunedWorktree{}
 	here, _ := filepath.Abs(repo.WorkTree)
 	for _, w := range wts {
@@ -142,17 +149,19 @@ func (e *Engine) PruneWorktrees(dryRun bool) ([]PrunedWorktree, error) {
 		} else {
 			continue // not a task's branch orch knows
 		}
-		switch changes, err := repo.WorktreeChanges(w.Path); {
+		files, err := repo.WorktreeFiles(w.Path)
+		switch {
 		case err != nil:
-			p.Kept = err.Error()
-		case changes != "":
-			p.Kept = fmt.Sprintf("%d uncommitted change(s): commit or stash them there, or remove it yourself (git worktree remove --force %s)", strings.Count(changes, "\n"), w.Path)
+			p.Kept, p.Hint = err.Error(), "git -C "+shellWord(w.Path)+" status shows what it holds"
+		case len(files) > 0:
+			p.Files = files
+			p.Kept, p.Hint = keptFor(files, w.Path)
 		case here != "" && (here == w.Path || strings.HasPrefix(here, w.Path+string(filepath.Separator))):
-			p.Kept = "orch runs in it"
+			p.Kept, p.Hint = "orch runs in it", "run orch worktree prune from another directory"
 		case dryRun:
 		default:
 			if err := repo.RemoveWorktree(w.Path); err != nil {
-				p.Kept = err.Error()
+				p.Kept, p.Hint = err.Error(), "git worktree list shows the worktrees"
 			} else {
 				p.Removed = true
 			}
@@ -160,6 +169,62 @@ func (e *Engine) PruneWorktrees(dryRun bool) ([]PrunedWorktree, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// keptFor says what files keep a worktree (how many of each kind, and the
+// first few paths) and what to do: save them, or remove the worktree anyway
+// with the git command that deletes them.
+func keptFor(files []gitrepo.WorktreeFile, path string) (kept, hint string) {
+	count := map[string]int{}
+	for _, f := range files {
+		count[f.State]++
+	}
+	var kinds []string
+	for _, k := range []struct{ state, one, many string }{
+		{"uncommitted", "uncommitted change", "uncommitted changes"},
+		{"untracked", "untracked file", "untracked files"},
+		{"ignored", "ignored file", "ignored files"},
+	} {
+		switch n := count[k.state]; n {
+		case 0:
+		case 1:
+			kinds = append(kinds, "1 "+k.one)
+		default:
+			kinds = append(kinds, fmt.Sprintf("%d %s", n, k.many))
+		}
+	}
+	const named = 5
+	var names []string
+	for i, f := range files {
+		if i == named {
+			names = append(names, fmt.Sprintf("and %d more", len(files)-named))
+			break
+		}
+		names = append(names, f.Path)
+	}
+	kept = strings.Join(kinds, ", ") + " (" + strings.Join(names, ", ") + ")"
+	them := "them"
+	if len(files) == 1 {
+		them = "it"
+	}
+	save := "commit or stash " + them + " there"
+	switch ignored := count["ignored"]; {
+	case ignored == len(files):
+		save = "move " + them + " out"
+	case ignored > 0:
+		save += ", and move the ignored ones out"
+	}
+	hint = save + ", or remove the worktree anyway and lose " + them + ": git worktree remove --force " + shellWord(path)
+	return kept, hint
+}
+
+// shellWord is s as one word of a shell command: as it is when it holds
+// nothing the shell reads specially, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // archivedTaskOf reads the task id out of a task branch's name

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/taskfile"
@@ -28,12 +27,17 @@ agent's work comes back without anyone running orch sweep. Your answers
 heartbeat (a harness hook can run it). Only the claimant may. Inside the
 task's worktree ID may be omitted.
 
---sync then shares the renewal through the remote, as orch sync does, and
-moves the remote's claim ref of the task to it when the ref holds your claim:
-other clones judge your lease by the remote's state branch once it holds your
-claim, and before that by the lease in the claim ref. When the sync fails, the
-renewal stays committed here (and is in the claim ref if that push went
-through), and the exit code says what was not shared.`,
+--sync renews through the remote: it fetches and merges the remote's state
+branch first, renews, pushes with a lease, and moves the remote's claim ref of
+the task to the renewal when the ref holds your claim (other clones judge your
+lease by the remote's state branch once it holds your claim, and before that by
+the lease in the claim ref). When the merge shows your claim has ended (once
+your lease ran out another clone took the task over, in its state branch or its
+claim ref, or the task moved on), nothing is renewed: it says who holds the task
+now and exits 4; stop working on it. A push that loses a race is undone and
+done again on the new state. When the remote cannot be reached, or every push
+lost for two minutes, the renewal stays committed here (and is in the claim ref
+if that push went through), and the exit code says what was not shared.`,
 		Example: `  orch heartbeat
   orch heartbeat T-4k9x2m --json
   orch heartbeat T-4k9x2m --sync --json`,
@@ -54,10 +58,19 @@ type heartbeatAnswer struct {
 }
 
 func runHeartbeat(o *heartbeatOptions, ref string) error {
-	var answer heartbeatAnswer
-	var text, id string
-	var commit plumbing.Hash
-	err := o.g.withEngine(func(e *workflow.Engine) error {
+	if o.Sync {
+		e, res, notes, err := workflow.HeartbeatSync(o.g.engineOptions(false), syncOptionsOf(o.Remote), ref)
+		o.g.printNoteList(notes)
+		if err != nil {
+			return err
+		}
+		perr := printHeartbeat(o, e, res)
+		if cerr := o.g.close(e); perr == nil {
+			perr = cerr
+		}
+		return perr
+	}
+	return o.g.withEngine(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
@@ -66,27 +79,17 @@ func runHeartbeat(o *heartbeatOptions, ref string) error {
 		if err != nil {
 			return err
 		}
-		answer = heartbeatAnswer{o.g.task(e, res.Task), jsonTime(res.LeaseUntil), res.Commit.String(), false}
-		id, commit = res.Task.Task.ID, res.Commit
-		text = fmt.Sprintf("%s: lease renewed until %s", res.Task.Task.ID, taskfile.FormatTime(res.LeaseUntil))
-		return nil
+		return printHeartbeat(o, e, res)
 	})
-	if err != nil {
-		return err
-	}
-	if o.Sync {
-		// The renewal is committed here whatever the remote says; the
-		// error (and exit code) says what was not shared.
-		notes, err := workflow.ShareRenewal(o.g.engineOptions(false), syncOptionsOf(o.Remote), id, commit)
-		o.g.printNoteList(notes)
-		if err != nil {
-			return err
-		}
-		answer.Synced = true
-		text += ", shared through " + o.Remote
-	}
+}
+
+func printHeartbeat(o *heartbeatOptions, e *workflow.Engine, res *workflow.HeartbeatResult) error {
 	if o.g.JSON {
-		return o.g.writeJSON(answer)
+		return o.g.writeJSON(heartbeatAnswer{o.g.task(e, res.Task), jsonTime(res.LeaseUntil), res.Commit.String(), o.Sync})
+	}
+	text := fmt.Sprintf("%s: lease renewed until %s", res.Task.Task.ID, taskfile.FormatTime(res.LeaseUntil))
+	if o.Sync {
+		text += ", shared through " + o.Remote
 	}
 	fmt.Fprintln(o.g.io.Out, text)
 	return nil

@@ -78,10 +78,12 @@ func newWorktreePruneCmd(g *globalOptions) *cobra.Command {
 		Use:   "prune [--dry-run]",
 		Short: "Remove the worktrees of finished tasks",
 		Long: `Remove the worktrees of tasks that are done, failed, superseded or archived
-(git worktree remove; the branches stay). A worktree with uncommitted changes
-(untracked files included) is kept and named, with what to do: removing it
-would lose work; so is the worktree orch runs in. --dry-run lists what would
-be removed.`,
+(git worktree remove; the branches stay, with their commits). A worktree that
+holds anything its commits do not is kept: changes to tracked files, staged or
+not, untracked files, and ignored ones (.env, local settings, notes), which git
+worktree remove would delete. Prune names those files and says what to do:
+save them, or remove the worktree anyway with git worktree remove --force. The
+worktree orch runs in is kept too. --dry-run lists what would be removed.`,
 		Example: `  orch worktree prune
   orch worktree prune --dry-run --json`,
 		Args: exactArgs(0, "worktree prune [--dry-run]"),
@@ -100,13 +102,21 @@ type pruneAnswer struct {
 
 // prunedJSON is one worktree of a finished task.
 type prunedJSON struct {
-	Worktree string    `json:"worktree"` // its absolute path
-	Branch   string    `json:"branch"`
-	TaskID   string    `json:"task_id"`
-	Task     *taskJSON `json:"task"`  // null when the task is archived
-	Queue    string    `json:"queue"` // "archived" when the task file is gone
-	Removed  bool      `json:"removed"`
-	Kept     string    `json:"kept"` // why it was kept ("" when removed, or would be)
+	Worktree string     `json:"worktree"` // its absolute path
+	Branch   string     `json:"branch"`
+	TaskID   string     `json:"task_id"`
+	Task     *taskJSON  `json:"task"`  // null when the task is archived
+	Queue    string     `json:"queue"` // "archived" when the task file is gone
+	Removed  bool       `json:"removed"`
+	Kept     string     `json:"kept"`  // why it was kept ("" when removed, or would be)
+	Hint     string     `json:"hint"`  // what to do about what kept it ("" when nothing did)
+	Files    []keptFile `json:"files"` // what it holds beyond its commits, which kept it
+}
+
+// keptFile is one path that keeps a worktree.
+type keptFile struct {
+	Path  string `json:"path"`  // relative to the worktree; a whole directory ends in /
+	State string `json:"state"` // uncommitted | untracked | ignored
 }
 
 func runWorktreePrune(o *worktreePruneOptions) error {
@@ -132,7 +142,11 @@ func runWorktreePrune(o *worktreePruneOptions) error {
 			refs := o.g.taskRefs(e, ids)
 			out := make([]prunedJSON, len(list))
 			for i, w := range list {
-				out[i] = prunedJSON{w.Path, w.Branch, w.Task, refs[w.Task], w.Queue, w.Removed, w.Kept}
+				files := make([]keptFile, len(w.Files))
+				for j, f := range w.Files {
+					files[j] = keptFile{f.Path, f.State}
+				}
+				out[i] = prunedJSON{w.Path, w.Branch, w.Task, refs[w.Task], w.Queue, w.Removed, w.Kept, w.Hint, files}
 			}
 			if err := o.g.writeJSON(pruneAnswer{o.DryRun, len(out), out}); err != nil {
 				return err
@@ -145,6 +159,8 @@ func runWorktreePrune(o *worktreePruneOptions) error {
 			for _, w := range list {
 				what := "removed"
 				switch {
+				case w.Kept != "" && w.Hint != "":
+					what = "kept: " + w.Kept + "; " + w.Hint
 				case w.Kept != "":
 					what = "kept: " + w.Kept
 				case o.DryRun:

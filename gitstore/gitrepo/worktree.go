@@ -65,18 +65,42 @@ func (r *Repo) RemoveWorktree(path string) error {
 	return err
 }
 
-// WorktreeChanges returns git status --porcelain of the worktree at path:
-// "" when it holds nothing uncommitted (untracked files included).
-func (r *Repo) WorktreeChanges(path string) (string, error) {
+// WorktreeFile is one path of a worktree that its commits do not hold.
+type WorktreeFile struct {
+	Path  string `json:"path"`  // relative to the worktree; a directory git reports whole ends in /
+	State string `json:"state"` // "uncommitted" (a tracked file changed, staged or not), "untracked" or "ignored"
+}
+
+// WorktreeFiles lists what the worktree at path holds beyond its commits:
+// tracked changes, staged or not, untracked files, and ignored files, which
+// git worktree remove deletes without asking (.env, local settings, notes).
+// A directory that is untracked or ignored as a whole is one entry. Nil when
+// there is nothing.
+func (r *Repo) WorktreeFiles(path string) ([]WorktreeFile, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", path, "status", "--porcelain", "--untracked-files=all")
+	cmd := exec.CommandContext(ctx, "git", "-C", path, "status", "--porcelain=v1", "-z", "--no-renames",
+		"--untracked-files=normal", "--ignored=traditional", "--ignore-submodules=none")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git status in %s: %v: %s", path, err, strings.TrimSpace(errb.String()))
+		return nil, fmt.Errorf("git status in %s: %v: %s", path, err, strings.TrimSpace(errb.String()))
 	}
-	return out.String(), nil
+	var files []WorktreeFile
+	for _, entry := range strings.Split(out.String(), "\x00") {
+		if len(entry) < 4 {
+			continue
+		}
+		f := WorktreeFile{Path: entry[3:], State: "uncommitted"}
+		switch entry[:2] {
+		case "??":
+			f.State = "untracked"
+		case "!!":
+			f.State = "ignored"
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 // Diff is git diff between two commits (a..b), or against their merge base
