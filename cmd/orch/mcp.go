@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -38,7 +36,11 @@ tool error whose text is the JSON error envelope (code, message, hint).
 The actor is fixed when the server starts: --agent, else ORCH_AGENT (one of
 them is required), and it is an agent for every call; a tool takes no
 other name. The repository is the one around -C DIR (default: where it
-starts).`,
+starts), and every call runs with the global options the server started
+with (--state-branch too). Calls run one at a time, in the order they
+come, as a shell runs commands; each is answered, also when stdin closes
+behind it. A line that is not a JSON-RPC message is answered with the
+JSON-RPC error (-32700, -32600) and the server goes on.`,
 		Example: `  ORCH_AGENT=agent-a orch mcp
   orch mcp --agent agent-a -C ~/src/app`,
 		Args: exactArgs(0, "mcp"),
@@ -84,19 +86,14 @@ var mcpVerbs = []struct {
 var mcpSkipFlags = map[string]bool{"help": true, "agent": true, "json": true, "jq": true, "dir": true, "state-branch": true}
 
 func runMCP(o *mcpOptions, root *cobra.Command) error {
-	agent := o.g.Agent
 	if o.g.agentSource != "--agent" && o.g.agentSource != "ORCH_AGENT" {
 		return &workflow.UsageError{Msg: "orch mcp serves one agent: name it", Hint: "orch mcp --agent NAME, or ORCH_AGENT=NAME orch mcp"}
 	}
-	dir, err := filepath.Abs(o.g.Dir)
-	if err != nil {
-		return err
-	}
 	// Every call is the agent's: the same signal as an agent's harness
 	// gives (DESIGN §4a).
-	os.Setenv("ORCH_AGENT", agent)
+	os.Setenv("ORCH_AGENT", o.g.Agent)
+	globals := mcpGlobals(root)
 	server := mcp.NewServer(&mcp.Implementation{Name: "orch", Version: version}, nil)
-	var mu sync.Mutex // one verb at a time, as one agent's shell would run them
 	for _, v := range mcpVerbs {
 		cmd, _, err := root.Find([]string{v.Verb})
 		if err != nil || cmd == root {
@@ -110,12 +107,33 @@ func runMCP(o *mcpOptions, root *cobra.Command) error {
 		verb, args, doc := v.Verb, v.Args, v.Doc
 		server.AddTool(&mcp.Tool{Name: "orch_" + verb, Description: desc, InputSchema: schema},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				return mcpCall(dir, agent, verb, args, doc, flags, req.Params.Arguments), nil
+				// Calls come one at a time, in order (mcpStdio).
+				return mcpCall(globals, verb, args, doc, flags, req.Params.Arguments), nil
 			})
 	}
-	return server.Run(context.Background(), &mcp.StdioTransport{})
+	return server.Run(context.Background(), mcpStdio{os.Stdin, os.Stdout})
+}
+
+// mcpGlobals are the global options orch mcp was started with (-C,
+// --state-branch, --agent, ...), as arguments: every call runs with them,
+// as every command an agent's shell runs in one place would. They are
+// read off the flags themselves so that a global added later reaches the
+// calls too.
+func mcpGlobals(root *cobra.Command) []string {
+	var args []string
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if !f.Changed {
+			return
+		}
+		if s, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range s.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return args
 }
 
 // mcpSchema builds a tool's input schema from the verb's positional
@@ -166,7 +184,7 @@ func mcpSchema(cmd *cobra.Command, args []mcpArg, doc string) (map[string]any, m
 // mcpCall runs one verb in-process, as the command line would, and turns
 // its answer into a tool result: the JSON answer, or the JSON error
 // envelope as a tool error.
-func mcpCall(dir, agent, verb string, args []mcpArg, doc string, flags map[string]*pflag.Flag, raw json.RawMessage) *mcp.CallToolResult {
+func mcpCall(globals []string, verb string, args []mcpArg, doc string, flags map[string]*pflag.Flag, raw json.RawMessage) *mcp.CallToolResult {
 	in := map[string]any{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &in); err != nil {
@@ -174,6 +192,10 @@ func mcpCall(dir, agent, verb string, args []mcpArg, doc string, flags map[strin
 		}
 	}
 	argv := []string{verb}
+	// The positional values go after "--": an id "--help" or
+	// "--state-branch=x" is an id, never a flag (nor "prune" a subcommand).
+	// A flag's value is safe as --name=value.
+	var positional []string
 	for _, a := range args {
 		v, ok := in[a.Name]
 		delete(in, a.Name)
@@ -185,7 +207,7 @@ func mcpCall(dir, agent, verb string, args []mcpArg, doc string, flags map[strin
 			return mcpError("usage", fmt.Sprintf("%s must be a string", a.Name), "")
 		}
 		if s != "" {
-			argv = append(argv, s)
+			positional = append(positional, s)
 		}
 	}
 	var stdin string
@@ -224,7 +246,7 @@ func mcpCall(dir, agent, verb string, args []mcpArg, doc string, flags map[strin
 			return mcpError("usage", fmt.Sprintf("%s has a value of the wrong type", name), "")
 		}
 	}
-	argv = append(argv, "--json", "--agent", agent, "-C", dir)
+	argv = append(append(append(argv, globals...), "--json", "--"), positional...)
 	var out, errb bytes.Buffer
 	code := Main(argv, strings.NewReader(stdin), &out, &errb)
 	if code != 0 {
