@@ -427,18 +427,23 @@ func TestMCPCallsRunInOrder(t *testing.T) {
 	w := startMCPWire(t, "-C", repo)
 	w.send(mcpInit)
 	w.read(1)
-	// A long message takes the escalate longer to decode than the short
-	// show after it: calls that merely start in order can finish out of it.
-	message := "Which wins? " + strings.Repeat("The spec and the API disagree. ", 4000)
+	// A long message (just under taskfile.MaxText, written with \u
+	// escapes) takes the escalate longer to decode than the short show
+	// after it: calls that merely start in order can finish out of it.
+	message := "Which wins? " + strings.Repeat("é", 32000)
 	var lines []string
 	for i, id := range ids {
+		escalate := mcpToolCall(2*i+1, "orch_escalate", map[string]any{"id": id, "message": message})
 		lines = append(lines,
-			mcpToolCall(2*i+1, "orch_escalate", map[string]any{"id": id, "message": message}),
+			strings.ReplaceAll(escalate, "é", `\u00e9`),
 			mcpToolCall(2*i+2, "orch_show", map[string]any{"id": id}))
 	}
 	w.send(lines...)
 	byID := mcpByID(w.read(2 * pairs))
 	for i, id := range ids {
+		if text := mcpText(byID[fmt.Sprint(2*i+1)]); !strings.Contains(text, `"to":"escalated"`) {
+			t.Errorf("escalate %s failed: %.300s", id, text)
+		}
 		if text := mcpText(byID[fmt.Sprint(2*i+2)]); !strings.Contains(text, `"queue":"escalated"`) {
 			t.Errorf("show %s, sent after its escalate, ran before it: %.200s", id, text)
 		}
