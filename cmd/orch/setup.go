@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -39,13 +36,24 @@ the file the harness reads, in this worktree: claude CLAUDE.md, codex
 AGENTS.md, cursor .cursor/rules/orch.mdc, generic --file (default AGENTS.md).
 The instructions go between the lines <!-- BEGIN ORCH ... --> and
 <!-- END ORCH -->: a second run replaces only them, and everything else in
-the file stays byte for byte. A file with a BEGIN line and no END line is
-refused (nothing is written).
+the file stays byte for byte. Marker lines inside a fenced code block (` + "```" + `
+or ~~~) are an example, not orch's block. A file with a BEGIN line and no END
+line, or one that ends in a code fence never closed, is refused (exit 2).
 
 For claude, .claude/settings.json also gets a SessionStart hook that runs
-orch prime, so that every session starts knowing the agent's task (the
-rest of the settings are kept; a file that is not JSON is refused).
-Commit the files as you would any other.`,
+orch prime, so that every session starts knowing the agent's task. orch
+inserts the hook into the text, indented as the file is: every other byte
+stays as written (key order, numbers, escapes). A file that is not a JSON
+object, or whose "hooks" is not an object or "SessionStart" not an array, is
+refused (exit 2), naming the line and column.
+
+A symbolic link inside the worktree is written through: its target changes,
+the link stays. A link that leads out of the worktree is refused (exit 4):
+the write would change a file other projects share, which git status here
+never shows. A file that would change but is read-only is refused too (exit
+4; chmod u+w lets orch write it). A file that needs no change is not written;
+a changed one is replaced at once (a new file renamed over it), keeping its
+mode. A refused run writes no file. Commit the files as you would any other.`,
 		Example: `  orch setup claude
   orch setup codex --role reviewer
   orch setup generic --file docs/AGENTS.md --json`,
@@ -100,24 +108,45 @@ func runSetup(o *setupOptions, root *cobra.Command, harness string) error {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(repo.WorkTree, path)
 	}
-	var files []setupFile
 	head := ""
 	if harness == "cursor" {
 		// A Cursor rule file says when it applies.
 		head = "---\ndescription: How to work with orch, this repository's task queue\nalwaysApply: true\n---\n"
 	}
-	action, err := writeBlock(path, head, block)
+	// Every file is read and its new text made before any is written, so
+	// that a refused file leaves the others as they were too.
+	instr, err := openSetupFile(repo.WorkTree, path)
 	if err != nil {
 		return err
 	}
-	files = append(files, setupFile{Path: relTo(repo.WorkTree, path), Action: action})
+	next, err := withBlock(instr.real, instr.cur, instr.exists, head, block)
+	if err != nil {
+		return err
+	}
+	if err := instr.change(next); err != nil {
+		return err
+	}
+	edits := []*setupFileEdit{instr}
 	if harness == "claude" {
-		settings := filepath.Join(repo.WorkTree, ".claude", "settings.json")
-		action, err := addSessionHook(settings, "orch prime")
+		settings, err := openSetupFile(repo.WorkTree, filepath.Join(repo.WorkTree, ".claude", "settings.json"))
 		if err != nil {
 			return err
 		}
-		files = append(files, setupFile{Path: relTo(repo.WorkTree, settings), Action: action})
+		next, err := withSessionHook(settings.real, settings.cur, "orch prime")
+		if err != nil {
+			return err
+		}
+		if err := settings.change(next); err != nil {
+			return err
+		}
+		edits = append(edits, settings)
+	}
+	var files []setupFile
+	for _, e := range edits {
+		if err := e.write(); err != nil {
+			return err
+		}
+		files = append(files, setupFile{Path: e.shown, Action: e.action})
 	}
 	if o.g.JSON {
 		return o.g.writeJSON(setupAnswer{harness, o.Role, files, len(files)})
@@ -141,119 +170,120 @@ func (o *setupOptions) instructions(root *cobra.Command) (string, error) {
 	return out.String(), nil
 }
 
-// writeBlock puts block into the file at path: replacing the lines from
-// orchBegin to orchEnd, or appended after everything else. The rest of the
-// file is kept byte for byte. head starts a file orch creates.
-func writeBlock(path, head, block string) (string, error) {
-	cur, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", err
+// withBlock is the text of the file at path (cur; exists says whether there
+// is one) with block in it: replacing the lines from orchBegin to orchEnd,
+// or appended after everything else. The rest of the file is kept byte for
+// byte. head starts a file orch creates.
+func withBlock(path string, cur []byte, exists bool, head, block string) ([]byte, error) {
+	if !exists {
+		return []byte(head + block), nil
 	}
-	var next string
-	action := "updated"
 	s := string(cur)
-	switch i, j := strings.Index(s, "<!-- BEGIN ORCH"), strings.Index(s, orchEnd); {
-	case cur == nil:
-		next, action = head+block, "created"
-	case i >= 0 && j > i:
-		end := j + len(orchEnd)
-		if end < len(s) && s[end] == '\n' {
-			end++
-		}
-		next = s[:i] + block + s[end:]
-	case i >= 0:
-		line := strings.Count(s[:i], "\n") + 1
-		return "", &workflow.UsageError{Msg: fmt.Sprintf("%s:%d: a BEGIN ORCH line without an END ORCH line after it; nothing was written", path, line), Hint: "remove the line, or add " + orchEnd + " where orch's part ends, then run orch setup again"}
+	found, err := findBlock(s)
+	if err != nil {
+		return nil, &workflow.UsageError{Msg: fmt.Sprintf("%s:%d: %s; nothing was written", path, err.line, err.what), Hint: err.hint}
+	}
+	if found.ok {
+		return []byte(s[:found.start] + block + s[found.end:]), nil
+	}
+	switch {
+	case s == "" || strings.HasSuffix(s, "\n\n"):
+	case strings.HasSuffix(s, "\n"):
+		s += "\n"
 	default:
-		switch {
-		case s == "" || strings.HasSuffix(s, "\n\n"):
-		case strings.HasSuffix(s, "\n"):
-			s += "\n"
-		default:
-			s += "\n\n"
-		}
-		next = s + block
+		s += "\n\n"
 	}
-	if next == string(cur) {
-		return "unchanged", nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
-		return "", err
-	}
-	return action, writeFileAtomic(path, []byte(next))
+	return []byte(s + block), nil
 }
 
-// addSessionHook adds a Claude Code SessionStart hook running command to
-// the settings file, keeping every other setting.
-func addSessionHook(path, command string) (string, error) {
-	cur, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", err
-	}
-	settings := map[string]any{}
-	if len(bytes.TrimSpace(cur)) > 0 {
-		if err := json.Unmarshal(cur, &settings); err != nil {
-			return "", &workflow.UsageError{Msg: fmt.Sprintf("%s is not JSON (%v); nothing was written", path, err), Hint: "fix it, then run orch setup claude again"}
+// orchBlock is where orch's block is in a file: the bytes [start, end),
+// from its BEGIN line to the end of its END line.
+type orchBlock struct {
+	start, end int
+	ok         bool
+}
+
+// blockError is a file in which orch cannot tell where its block goes.
+type blockError struct {
+	line       int
+	what, hint string
+}
+
+// findBlock finds the live BEGIN and END lines in the Markdown text s: lines
+// that start with the marker, outside every fenced code block. Markers in a
+// fence are an example someone wrote (such as a README that shows the
+// block), not orch's.
+func findBlock(s string) (orchBlock, *blockError) {
+	var (
+		fence               codeFence // the fence the line is in; zero outside
+		begin, beginLine    = -1, 0
+		line, off, lineNext int
+	)
+	for ; off < len(s); off = lineNext {
+		line++
+		lineNext = len(s)
+		if i := strings.IndexByte(s[off:], '\n'); i >= 0 {
+			lineNext = off + i + 1
 		}
-	}
-	hooks, _ := settings["hooks"].(map[string]any)
-	if hooks == nil {
-		hooks = map[string]any{}
-	}
-	starts, _ := hooks["SessionStart"].([]any)
-	for _, s := range starts {
-		m, _ := s.(map[string]any)
-		inner, _ := m["hooks"].([]any)
-		for _, h := range inner {
-			if hm, _ := h.(map[string]any); hm["command"] == command {
-				return "unchanged", nil
+		text := strings.TrimSuffix(strings.TrimSuffix(s[off:lineNext], "\n"), "\r")
+		if fence.n > 0 {
+			if fence.closedBy(text) {
+				fence = codeFence{}
 			}
+			continue
+		}
+		if fence = openingFence(text); fence.n > 0 {
+			fence.line = line
+			continue
+		}
+		switch {
+		case begin < 0 && strings.HasPrefix(text, "<!-- BEGIN ORCH"):
+			begin, beginLine = off, line
+		case begin >= 0 && strings.TrimRight(text, " \t") == orchEnd:
+			return orchBlock{begin, lineNext, true}, nil
 		}
 	}
-	starts = append(starts, map[string]any{"hooks": []any{map[string]any{"type": "command", "command": command}}})
-	hooks["SessionStart"] = starts
-	settings["hooks"] = hooks
-	out, err := json.MarshalIndent(settings, "", "  ")
-	if err != nil {
-		return "", err
+	if begin >= 0 {
+		return orchBlock{}, &blockError{beginLine, "a BEGIN ORCH line without an END ORCH line after it", "remove the line, or add " + orchEnd + " where orch's part ends, then run orch setup again"}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
-		return "", err
+	if fence.n > 0 {
+		// A block appended here would be inside the code: not live, and
+		// appended again by every run.
+		return orchBlock{}, &blockError{fence.line, "a code fence opened here is never closed, so orch's block cannot go after it", "close the fence (a line of " + strings.Repeat(string(fence.char), fence.n) + "), then run orch setup again"}
 	}
-	action := "updated"
-	if cur == nil {
-		action = "created"
-	}
-	return action, writeFileAtomic(path, append(out, '\n'))
+	return orchBlock{}, nil
 }
 
-// writeFileAtomic replaces path by rename, so that a reader never sees half
-// a file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".orch-setup-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if fi, err := os.Stat(path); err == nil {
-		_ = os.Chmod(tmp.Name(), fi.Mode().Perm())
-	} else {
-		_ = os.Chmod(tmp.Name(), 0o644) // CreateTemp's 0600 would hide it from the team's tools
-	}
-	return os.Rename(tmp.Name(), path)
+// codeFence is the opening line of a CommonMark fenced code block: n (at
+// least 3) backticks or tildes.
+type codeFence struct {
+	char byte
+	n    int
+	line int
 }
 
-func relTo(base, p string) string {
-	if r, err := filepath.Rel(base, p); err == nil && !strings.HasPrefix(r, "..") {
-		return filepath.ToSlash(r)
+// openingFence is the fence that line opens, or the zero codeFence: up to 3
+// spaces, 3 or more backticks or tildes, and an info string (which may not
+// hold a backtick after backticks).
+func openingFence(line string) codeFence {
+	rest := strings.TrimLeft(line, " ")
+	if len(line)-len(rest) > 3 || len(rest) < 3 || (rest[0] != '`' && rest[0] != '~') {
+		return codeFence{}
 	}
-	return p
+	n := len(rest) - len(strings.TrimLeft(rest, rest[:1]))
+	if n < 3 || (rest[0] == '`' && strings.Contains(rest[n:], "`")) {
+		return codeFence{}
+	}
+	return codeFence{char: rest[0], n: n}
+}
+
+// closedBy says whether line closes the fence: up to 3 spaces, at least as
+// many of the same character, then only spaces and tabs.
+func (f codeFence) closedBy(line string) bool {
+	rest := strings.TrimLeft(line, " ")
+	if len(line)-len(rest) > 3 {
+		return false
+	}
+	marks := strings.TrimLeft(rest, string(f.char))
+	return len(rest)-len(marks) >= f.n && strings.Trim(marks, " \t") == ""
 }
