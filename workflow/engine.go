@@ -6,17 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
-	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/prompt"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -394,24 +390,6 @@ func (e *Engine) Find(ref string) (*gitstore.Summary, error) {
 	return nil, &AmbiguousError{Prefix: clipArg(ref), Matches: ids}
 }
 
-// clipArg shortens a hostile argument for a message that quotes it with %q.
-func clipArg(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
-}
-
-// printable quotes control characters so that a hostile argument cannot
-// write escape sequences to the terminal through an error message.
-func printable(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "..."
-	}
-	q := fmt.Sprintf("%q", s)
-	return q[1 : len(q)-1]
-}
-
 // FindForWorktree finds the task whose branch is checked out in the current
 // worktree, for verbs whose task argument is omitted.
 func (e *Engine) FindForWorktree() (*gitstore.Summary, error) {
@@ -492,127 +470,3 @@ func asParseError(err error, path string) *taskfile.ParseError {
 	}
 	return &taskfile.ParseError{Path: path, Msg: err.Error()}
 }
-
-// Event is one line of the event log.
-type Event struct {
-	Time   string         `json:"ts"`
-	Task   string         `json:"task,omitempty"`
-	Action string         `json:"action"`
-	From   string         `json:"from,omitempty"`
-	To     string         `json:"to,omitempty"`
-	Actor  string         `json:"actor"`
-	Data   map[string]any `json:"data,omitempty"`
-	// ActorKind and Signals are how the actor was judged (DESIGN §4a).
-	ActorKind ActorKind     `json:"actor_kind,omitempty"`
-	Signals   *ActorSignals `json:"signals,omitempty"`
-}
-
-// fileReader reads a file of the state branch as a commit will leave it.
-type fileReader interface {
-	Read(path string) ([]byte, error)
-	Has(path string) bool
-}
-
-// maxEventFile is where an events file is closed and a new one started, so
-// that appending one line never means rewriting a large blob.
-const maxEventFile = 128 << 10
-
-// eventChange appends ev to this clone's events file of the day. Each clone
-// writes its own files, so event logs from several machines merge as a
-// union with no conflicts.
-func (e *Engine) eventChange(snap fileReader, ev Event) (gitstore.Change, error) {
-	if ev.Actor == e.Actor && ev.ActorKind == "" {
-		sig := e.Signals
-		ev.ActorKind, ev.Signals = e.Kind, &sig
-	}
-	line, err := json.Marshal(ev)
-	if err != nil {
-		return gitstore.Change{}, err
-	}
-	day := e.Now().UTC().Format("2006-01-02")
-	clone := e.cloneID()
-	name := func(n int) string {
-		if n == 1 {
-			return fmt.Sprintf("%s/%s-%s.jsonl", gitstore.EventsDir, day, clone)
-		}
-		return fmt.Sprintf("%s/%s-%s-%d.jsonl", gitstore.EventsDir, day, clone, n)
-	}
-	// The day's newest file is the last that exists; only it is read (a
-	// busy day has many full ones before it).
-	n := 1
-	for n < 100000 && snap.Has(name(n+1)) {
-		n++
-	}
-	path := name(n)
-	var data []byte
-	if cur, err := snap.Read(path); err == nil {
-		if len(cur) < maxEventFile {
-			data = cur
-		} else {
-			path = name(n + 1)
-		}
-	}
-	data = append(append(data, line...), '\n')
-	return gitstore.Change{Path: path, Data: data}, nil
-}
-
-// cloneID names this clone in event file names. It is random and kept in
-// the private state; losing it only starts new event files.
-func (e *Engine) cloneID() string {
-	if e.clone != "" {
-		return e.clone
-	}
-	p := filepath.Join(e.Store.PrivDir(), "clone-id")
-	if b, err := privfile.Read(p); err == nil {
-		if s := strings.TrimSpace(string(b)); len(s) == 6 && strings.Trim(s, idAlphabet) == "" {
-			e.clone = s
-			return s
-		}
-	}
-	var b strings.Builder
-	for i := 0; i < 6; i++ {
-		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(idAlphabet))))
-		b.WriteByte(idAlphabet[n.Int64()])
-	}
-	_ = os.MkdirAll(filepath.Dir(p), 0o777)
-	_ = os.WriteFile(p, []byte(b.String()+"\n"), 0o666)
-	e.clone = b.String()
-	return e.clone
-}
-
-// Result is what a state-changing operation reports.
-type Result struct {
-	Task   *gitstore.Summary
-	Commit plumbing.Hash
-	From   taskfile.Queue
-	To     taskfile.Queue
-}
-
-// commitMessage builds the message of a transition, with the trailers that
-// `orch log` and `orch stats` read.
-func commitMessage(id, action string, from, to taskfile.Queue, actor, body string, extra ...string) string {
-	var b strings.Builder
-	switch {
-	case from != "" && to != "" && from != to:
-		fmt.Fprintf(&b, "orch(%s): %s -> %s\n\n", id, from, to)
-	default:
-		fmt.Fprintf(&b, "orch(%s): %s\n\n", id, action)
-	}
-	if body = strings.TrimSpace(body); body != "" {
-		b.WriteString(body + "\n\n")
-	}
-	fmt.Fprintf(&b, "Orch-Task: %s\nOrch-Action: %s\n", id, action)
-	if from != "" {
-		fmt.Fprintf(&b, "Orch-From: %s\n", from)
-	}
-	if to != "" {
-		fmt.Fprintf(&b, "Orch-To: %s\n", to)
-	}
-	fmt.Fprintf(&b, "Orch-Actor: %s\n", actor)
-	for i := 0; i+1 < len(extra); i += 2 {
-		fmt.Fprintf(&b, "%s: %s\n", extra[i], oneLine(extra[i+1]))
-	}
-	return b.String()
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

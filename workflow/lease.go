@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
@@ -211,4 +212,59 @@ func (e *Engine) takeoverNote(t *Task) string {
 	return fmt.Sprintf("## Continuation Note (orch claim, %s)\n\n%s claimed this at %s and its lease ran out at %s (claim_timeout %s, renewed by orch heartbeat and orch respond); %s took it over. The work so far is on %s; read `git log %s` first.\n",
 		taskfile.FormatTime(e.Now()), t.Task.ClaimedBy, taskfile.FormatTime(t.Task.ClaimedAt), taskfile.FormatTime(e.leaseEnd(t.Summary)),
 		time.Duration(e.Config.ClaimTimeout), e.Actor, orDash(t.Task.Branch), orDash(t.Task.Branch))
+}
+
+// Sweep moves claims older than the threshold to needs_continuation, one
+// commit per task.
+func (e *Engine) Sweep(olderThan time.Duration) ([]*Result, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	if err := e.requireHuman("sweep", "", "sweeping other agents' claims"); err != nil {
+		return nil, err
+	}
+	if olderThan <= 0 {
+		olderThan = time.Duration(e.Config.ClaimTimeout)
+	}
+	cutoff := e.Now().Add(-olderThan)
+	var ids []string
+	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Claimed: true}, func(s *gitstore.Summary) {
+		if !s.Task.ClaimedAt.IsZero() && leaseStart(&s.Task).Before(cutoff) {
+			ids = append(ids, s.Task.ID)
+		}
+	})
+	sort.Strings(ids)
+	var out []*Result
+	defer e.progress("sweeping stale claims", len(ids), len(ids))
+	for i, id := range ids {
+		e.progress("sweeping stale claims", i, len(ids))
+		res, err := e.transition(id, "sweep", func(t *Task) (*change, error) {
+			if t.Task.ClaimedAt.IsZero() || !leaseStart(&t.Task).Before(cutoff) {
+				return nil, nil // claimed again, or renewed, meanwhile
+			}
+			note := fmt.Sprintf("## Continuation Note (orch sweep, %s)\n\n%s claimed this at %s and did not finish within %s. The work so far is on %s; read `git log %s` first.\n",
+				taskfile.FormatTime(e.Now()), t.Task.ClaimedBy, taskfile.FormatTime(t.Task.ClaimedAt), olderThan, orDash(t.Task.Branch), orDash(t.Task.Branch))
+			f, err := t.File.AddSection(note)
+			if err != nil {
+				return nil, err
+			}
+			if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
+				return nil, err
+			}
+			return &change{file: f, to: taskfile.NeedsContinuation, body: fmt.Sprintf("Stale claim by %s swept after %s.", t.Task.ClaimedBy, olderThan),
+				data: map[string]any{"claimed_by": t.Task.ClaimedBy, "claimed_at": taskfile.FormatTime(t.Task.ClaimedAt)}}, nil
+		})
+		var ierr *IllegalTransitionError
+		if errors.As(err, &ierr) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if res.Commit.IsZero() {
+			continue
+		}
+		out = append(out, res)
+	}
+	return out, nil
 }

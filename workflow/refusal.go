@@ -745,28 +745,6 @@ func RefusalTaskRef(taskID string) string {
 	return s
 }
 
-// CheckRefusalIdentity refuses a record whose identity fields contradict the
-// command that files it: a task_id other than the task refused (a usage
-// error: the record is about another task), an agent_id other than the
-// actor (refused by rule, and an agent's attempt is recorded for the lead:
-// a record cannot speak for someone else). Absent fields agree with
-// anything.
-func (e *Engine) CheckRefusalIdentity(id string, r *Refusal) error {
-	if r == nil {
-		return nil
-	}
-	if r.TaskID != "" && !strings.EqualFold(RefusalTaskRef(r.TaskID), id) {
-		return &UsageError{Msg: fmt.Sprintf("the refusal record's task_id is %q, but this refuses %s: the record is about another task", clipArg(r.TaskID), id),
-			Hint: fmt.Sprintf("set task_id to %s (or leave it out: orch takes the task from the command line), then refuse again", id)}
-	}
-	if agent := strings.TrimSpace(r.AgentID); agent != "" && agent != e.Actor {
-		return e.refuseAuthority("refuse", id, "record_identity",
-			fmt.Sprintf("the refusal record's agent_id is %q, but %s is refusing %s: a record cannot speak for someone else", clipArg(r.AgentID), e.Actor, id),
-			fmt.Sprintf("set agent_id to %s (or leave it out: orch records who refuses), then refuse again", e.Actor))
-	}
-	return nil
-}
-
 // DependencyName is what a refusal's blocking factor names after "depends
 // on" (case-insensitive; the first occurrence followed by a name), with
 // surrounding white space and final punctuation trimmed; "" when it names

@@ -412,20 +412,12 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 		}
 		tt := *t
 		tt.File = f
-		c, err := e.rejectChange(&tt, Rejection{Sources: []taskfile.Source{src}, Verdict: verdict, Data: data,
+		c, err := e.rejectChange(&tt, Rejection{Sources: []taskfile.Source{src}, Verdict: verdict, Data: data, NoProgress: noProgress,
 			Summary: fmt.Sprintf("%d new blocking issue(s), %d re-opened", countBlocking(news), len(reopenedList))})
 		if err != nil {
 			return nil, err
 		}
 		c.trailers = append(c.trailers, "Orch-Verdict", verdict)
-		if c.to != "escalated" && noProgress >= e.Config.Review.MaxNoProgress {
-			why := fmt.Sprintf("%d review rounds in a row resolved no blocking issue (review.max_no_progress is %d).", noProgress, e.Config.Review.MaxNoProgress)
-			c.to = "escalated"
-			after := c.file.Task // the message describes the task after this rejection
-			c.extra = append(c.extra, e.escalationMessage(&after, t.Path, "no_progress", why))
-			c.data["escalated"] = "no_progress"
-			c.body += "\n\nEscalated: " + why
-		}
 		if esc, ok := c.data["escalated"].(string); ok {
 			out.Escalated = esc
 		}

@@ -216,31 +216,3 @@ func (rs Reviewers) check(path string) error {
 	}
 	return nil
 }
-
-// checkReviewerScope refuses an agent whose review.reviewers entry is
-// scoped a task outside its scope, and otherwise notes the ground it acts
-// on, for the event (see apply). A human may always review (DESIGN §4a),
-// so a scope binds agents only.
-func (e *Engine) checkReviewerScope(t *Task, verb string) error {
-	e.reviewGround = ""
-	if e.IsHuman() {
-		return nil
-	}
-	r := e.Config.Review.Reviewers.Find(e.Actor)
-	if r == nil {
-		return nil
-	}
-	role := roleOf(&t.Task, e.Config)
-	ground, ok := r.Covers(role, t.Task.Labels)
-	if ok {
-		e.reviewGround = ground
-		return nil
-	}
-	labels := "with no label"
-	if len(t.Task.Labels) > 0 {
-		labels = "labelled " + strings.Join(t.Task.Labels, ", ")
-	}
-	return e.refuseAuthority(verb, t.Task.ID, "reviewer_scope",
-		fmt.Sprintf("%s may not %s %s: review.reviewers scopes %s to %s, and %s is of role %s, %s", e.Actor, verb, t.Task.ID, e.Actor, r.ScopeText(), t.Task.ID, role, labels),
-		"it is outside your review scope: a reviewer whose scope covers it, or a human, reviews it; orch list --queue provisional shows the other submitted work")
-}

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/orch-tool/orch/ghreview"
 	"github.com/orch-tool/orch/taskfile"
@@ -106,4 +107,36 @@ func gitHubTexts(reviews []ghreview.Review, comments []ghreview.Comment) []named
 		out = append(out, namedText{fmt.Sprintf("GitHub comment %d's body", c.ID), c.Body})
 	}
 	return out
+}
+
+func orNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// clipArg shortens a hostile argument for a message that quotes it with %q.
+func clipArg(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// printable quotes control characters so that a hostile argument cannot
+// write escape sequences to the terminal through an error message.
+func printable(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	q := fmt.Sprintf("%q", s)
+	return q[1 : len(q)-1]
 }

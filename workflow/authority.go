@@ -254,3 +254,52 @@ func namesList(l []string) string {
 	}
 	return strings.Join(l, ", ")
 }
+
+// checkReviewer applies review authority (DESIGN §4a): with
+// review.reviewers set only they review among agents (a human always may),
+// each within its scope (checkReviewerScope), and nobody reviews a task
+// they worked on in any round.
+func (e *Engine) checkReviewer(t *Task, verb string) error {
+	if !e.IsHuman() && !e.Config.IsReviewer(e.Actor) {
+		return e.refuseAuthority(verb, t.Task.ID, "reviewer",
+			fmt.Sprintf("%s may not %s %s: review.reviewers names who reviews, and %s is not among them", e.Actor, verb, t.Task.ID, e.Actor),
+			"a reviewer or a human reviews it; orch claim takes other work")
+	}
+	if err := e.checkReviewerScope(t, verb); err != nil {
+		return err
+	}
+	if contains(workers(&t.Task), e.Actor) {
+		return e.refuseAuthority(verb, t.Task.ID, "self_review",
+			fmt.Sprintf("%s worked on %s and may not %s it: nobody reviews their own work, in any round", e.Actor, t.Task.ID, verb),
+			"someone who did not work on it reviews it; orch claim takes other work")
+	}
+	return nil
+}
+
+// checkReviewerScope refuses an agent whose review.reviewers entry is
+// scoped a task outside its scope, and otherwise notes the ground it acts
+// on, for the event (see apply). A human may always review (DESIGN §4a),
+// so a scope binds agents only.
+func (e *Engine) checkReviewerScope(t *Task, verb string) error {
+	e.reviewGround = ""
+	if e.IsHuman() {
+		return nil
+	}
+	r := e.Config.Review.Reviewers.Find(e.Actor)
+	if r == nil {
+		return nil
+	}
+	role := roleOf(&t.Task, e.Config)
+	ground, ok := r.Covers(role, t.Task.Labels)
+	if ok {
+		e.reviewGround = ground
+		return nil
+	}
+	labels := "with no label"
+	if len(t.Task.Labels) > 0 {
+		labels = "labelled " + strings.Join(t.Task.Labels, ", ")
+	}
+	return e.refuseAuthority(verb, t.Task.ID, "reviewer_scope",
+		fmt.Sprintf("%s may not %s %s: review.reviewers scopes %s to %s, and %s is of role %s, %s", e.Actor, verb, t.Task.ID, e.Actor, r.ScopeText(), t.Task.ID, role, labels),
+		"it is outside your review scope: a reviewer whose scope covers it, or a human, reviews it; orch list --queue provisional shows the other submitted work")
+}

@@ -1,0 +1,201 @@
+package workflow
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// change is what a verb does to one task: the new file, the queue it goes
+// to, and what to record in the commit and the event log.
+type change struct {
+	file     *taskfile.File
+	to       taskfile.Queue
+	body     string         // commit message body
+	data     map[string]any // event data
+	extra    []gitstore.Change
+	created  []createdTask // tasks this change creates: each gets its own "new" event
+	trailers []string
+	// beforeRef is a side effect outside the state branch, run just before
+	// the ref moves (see gitstore.CommitRequest.BeforeRef).
+	beforeRef func() error
+}
+
+// transition applies fn to one task as one commit. fn runs inside the
+// commit loop, on the task as it is at the tip being built on, so a retry
+// after a lost race re-checks every rule against the new state.
+func (e *Engine) transition(id, verb string, fn func(t *Task) (*change, error)) (*Result, error) {
+	return e.apply(id, verb, true, fn)
+}
+
+// transitionAny is transition for verbs that change a task without moving
+// it between queues (unlock): any queue will do.
+func (e *Engine) transitionAny(id, verb string, fn func(t *Task) (*change, error)) (*Result, error) {
+	return e.apply(id, verb, false, fn)
+}
+
+func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*change, error)) (*Result, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	var res Result
+	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		e.reviewGround = "" // each try judges the task afresh
+		s := e.Store.SummaryByID(id)
+		if s == nil {
+			return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+		}
+		if err := e.editable(s); err != nil {
+			return nil, err
+		}
+		if checkQueue {
+			if err := CheckTransition(verb, id, s.Task.Queue); err != nil {
+				return nil, err
+			}
+		}
+		t, err := e.Load(s)
+		if err != nil {
+			return nil, err
+		}
+		c, err := fn(t)
+		if err != nil || c == nil {
+			return nil, err
+		}
+		if e.reviewGround != "" {
+			// A scoped reviewer's review says what it was in scope by.
+			if c.data == nil {
+				c.data = map[string]any{}
+			}
+			c.data["ground"] = e.reviewGround
+			c.trailers = append(c.trailers, "Orch-Ground", e.reviewGround)
+		}
+		from := s.Task.Queue
+		to := c.to
+		if to == "" {
+			to = from
+		}
+		if checkQueue {
+			// The table's To column binds the code as its From column
+			// binds the task: a verb cannot move a task anywhere else.
+			if tr := TransitionFor(verb); tr != nil && len(tr.To) > 0 && !slices.Contains(tr.To, to) {
+				return nil, fmt.Errorf("internal error: %s would move %s from %s to %s, which the transition table does not allow (it allows %s)", verb, id, from, to, tr.ToText())
+			}
+		}
+		if c.file != nil && to != from {
+			if c.file, err = c.file.Apply(taskfile.Set(taskfile.KeyQueue, taskfile.String(string(to)))); err != nil {
+				return nil, err
+			}
+		}
+		changes := []gitstore.Change{}
+		if c.file != nil {
+			changes = append(changes, gitstore.Change{Path: s.Path, Data: c.file.Src})
+		}
+		changes = append(changes, c.extra...)
+		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: verb, Actor: e.Actor, Data: c.data}
+		if to != from {
+			ev.From, ev.To = string(from), string(to)
+		}
+		evc, err := e.eventChange(snap, ev)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, evc)
+		var createdIDs []string
+		for _, ct := range c.created {
+			nev := Event{Time: ev.Time, Task: ct.ID, Action: "new", To: string(taskfile.Incoming), Actor: e.Actor,
+				Data: map[string]any{"title": ct.Title, "from": id, "by": verb}}
+			rd := &mergedSnapshot{Snapshot: snap, changes: changes}
+			evn, err := e.eventChange(rd, nev)
+			if err != nil {
+				return nil, err
+			}
+			changes = mergeChange(changes, evn)
+			createdIDs = append(createdIDs, ct.ID)
+		}
+		if len(createdIDs) > 0 {
+			c.trailers = append(c.trailers, "Orch-Created", strings.Join(createdIDs, " "))
+		}
+		res.From, res.To = from, to
+		msgFrom, msgTo := from, to
+		if from == to {
+			msgFrom, msgTo = "", ""
+		}
+		return &gitstore.CommitRequest{
+			Changes:   changes,
+			Message:   commitMessage(id, verb, msgFrom, msgTo, e.Actor, c.body, c.trailers...),
+			Author:    e.Signature(),
+			BeforeRef: c.beforeRef,
+		}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Commit = h
+	res.Task = e.Store.SummaryByID(id)
+	return &res, nil
+}
+
+// createdTask is a task a change creates.
+type createdTask struct {
+	ID    string
+	Title string
+}
+
+// editable refuses to change a task whose view file holds a hand edit orch
+// could not commit: the person's work would otherwise be overwritten or
+// silently forked.
+func (e *Engine) editable(s *gitstore.Summary) error {
+	view := filepath.Join(gitstore.ViewDirName, s.Path)
+	if err := e.tasks().BrokenFile(s.Path); err != nil {
+		return &ConflictError{Msg: fmt.Sprintf("%s has a hand edit that does not parse (%v); orch will not change the task until it is fixed", view, err), Hint: "fix the file (orch check shows the line), or delete it to restore the committed version"}
+	}
+	if cs := e.tasks().Conflicted(s.Path); cs != nil {
+		return &ConflictError{Msg: conflictText(s.Task.ID, cs), Hint: "edit " + view + " to the version you want (orch commits it), or delete it to take the branch's version"}
+	}
+	if s.Problem != "" {
+		return &InvalidFileError{Problems: []*taskfile.ParseError{{Path: view, Line: s.ProblemLine, Msg: s.Problem}}}
+	}
+	return nil
+}
+
+// Result is what a state-changing operation reports.
+type Result struct {
+	Task   *gitstore.Summary
+	Commit plumbing.Hash
+	From   taskfile.Queue
+	To     taskfile.Queue
+}
+
+// commitMessage builds the message of a transition, with the trailers that
+// `orch log` and `orch stats` read.
+func commitMessage(id, action string, from, to taskfile.Queue, actor, body string, extra ...string) string {
+	var b strings.Builder
+	switch {
+	case from != "" && to != "" && from != to:
+		fmt.Fprintf(&b, "orch(%s): %s -> %s\n\n", id, from, to)
+	default:
+		fmt.Fprintf(&b, "orch(%s): %s\n\n", id, action)
+	}
+	if body = strings.TrimSpace(body); body != "" {
+		b.WriteString(body + "\n\n")
+	}
+	fmt.Fprintf(&b, "Orch-Task: %s\nOrch-Action: %s\n", id, action)
+	if from != "" {
+		fmt.Fprintf(&b, "Orch-From: %s\n", from)
+	}
+	if to != "" {
+		fmt.Fprintf(&b, "Orch-To: %s\n", to)
+	}
+	fmt.Fprintf(&b, "Orch-Actor: %s\n", actor)
+	for i := 0; i+1 < len(extra); i += 2 {
+		fmt.Fprintf(&b, "%s: %s\n", extra[i], oneLine(extra[i+1]))
+	}
+	return b.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

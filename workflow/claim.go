@@ -1,0 +1,275 @@
+package workflow
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// ClaimOptions select what to claim.
+type ClaimOptions struct {
+	Task string // a specific task (ID or prefix); "" takes the next ready one
+	Role string // the agent's role; "" uses the roster, else default_role
+}
+
+// ClaimResult is a successful claim.
+type ClaimResult struct {
+	Result
+	Branch       string
+	BranchReused bool
+	BranchNote   string
+	Attempt      int
+	TookOverFrom string // the claimant whose lease ran out, when the claim took its task over
+}
+
+// agentRoles returns the roles the actor claims as: its roles in the
+// roster, which role may narrow but never widen; without a roster entry,
+// role, else the default role.
+func (e *Engine) agentRoles(role string) ([]string, error) {
+	r := e.Config.RolesOf(e.Actor)
+	switch {
+	case role != "" && len(r) > 0 && !contains(r, role):
+		return nil, &RuleError{Rule: "role", Msg: fmt.Sprintf("%s claims as %s (agents: in config.yaml); --role may narrow that, never widen it", e.Actor, strings.Join(r, ", ")),
+			Hint: "orch list --ready shows what you can claim"}
+	case role != "":
+		return []string{role}, nil
+	case len(r) > 0:
+		return r, nil
+	}
+	return []string{e.Config.DefaultRole}, nil
+}
+
+// whyNot returns why the agent may not claim s now ("" when it may).
+func (e *Engine) whyNot(s *gitstore.Summary, roles []string) (rule, msg string) {
+	t := &s.Task
+	if s.Problem != "" {
+		return "invalid", "its file does not parse"
+	}
+	if e.tasks().BrokenFile(s.Path) != nil || e.tasks().Conflicted(s.Path) != nil {
+		return "hand_edit", "its view file has an uncommitted hand edit"
+	}
+	if _, ok := claimQueueRank[t.Queue]; !ok {
+		return "queue", "it is " + string(t.Queue)
+	}
+	if t.Queue == taskfile.Claimed && !e.leaseExpired(s) {
+		if t.ClaimedBy == e.Actor {
+			return "claimed", "you have claimed it already"
+		}
+		return "claimed", fmt.Sprintf("it is claimed by %s, whose lease runs until %s", t.ClaimedBy, taskfile.FormatTime(e.leaseEnd(s)))
+	}
+	if rc := e.pendingClaim(t.ID); rc != nil {
+		return "claimed", remoteClaimMsg(rc)
+	}
+	if ok, pending := e.DepsDone(t); !ok {
+		return "dependencies", "it waits for " + strings.Join(pending, ", ")
+	}
+	return e.notForActor(t, roles)
+}
+
+// notForActor returns the rule of whyNot that refuses t to this actor in
+// particular (role, assignment, lockout), "" when none does. It needs no
+// lookup among other tasks, so a claim checks it first.
+func (e *Engine) notForActor(t *taskfile.Task, roles []string) (rule, msg string) {
+	switch {
+	case t.Role != "" && !contains(roles, t.Role):
+		return "role", fmt.Sprintf("it is for role %s, and you claim as %s", t.Role, strings.Join(roles, ", "))
+	case t.AssignedTo != "" && t.AssignedTo != e.Actor:
+		return "assigned", "it is assigned to " + t.AssignedTo
+	case contains(t.LockedOut, e.Actor):
+		return "lockout", e.Actor + " is locked out of it after a rejection"
+	}
+	return "", ""
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Claim takes the next ready task (or the named one) for the actor.
+// Exactly one claimer wins a task: orch processes are serialised by the
+// store lock and every rule is checked again at the tip the claim commits
+// on.
+func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	roles, err := e.agentRoles(opts.Role)
+	if err != nil {
+		return nil, err
+	}
+	var target string
+	if opts.Task != "" {
+		s, err := e.Find(opts.Task)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckTransition("claim", s.Task.ID, s.Task.Queue); err != nil {
+			return nil, err
+		}
+		if err := e.editable(s); err != nil {
+			return nil, err // a broken or conflicted file: the same answer as every verb
+		}
+		if rule, msg := e.whyNot(s, roles); rule != "" {
+			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", s.Task.ID, msg), Hint: claimHint(rule, s.Task.ID)}
+		}
+		target = s.Task.ID
+	} else {
+		next, reasons := e.nextClaimable(roles)
+		if next == nil {
+			return nil, &NothingToClaimError{Reasons: reasons}
+		}
+		target = next.Task.ID
+	}
+	out := &ClaimResult{}
+	res, err := e.transition(target, "claim", func(t *Task) (*change, error) {
+		if rule, msg := e.whyNot(t.Summary, roles); rule != "" {
+			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", t.Task.ID, msg), Hint: claimHint(rule, t.Task.ID)}
+		}
+		branch, reused, note, create, err := e.ensureBranch(t)
+		if err != nil {
+			return nil, err
+		}
+		out.Branch, out.BranchReused, out.BranchNote = branch, reused, note
+		out.Attempt = t.Task.Attempts + 1
+		edits := []taskfile.Edit{
+			taskfile.Set(taskfile.KeyClaimedBy, taskfile.String(e.Actor)),
+			taskfile.Set(taskfile.KeyClaimedAt, taskfile.Time(e.Now())),
+			taskfile.Unset(taskfile.KeyHeartbeatAt),
+			taskfile.Set(taskfile.KeyAttempts, taskfile.Int(out.Attempt)),
+			taskfile.Set(taskfile.KeyBranch, taskfile.String(branch)),
+		}
+		if !contains(t.Task.WorkedBy, e.Actor) {
+			edits = append(edits, taskfile.Set(taskfile.KeyWorkedBy, taskfile.ListOf(append(append([]string(nil), t.Task.WorkedBy...), e.Actor))))
+		}
+		f := t.File
+		data := map[string]any{"branch": branch, "branch_reused": reused, "attempt": out.Attempt, "pr_number": t.Task.PRNumber}
+		body := fmt.Sprintf("Claimed by %s (attempt %d)", e.Actor, out.Attempt)
+		if t.Task.Queue == taskfile.Claimed {
+			// A lease that ran out: taken over, and said so where the next
+			// prompt reads it.
+			if f, err = f.AddSection(e.takeoverNote(t)); err != nil {
+				return nil, err
+			}
+			data["took_over_from"] = t.Task.ClaimedBy
+			data["lease_ended"] = taskfile.FormatTime(e.leaseEnd(t.Summary))
+			body += fmt.Sprintf(", taking over from %s, whose lease ran out", t.Task.ClaimedBy)
+			out.TookOverFrom = t.Task.ClaimedBy
+		}
+		if f, err = f.Apply(edits...); err != nil {
+			return nil, err
+		}
+		how := "new branch " + branch
+		if reused {
+			how = "continues on branch " + branch
+		}
+		return &change{
+			file: f, to: taskfile.Claimed,
+			body:      body + "; " + how + ".",
+			data:      data,
+			beforeRef: create,
+			trailers:  leaseTrailers(out.Attempt, e.Now().Add(time.Duration(e.Config.ClaimTimeout))),
+		}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Result = *res
+	return out, nil
+}
+
+// claimHint says what to do when a task cannot be claimed: never how to
+// become someone who may (DESIGN §4a).
+func claimHint(rule, id string) string {
+	switch rule {
+	case "lockout":
+		return "your work on it was rejected, so another agent takes it; orch list --ready shows what you can claim (orch escalate " + id + " -m \"...\" asks a human)"
+	case "dependencies":
+		return "orch show " + id + " lists what it waits for"
+	case "hand_edit":
+		return "orch check shows the problem"
+	}
+	return "orch list --ready shows what you can claim"
+}
+
+// nextClaimable picks the first task in claim order the actor may take, and
+// otherwise says why nothing is claimable.
+func (e *Engine) nextClaimable(roles []string) (*gitstore.Summary, []string) {
+	// Claim order needs only the summaries' headers; a task is decoded
+	// whole when its turn comes (usually the first one is taken).
+	var candidates []*gitstore.SummaryHeader
+	e.tasks().EachSummaryHeaderIn(claimQueues, func(h *gitstore.SummaryHeader) {
+		candidates = append(candidates, h)
+	})
+	return e.pickClaimable(candidates, (*gitstore.SummaryHeader).Summary, roles)
+}
+
+// pickClaimable is nextClaimable over the given candidates, load giving a
+// candidate's whole summary.
+func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*gitstore.SummaryHeader) *gitstore.Summary, roles []string) (*gitstore.Summary, []string) {
+	order := newClaimQueue(candidates)
+	counts := map[string]int{}
+	// Tasks for another role, assigned to someone else or locked against
+	// the actor are passed over before their dependencies are looked up
+	// (each a search among all tasks); why each was passed over is worked
+	// out only if nothing is claimable.
+	var passed []*gitstore.Summary
+	var eligible *gitstore.Summary
+	skip := e.claimSpread
+	for h := order.next(); h != nil; h = order.next() {
+		s := load(h)
+		if rule, _ := e.notForActor(&s.Task, roles); rule != "" {
+			passed = append(passed, s)
+			continue
+		}
+		rule, _ := e.whyNot(s, roles)
+		if rule == "" {
+			if eligible = s; skip == 0 {
+				return s, nil
+			}
+			skip--
+			continue
+		}
+		counts[rule]++
+	}
+	if eligible != nil {
+		return eligible, nil
+	}
+	for _, s := range passed {
+		rule, _ := e.whyNot(s, roles)
+		counts[rule]++
+	}
+	// Claims whose lease runs are not passed over, they are in use: named
+	// only when nothing else is there.
+	inUse := counts["claimed"]
+	delete(counts, "claimed")
+	if len(counts) == 0 {
+		msg := "no task is in incoming, rejected or needs_continuation"
+		if inUse > 0 {
+			msg += fmt.Sprintf("; %d claimed, with their leases running", inUse)
+		}
+		return nil, []string{msg}
+	}
+	var reasons []string
+	names := map[string]string{
+		"dependencies": "waiting for dependencies", "role": "for another role", "assigned": "assigned to someone else",
+		"lockout": "you are locked out", "invalid": "with a file that does not parse", "hand_edit": "with an uncommitted hand edit",
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		reasons = append(reasons, fmt.Sprintf("%d %s", counts[k], names[k]))
+	}
+	return nil, reasons
+}

@@ -1,0 +1,185 @@
+package workflow
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// EditTarget is a file `orch edit` works on.
+type EditTarget struct {
+	Path string // path on the state branch
+	ID   string // task id, if a task
+	Data []byte
+	Base plumbing.Hash
+	// FromCopy says the edit is a file made earlier (orch edit --from), not
+	// an edit of Data: its base is the version it was made from.
+	FromCopy bool
+}
+
+// EditStart resolves what to edit: a task reference, "config", or a file of
+// the state branch such as prompts/reviewer.md.
+func (e *Engine) EditStart(ref string) (*EditTarget, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	snap := e.Store.Snapshot()
+	p := ""
+	id := ""
+	switch {
+	case ref == "config" || ref == gitstore.ConfigFile:
+		p = gitstore.ConfigFile
+	case strings.Contains(ref, "/"):
+		clean := path.Clean(ref)
+		if clean != ref || !gitstore.Mirrored(clean) || strings.HasPrefix(clean, gitstore.TasksDir+"/") {
+			return nil, &UsageError{Msg: fmt.Sprintf("%q is not a file orch edits", printable(ref)), Hint: "edit a task by ID, or config, or prompts/<role>.md"}
+		}
+		p = clean
+	default:
+		s, err := e.Resolve(ref)
+		if err != nil {
+			return nil, err
+		}
+		p, id = s.Path, s.Task.ID
+	}
+	if isPolicyFile(p) {
+		if err := e.requireHuman("edit", "", "changing "+p+" (policy files are a human's)"); err != nil {
+			return nil, err
+		}
+	}
+	t := &EditTarget{Path: p, ID: id}
+	if h, ok := snap.Get(p); ok {
+		data, err := snap.ReadBlob(h)
+		if err != nil {
+			return nil, err
+		}
+		t.Data, t.Base = data, h
+	} else if p == gitstore.ConfigFile {
+		t.Data = []byte(DefaultConfigYAML)
+	}
+	return t, nil
+}
+
+// EditFinish commits an edited copy of an EditTarget. When the branch moved
+// while the editor was open, the edit is merged with those changes: a
+// person's edit never undoes orch's.
+func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	view := filepath.Join(gitstore.ViewDirName, t.Path)
+	snap := e.Store.Snapshot()
+	cur, curOK := snap.Get(t.Path)
+	var curData []byte
+	if curOK {
+		var err error
+		if curData, err = snap.ReadBlob(cur); err != nil {
+			return nil, err
+		}
+	}
+	result := edited
+	if strings.HasPrefix(t.Path, gitstore.TasksDir+"/") {
+		ef, err := taskfile.Parse(view, edited)
+		if err != nil {
+			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{asParseError(err, view)}}
+		}
+		if errs := ef.Validate(); len(errs) > 0 {
+			return nil, &InvalidFileError{Problems: errs}
+		}
+		if perr := taskfile.CheckIDKept(view, ef, t.ID); perr != nil {
+			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{perr}}
+		}
+		if !curOK {
+			return nil, &ConflictError{Msg: fmt.Sprintf("%s was removed from the state branch while you edited it", t.ID), Hint: "orch log " + t.ID + " shows what happened"}
+		}
+		rf, err := taskfile.Parse(view, curData)
+		if err != nil {
+			return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it", t.ID), Hint: "run orch edit " + t.ID + " again"}
+		}
+		// One rule for every hand edit (DESIGN §2): a three-way merge from
+		// the version the person started from. For an editor that is the
+		// version it was opened on; for a copy, the version it was made
+		// from, found in the task's history.
+		bf, err := taskfile.Parse(view, t.Data)
+		if err != nil {
+			return nil, err
+		}
+		if t.FromCopy {
+			if older := e.editBase(t.Path, ef); older != nil {
+				bf = older
+			}
+		}
+		if !bytes.Equal(bf.Src, curData) {
+			merged, conflicts, err := taskfile.Merge3(bf, ef, rf)
+			if err != nil {
+				return nil, err
+			}
+			if len(conflicts) > 0 {
+				return nil, &ConflictError{Msg: conflictText(t.ID, conflicts), Hint: "run orch edit " + t.ID + " again: it starts from the new version"}
+			}
+			result = merged.Src
+		}
+		mf, err := taskfile.Parse(view, result)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.checkDependencies(mf); err != nil {
+			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{asParseError(err, view)}}
+		}
+		if changed := e.handChangedFields(mf, rf); len(changed) > 0 {
+			return nil, &RuleError{Rule: "orch_owned", Msg: fmt.Sprintf("%s: an edit may not change %s: orch-owned fields change only through verbs", t.ID, strings.Join(changed, ", ")),
+				Hint: e.verbsFor(changed, mf, t.ID) + "; edit again leaving those fields as they are"}
+		}
+	} else {
+		if err := CheckFile(view, edited); err != nil {
+			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{asParseError(err, view)}}
+		}
+		if curOK && cur != t.Base {
+			text, ok := taskfile.MergeText(string(t.Data), string(edited), string(curData))
+			if !ok {
+				return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it, in the same lines", t.Path), Hint: "run orch edit again"}
+			}
+			result = []byte(text)
+		}
+	}
+	if curOK && bytes.Equal(result, curData) {
+		return &Result{Commit: snap.Tip}, nil
+	}
+	if e.Store.BrokenFile(t.Path) != nil || e.Store.Conflicted(t.Path) != nil {
+		return nil, &ConflictError{Msg: fmt.Sprintf("%s has an uncommitted hand edit in the view that orch cannot commit", view), Hint: "fix or delete the view file first (orch check shows the problem)"}
+	}
+	id, action := t.ID, "edit"
+	msg := commitMessage(id, action, "", "", e.Actor, "Edited with orch edit.")
+	if id == "" {
+		msg = "orch: edit " + t.Path + "\n\nEdited with orch edit.\n\nOrch-Action: edit\nOrch-Actor: " + e.Actor + "\n"
+	}
+	h, err := e.Store.Update(func(*gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		return &gitstore.CommitRequest{Changes: []gitstore.Change{{Path: t.Path, Data: result}}, Message: msg, Author: e.Signature()}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Commit: h}
+	if id != "" {
+		res.Task = e.Store.Summary(t.Path)
+	}
+	return res, nil
+}
+
+func conflictText(id string, cs []taskfile.Conflict) string {
+	var parts []string
+	for _, c := range cs {
+		if c.Key == "" {
+			parts = append(parts, "the body (the same lines changed on both sides)")
+		} else {
+			parts = append(parts, fmt.Sprintf("%s (yours: %s, branch: %s)", c.Key, c.Ours, c.Theirs))
+		}
+	}
+	return fmt.Sprintf("%s changed on the state branch while you edited it, and both changed %s", id, strings.Join(parts, "; "))
+}

@@ -1,0 +1,152 @@
+package workflow
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+)
+
+// InitResult reports what init did.
+type InitResult struct {
+	Created      bool     // the state branch was created
+	Added        []string // files added to the branch
+	Commit       plumbing.Hash
+	ExcludeAdded bool
+	View         string
+	BaseBranch   string // the base_branch written into a new config.yaml ("" when none was written)
+}
+
+// InitOptions are orch init's choices.
+type InitOptions struct {
+	// Example adds the files of the embedded example the branch lacks.
+	Example fs.FS
+	// BaseBranch is the base_branch of a new config.yaml; "" takes the
+	// branch checked out here (a repository whose branch is master gets
+	// base_branch: master), else main.
+	BaseBranch string
+}
+
+// Init creates the state branch (idempotent). With opts.Example, the files
+// of the embedded example that the branch lacks are added.
+func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
+	example := opts.Example
+	res := &InitResult{View: e.Store.View}
+	base := opts.BaseBranch
+	if base == "" {
+		if base = e.Store.Repo.HeadBranch(); base == "" || base == strings.TrimPrefix(e.Store.Ref, "refs/heads/") {
+			base = DefaultConfig().BaseBranch
+		}
+	}
+	if !gitrepo.ValidRefName("refs/heads/" + base) {
+		return nil, &UsageError{Msg: fmt.Sprintf("--base %q is not a valid branch name", printable(base)), Hint: "orch init --base main"}
+	}
+	// The base branch goes into the config orch writes (the default one,
+	// or the example's): every task branch starts there.
+	withBase := func(cfg []byte) []byte {
+		res.BaseBranch = base
+		return []byte(strings.Replace(string(cfg), "base_branch: main", "base_branch: "+base, 1))
+	}
+	snap := e.Store.Snapshot()
+	var changes []gitstore.Change
+	if _, ok := snap.Get(gitstore.ConfigFile); !ok && !e.Store.Exists() {
+		changes = append(changes, gitstore.Change{Path: gitstore.ConfigFile, Data: withBase([]byte(DefaultConfigYAML))})
+	}
+	if example != nil {
+		err := fs.WalkDir(example, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if _, ok := snap.Get(p); ok {
+				return nil
+			}
+			if p == gitstore.ConfigFile && e.Store.Exists() {
+				return nil
+			}
+			data, err := fs.ReadFile(example, p)
+			if err != nil {
+				return err
+			}
+			if p == gitstore.ConfigFile {
+				data = withBase(data)
+			}
+			for i := range changes {
+				if changes[i].Path == p {
+					changes[i].Data = data
+					return nil
+				}
+			}
+			changes = append(changes, gitstore.Change{Path: p, Data: data})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	res.Created = !e.Store.Exists()
+	if len(changes) > 0 {
+		msg := "orch: init\n\nCreate the orch state branch.\n\nOrch-Action: init\nOrch-Actor: " + e.Actor + "\n"
+		if !res.Created {
+			msg = "orch: add example\n\nAdd the example tasks.\n\nOrch-Action: init\nOrch-Actor: " + e.Actor + "\n"
+		}
+		h, err := e.Store.Update(func(*gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+			return &gitstore.CommitRequest{Changes: changes, Message: msg, Author: e.Signature()}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.Commit = h
+		for _, c := range changes {
+			res.Added = append(res.Added, c.Path)
+		}
+		sort.Strings(res.Added)
+	}
+	e.loadConfig()
+	if e.Store.View != "" {
+		added, err := ensureExclude(e.Store.Repo.CommonDir)
+		if err != nil {
+			return nil, err
+		}
+		res.ExcludeAdded = added
+		if _, err := e.Store.Reconcile(e.policy()); err != nil {
+			return nil, err
+		}
+		// An empty tasks/ is where a person creates a task by hand.
+		_ = os.MkdirAll(filepath.Join(e.Store.View, gitstore.TasksDir), 0o777)
+	}
+	return res, nil
+}
+
+// ensureExclude adds /.orchestrator/ to info/exclude so that the view never
+// shows in `git status` of any worktree.
+func ensureExclude(commonDir string) (bool, error) {
+	p := filepath.Join(commonDir, "info", "exclude")
+	cur, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	entry := "/" + gitstore.ViewDirName + "/"
+	for _, line := range strings.Split(string(cur), "\n") {
+		if strings.TrimSpace(line) == entry || strings.TrimSpace(line) == "/"+gitstore.ViewDirName {
+			return false, nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+		return false, err
+	}
+	var b bytes.Buffer
+	b.Write(cur)
+	if len(cur) > 0 && !bytes.HasSuffix(cur, []byte("\n")) {
+		b.WriteByte('\n')
+	}
+	b.WriteString("# orch's view of its state branch (see orch help)\n" + entry + "\n")
+	return true, os.WriteFile(p, b.Bytes(), 0o666)
+}

@@ -1,0 +1,292 @@
+package workflow
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// SubmitOptions describe a submission.
+type SubmitOptions struct {
+	PR   int
+	Note string
+}
+
+// Submit hands the work in for review.
+func (e *Engine) Submit(id string, opts SubmitOptions) (*Result, error) {
+	if err := checkTexts(namedText{"the note (-m)", opts.Note}); err != nil {
+		return nil, err
+	}
+	return e.transition(id, "submit", func(t *Task) (*change, error) {
+		if err := e.requireClaimant(&t.Task, "submit"); err != nil {
+			return nil, err
+		}
+		if err := e.submitGuards(t); err != nil {
+			return nil, err
+		}
+		// One PR per task (the rejection workflow): a retry pushes to the
+		// task's PR, whose history the reviewer follows. Moving a task to
+		// another PR is a person's explicit edit of pr_number.
+		if opts.PR > 0 && t.Task.PRNumber > 0 && opts.PR != t.Task.PRNumber {
+			hint := fmt.Sprintf("push your commits to %s (PR #%d updates itself) and run orch submit %s; if PR #%d cannot be used any more, ask a human with orch escalate %s -m \"why\"", t.Task.Branch, t.Task.PRNumber, t.Task.ID, t.Task.PRNumber, t.Task.ID)
+			if e.IsHuman() {
+				hint = fmt.Sprintf("run orch submit %s without --pr (PR #%d updates itself when %s is pushed); to move the task to PR #%d, set pr_number: %d with orch edit %s first", t.Task.ID, t.Task.PRNumber, t.Task.Branch, opts.PR, opts.PR, t.Task.ID)
+			}
+			return nil, &RuleError{Rule: "one_pr_per_task", Msg: fmt.Sprintf("%s's PR is #%d (pr_number), not #%d: a task keeps one PR across its retries", t.Task.ID, t.Task.PRNumber, opts.PR), Hint: hint}
+		}
+		edits := []taskfile.Edit{
+			taskfile.Set(taskfile.KeySubmittedBy, taskfile.String(t.Task.ClaimedBy)),
+			taskfile.Set(taskfile.KeySubmittedAt, taskfile.Time(e.Now())),
+		}
+		if t.Task.ClaimedBy == "" {
+			edits[0] = taskfile.Set(taskfile.KeySubmittedBy, taskfile.String(e.Actor))
+		}
+		if opts.PR > 0 {
+			edits = append(edits, taskfile.Set(taskfile.KeyPRNumber, taskfile.Int(opts.PR)))
+		}
+		f, err := t.File.Apply(edits...)
+		if err != nil {
+			return nil, err
+		}
+		body := "Submitted for review."
+		if opts.Note != "" {
+			body += "\n\n" + opts.Note
+		}
+		pr := opts.PR
+		if pr == 0 {
+			pr = t.Task.PRNumber
+		}
+		tip, _ := e.Store.ReadRef("refs/heads/" + t.Task.Branch)
+		return &change{file: f, to: taskfile.Provisional, body: body,
+			data: map[string]any{"note": opts.Note, "pr_number": pr, "branch": t.Task.Branch, "branch_tip": hashText(tip)}}, nil
+	})
+}
+
+func hashText(h plumbing.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
+}
+
+// submitGuards refuses the two commonest failures of review loops: handing
+// in work that does not answer the blocking issues of the last review, and
+// handing in the same work again.
+func (e *Engine) submitGuards(t *Task) error {
+	if rounds := t.File.FeedbackRounds(); len(rounds) > 0 {
+		var missing []string
+		for _, s := range rounds[0].Sources {
+			for _, is := range s.Issues {
+				if is.Blocking && !is.Resolved && len(is.Responses) == 0 {
+					missing = append(missing, is.ID)
+				}
+			}
+		}
+		if len(missing) > 0 {
+			return &RuleError{Rule: "unanswered_blocking", Msg: fmt.Sprintf("blocking issues of the last review have no response: %s", strings.Join(missing, ", ")),
+				Hint: fmt.Sprintf("answer each: orch respond %s %s fixed -m \"what you changed\" --commit SHA", t.Task.ID, missing[0])}
+		}
+	}
+	if t.Task.RejectedAt != "" && t.Task.Branch != "" {
+		tip, err := e.Store.ReadRef("refs/heads/" + t.Task.Branch)
+		if err != nil {
+			return err
+		}
+		if tip.String() == t.Task.RejectedAt {
+			return &RuleError{Rule: "unchanged_resubmit", Msg: fmt.Sprintf("the branch %s has no new commit since the last rejection (still %s)", t.Task.Branch, tip.String()[:7]),
+				Hint: "commit your fixes on " + t.Task.Branch + " first (git log " + t.Task.Branch + " shows where it stands)"}
+		}
+	}
+	return nil
+}
+
+// Approve accepts the work: provisional -> done. Lockouts are lifted: the
+// task is finished.
+func (e *Engine) Approve(id, notes string) (*Result, error) {
+	if err := checkTexts(namedText{"the notes (-m)", notes}); err != nil {
+		return nil, err
+	}
+	return e.approve(id, "approve", "APPROVED", notes, nil)
+}
+
+func (e *Engine) approve(id, verb, verdict, notes string, extra func(t *Task, f *taskfile.File) (*taskfile.File, error)) (*Result, error) {
+	return e.transition(id, verb, func(t *Task) (*change, error) {
+		if err := e.checkReviewer(t, verb); err != nil {
+			return nil, err
+		}
+		if open := unresolvedBlocking(t.File); len(open) > 0 && verb == "approve" {
+			return nil, &RuleError{Rule: "unresolved_blocking", Msg: fmt.Sprintf("blocking issues are unresolved: %s", strings.Join(open, ", ")),
+				Hint: "review it instead (orch review " + id + " lists what is still open), or reject it"}
+		}
+		f := t.File
+		var err error
+		if extra != nil {
+			if f, err = extra(t, f); err != nil {
+				return nil, err
+			}
+		}
+		edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)}
+		if len(t.Task.LockedOut) > 0 {
+			edits = append(edits, taskfile.Unset(taskfile.KeyLockedOut))
+		}
+		if f, err = f.Apply(edits...); err != nil {
+			return nil, err
+		}
+		body := fmt.Sprintf("%s by %s.", strings.ReplaceAll(verdict, "_", " "), e.Actor)
+		if notes != "" {
+			body += "\n\n" + notes
+		}
+		trailers := []string{"Orch-Verdict", verdict}
+		if len(t.Task.LockedOut) > 0 {
+			// Approval lifts every lockout: orch log names whom.
+			trailers = append(trailers, "Orch-Unlocked", strings.Join(t.Task.LockedOut, ", "))
+		}
+		return &change{file: f, to: taskfile.Done, body: body,
+			data:     map[string]any{"verdict": verdict, "notes": notes, "author": t.Task.SubmittedBy, "rounds": t.Task.RejectionCount, "unlocked": t.Task.LockedOut},
+			trailers: trailers}, nil
+	})
+}
+
+// unresolvedBlocking lists blocking issues not ticked as resolved.
+func unresolvedBlocking(f *taskfile.File) []string {
+	var out []string
+	for _, is := range f.AllIssues() {
+		if is.Blocking && !is.Resolved {
+			out = append(out, is.ID)
+		}
+	}
+	return out
+}
+
+// Pause stops work before it is finished; the note goes into the next
+// prompt.
+func (e *Engine) Pause(id, note string) (*Result, error) {
+	if err := checkTexts(namedText{"the note (-m)", note}); err != nil {
+		return nil, err
+	}
+	note = strings.TrimSpace(note)
+	if note == "" {
+		return nil, &UsageError{Msg: "a pause needs a note for whoever continues", Hint: `orch pause ` + id + ` -m "done: X; next: Y"`}
+	}
+	return e.transition(id, "pause", func(t *Task) (*change, error) {
+		if err := e.requireClaimant(&t.Task, "pause"); err != nil {
+			return nil, err
+		}
+		f, err := t.File.AddSection(fmt.Sprintf("## Continuation Note (%s, %s)\n\n%s\n", e.Actor, taskfile.FormatTime(e.Now()), demote(note)))
+		if err != nil {
+			return nil, err
+		}
+		if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
+			return nil, err
+		}
+		return &change{file: f, to: taskfile.NeedsContinuation, body: "Paused by " + e.Actor + ": " + firstSentence(note), data: map[string]any{"note": note, "branch": t.Task.Branch}}, nil
+	})
+}
+
+// demote keeps free text inside the section it is written to (see
+// taskfile.SafeText).
+func demote(s string) string { return taskfile.SafeText(s) }
+
+// Fail gives the task up.
+func (e *Engine) Fail(id, reason string) (*Result, error) {
+	if err := checkTexts(namedText{"the reason (-m)", reason}); err != nil {
+		return nil, err
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return nil, &UsageError{Msg: "say why the task failed", Hint: `orch fail ` + id + ` -m "reason"`}
+	}
+	return e.transition(id, "fail", func(t *Task) (*change, error) {
+		// An agent may give up its own claim; failing any other task (failed
+		// is final) is a human's decision.
+		if t.Task.Queue != taskfile.Claimed || t.Task.ClaimedBy != e.Actor {
+			if err := e.requireHuman("fail", t.Task.ID, "failing a task you have not claimed"); err != nil {
+				return nil, err
+			}
+		}
+		f, err := t.File.AddSection(fmt.Sprintf("## Failed (%s, %s)\n\n%s\n", e.Actor, taskfile.FormatTime(e.Now()), demote(reason)))
+		if err != nil {
+			return nil, err
+		}
+		if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
+			return nil, err
+		}
+		return &change{file: f, to: taskfile.Failed, body: "Failed: " + firstSentence(reason), data: map[string]any{"reason": reason}}, nil
+	})
+}
+
+// Reopen sends a failed task back to incoming: failed is final for agents,
+// and only a person undoes it. The branch, the feedback and the counts are
+// kept; the reason goes into the task above everything else, for whoever
+// claims it next.
+func (e *Engine) Reopen(id, reason string) (*Result, error) {
+	if err := checkTexts(namedText{"the reason (-m or -F)", reason}); err != nil {
+		return nil, err
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return nil, &UsageError{Msg: "say why the task is reopened", Hint: `orch reopen ` + id + ` -m "what changed since it failed"`}
+	}
+	if err := e.requireHuman("reopen", id, "reopening a failed task"); err != nil {
+		return nil, err
+	}
+	return e.transition(id, "reopen", func(t *Task) (*change, error) {
+		f, err := t.File.AddSection(fmt.Sprintf("## Reopened (%s, %s)\n\n%s\n", e.Actor, taskfile.FormatTime(e.Now()), demote(reason)))
+		if err != nil {
+			return nil, err
+		}
+		return &change{file: f, to: taskfile.Incoming, body: "Reopened by " + e.Actor + ": " + firstSentence(reason), data: map[string]any{"reason": reason}}, nil
+	})
+}
+
+// Requeue puts the task back in incoming: the claim is cleared; the branch,
+// the feedback and the counts are kept. With to, only that agent may claim
+// it.
+func (e *Engine) Requeue(id, to string) (*Result, error) {
+	if to != "" && !taskfile.ValidName(to) {
+		return nil, &UsageError{Msg: fmt.Sprintf("%q is not a valid agent name", printable(to))}
+	}
+	if err := e.requireHuman("requeue", id, "requeueing a task"); err != nil {
+		return nil, err
+	}
+	return e.transition(id, "requeue", func(t *Task) (*change, error) {
+		if to != "" && contains(t.Task.LockedOut, to) {
+			return nil, &RuleError{Rule: "lockout", Msg: fmt.Sprintf("%s is locked out of %s", to, id), Hint: fmt.Sprintf("unlock first: orch unlock %s %s", id, to)}
+		}
+		edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)}
+		if to != "" {
+			edits = append(edits, taskfile.Set(taskfile.KeyAssignedTo, taskfile.String(to)))
+		}
+		f, err := t.File.Apply(edits...)
+		if err != nil {
+			return nil, err
+		}
+		body := "Requeued by " + e.Actor + "."
+		if to != "" {
+			body = fmt.Sprintf("Requeued by %s for %s.", e.Actor, to)
+		}
+		return &change{file: f, to: taskfile.Incoming, body: body, data: map[string]any{"to": to}}, nil
+	})
+}
+
+// Archive removes a finished task's file from the state branch; history
+// keeps every version.
+func (e *Engine) Archive(id string) (*Result, error) {
+	if err := e.requireHuman("archive", id, "archiving a task"); err != nil {
+		return nil, err
+	}
+	var path string
+	res, err := e.transition(id, "archive", func(t *Task) (*change, error) {
+		path = t.Path
+		return &change{extra: []gitstore.Change{{Path: t.Path, Delete: true}}, body: "Archived " + t.Path + " (git log keeps it).",
+			data: map[string]any{"path": t.Path, "queue": string(t.Task.Queue)}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	_ = path
+	return res, nil
+}

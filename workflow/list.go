@@ -1,0 +1,114 @@
+package workflow
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// ListFilter selects tasks for List. Every field given must match.
+type ListFilter struct {
+	Queues []taskfile.Queue
+	Ready  bool // only tasks a claim by the actor could take now
+	// Labels: the task has every one of them.
+	Labels []string
+	// Role, ClaimedBy: exactly this (the task's role, default_role when
+	// it names none).
+	Role, ClaimedBy string
+	// Priorities: one of them (P0..P3).
+	Priorities []string
+	// Search: in the title or the body, ignoring case.
+	Search string
+	// Sort: claim (the default: by queue in board order, then claim
+	// order), priority, created (newest first), id, title.
+	Sort string
+}
+
+// ListSorts are the orders List knows.
+var ListSorts = []string{"claim", "priority", "created", "id", "title"}
+
+// List returns the tasks that pass the filter: by queue in board order, and
+// in claim order within a queue (or in claim order overall with Ready).
+func (e *Engine) List(f ListFilter) []*gitstore.Summary {
+	want := map[taskfile.Queue]bool{}
+	for _, q := range f.Queues {
+		want[q] = true
+	}
+	if f.Ready {
+		// Only the claim queues can be ready: the others are not decoded.
+		only := map[taskfile.Queue]bool{}
+		for q := range claimQueues {
+			if len(want) == 0 || want[q] {
+				only[q] = true
+			}
+		}
+		if len(only) == 0 {
+			return nil
+		}
+		want = only
+	}
+	var out []*gitstore.Summary
+	// Ready means what a claim by the actor would take, by the one rule
+	// claim applies (whyNot): queue, dependencies, role, assignment,
+	// lockout, and a view file that can be changed.
+	roles, _ := e.agentRoles("")
+	search := strings.ToLower(strings.TrimSpace(f.Search))
+	e.Store.EachSummaryIn(want, func(s *gitstore.Summary) {
+		if !e.listMatch(s, &f) {
+			return
+		}
+		if f.Ready {
+			if rule, _ := e.whyNot(s, roles); rule != "" {
+				return
+			}
+		}
+		if search != "" && !strings.Contains(strings.ToLower(s.Task.Title), search) {
+			// The body only when the title does not match: it is read
+			// from the branch.
+			t, err := e.Load(s)
+			if err != nil || !strings.Contains(strings.ToLower(string(t.File.Body())), search) {
+				return
+			}
+		}
+		out = append(out, s)
+	})
+	SortClaimOrder(out, !f.Ready)
+	switch f.Sort {
+	case "priority":
+		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int {
+			return cmp.Compare(taskfile.PriorityRank(a.Task.Priority), taskfile.PriorityRank(b.Task.Priority))
+		})
+	case "created":
+		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int { return b.Task.Created.Compare(a.Task.Created) })
+	case "id":
+		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int { return cmp.Compare(a.Task.ID, b.Task.ID) })
+	case "title":
+		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int {
+			return cmp.Compare(strings.ToLower(a.Task.Title), strings.ToLower(b.Task.Title))
+		})
+	}
+	return out
+}
+
+// listMatch applies the filter's fields that the summary alone answers.
+func (e *Engine) listMatch(s *gitstore.Summary, f *ListFilter) bool {
+	t := &s.Task
+	for _, l := range f.Labels {
+		if !contains(t.Labels, l) {
+			return false
+		}
+	}
+	if f.Role != "" && roleOf(t, e.Config) != f.Role {
+		return false
+	}
+	if f.ClaimedBy != "" && t.ClaimedBy != f.ClaimedBy {
+		return false
+	}
+	if len(f.Priorities) > 0 && !contains(f.Priorities, t.Priority) {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,75 @@
+package workflow
+
+import (
+	"strings"
+	"time"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/internal/lazyregexp"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// LogEntry is one commit of the state branch, read from its trailers.
+type LogEntry struct {
+	Commit  string    `json:"commit"`
+	Time    time.Time `json:"time"`
+	Task    string    `json:"task,omitempty"`
+	Action  string    `json:"action,omitempty"`
+	From    string    `json:"from,omitempty"`
+	To      string    `json:"to,omitempty"`
+	Actor   string    `json:"actor,omitempty"`
+	Subject string    `json:"subject"`
+	// LockedOut is the author a rejection locked out of the task, and
+	// Unlocked the agent an unlock let back in (Reviewer Lockout
+	// Protocol, "Lockout Logs": who, not only that it happened).
+	LockedOut string `json:"locked_out,omitempty"`
+	Unlocked  string `json:"unlocked,omitempty"`
+}
+
+// Log reads the history of the state branch (of one task when id is set),
+// newest first, at most limit entries (0: all).
+func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	var out []LogEntry
+	err := e.Store.Walk(func(c *gitrepo.CommitInfo) bool {
+		tr := c.Trailers()
+		if id != "" && tr["Orch-Task"] != id && !contains(strings.Fields(tr["Orch-Created"]), id) {
+			return true
+		}
+		out = append(out, LogEntry{
+			Commit: c.Hash.String(), Time: c.Author.When.UTC(), Task: tr["Orch-Task"], Action: tr["Orch-Action"],
+			From: tr["Orch-From"], To: tr["Orch-To"], Actor: tr["Orch-Actor"], Subject: c.Subject(),
+			LockedOut: lockedOutBy(c.Message, tr), Unlocked: tr["Orch-Unlocked"],
+		})
+		return limit <= 0 || len(out) < limit
+	})
+	return out, err
+}
+
+// lockedOutSentence is how a rejection's commit body has always said whom
+// it locked out: a paragraph of its own.
+var lockedOutSentence = lazyregexp.New(`^(.+) is locked out of this task\.$`)
+
+// lockedOutBy names whom a rejection commit locked out: its Orch-Locked-Out
+// trailer, or, in commits made before the trailer existed, the body's
+// sentence. Only rejections are read, and only whole paragraphs after the
+// first: the first ("Rejection #n by lead: ...") carries the reviewer's
+// words, which could say anything.
+func lockedOutBy(msg string, tr map[string]string) string {
+	if who := tr["Orch-Locked-Out"]; who != "" {
+		return who
+	}
+	if tr["Orch-Round"] == "" || (tr["Orch-Action"] != "reject" && tr["Orch-Action"] != "review") {
+		return ""
+	}
+	paras := strings.Split(strings.ReplaceAll(msg, "\r\n", "\n"), "\n\n")
+	// paras[0] is the subject, paras[1] the rejection's summary.
+	for i := 2; i < len(paras); i++ {
+		if m := lockedOutSentence().FindStringSubmatch(paras[i]); m != nil && taskfile.ValidPersonName(m[1]) {
+			return m[1]
+		}
+	}
+	return ""
+}

@@ -1,0 +1,185 @@
+package workflow
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// Rejection is what reject (and review with blocking issues) adds to a task.
+type Rejection struct {
+	Sources []taskfile.Source // at least one
+	Verdict string
+	Data    map[string]any  // extra event data
+	Summary string          // commit message body
+	Rule    string          // "reject" or "review"
+	Edits   []taskfile.Edit // further frontmatter edits (github_reviews)
+	// NoProgress is the structured review's count of rounds in a row that
+	// resolved no blocking issue (0 for a plain rejection).
+	NoProgress int
+}
+
+// Reject sends the work back with feedback.
+func (e *Engine) Reject(id, text string) (*Result, error) {
+	if err := checkTexts(namedText{"the feedback (-m or -F)", text}); err != nil {
+		return nil, err
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, &UsageError{Msg: "a rejection needs feedback", Hint: `orch reject ` + id + ` -m "what must change"`}
+	}
+	src := taskfile.Source{From: e.Actor + " via orch reject", Time: e.Now(), Text: text}
+	return e.reject(id, "reject", Rejection{Sources: []taskfile.Source{src}, Summary: firstSentence(text)})
+}
+
+// AmendRejection adds a reviewer's note to the newest rejection round
+// without rejecting again (orch reject --amend): the rejection workflow's
+// lead distills scattered PR comments that orch pr import brought in into a
+// note the agent can act on. The count, the lockout and the queue stay; the
+// task must not have been submitted since (the next review is the place
+// then).
+func (e *Engine) AmendRejection(id, text string) (*Result, error) {
+	if err := checkTexts(namedText{"the note (-m or -F)", text}); err != nil {
+		return nil, err
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, &UsageError{Msg: "a note needs text", Hint: `orch reject ` + id + ` --amend -m "what the comments mean"`}
+	}
+	return e.transitionAny(id, "reject.amend", func(t *Task) (*change, error) {
+		switch t.Task.Queue {
+		case taskfile.Rejected, taskfile.Claimed, taskfile.NeedsContinuation, taskfile.Escalated:
+		default:
+			return nil, &RuleError{Rule: "amend", Msg: fmt.Sprintf("%s is %s: only a rejected task that was not submitted again takes a note on its newest round", t.Task.ID, t.Task.Queue),
+				Hint: amendHint(t)}
+		}
+		rounds := t.File.FeedbackRounds()
+		if t.Task.RejectionCount == 0 || len(rounds) == 0 || rounds[0].Approval {
+			return nil, &RuleError{Rule: "amend", Msg: fmt.Sprintf("%s has no rejection round to add a note to", t.Task.ID), Hint: amendHint(t)}
+		}
+		if err := e.checkReviewer(t, "reject"); err != nil {
+			return nil, err
+		}
+		f, err := t.File.AddToNewestRound(taskfile.Source{From: e.Actor + " via orch reject --amend", Time: e.Now(), Text: text})
+		if err != nil {
+			return nil, err
+		}
+		body := fmt.Sprintf("Note on rejection #%d by %s: %s", rounds[0].Number, e.Actor, firstSentence(text))
+		return &change{file: f, body: body, data: map[string]any{"round": rounds[0].Number, "by": e.Actor, "claimed_by": t.Task.ClaimedBy}}, nil
+	})
+}
+
+func amendHint(t *Task) string {
+	if t.Task.Queue == taskfile.Provisional {
+		return "it waits for review: orch reject " + t.Task.ID + ` -m "..."` + " or orch approve " + t.Task.ID
+	}
+	return "orch show " + t.Task.ID + " shows its rounds"
+}
+
+func firstSentence(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if len(l) > 120 {
+		l = l[:117] + "..."
+	}
+	return l
+}
+
+// reject is the one path for every rejection: the feedback round at the top
+// of the body, the count, the lockout, and escalation by policy.
+func (e *Engine) reject(id, verb string, rj Rejection) (*Result, error) {
+	return e.transition(id, verb, func(t *Task) (*change, error) {
+		if err := e.checkReviewer(t, verb); err != nil {
+			return nil, err
+		}
+		return e.rejectChange(t, rj)
+	})
+}
+
+func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
+	n := t.Task.RejectionCount + 1
+	f, err := t.File.AddRound(taskfile.Round{Number: n, Verdict: rj.Verdict, Sources: rj.Sources})
+	if err != nil {
+		return nil, err
+	}
+	author := t.Task.SubmittedBy
+	if author == "" {
+		author = t.Task.ClaimedBy
+	}
+	locked := append([]string{}, t.Task.LockedOut...)
+	lockedNow := false
+	if e.Config.Review.LockoutOn() && author != "" && !contains(locked, author) {
+		locked = append(locked, author)
+		lockedNow = true
+	}
+	edits := []taskfile.Edit{
+		taskfile.Set(taskfile.KeyRejectionCount, taskfile.Int(n)),
+		taskfile.Unset(taskfile.KeyClaimedBy),
+		taskfile.Unset(taskfile.KeyClaimedAt),
+	}
+	if len(locked) > 0 {
+		edits = append(edits, taskfile.Set(taskfile.KeyLockedOut, taskfile.ListOf(locked)))
+	}
+	if t.Task.Branch != "" {
+		if tip, err := e.tasks().ReadRef("refs/heads/" + t.Task.Branch); err == nil && !tip.IsZero() {
+			edits = append(edits, taskfile.Set(taskfile.KeyRejectedAt, taskfile.String(tip.String())))
+		}
+	}
+	edits = append(edits, rj.Edits...)
+	if f, err = f.Apply(edits...); err != nil {
+		return nil, err
+	}
+	data := map[string]any{"round": n, "by": e.Actor, "author": author, "lockout": lockedNow, "branch": t.Task.Branch, "pr_number": t.Task.PRNumber}
+	for k, v := range rj.Data {
+		data[k] = v
+	}
+	c := &change{file: f, to: taskfile.Rejected, data: data,
+		body:     fmt.Sprintf("Rejection #%d by %s: %s", n, e.Actor, rj.Summary),
+		trailers: []string{"Orch-Round", fmt.Sprint(n)}}
+	if lockedNow {
+		c.body += fmt.Sprintf("\n\n%s is locked out of this task.", author)
+		c.trailers = append(c.trailers, "Orch-Locked-Out", author) // orch log names who
+	}
+	if reason, why := e.escalationFor(&t.Task, n, locked, rj.NoProgress); reason != "" {
+		c.to = taskfile.Escalated
+		c.extra = append(c.extra, e.escalationMessage(&f.Task, t.Path, reason, why)) // the task after this rejection
+		c.data["escalated"] = reason
+		c.body += "\n\nEscalated: " + why
+	}
+	return c, nil
+}
+
+// Unlock lifts one agent's lockout.
+func (e *Engine) Unlock(id, agent string) (*Result, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	if err := e.requireHuman("unlock", id, "lifting a lockout"); err != nil {
+		return nil, err
+	}
+	s, err := e.Find(id)
+	if err != nil {
+		return nil, err
+	}
+	id = s.Task.ID
+	if !contains(s.Task.LockedOut, agent) {
+		return nil, &RuleError{Rule: "not_locked_out", Msg: fmt.Sprintf("%s is not locked out of %s (locked out: %s)", printable(agent), id, orNone(s.Task.LockedOut)), Hint: "orch show " + id + " shows the task"}
+	}
+	return e.transitionAny(id, "unlock", func(t *Task) (*change, error) {
+		var rest []string
+		for _, a := range t.Task.LockedOut {
+			if a != agent {
+				rest = append(rest, a)
+			}
+		}
+		edit := taskfile.Set(taskfile.KeyLockedOut, taskfile.ListOf(rest))
+		if len(rest) == 0 {
+			edit = taskfile.Unset(taskfile.KeyLockedOut)
+		}
+		f, err := t.File.Apply(edit)
+		if err != nil {
+			return nil, err
+		}
+		return &change{file: f, body: fmt.Sprintf("Unlocked %s (by %s).", agent, e.Actor), data: map[string]any{"agent": agent}, trailers: []string{"Orch-Unlocked", agent}}, nil
+	})
+}
