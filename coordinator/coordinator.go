@@ -1,0 +1,611 @@
+//go:build unix
+
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Job is one run of one agent on one task: an implementer's attempt, or a
+// reviewer's review claim.
+type Job struct {
+	Slot     *Slot
+	Task     string
+	Title    string
+	Attempt  int    // the task's attempt (implementer) or review claim (reviewer): ORCH_ATTEMPT
+	Role     string // the implementer's role, or "reviewer": ORCH_ROLE
+	Worktree string
+	Prompt   string
+}
+
+// End is how a run ended without a transition by its agent.
+type End struct {
+	Reason   string // crash, timeout, stall, rate_limit, stopped, orphaned
+	ExitCode int
+	Duration time.Duration
+	Tail     []string // the log's last lines
+	Log      string
+}
+
+// Outcome is what became of a task when its agent's run ended: the event
+// the coordinator reports (submitted, paused, refused, escalated, failed,
+// reviewed, released, ...) and a line that says it.
+type Outcome struct {
+	Event string
+	Text  string
+}
+
+// ErrLost says a task is no longer the job's: its lease ran out and another
+// agent holds it now, or a person moved it. The coordinator ends the run
+// and leaves the task alone.
+var ErrLost = errors.New("the task is no longer this run's")
+
+// Queue is what the coordinator needs of orch's state. Each call opens the
+// repository, acts, and closes it again, so that the agents' own orch
+// commands are never kept waiting (see engineQueue: the verbs' own Engine
+// API).
+type Queue interface {
+	// Claim claims the next task an implementer slot may take, with its
+	// worktree and prompt ready; nil when there is none.
+	Claim(s *Slot) (*Job, error)
+	// ClaimReview claims the next submission a reviewer slot may review;
+	// nil when there is none.
+	ClaimReview(s *Slot) (*Job, error)
+	// Renew renews the job's lease (ErrLost: it is not the job's any more).
+	Renew(j *Job) error
+	// Finish says what the agent did with its task: done is false when the
+	// run ended without a transition of the agent's (then Abandon follows).
+	Finish(j *Job) (o Outcome, done bool, err error)
+	// Abandon records a run that ended without a transition: the task is
+	// paused with a note (a crash counts toward run.max_crashes, and may
+	// escalate it), or a review claim released.
+	Abandon(j *Job, end End) (Outcome, error)
+	// Provisional is how many submissions wait for review.
+	Provisional() (int, error)
+	// Moved reports whether the state branch moved since the last call.
+	Moved() bool
+	// PollPRs runs orch pr poll (with github.repo set).
+	PollPRs() error
+}
+
+// Options set a coordinator up.
+type Options struct {
+	Run       *Run
+	Queue     Queue
+	Orch      string // the orch executable: agents run under `orch __supervise`
+	LogDir    string // one file per attempt: <LogDir>/<task>/<attempt>.log
+	Env       []string
+	UntilIdle bool
+	// Events hears everything the coordinator does, in order.
+	Events func(Event)
+	// Poll is how often the coordinator looks at its agents and the state
+	// branch (default 250ms).
+	Poll time.Duration
+	// Recheck is how often idle slots look for work even though the state
+	// branch did not move: leases run out with time alone (default 30s).
+	Recheck time.Duration
+}
+
+// Event is one thing the coordinator did or saw, as orch run --json prints
+// it (one per line).
+type Event struct {
+	Time     time.Time `json:"time"`
+	Event    string    `json:"event"` // started, claimed, exited, paused, submitted, reviewed, released, backoff, escalated, ...
+	Slot     string    `json:"slot,omitempty"`
+	Role     string    `json:"role,omitempty"`
+	Task     string    `json:"task,omitempty"`
+	Attempt  int       `json:"attempt,omitempty"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Duration string    `json:"duration,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Until    string    `json:"until,omitempty"`
+	Log      string    `json:"log,omitempty"`
+	Text     string    `json:"text"`
+}
+
+// Coordinator keeps the slots of run: busy.
+type Coordinator struct {
+	opts  Options
+	slots []*slotState
+	exits chan *slotState
+
+	mu       sync.Mutex // guards the fields below and the slots' status
+	draining bool
+	stopping bool
+	drainCh  chan struct{}
+	stopCh   chan struct{}
+	lastPoll time.Time
+	lastLook time.Time
+	full     bool // claiming waits: run.max_provisional submissions wait for review
+	status   []Status
+}
+
+// slotState is a slot and what it runs.
+type slotState struct {
+	*Slot
+	job         *Job
+	proc        *proc
+	log         string
+	started     time.Time
+	renewed     time.Time
+	limit       rateLimitSeen
+	killed      string // why the coordinator ended the run (timeout, stall, stopped, lost)
+	backoff     time.Time
+	backoffStep int
+	nothing     bool // the last look found nothing for it
+}
+
+// New makes a coordinator of run's slots.
+func New(opts Options) (*Coordinator, error) {
+	if opts.Run == nil || len(opts.Run.Agents)+len(opts.Run.Reviewers) == 0 {
+		return nil, &NoSlotsError{}
+	}
+	if opts.Poll == 0 {
+		opts.Poll = 250 * time.Millisecond
+	}
+	if opts.Recheck == 0 {
+		opts.Recheck = 30 * time.Second
+	}
+	if opts.Events == nil {
+		opts.Events = func(Event) {}
+	}
+	c := &Coordinator{opts: opts, exits: make(chan *slotState, 64), drainCh: make(chan struct{}), stopCh: make(chan struct{})}
+	for _, s := range opts.Run.Agents {
+		c.slots = append(c.slots, &slotState{Slot: s})
+	}
+	for _, s := range opts.Run.Reviewers {
+		c.slots = append(c.slots, &slotState{Slot: s})
+	}
+	return c, nil
+}
+
+// NoSlotsError: run: names no agent and no reviewer.
+type NoSlotsError struct{}
+
+func (*NoSlotsError) Error() string { return "config.yaml's run: names no agents and no reviewers" }
+
+// Drain stops claiming: the running agents finish, then Run returns.
+func (c *Coordinator) Drain() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.draining {
+		c.draining = true
+		close(c.drainCh)
+	}
+}
+
+// Stop ends the running agents (their tasks are paused with a note) and
+// Run returns.
+func (c *Coordinator) Stop() {
+	c.Drain()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopping {
+		c.stopping = true
+		close(c.stopCh)
+	}
+}
+
+func (c *Coordinator) emit(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	c.opts.Events(ev)
+}
+
+// Run keeps the slots busy until ctx ends, Drain or Stop is called (and the
+// agents are done), or, with UntilIdle, nothing is left to do.
+func (c *Coordinator) Run(ctx context.Context) error {
+	tick := time.NewTicker(c.opts.Poll)
+	defer tick.Stop()
+	drainSeen, stopSeen := false, false
+	for {
+		now := time.Now()
+		c.watch(now)
+		busy := c.fill(now)
+		running := c.running()
+		c.snapshot()
+		if running == 0 && (drainSeen || stopSeen) {
+			return nil
+		}
+		if running == 0 && c.opts.UntilIdle && !busy && !c.waiting(now) {
+			c.emit(Event{Event: "idle", Text: "nothing left to claim or review, and no agent runs"})
+			return nil
+		}
+		select {
+		case s := <-c.exits:
+			c.finish(s)
+		case <-tick.C:
+		case <-c.drainCh:
+			if !drainSeen {
+				drainSeen = true
+				c.emit(Event{Event: "draining", Text: fmt.Sprintf("no new claims; waiting for %d running agent(s) (a second Ctrl-C stops them)", running)})
+			}
+		case <-c.stopCh:
+			if !stopSeen {
+				stopSeen = true
+				c.emit(Event{Event: "stopping", Text: fmt.Sprintf("stopping %d running agent(s); their tasks are paused", running)})
+				c.killAll("stopped")
+			}
+		case <-ctx.Done():
+			c.Stop()
+		}
+	}
+}
+
+// running counts the slots whose agent runs.
+func (c *Coordinator) running() int {
+	n := 0
+	for _, s := range c.slots {
+		if s.proc != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// waiting reports whether some slot waits out a rate limit: the work is
+// not done, only paused.
+func (c *Coordinator) waiting(now time.Time) bool {
+	for _, s := range c.slots {
+		if now.Before(s.backoff) {
+			return true
+		}
+	}
+	return false
+}
+
+// fill gives every idle slot work, and reports whether any slot found some
+// (or could not tell).
+func (c *Coordinator) fill(now time.Time) bool {
+	c.mu.Lock()
+	stop := c.draining
+	c.mu.Unlock()
+	if stop {
+		return false
+	}
+	r := c.opts.Run
+	if r.PollPRs > 0 && now.Sub(c.lastPoll) >= r.PollPRs {
+		c.lastPoll = now
+		if err := c.opts.Queue.PollPRs(); err != nil {
+			c.emit(Event{Event: "error", Reason: "pr_poll", Text: "orch pr poll: " + err.Error()})
+		}
+	}
+	moved := c.opts.Queue.Moved()
+	recheck := now.Sub(c.lastLook) >= c.opts.Recheck
+	if recheck {
+		c.lastLook = now
+	}
+	busy := false
+	for _, s := range c.slots {
+		if s.proc != nil || now.Before(s.backoff) {
+			continue
+		}
+		if s.nothing && !moved && !recheck {
+			continue
+		}
+		var job *Job
+		var err error
+		if s.Reviewer {
+			job, err = c.opts.Queue.ClaimReview(s.Slot)
+		} else {
+			if c.tooManyWaiting() {
+				continue
+			}
+			job, err = c.opts.Queue.Claim(s.Slot)
+		}
+		if err != nil {
+			c.emit(Event{Event: "error", Slot: s.Name, Text: err.Error()})
+			s.backoff = now.Add(5 * time.Second)
+			busy = true
+			continue
+		}
+		if job == nil {
+			s.nothing = true
+			continue
+		}
+		s.nothing = false
+		busy = true
+		c.start(s, job)
+	}
+	return busy
+}
+
+// tooManyWaiting applies run.max_provisional: claiming waits while that
+// many submissions wait for review.
+func (c *Coordinator) tooManyWaiting() bool {
+	max := c.opts.Run.MaxProvisional
+	if max <= 0 {
+		return false
+	}
+	n, err := c.opts.Queue.Provisional()
+	if err != nil {
+		return false
+	}
+	full := n >= max
+	if full && !c.full {
+		c.emit(Event{Event: "waiting", Reason: "max_provisional", Text: fmt.Sprintf("%d submission(s) wait for review (run.max_provisional is %d): no new claims until reviews land", n, max)})
+	}
+	c.full = full
+	return full
+}
+
+// start runs the slot's agent on the job.
+func (c *Coordinator) start(s *slotState, j *Job) {
+	role := j.Role
+	c.emit(Event{Event: "claimed", Slot: s.Name, Role: role, Task: j.Task, Attempt: j.Attempt, Text: fmt.Sprintf("%s %s %s (attempt %d): %s", s.Name, claimedVerb(s), j.Task, j.Attempt, j.Title)})
+	dir := filepath.Join(c.opts.LogDir, j.Task)
+	name := fmt.Sprint(j.Attempt)
+	if s.Reviewer {
+		name = "review-" + name
+	}
+	log := filepath.Join(dir, name+".log")
+	promptFile := filepath.Join(dir, name+".prompt")
+	err := os.MkdirAll(dir, 0o777)
+	if err == nil {
+		err = os.WriteFile(promptFile, []byte(j.Prompt), 0o666)
+	}
+	if err == nil {
+		s.job, s.log, s.killed = j, log, ""
+		s.limit.reset()
+		s.started, s.renewed = time.Now(), time.Now()
+		env := append(append([]string(nil), c.opts.Env...),
+			"ORCH_AGENT="+s.Name, "ORCH_TASK="+j.Task, "ORCH_ROLE="+role, fmt.Sprintf("ORCH_ATTEMPT=%d", j.Attempt),
+			"ORCH_WORKTREE="+j.Worktree, "ORCH_PROMPT_FILE="+promptFile, "ORCH_LOG="+log)
+		var p *proc
+		p, err = startProc(procSpec{Orch: c.opts.Orch, Script: s.Cmd, Dir: j.Worktree, Env: env, Stdin: promptFile, Log: log,
+			Grace: c.opts.Run.KillGrace, OnLine: s.rateLimitWatch()})
+		if err == nil {
+			s.proc = p
+			go func() { <-p.done; c.exits <- s }()
+			c.emit(Event{Event: "started", Slot: s.Name, Role: role, Task: j.Task, Attempt: j.Attempt, Log: log, Text: fmt.Sprintf("%s started on %s in %s", s.Name, j.Task, j.Worktree)})
+			return
+		}
+	}
+	// The agent never ran: its claim is given back at once.
+	c.emit(Event{Event: "error", Slot: s.Name, Task: j.Task, Text: "cannot start the agent: " + err.Error()})
+	s.job, s.proc = j, nil
+	c.abandon(s, End{Reason: "crash", ExitCode: 127, Log: log, Tail: []string{"orch run: " + err.Error()}})
+	s.backoff = time.Now().Add(5 * time.Second)
+}
+
+func claimedVerb(s *slotState) string {
+	if s.Reviewer {
+		return "reviews"
+	}
+	return "claimed"
+}
+
+// rateLimitSeen is what an agent's output said of a rate limit: the first
+// line that matched rate_limit, and the reset time it gave. The output is
+// read on a goroutine of its own.
+type rateLimitSeen struct {
+	mu      sync.Mutex
+	line    string
+	resetAt time.Time
+}
+
+func (r *rateLimitSeen) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.line, r.resetAt = "", time.Time{}
+}
+
+func (r *rateLimitSeen) get() (string, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.line, r.resetAt
+}
+
+// rateLimitWatch is the slot's watcher of its agent's output.
+func (s *slotState) rateLimitWatch() func(string) {
+	if s.RateLimit == nil {
+		return nil
+	}
+	return func(line string) {
+		if !s.RateLimit.MatchString(line) {
+			return
+		}
+		s.limit.mu.Lock()
+		defer s.limit.mu.Unlock()
+		if s.limit.line == "" {
+			s.limit.line = line
+		}
+		if t, ok := resetTime(line, time.Now()); ok {
+			s.limit.resetAt = t
+		}
+	}
+}
+
+// watch applies the timeouts to the running agents and renews their
+// leases.
+func (c *Coordinator) watch(now time.Time) {
+	r := c.opts.Run
+	for _, s := range c.slots {
+		p := s.proc
+		if p == nil || s.killed != "" {
+			continue
+		}
+		switch {
+		case r.TaskTimeout > 0 && now.Sub(s.started) >= r.TaskTimeout:
+			c.kill(s, "timeout", fmt.Sprintf("ran for %s (run.task_timeout)", r.TaskTimeout))
+			continue
+		case r.StallTimeout > 0 && now.Sub(p.lastOutput()) >= r.StallTimeout:
+			c.kill(s, "stall", fmt.Sprintf("no output for %s (run.stall_timeout)", r.StallTimeout))
+			continue
+		}
+		if now.Sub(s.renewed) >= r.RenewEvery {
+			s.renewed = now
+			if err := c.opts.Queue.Renew(s.job); errors.Is(err, ErrLost) {
+				c.kill(s, "lost", "the task is no longer this run's: "+err.Error())
+			} else if err != nil {
+				c.emit(Event{Event: "error", Slot: s.Name, Task: s.job.Task, Text: "the lease was not renewed: " + err.Error()})
+			}
+		}
+	}
+}
+
+// kill ends a slot's agent (its whole process group) for a reason.
+func (c *Coordinator) kill(s *slotState, reason, text string) {
+	s.killed = reason
+	c.emit(Event{Event: "killing", Slot: s.Name, Task: s.job.Task, Attempt: s.job.Attempt, Reason: reason, Text: fmt.Sprintf("%s on %s: %s; ending its process group", s.Name, s.job.Task, text)})
+	s.proc.terminate()
+	p := s.proc
+	grace := c.opts.Run.KillGrace + 2*time.Second
+	go func() {
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			p.kill() // the supervisor did not end the group in time
+		}
+	}()
+}
+
+func (c *Coordinator) killAll(reason string) {
+	for _, s := range c.slots {
+		if s.proc != nil && s.killed == "" {
+			c.kill(s, reason, "orch run was stopped")
+		}
+	}
+}
+
+// finish handles a slot whose agent ended.
+func (c *Coordinator) finish(s *slotState) {
+	p, j := s.proc, s.job
+	code, _ := p.exited()
+	dur := time.Since(s.started).Round(time.Millisecond)
+	c.emit(Event{Event: "exited", Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, ExitCode: &code, Duration: dur.String(), Log: s.log,
+		Text: fmt.Sprintf("%s on %s exited %d after %s", s.Name, j.Task, code, dur)})
+	s.proc = nil
+	if s.killed == "lost" {
+		s.job = nil
+		return
+	}
+	o, done, err := c.opts.Queue.Finish(j)
+	if err != nil {
+		c.emit(Event{Event: "error", Slot: s.Name, Task: j.Task, Text: err.Error()})
+		s.job = nil
+		return
+	}
+	if done {
+		s.backoffStep = 0
+		o.emitFor(c, s, j)
+		s.job = nil
+		return
+	}
+	end := End{Reason: "crash", ExitCode: code, Duration: dur, Tail: p.lastLines(tailLines), Log: s.log}
+	switch {
+	case s.killed != "":
+		end.Reason = s.killed
+	case s.limitLine() != "" || s.RateLimitExit[code]:
+		end.Reason = "rate_limit"
+	}
+	c.abandon(s, end)
+	if end.Reason == "rate_limit" {
+		c.backOff(s)
+	}
+}
+
+func (s *slotState) limitLine() string { l, _ := s.limit.get(); return l }
+
+func (o Outcome) emitFor(c *Coordinator, s *slotState, j *Job) {
+	c.emit(Event{Event: o.Event, Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Text: o.Text})
+}
+
+// abandon records a run that ended without a transition.
+func (c *Coordinator) abandon(s *slotState, end End) {
+	j := s.job
+	s.job = nil
+	o, err := c.opts.Queue.Abandon(j, end)
+	if err != nil {
+		if errors.Is(err, ErrLost) {
+			return
+		}
+		c.emit(Event{Event: "error", Slot: s.Name, Task: j.Task, Text: err.Error()})
+		return
+	}
+	c.emit(Event{Event: o.Event, Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Reason: end.Reason, Log: end.Log, Text: o.Text})
+}
+
+// backOff makes a rate-limited slot wait: until the reset time its agent's
+// output gave, with every slot of the same harness or account; else alone,
+// twice as long as the time before.
+func (c *Coordinator) backOff(s *slotState) {
+	now := time.Now()
+	line, resetAt := s.limit.get()
+	if !resetAt.IsZero() && resetAt.After(now) {
+		until := resetAt.Add(time.Second)
+		for _, o := range c.slots {
+			if o == s || (s.Harness != "" && o.Harness == s.Harness) || (s.Account != "" && o.Account == s.Account) {
+				if until.After(o.backoff) {
+					o.backoff = until
+				}
+				c.emit(Event{Event: "backoff", Slot: o.Name, Reason: "rate_limit", Until: until.UTC().Format(time.RFC3339), Text: fmt.Sprintf("%s waits until %s: %s said its rate limit resets then", o.Name, until.Format("15:04:05"), s.Name)})
+			}
+		}
+		return
+	}
+	d := c.opts.Run.Backoff << min(s.backoffStep, 10)
+	if max := c.opts.Run.Backoff * 64; d > max {
+		d = max
+	}
+	s.backoffStep++
+	s.backoff = now.Add(d)
+	c.emit(Event{Event: "backoff", Slot: s.Name, Reason: "rate_limit", Until: s.backoff.UTC().Format(time.RFC3339), Text: fmt.Sprintf("%s backs off for %s (rate limited, no reset time given: %s)", s.Name, d, oneLine(line))})
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:120]) + "…"
+	}
+	return s
+}
+
+// Status is one slot as the live view shows it.
+type Status struct {
+	Slot     string
+	Role     string
+	Task     string
+	Attempt  int
+	Started  time.Time
+	LastLine string
+	Until    time.Time // backing off until
+	Log      string
+}
+
+// Status is what every slot does now (as of the last look: the live view
+// reads it from another goroutine).
+func (c *Coordinator) Status() []Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+// snapshot records the slots' status for Status.
+func (c *Coordinator) snapshot() {
+	var out []Status
+	for _, s := range c.slots {
+		st := Status{Slot: s.Name, Role: "implementer", Until: s.backoff}
+		if s.Reviewer {
+			st.Role = "reviewer"
+		}
+		if s.job != nil && s.proc != nil {
+			st.Task, st.Attempt, st.Started, st.Log = s.job.Task, s.job.Attempt, s.started, s.log
+			if l := s.proc.lastLines(1); len(l) > 0 {
+				st.LastLine = l[0]
+			}
+		}
+		out = append(out, st)
+	}
+	c.mu.Lock()
+	c.status = out
+	c.mu.Unlock()
+}

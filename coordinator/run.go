@@ -1,0 +1,44 @@
+package coordinator
+
+import (
+	"regexp"
+	"time"
+)
+
+// Run is config.yaml's run: section, resolved: every slot's command and
+// rate-limit pattern filled in (from its harness preset when it names
+// one), every duration set.
+type Run struct {
+	Agents    []*Slot
+	Reviewers []*Slot
+	// TaskTimeout (wall clock) and StallTimeout (no output) end an agent's
+	// process group: SIGTERM, then SIGKILL after KillGrace.
+	TaskTimeout  time.Duration
+	StallTimeout time.Duration
+	KillGrace    time.Duration
+	// MaxProvisional > 0 stops claiming while that many submissions wait
+	// for review; MaxCrashes exits without a transition in a row escalate
+	// a task.
+	MaxProvisional int
+	MaxCrashes     int
+	// Backoff is a rate-limited slot's first wait when its agent's output
+	// gives no reset time; it doubles each time.
+	Backoff time.Duration
+	// RenewEvery is how often a running agent's lease is renewed.
+	RenewEvery time.Duration
+	// PollPRs > 0 runs orch pr poll that often (github.repo set).
+	PollPRs time.Duration
+}
+
+// Slot is one agent or reviewer of run: one actor, one process at a time.
+type Slot struct {
+	Name          string
+	Reviewer      bool
+	Cmd           string // run by sh -c in the task's worktree, the prompt on stdin
+	Harness       string
+	Account       string
+	Roles         []string
+	Labels        []string
+	RateLimit     *regexp.Regexp
+	RateLimitExit map[int]bool
+}
