@@ -77,10 +77,13 @@ type Queue interface {
 
 // Options set a coordinator up.
 type Options struct {
-	Run       *Run
-	Queue     Queue
-	Orch      string // the orch executable: agents run under `orch __supervise`
-	LogDir    string // one file per attempt: <LogDir>/<task>/<attempt>.log
+	Run   *Run
+	Queue Queue
+	Orch  string // the orch executable: agents run under `orch __supervise`
+	// PrivDir is the clone's private state (<common dir>/orch): the logs
+	// (one file per attempt: logs/<task>/<attempt>.log) and the state
+	// files of the coordinators running on the clone (runstate.go).
+	PrivDir   string
 	Env       []string
 	UntilIdle bool
 	// Events hears everything the coordinator does, in order.
@@ -125,6 +128,7 @@ type Coordinator struct {
 	lastLook time.Time
 	full     bool // claiming waits: run.max_provisional submissions wait for review
 	status   []Status
+	state    *runState
 }
 
 // slotState is a slot and what it runs.
@@ -203,6 +207,13 @@ func (c *Coordinator) emit(ev Event) {
 // Run keeps the slots busy until ctx ends, Drain or Stop is called (and the
 // agents are done), or, with UntilIdle, nothing is left to do.
 func (c *Coordinator) Run(ctx context.Context) error {
+	state, err := openRunState(c.opts.PrivDir)
+	if err != nil {
+		return err
+	}
+	c.state = state
+	defer state.close()
+	c.recover()
 	tick := time.NewTicker(c.opts.Poll)
 	defer tick.Stop()
 	drainSeen, stopSeen := false, false
@@ -238,6 +249,47 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			c.Stop()
 		}
 	}
+}
+
+// LogDir is where orch run keeps its agents' logs: <privDir>/logs/<task>/.
+func LogDir(privDir string) string { return filepath.Join(privDir, "logs") }
+
+// saveState records the runs going now in this coordinator's state file.
+func (c *Coordinator) saveState() {
+	var jobs []RunningJob
+	for _, s := range c.slots {
+		if s.proc != nil && s.job != nil {
+			jobs = append(jobs, RunningJob{Slot: s.Name, Reviewer: s.Reviewer, Task: s.job.Task, Attempt: s.job.Attempt, Started: s.started, Log: s.log, PID: os.Getpid()})
+		}
+	}
+	if err := c.state.write(jobs); err != nil {
+		c.emit(Event{Event: "error", Text: "cannot write the run state: " + err.Error()})
+	}
+}
+
+// recover gives back the runs of coordinators of this clone that died
+// without stopping them (their agents died with them): each task is
+// paused with a note, each review claim released, at once rather than
+// when its lease runs out.
+func (c *Coordinator) recover() {
+	orphans(c.opts.PrivDir, func(rj RunningJob) {
+		slot := &Slot{Name: rj.Slot, Reviewer: rj.Reviewer}
+		for _, s := range c.slots {
+			if s.Name == rj.Slot && s.Reviewer == rj.Reviewer {
+				slot = s.Slot
+			}
+		}
+		j := &Job{Slot: slot, Task: rj.Task, Attempt: rj.Attempt}
+		o, err := c.opts.Queue.Abandon(j, End{Reason: "orphaned", Log: rj.Log, Duration: time.Since(rj.Started)})
+		switch {
+		case errors.Is(err, ErrLost):
+		case err != nil:
+			c.emit(Event{Event: "error", Slot: rj.Slot, Task: rj.Task, Text: "cannot give back a run of a dead orch run: " + err.Error()})
+		default:
+			c.emit(Event{Event: o.Event, Slot: rj.Slot, Task: rj.Task, Attempt: rj.Attempt, Reason: "orphaned", Log: rj.Log,
+				Text: fmt.Sprintf("%s (the orch run that started it on this clone died)", o.Text)})
+		}
+	})
 }
 
 // running counts the slots whose agent runs.
@@ -341,7 +393,7 @@ func (c *Coordinator) tooManyWaiting() bool {
 func (c *Coordinator) start(s *slotState, j *Job) {
 	role := j.Role
 	c.emit(Event{Event: "claimed", Slot: s.Name, Role: role, Task: j.Task, Attempt: j.Attempt, Text: fmt.Sprintf("%s %s %s (attempt %d): %s", s.Name, claimedVerb(s), j.Task, j.Attempt, j.Title)})
-	dir := filepath.Join(c.opts.LogDir, j.Task)
+	dir := filepath.Join(LogDir(c.opts.PrivDir), j.Task)
 	name := fmt.Sprint(j.Attempt)
 	if s.Reviewer {
 		name = "review-" + name
@@ -364,6 +416,7 @@ func (c *Coordinator) start(s *slotState, j *Job) {
 			Grace: c.opts.Run.KillGrace, OnLine: s.rateLimitWatch()})
 		if err == nil {
 			s.proc = p
+			c.saveState()
 			go func() { <-p.done; c.exits <- s }()
 			c.emit(Event{Event: "started", Slot: s.Name, Role: role, Task: j.Task, Attempt: j.Attempt, Log: log, Text: fmt.Sprintf("%s started on %s in %s", s.Name, j.Task, j.Worktree)})
 			return
@@ -484,6 +537,7 @@ func (c *Coordinator) finish(s *slotState) {
 	c.emit(Event{Event: "exited", Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, ExitCode: &code, Duration: dur.String(), Log: s.log,
 		Text: fmt.Sprintf("%s on %s exited %d after %s", s.Name, j.Task, code, dur)})
 	s.proc = nil
+	c.saveState()
 	if s.killed == "lost" {
 		s.job = nil
 		return

@@ -87,8 +87,8 @@ func (q *fakeQueue) Abandon(j *Job, end End) (Outcome, error) {
 }
 
 func (q *fakeQueue) Provisional() (int, error) { return 0, nil }
-func (q *fakeQueue) Moved() bool                { return false }
-func (q *fakeQueue) PollPRs() error             { return nil }
+func (q *fakeQueue) Moved() bool               { return false }
+func (q *fakeQueue) PollPRs() error            { return nil }
 
 type recorder struct {
 	mu     sync.Mutex
@@ -138,7 +138,7 @@ func runFor(t *testing.T, q *fakeQueue, r *Run, d time.Duration) (*recorder, err
 	t.Helper()
 	exe, _ := os.Executable()
 	rec := &recorder{}
-	c, err := New(Options{Run: r, Queue: q, Orch: exe, LogDir: filepath.Join(q.dir, "logs"), Env: append(os.Environ(), "FAKE_DIR="+q.dir),
+	c, err := New(Options{Run: r, Queue: q, Orch: exe, PrivDir: q.dir, Env: append(os.Environ(), "FAKE_DIR="+q.dir),
 		UntilIdle: true, Events: rec.add, Poll: 20 * time.Millisecond, Recheck: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func TestCoordinatorDrainAndStop(t *testing.T) {
 	for _, stop := range []bool{false, true} {
 		q := newFakeQueue(t, "T-1", "T-2", "T-3")
 		rec := &recorder{}
-		c, err := New(Options{Run: testRun(&Slot{Name: "a", Cmd: `sleep 0.5; ` + submitScript}), Queue: q, Orch: exe, LogDir: filepath.Join(q.dir, "logs"),
+		c, err := New(Options{Run: testRun(&Slot{Name: "a", Cmd: `sleep 0.5; ` + submitScript}), Queue: q, Orch: exe, PrivDir: q.dir,
 			Env: append(os.Environ(), "FAKE_DIR="+q.dir), Events: rec.add, Poll: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -336,7 +336,7 @@ func (f *File) decodeTask() error {
 			return &ParseError{Path: f.Path, Line: f.fileLine(fl.keyNode.Line), Msg: fmt.Sprintf("%s: ", fl.key) + fmt.Sprintf(format, a...)}
 		}
 		switch fl.key {
-		case KeyID, KeyTitle, KeyRole, KeyBranch, KeyBaseBranch, KeyClaimedBy, KeySubmittedBy, KeyAssignedTo, KeyRejectedAt:
+		case KeyID, KeyTitle, KeyRole, KeyBranch, KeyBaseBranch, KeyClaimedBy, KeySubmittedBy, KeyAssignedTo, KeyRejectedAt, KeyReviewBy:
 			s, ok := scalarString(v)
 			if !ok {
 				return bad("must be a single value")
@@ -360,6 +360,8 @@ func (f *File) decodeTask() error {
 				t.AssignedTo = s
 			case KeyRejectedAt:
 				t.RejectedAt = s
+			case KeyReviewBy:
+				t.ReviewClaimedBy = s
 			}
 		case KeyQueue:
 			s, ok := scalarString(v)
@@ -378,7 +380,7 @@ func (f *File) decodeTask() error {
 				s = p
 			}
 			t.Priority = s
-		case KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts:
+		case KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyCrashes, KeyReviewCount:
 			s, ok := scalarString(v)
 			if !ok {
 				return bad("must be a number")
@@ -400,8 +402,12 @@ func (f *File) decodeTask() error {
 				t.NoProgress = n
 			case KeyAttempts:
 				t.Attempts = n
+			case KeyCrashes:
+				t.Crashes = n
+			case KeyReviewCount:
+				t.ReviewAttempts = n
 			}
-		case KeyClaimedAt, KeySubmittedAt, KeyCreated, KeyHeartbeatAt:
+		case KeyClaimedAt, KeySubmittedAt, KeyCreated, KeyHeartbeatAt, KeyReviewAt:
 			s, ok := scalarString(v)
 			if !ok {
 				return bad("must be a time such as 2026-02-06T10:00:00Z")
@@ -419,6 +425,8 @@ func (f *File) decodeTask() error {
 				t.ClaimedAt = tm
 			case KeyHeartbeatAt:
 				t.HeartbeatAt = tm
+			case KeyReviewAt:
+				t.ReviewClaimedAt = tm
 			case KeySubmittedAt:
 				t.SubmittedAt = tm
 			case KeyCreated:

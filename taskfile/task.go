@@ -85,6 +85,15 @@ type Task struct {
 	// RejectedAt is the branch tip recorded at the last rejection; submit
 	// refuses when the branch has not moved past it.
 	RejectedAt string `json:"rejected_at_commit,omitempty"`
+	// Crashes counts the runs of orch run in a row that ended without a
+	// transition of their agent; run.max_crashes of them escalate.
+	Crashes int `json:"crashes,omitempty"`
+	// ReviewClaimedBy holds a submission for one reviewer (orch run's
+	// review claim), a lease like a claim's: ReviewClaimedAt is when it
+	// began or was last renewed, ReviewAttempts counts the review claims.
+	ReviewClaimedBy string    `json:"review_claimed_by,omitempty"`
+	ReviewClaimedAt time.Time `json:"review_claimed_at,omitzero"`
+	ReviewAttempts  int       `json:"review_attempts,omitempty"`
 }
 
 // Field names orch reads and writes.
@@ -114,6 +123,10 @@ const (
 	KeyLabels        = "labels"
 	KeyCreated       = "created"
 	KeyRejectedAt    = "rejected_at_commit"
+	KeyCrashes       = "crashes"
+	KeyReviewBy      = "review_claimed_by"
+	KeyReviewAt      = "review_claimed_at"
+	KeyReviewCount   = "review_attempts"
 )
 
 // KeyOrder is the order orch writes keys in new files, and the order used to
@@ -122,6 +135,7 @@ var KeyOrder = []string{
 	KeyID, KeyTitle, KeyQueue, KeyPriority, KeyRole, KeyBranch, KeyBaseBranch, KeyPRNumber,
 	KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeyHeartbeatAt, KeySubmittedBy, KeySubmittedAt,
 	KeyAssignedTo, KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyCreated, KeyRejectedAt, KeyGitHubReviews,
+	KeyCrashes, KeyReviewBy, KeyReviewAt, KeyReviewCount,
 }
 
 // OrchOwned lists the fields that only orch's verbs change. A stale editor
@@ -130,6 +144,7 @@ var KeyOrder = []string{
 var OrchOwned = []string{
 	KeyQueue, KeyBranch, KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeyHeartbeatAt,
 	KeySubmittedBy, KeySubmittedAt, KeyLockedOut, KeyWorkedBy, KeyRejectedAt, KeyGitHubReviews,
+	KeyCrashes, KeyReviewBy, KeyReviewAt, KeyReviewCount,
 }
 
 // Priorities in order, highest first.

@@ -58,6 +58,9 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 				return nil, err
 			}
 		}
+		if err := e.checkFence(&s.Task); err != nil {
+			return nil, err
+		}
 		t, err := e.Load(s)
 		if err != nil {
 			return nil, err
@@ -87,7 +90,16 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 			}
 		}
 		if c.file != nil && to != from {
-			if c.file, err = c.file.Apply(taskfile.Set(taskfile.KeyQueue, taskfile.String(string(to)))); err != nil {
+			edits := []taskfile.Edit{taskfile.Set(taskfile.KeyQueue, taskfile.String(string(to)))}
+			if from == taskfile.Provisional && c.file.Task.ReviewClaimedBy != "" {
+				// A submission that leaves review leaves its review claim.
+				edits = append(edits, taskfile.Unset(taskfile.KeyReviewBy), taskfile.Unset(taskfile.KeyReviewAt))
+			}
+			if c.file.Task.Crashes > 0 && from == taskfile.Claimed && s.Task.ClaimedBy == e.Actor {
+				// The agent ended its own run: the crashes were not in a row.
+				edits = append(edits, taskfile.Unset(taskfile.KeyCrashes))
+			}
+			if c.file, err = c.file.Apply(edits...); err != nil {
 				return nil, err
 			}
 		}

@@ -69,7 +69,7 @@ func (c *Config) inRoster(name string) bool {
 			return true
 		}
 	}
-	return false
+	return c.Run.runAgent(name) != nil || c.Run.runReviewer(name) != nil
 }
 
 // IsHuman reports whether the engine's actor is a human.
@@ -268,6 +268,11 @@ func (e *Engine) checkReviewer(t *Task, verb string) error {
 	if err := e.checkReviewerScope(t, verb); err != nil {
 		return err
 	}
+	if !e.IsHuman() && e.reviewClaimedByOther(&t.Task) {
+		return e.refuseAuthority(verb, t.Task.ID, "review_claimed",
+			fmt.Sprintf("%s is being reviewed by %s (a review claim, until %s): one reviewer reviews a submission at a time", t.Task.ID, t.Task.ReviewClaimedBy, taskfile.FormatTime(e.reviewLeaseEnd(&t.Task))),
+			"orch list --queue provisional shows the other submitted work; orch claim takes other work")
+	}
 	if contains(workers(&t.Task), e.Actor) {
 		return e.refuseAuthority(verb, t.Task.ID, "self_review",
 			fmt.Sprintf("%s worked on %s and may not %s it: nobody reviews their own work, in any round", e.Actor, t.Task.ID, verb),
@@ -285,7 +290,7 @@ func (e *Engine) checkReviewerScope(t *Task, verb string) error {
 	if e.IsHuman() {
 		return nil
 	}
-	r := e.Config.Review.Reviewers.Find(e.Actor)
+	r := e.Config.ReviewerEntry(e.Actor)
 	if r == nil {
 		return nil
 	}

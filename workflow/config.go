@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,8 @@ type Config struct {
 	// is not an agent is a human.
 	Humans []string `yaml:"humans" json:"humans"`
 	GitHub GitHub   `yaml:"github" json:"github"`
+	// Run is what orch run starts (runconfig.go).
+	Run Run `yaml:"run" json:"run"`
 }
 
 // Review holds the review and rejection policies.
@@ -104,6 +107,7 @@ func DefaultConfig() *Config {
 		IDPrefix:     "T",
 		DefaultRole:  "implementer",
 		Review:       Review{MaxRejections: 3, MaxNoProgress: 2},
+		Run:          defaultRun(),
 	}
 }
 
@@ -190,6 +194,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 			return nil, problem("agents", "%q is not a valid agent name", a.Name)
 		}
 	}
+	if err := c.Run.check(c, path, data); err != nil {
+		return nil, err
+	}
 	for _, h := range c.Humans {
 		if !taskfile.ValidPersonName(h) {
 			return nil, problem("humans", "%q is not a valid name", h)
@@ -211,12 +218,41 @@ func keyLine(data []byte, key string) int {
 	return 0
 }
 
-// RolesOf returns the roles of an agent in the roster (nil if not listed).
+// RolesOf returns the roles of an agent in the roster, or of a run.agents
+// slot (nil if not listed, or listed without roles).
 func (c *Config) RolesOf(agent string) []string {
 	for _, a := range c.Agents {
 		if a.Name == agent {
 			return a.Roles
 		}
+	}
+	if s := c.Run.runAgent(agent); s != nil {
+		return s.Roles
+	}
+	return nil
+}
+
+// Roster is every agent capable of work, for lockout and deadlock: the
+// agents: roster and orch run's agents (each slot an actor, DESIGN §12).
+func (c *Config) Roster() []Agent {
+	out := append([]Agent(nil), c.Agents...)
+	for _, s := range c.Run.Agents {
+		if !slices.ContainsFunc(out, func(a Agent) bool { return a.Name == s.Name }) {
+			out = append(out, Agent{Name: s.Name, Roles: s.Roles})
+		}
+	}
+	return out
+}
+
+// ReviewerEntry is name's entry among the reviewers: review.reviewers, or
+// run.reviewers (whose roles and labels scope it the same way); nil when
+// name is neither.
+func (c *Config) ReviewerEntry(name string) *Reviewer {
+	if r := c.Review.Reviewers.Find(name); r != nil {
+		return r
+	}
+	if s := c.Run.runReviewer(name); s != nil {
+		return &Reviewer{Name: s.Name, Roles: s.Roles, Labels: s.Labels}
 	}
 	return nil
 }
@@ -224,5 +260,5 @@ func (c *Config) RolesOf(agent string) []string {
 // IsReviewer reports whether name may review under the config (some
 // tasks, when its entry is scoped: see ReviewerScope).
 func (c *Config) IsReviewer(name string) bool {
-	return len(c.Review.Reviewers) == 0 || c.Review.Reviewers.Find(name) != nil
+	return len(c.Review.Reviewers) == 0 || c.ReviewerEntry(name) != nil
 }

@@ -44,6 +44,9 @@ type Options struct {
 	Signals  ActorSignals
 	Verb     string
 	ReadOnly bool
+	// Fence is the run of orch run this process belongs to (nil: none):
+	// see checkFence.
+	Fence *Fence
 }
 
 // Engine runs workflow operations on one repository. Open takes the store
@@ -69,6 +72,7 @@ type Engine struct {
 	Kind    ActorKind
 	Signals ActorSignals
 	Verb    string
+	Fence   *Fence
 
 	clone           string // this clone's ID in event file names, once read
 	recordedRefusal bool   // a refusal of authority was recorded already
@@ -99,7 +103,7 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress, Signals: opts.Signals, Verb: opts.Verb}
+	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress, Signals: opts.Signals, Verb: opts.Verb, Fence: opts.Fence}
 	st.Progress = opts.Progress
 	if e.Now == nil {
 		e.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }

@@ -11,7 +11,8 @@ import (
 // A task escalates to a human (DESIGN §5) by hand (orch escalate), or by
 // policy when a rejection (orch reject, orch review with blocking issues)
 // finds that the loop will not converge: escalationFor holds the three
-// triggers. The escalation writes messages/<time>-<id>.md for orch inbox.
+// triggers of the review loop; crashEscalation is orch run's, for agents
+// that keep ending without a transition. The escalation writes messages/<time>-<id>.md for orch inbox.
 
 // escalationFor says whether rejection number round of t escalates, and
 // why: round reached review.max_rejections; every capable agent is locked
@@ -25,7 +26,7 @@ func (e *Engine) escalationFor(t *taskfile.Task, round int, locked []string, noP
 		return "max_rejections", fmt.Sprintf("Rejection #%d reached review.max_rejections (%d): the review loop is not converging.", round, rv.MaxRejections)
 	case e.deadlocked(t, locked):
 		who := "in the roster"
-		if len(e.Config.Agents) == 0 {
+		if len(e.Config.Roster()) == 0 {
 			who = "that has worked on tasks of that role"
 		}
 		return "lockout_deadlock", fmt.Sprintf("Every agent with role %s %s is locked out of this task (%s).", roleOf(t, e.Config), who, strings.Join(locked, ", "))
@@ -33,6 +34,20 @@ func (e *Engine) escalationFor(t *taskfile.Task, round int, locked []string, noP
 		return "no_progress", fmt.Sprintf("%d review rounds in a row resolved no blocking issue (review.max_no_progress is %d).", noProgress, rv.MaxNoProgress)
 	}
 	return "", ""
+}
+
+// crashEscalation is orch run's trigger: run.max_crashes runs in a row
+// ended without a transition of their agent (crashes counts this one).
+func crashEscalation(crashes int, end RunEnd) (reason, why string) {
+	if !end.Crash || end.MaxCrashes <= 0 || crashes < end.MaxCrashes {
+		return "", ""
+	}
+	why = fmt.Sprintf("%d runs in a row ended without a transition of their agent (run.max_crashes is %d); the last was %s's attempt %d (%s).",
+		crashes, end.MaxCrashes, end.Agent, end.Attempt, end.Reason)
+	if len(end.Logs) > 0 {
+		why += " Logs: " + strings.Join(end.Logs, ", ") + " (orch logs " + end.Task + ")."
+	}
+	return "crashes", why
 }
 
 // Escalate asks a human to act.
@@ -65,9 +80,9 @@ func roleOf(t *taskfile.Task, cfg *Config) string {
 // submitters, lockouts).
 func (e *Engine) deadlocked(t *taskfile.Task, locked []string) bool {
 	role := roleOf(t, e.Config)
-	if len(e.Config.Agents) > 0 {
+	if roster := e.Config.Roster(); len(roster) > 0 {
 		capable := 0
-		for _, a := range e.Config.Agents {
+		for _, a := range roster {
 			if !contains(a.Roles, role) {
 				continue
 			}

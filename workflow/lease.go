@@ -50,6 +50,18 @@ type HeartbeatResult struct {
 func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 	out := &HeartbeatResult{}
 	res, err := e.transitionAny(id, "heartbeat", func(t *Task) (*change, error) {
+		if t.Task.Queue == taskfile.Provisional && t.Task.ReviewClaimedBy == e.Actor {
+			// A review claim is a lease too.
+			now := e.Now()
+			f, err := t.File.Apply(taskfile.Set(taskfile.KeyReviewAt, taskfile.Time(now)))
+			if err != nil {
+				return nil, err
+			}
+			out.LeaseUntil = e.reviewLeaseEnd(&f.Task)
+			until := taskfile.FormatTime(out.LeaseUntil)
+			return &change{file: f, body: fmt.Sprintf("Review claim renewed by %s until %s.", e.Actor, until),
+				data: map[string]any{"lease_until": until, "review": true}}, nil
+		}
 		if t.Task.Queue != taskfile.Claimed {
 			return nil, &RuleError{Rule: "not_claimed", Msg: fmt.Sprintf("%s is %s: only a claimed task has a lease to renew", id, t.Task.Queue), Hint: "orch claim --worktree takes a task"}
 		}

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -134,4 +135,125 @@ func (e *Engine) SubmitCheck(id string, opts SubmitOptions) (*Task, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// PRRefusal is a pull request a poll could not import: gh could not read
+// it, or its review was refused (a rule, a broken task file).
+type PRRefusal struct {
+	Task    string
+	PR      int
+	Message string
+}
+
+// PRPoll is what one orch pr poll did: the pull requests imported (or
+// looked at), and those refused. Stopped is set when the repository itself
+// failed half-way (what was imported before it is committed).
+type PRPoll struct {
+	Imports []*PRImport
+	Refused []PRRefusal
+	Stopped error
+}
+
+// PollPRs reads the reviews of every submitted task's pull request through
+// gh, then imports those that request changes (orch pr poll). Each pull
+// request stands on its own: one that cannot be read or imported is
+// refused and the others go on. gh runs without the store lock held (it
+// may take seconds). The error is gh's when it failed for every pull
+// request (no network, not logged in): nothing was changed.
+func PollPRs(opts Options) (*PRPoll, error) {
+	var targets []PRTarget
+	var repoCfg, dir string
+	e, err := Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.RequireInit(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	targets, repoCfg = e.PRTargets(), e.Config.GitHub.Repo
+	if dir = e.Store.Repo.WorkTree; dir == "" {
+		dir = e.Store.Repo.GitDir
+	}
+	if err := e.Close(); err != nil {
+		return nil, err
+	}
+	out := &PRPoll{}
+	if len(targets) == 0 {
+		return out, nil
+	}
+	gh := ghreview.New(dir)
+	repo, err := gh.Repo(repoCfg)
+	if err != nil {
+		return nil, GitHubFailure(err)
+	}
+	type prData struct {
+		target   PRTarget
+		reviews  []ghreview.Review
+		comments []ghreview.Comment
+	}
+	var data []prData
+	var ghErr error // gh itself failed (not the data of one pull request)
+	for _, t := range targets {
+		rs, err := gh.Reviews(repo, t.PR)
+		var cs []ghreview.Comment
+		if err == nil {
+			cs, err = gh.Comments(repo, t.PR)
+		}
+		if err != nil {
+			var pe *ghreview.ParseError
+			if !errors.As(err, &pe) && ghErr == nil {
+				ghErr = err
+			}
+			out.Refused = append(out.Refused, PRRefusal{t.ID, t.PR, ghreview.CleanText(err.Error())})
+			continue
+		}
+		data = append(data, prData{t, rs, cs})
+	}
+	if len(data) == 0 && ghErr != nil {
+		return nil, GitHubFailure(ghErr)
+	}
+	if e, err = Open(opts); err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	for _, d := range data {
+		s := e.Store.SummaryByID(d.target.ID)
+		if s == nil || s.Task.Queue != taskfile.Provisional || s.Task.PRNumber != d.target.PR {
+			continue // moved on while gh read GitHub
+		}
+		res, err := e.ImportPR(d.target.ID, d.reviews, d.comments)
+		if err != nil {
+			if !prRefusable(err) {
+				out.Stopped = err
+				return out, nil
+			}
+			out.Refused = append(out.Refused, PRRefusal{d.target.ID, d.target.PR, ghreview.CleanText(err.Error())})
+			continue
+		}
+		out.Imports = append(out.Imports, res)
+	}
+	return out, nil
+}
+
+// prRefusable reports whether an import failed for a reason of its own
+// pull request or task (a rule, a task file in conflict or broken), so that
+// the poll goes on with the others; anything else is the repository's.
+func prRefusable(err error) bool {
+	var (
+		rule     *RuleError
+		illegal  *IllegalTransitionError
+		conflict *ConflictError
+		usage    *UsageError
+		notFound *NotFoundError
+		parse    *taskfile.ParseError
+		invalid  *InvalidFileError
+	)
+	return errors.As(err, &rule) || errors.As(err, &illegal) || errors.As(err, &conflict) || errors.As(err, &usage) ||
+		errors.As(err, &notFound) || errors.As(err, &parse) || errors.As(err, &invalid)
+}
+
+// GitHubFailure explains a gh problem; nothing was changed.
+func GitHubFailure(err error) error {
+	return &ExternalError{Msg: err.Error() + "; nothing was changed", Hint: "check that gh is installed and logged in (gh auth status), or set ORCH_GH; orch pr import works from saved JSON offline"}
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/ghreview"
-	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -215,108 +213,25 @@ func printPoll(g *globalOptions, e *workflow.Engine, res []*workflow.PRImport, r
 	return nil
 }
 
-type prData struct {
-	target   workflow.PRTarget
-	reviews  []ghreview.Review
-	comments []ghreview.Comment
-}
-
 func runPRPoll(o *prOptions) error {
-	var targets []workflow.PRTarget
-	var repoCfg, dir string
-	err := o.g.withEngine(func(e *workflow.Engine) error {
-		if err := e.RequireInit(); err != nil {
-			return err
-		}
-		targets, repoCfg = e.PRTargets(), e.Config.GitHub.Repo
-		dir = e.Store.Repo.WorkTree
-		if dir == "" {
-			dir = e.Store.Repo.GitDir
-		}
-		return nil
-	})
+	poll, err := workflow.PollPRs(o.g.engineOptions(false))
 	if err != nil {
 		return err
 	}
-	if len(targets) == 0 {
-		return printImports(o.g, nil, nil)
+	refused := make([]prRefusal, len(poll.Refused))
+	for i, r := range poll.Refused {
+		refused[i] = prRefusal(r)
 	}
-	// Read every pull request first, without holding the store lock: gh
-	// may take seconds. Each pull request stands on its own: one that
-	// cannot be read is reported, and the others are imported.
-	gh := ghreview.New(dir)
-	repo, err := gh.Repo(repoCfg)
-	if err != nil {
-		return ghFailure(err)
-	}
-	var data []prData
-	var refused []prRefusal
-	var ghErr error // gh itself failed (not the data of one pull request)
-	for _, t := range targets {
-		rs, err := gh.Reviews(repo, t.PR)
-		var cs []ghreview.Comment
-		if err == nil {
-			cs, err = gh.Comments(repo, t.PR)
-		}
-		if err != nil {
-			var pe *ghreview.ParseError
-			if !errors.As(err, &pe) && ghErr == nil {
-				ghErr = err
-			}
-			refused = append(refused, prRefusal{t.ID, t.PR, ghreview.CleanText(err.Error())})
-			continue
-		}
-		data = append(data, prData{t, rs, cs})
-	}
-	if len(data) == 0 && ghErr != nil {
-		// gh failed for every pull request (no network, not logged in).
-		return ghFailure(ghErr)
-	}
-	var out []*workflow.PRImport
 	return o.g.withEngine(func(e *workflow.Engine) error {
-		for _, d := range data {
-			s := e.Store.SummaryByID(d.target.ID)
-			if s == nil || s.Task.Queue != "provisional" || s.Task.PRNumber != d.target.PR {
-				continue // moved on while we read GitHub
+		if poll.Stopped != nil {
+			// The repository itself failed: what was imported before is
+			// committed: say so.
+			if o.g.JSON {
+				return &detailed{err: poll.Stopped, details: prDetails(poll.Imports, refused)}
 			}
-			res, err := e.ImportPR(d.target.ID, d.reviews, d.comments)
-			if err != nil {
-				if !prRefusable(err) {
-					// The repository itself failed: stop here. What was
-					// imported before is committed: say so.
-					if o.g.JSON {
-						return &detailed{err: err, details: prDetails(out, refused)}
-					}
-					_ = printPoll(o.g, e, out, refused)
-					return err
-				}
-				refused = append(refused, prRefusal{d.target.ID, d.target.PR, ghreview.CleanText(err.Error())})
-				continue
-			}
-			out = append(out, res)
+			_ = printPoll(o.g, e, poll.Imports, refused)
+			return poll.Stopped
 		}
-		return printPoll(o.g, e, out, refused)
+		return printPoll(o.g, e, poll.Imports, refused)
 	})
-}
-
-// prRefusable reports whether an import failed for a reason of its own
-// pull request or task (a rule, a task file in conflict or broken), so that
-// the poll goes on with the others; anything else is the repository's.
-func prRefusable(err error) bool {
-	var (
-		rule     *workflow.RuleError
-		illegal  *workflow.IllegalTransitionError
-		conflict *workflow.ConflictError
-		usage    *workflow.UsageError
-		notFound *workflow.NotFoundError
-		parse    *taskfile.ParseError
-		invalid  *workflow.InvalidFileError
-	)
-	return errors.As(err, &rule) || errors.As(err, &illegal) || errors.As(err, &conflict) || errors.As(err, &usage) ||
-		errors.As(err, &notFound) || errors.As(err, &parse) || errors.As(err, &invalid)
-}
-
-// ghFailure explains a gh problem; nothing was changed.
-func ghFailure(err error) error {
-	return &workflow.ExternalError{Msg: err.Error() + "; nothing was changed", Hint: "check that gh is installed and logged in (gh auth status), or set ORCH_GH; orch pr import works from saved JSON offline"}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/coordinator"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
@@ -58,6 +59,10 @@ func (g *globalOptions) privDir() string {
 
 // Main runs orch with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == coordinator.SupervisorCommand {
+		// An agent's supervisor (orch run): no command line of orch's.
+		return coordinator.SuperviseMain(args[1:])
+	}
 	defer startProfile()()
 	s := &streams{In: stdin, Out: stdout, Err: stderr}
 	if f, ok := stdin.(*os.File); ok {
@@ -191,6 +196,8 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		newSyncCmd(g),
 		newDoctorCmd(g),
 		newInstructionsCmd(g),
+		newRunCmd(g),
+		newLogsCmd(g),
 	)
 	addCompletions(g, root)
 	root.InitDefaultCompletionCmd()

@@ -97,13 +97,13 @@ func createPR(o *submitOptions, ref string) (int, string, error) {
 	repo := ""
 	if repoCfg != "" {
 		if repo, err = gh.Repo(repoCfg); err != nil {
-			return 0, "", ghFailure(err)
+			return 0, "", workflow.GitHubFailure(err)
 		}
 	}
 	body := fmt.Sprintf("orch task %s: %s\n\nReview it with `orch approve %s` or `orch reject %s -m ...`, or with a GitHub review: `orch pr poll` imports requested changes.", id, title, id, id)
 	n, url, err := gh.CreatePR(repo, branch, base, id+": "+title, body)
 	if err != nil {
-		return 0, "", ghFailure(err)
+		return 0, "", workflow.GitHubFailure(err)
 	}
 	fmt.Fprintf(o.g.io.Err, "opened draft PR #%d: %s\n", n, url)
 	return n, id, nil

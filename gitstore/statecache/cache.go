@@ -24,7 +24,7 @@ import (
 
 // cacheMagic starts every cache file; the version changes with the format,
 // and a file of another version is rebuilt.
-const cacheMagic = "orch-state-cache v15\n"
+const cacheMagic = "orch-state-cache v16\n"
 
 // Cache is the state cache of one state branch, as loaded: what it
 // describes (Tip, Root, Dirs), the task summaries and the view's sync
@@ -219,6 +219,10 @@ func encodeTask(e *enc, t *taskfile.Task) {
 	e.strs(t.DependsOn)
 	e.strs(t.Labels)
 	e.str(t.RejectedAt)
+	e.uv(uint64(t.Crashes))
+	e.str(t.ReviewClaimedBy)
+	e.time(t.ReviewClaimedAt)
+	e.uv(uint64(t.ReviewAttempts))
 }
 
 func decodeTask(d *dec, t *taskfile.Task) {
@@ -243,6 +247,10 @@ func decodeTask(d *dec, t *taskfile.Task) {
 	t.DependsOn = d.strs()
 	t.Labels = d.strs()
 	t.RejectedAt = d.str()
+	t.Crashes = int(d.uv())
+	t.ReviewClaimedBy = d.str()
+	t.ReviewClaimedAt = d.time()
+	t.ReviewAttempts = int(d.uv())
 }
 
 // decodeTaskHeader reads the fields encodeTask writes first.

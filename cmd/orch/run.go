@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/orch-tool/orch/coordinator"
+	"github.com/orch-tool/orch/workflow"
+)
+
+type runOptions struct {
+	g         *globalOptions
+	UntilIdle bool
+	Sync      bool
+	Remote    string
+}
+
+func newRunCmd(g *globalOptions) *cobra.Command {
+	o := &runOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "run [--until-idle] [--sync [--remote R]]",
+		Short: "Start the agents and reviewers of config.yaml's run: and keep them busy",
+		Long: `orch run is the coordinator (DESIGN §12): a foreground process the lead starts. It
+reads run: from config.yaml (on the state branch, human-owned: agents cannot
+change what runs), prints the commands it will run, and keeps every slot busy:
+an agent slot claims the next ready task (as itself: its name is the actor and
+counts as a capable agent for lockout and deadlock), a reviewer slot the next
+submission it may review (a review claim keeps two reviewers off one). Each
+runs its cmd under sh -c in the task's worktree, the prompt on stdin, with
+ORCH_AGENT, ORCH_TASK, ORCH_ROLE, ORCH_ATTEMPT, ORCH_WORKTREE, ORCH_PROMPT_FILE
+and ORCH_LOG set, in a process group of its own.
+
+How a run ends decides what happens to its task:
+  - the agent submits, pauses, refuses or escalates (a reviewer reviews,
+    approves or rejects): the slot takes the next one;
+  - it exits without that: the task is paused with a note (exit status,
+    duration, the log's last lines) for the next claimant; run.max_crashes
+    such runs in a row escalate it, and the inbox message names the logs;
+  - run.task_timeout (wall clock) or run.stall_timeout (no output): its whole
+    process group gets SIGTERM, then SIGKILL; then as above;
+  - a rate limit (rate_limit in its output, or rate_limit_exit): the task is
+    paused without counting; with a reset time in the output every slot of
+    that harness or account waits until then, else the slot backs off,
+    doubling each time;
+  - a reviewer that exits without a verdict releases its review claim.
+Leases of running tasks are renewed; an agent's verbs carry ORCH_ATTEMPT and
+are refused once its run has ended. run.max_provisional stops claiming while
+that many submissions wait for review; with github.repo set, orch pr poll
+runs every run.poll_prs. Logs: one file per run (orch logs ID).
+
+The first Ctrl-C (or SIGTERM) stops claiming and waits for the running
+agents; the second stops them and pauses their tasks. If orch run is killed,
+its agents die with it, and the next orch run on this clone gives their
+tasks back. --until-idle exits 0 once nothing is left to claim or review and
+no agent runs; without it orch run waits for new work. --sync claims, renews
+and reviews through the remote (claim refs decide across clones), so
+coordinators on several clones never run one task twice.
+
+On a terminal it shows one live line per slot; otherwise one line per event;
+--json prints one JSON event per line.`,
+		Example: `  orch run --until-idle
+  orch run --json
+  orch run --sync --remote origin`,
+		Args: exactArgs(0, "run [--until-idle] [--sync [--remote R]]"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runRun(o) },
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.UntilIdle, "until-idle", false, "exit once nothing is left to claim or review and no agent runs")
+	f.BoolVar(&o.Sync, "sync", false, "claim, renew and review through the remote (claim refs)")
+	f.StringVar(&o.Remote, "remote", "origin", "the remote --sync uses")
+	return cmd
+}
+
+// runEvent is one line of orch run --json.
+type runEvent = coordinator.Event
+
+func runRun(o *runOptions) error {
+	g := o.g
+	var run *workflow.Run
+	var claimTimeout time.Duration
+	err := g.withEngine(func(e *workflow.Engine) error {
+		var err error
+		run, err = e.StartRun()
+		claimTimeout = time.Duration(e.Config.ClaimTimeout)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	cr, err := coordinator.FromConfig(run, claimTimeout)
+	if err != nil {
+		return err
+	}
+	if len(cr.Agents)+len(cr.Reviewers) == 0 {
+		return &workflow.RuleError{Rule: "no_slots", Msg: "config.yaml's run: names no agents and no reviewers, so orch run has nothing to start",
+			Hint: "add run: agents: [{name: impl-1, cmd: \"...\"}] to config.yaml (orch edit config); docs/agents.md shows the forms"}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	// orch run lives for hours: collect garbage as a long-running Go
+	// program does (main turns collection off for one-shot commands).
+	debug.SetGCPercent(100)
+
+	out := newRunPrinter(g)
+	out.commands(cr)
+	var so *workflow.SyncOptions
+	if o.Sync {
+		s := syncOptionsOf(o.Remote)
+		so = &s
+	}
+	lead := g.engineOptions(false)
+	priv := g.privDir()
+	q := coordinator.NewQueue(lead, so, run, func(task string) []string { return coordinator.LogPaths(priv, task) })
+	c, err := coordinator.New(coordinator.Options{Run: cr, Queue: q, Orch: exe, PrivDir: priv, Env: agentEnv(lead.StateBranch, exe),
+		UntilIdle: o.UntilIdle, Events: out.event})
+	if err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for range sigs {
+			if n++; n == 1 {
+				c.Drain()
+			} else {
+				c.Stop()
+			}
+		}
+	}()
+	stopView := out.live(c)
+	err = c.Run(context.Background())
+	stopView()
+	return err
+}
+
+// agentEnv is the environment of every agent: orch run's own (an agent
+// gets no secret orch did not get from its environment), without what
+// would point its git or orch elsewhere, with the state branch orch run
+// uses, and with this orch first on PATH.
+func agentEnv(stateBranch, exe string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "ORCH_"), k == "GIT_DIR", k == "GIT_WORK_TREE", k == "GIT_INDEX_FILE", k == "GIT_COMMON_DIR":
+			continue
+		case k == "PATH" && filepath.Base(exe) == "orch":
+			kv = "PATH=" + filepath.Dir(exe) + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
+		}
+		env = append(env, kv)
+	}
+	if stateBranch != "" {
+		env = append(env, "ORCH_STATE_BRANCH="+stateBranch)
+	}
+	if v := os.Getenv("ORCH_GH"); v != "" {
+		env = append(env, "ORCH_GH="+v)
+	}
+	return env
+}
+
+// runPrinter prints orch run's events: JSON lines, plain lines, or plain
+// lines above one live line per slot on a terminal.
+type runPrinter struct {
+	g     *globalOptions
+	mu    sync.Mutex
+	tty   bool
+	shown int // live lines on the screen now
+	c     *coordinator.Coordinator
+}
+
+func newRunPrinter(g *globalOptions) *runPrinter {
+	return &runPrinter{g: g, tty: g.io.OutTTY && !g.JSON && os.Getenv("TERM") != "dumb"}
+}
+
+// commands prints what orch run will run (DESIGN §12: the lead sees it).
+func (p *runPrinter) commands(r *coordinator.Run) {
+	for _, list := range [][]*coordinator.Slot{r.Agents, r.Reviewers} {
+		for _, s := range list {
+			role := "agent"
+			if s.Reviewer {
+				role = "reviewer"
+			}
+			text := fmt.Sprintf("%s %s runs: %s", role, s.Name, s.Cmd)
+			if len(s.Roles) > 0 {
+				text += " (roles: " + strings.Join(s.Roles, ", ") + ")"
+			}
+			p.event(coordinator.Event{Event: "slot", Slot: s.Name, Role: strings.Replace(role, "agent", "implementer", 1), Text: text})
+		}
+	}
+}
+
+func (p *runPrinter) event(ev coordinator.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	if p.g.JSON {
+		ev.Time = ev.Time.UTC().Truncate(time.Millisecond)
+		if err := p.g.writeJSON(ev); err != nil {
+			fmt.Fprintln(p.g.io.Err, "orch: "+err.Error())
+		}
+		return
+	}
+	p.clear()
+	fmt.Fprintf(p.g.io.Out, "%s %s\n", ev.Time.Format("15:04:05"), ev.Text)
+	p.draw()
+}
+
+// live redraws the slots' lines twice a second on a terminal, until the
+// returned function is called.
+func (p *runPrinter) live(c *coordinator.Coordinator) func() {
+	if !p.tty {
+		return func() {}
+	}
+	p.mu.Lock()
+	p.c = c
+	p.mu.Unlock()
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				p.clear()
+				p.draw()
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		p.mu.Lock()
+		p.clear()
+		p.c = nil
+		p.mu.Unlock()
+	}
+}
+
+// clear removes the live lines (the cursor is below them).
+func (p *runPrinter) clear() {
+	if p.shown > 0 {
+		fmt.Fprintf(p.g.io.Out, "\x1b[%dA\x1b[J", p.shown)
+		p.shown = 0
+	}
+}
+
+// draw writes one line per slot: its task, for how long, its newest line
+// of output.
+func (p *runPrinter) draw() {
+	if p.c == nil {
+		return
+	}
+	width := terminalWidth(p.g.io.Out)
+	now := time.Now()
+	for _, st := range p.c.Status() {
+		line := fmt.Sprintf("  %-12s ", st.Slot)
+		switch {
+		case st.Task != "":
+			line += fmt.Sprintf("%s #%d %6s  %s", st.Task, st.Attempt, now.Sub(st.Started).Round(time.Second), strings.Join(strings.Fields(st.LastLine), " "))
+		case now.Before(st.Until):
+			line += "waiting until " + st.Until.Format("15:04:05") + " (rate limit)"
+		default:
+			line += "idle"
+		}
+		fmt.Fprintln(p.g.io.Out, clipWidth(line, width-1))
+		p.shown++
+	}
+}
+
+// terminalWidth is COLUMNS, else the terminal's width, else 100.
+func terminalWidth(w io.Writer) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("COLUMNS"))); err == nil && n > 0 {
+		return n
+	}
+	if f, ok := w.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+			return int(ws.Col)
+		}
+	}
+	return 100
+}

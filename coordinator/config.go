@@ -1,0 +1,48 @@
+package coordinator
+
+import (
+	"regexp"
+	"time"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+// FromConfig resolves config.yaml's run: section for a coordinator: each
+// slot's harness preset applied, its rate-limit pattern compiled, leases
+// renewed three times per claim_timeout.
+func FromConfig(r *workflow.Run, claimTimeout time.Duration) (*Run, error) {
+	out := &Run{TaskTimeout: time.Duration(r.TaskTimeout), StallTimeout: time.Duration(r.StallTimeout), KillGrace: time.Duration(r.KillGrace),
+		MaxProvisional: r.MaxProvisional, MaxCrashes: r.MaxCrashes, Backoff: time.Duration(r.Backoff), PollPRs: time.Duration(r.PollPRs)}
+	out.RenewEvery = min(max(claimTimeout/3, time.Second), 10*time.Minute)
+	if out.Backoff <= 0 {
+		out.Backoff = time.Minute
+	}
+	for _, list := range []struct {
+		slots    []workflow.RunSlot
+		reviewer bool
+	}{{r.Agents, false}, {r.Reviewers, true}} {
+		for _, rs := range list.slots {
+			rs = rs.Resolved()
+			s := &Slot{Name: rs.Name, Reviewer: list.reviewer, Cmd: rs.Cmd, Harness: rs.Harness, Account: rs.Account, Roles: rs.Roles, Labels: rs.Labels}
+			if rs.RateLimit != "" {
+				re, err := regexp.Compile(rs.RateLimit)
+				if err != nil {
+					return nil, err
+				}
+				s.RateLimit = re
+			}
+			for _, c := range rs.RateLimitExit {
+				if s.RateLimitExit == nil {
+					s.RateLimitExit = map[int]bool{}
+				}
+				s.RateLimitExit[c] = true
+			}
+			if list.reviewer {
+				out.Reviewers = append(out.Reviewers, s)
+			} else {
+				out.Agents = append(out.Agents, s)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,291 @@
+//go:build unix
+
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/workflow"
+)
+
+// engineQueue is Queue over orch's own Engine: every call opens the
+// repository as the actor it acts for, does what the verbs do, and closes
+// it. An agent's claim and lease are its own (the slot's name is the actor,
+// an agent); what the coordinator does about a run its agent left (a
+// pause, an escalation, a released review claim) is the lead's, who
+// started orch run.
+type engineQueue struct {
+	lead workflow.Options      // the person who started orch run
+	sync *workflow.SyncOptions // claims, renewals and reviews through the remote; nil: this clone only
+	run  *workflow.Run
+	logs func(task string) []string
+	tip  plumbing.Hash
+}
+
+// NewQueue is the Queue of the repository lead opens: lead is the person
+// who runs orch run; sync, when set, makes claims, review claims and lease
+// renewals go through the remote (claim refs decide across clones). logs
+// lists a task's log files, newest last.
+func NewQueue(lead workflow.Options, sync *workflow.SyncOptions, run *workflow.Run, logs func(task string) []string) Queue {
+	return &engineQueue{lead: lead, sync: sync, run: run, logs: logs}
+}
+
+// as is how the coordinator opens the repository for a slot's agent: the
+// agent is the actor, governed as an agent (DESIGN §4a).
+func (q *engineQueue) as(s *Slot, verb string, fence *workflow.Fence) workflow.Options {
+	o := q.lead
+	o.Actor = s.Name
+	o.Signals = workflow.ActorSignals{Source: "orch run", EnvAgent: s.Name}
+	o.Verb, o.ReadOnly, o.Fence, o.Optimistic = verb, false, fence, false
+	return o
+}
+
+func (q *engineQueue) asLead(verb string) workflow.Options {
+	o := q.lead
+	o.Verb, o.Optimistic = verb, false
+	return o
+}
+
+func (q *engineQueue) Claim(s *Slot) (*Job, error) {
+	var e *workflow.Engine
+	var res *workflow.ClaimResult
+	var err error
+	if q.sync != nil {
+		e, res, _, err = workflow.ClaimSync(q.as(s, "claim", nil), workflow.ClaimOptions{}, *q.sync)
+	} else {
+		if e, err = workflow.Open(q.as(s, "claim", nil)); err == nil {
+			res, err = e.Claim(workflow.ClaimOptions{})
+		}
+	}
+	var nothing *workflow.NothingToClaimError
+	if errors.As(err, &nothing) {
+		err = nil
+	}
+	if e == nil || err != nil || res == nil {
+		if e != nil {
+			e.Close()
+		}
+		return nil, err
+	}
+	defer e.Close()
+	t := res.Task.Task
+	j := &Job{Slot: s, Task: t.ID, Title: t.Title, Attempt: res.Attempt, Role: t.Role}
+	if j.Role == "" {
+		j.Role = e.Config.DefaultRole
+	}
+	return j, q.prepare(e, j, "")
+}
+
+// prepare gives a claimed job its worktree and prompt.
+func (q *engineQueue) prepare(e *workflow.Engine, j *Job, role string) error {
+	wt, err := e.TaskWorktree(j.Task, "")
+	if err != nil {
+		return err
+	}
+	j.Worktree = wt.Path
+	j.Prompt, _, err = e.Prompt(j.Task, role)
+	return err
+}
+
+func (q *engineQueue) ClaimReview(s *Slot) (*Job, error) {
+	var rc *workflow.ReviewClaim
+	claim := func(e *workflow.Engine) error {
+		var err error
+		rc, err = e.ClaimReview("")
+		return err
+	}
+	var e *workflow.Engine
+	var err error
+	if q.sync != nil {
+		e, _, err = workflow.StepSync(q.as(s, "claim-review", nil), *q.sync, "claim-review", claim)
+	} else if e, err = workflow.Open(q.as(s, "claim-review", nil)); err == nil {
+		err = claim(e)
+	}
+	if e == nil {
+		return nil, err
+	}
+	defer e.Close()
+	if err != nil || rc == nil {
+		return nil, err
+	}
+	t := rc.Task.Task
+	j := &Job{Slot: s, Task: t.ID, Title: t.Title, Attempt: rc.Attempt, Role: "reviewer"}
+	return j, q.prepare(e, j, "reviewer")
+}
+
+func (q *engineQueue) fence(j *Job) *workflow.Fence {
+	return &workflow.Fence{Task: j.Task, Attempt: j.Attempt, Reviewer: j.Slot.Reviewer}
+}
+
+func (q *engineQueue) Renew(j *Job) error {
+	opts := q.as(j.Slot, "heartbeat", q.fence(j))
+	var e *workflow.Engine
+	var err error
+	if q.sync != nil {
+		e, _, _, err = workflow.HeartbeatSync(opts, *q.sync, j.Task)
+	} else if e, err = workflow.Open(opts); err == nil {
+		_, err = e.Heartbeat(j.Task)
+	}
+	if e != nil {
+		e.Close()
+	}
+	var rule *workflow.RuleError
+	if errors.As(err, &rule) {
+		return fmt.Errorf("%w: %s", ErrLost, rule.Msg)
+	}
+	return err
+}
+
+// Finish reads what became of the job's task.
+func (q *engineQueue) Finish(j *Job) (Outcome, bool, error) {
+	if q.sync != nil {
+		// The agent's verbs committed here; share them (and see the others').
+		_, _, _ = workflow.Sync(q.asLead("sync"), *q.sync)
+	}
+	e, err := workflow.Open(q.asLead("show"))
+	if err != nil {
+		return Outcome{}, false, err
+	}
+	defer e.Close()
+	s := e.Store.SummaryByID(j.Task)
+	if s == nil {
+		return Outcome{Event: "archived", Text: j.Task + " is gone from the state branch (archived)"}, true, nil
+	}
+	t := &s.Task
+	if j.Slot.Reviewer {
+		if t.Queue == taskfile.Provisional && t.ReviewClaimedBy == j.Slot.Name && t.ReviewAttempts == j.Attempt {
+			return Outcome{}, false, nil
+		}
+		return Outcome{Event: "reviewed", Text: fmt.Sprintf("%s reviewed %s: %s", j.Slot.Name, j.Task, t.Queue)}, true, nil
+	}
+	if t.Queue == taskfile.Claimed && t.ClaimedBy == j.Slot.Name && t.Attempts == j.Attempt {
+		return Outcome{}, false, nil
+	}
+	ev := map[taskfile.Queue]string{taskfile.Provisional: "submitted", taskfile.NeedsContinuation: "paused", taskfile.Blocked: "refused",
+		taskfile.Escalated: "escalated", taskfile.Failed: "failed", taskfile.Done: "done"}[t.Queue]
+	if ev == "" {
+		ev = "moved"
+	}
+	return Outcome{Event: ev, Text: fmt.Sprintf("%s on %s: %s (%s)", j.Slot.Name, j.Task, ev, t.Queue)}, true, nil
+}
+
+// Abandon records a run that ended without a transition of its agent.
+func (q *engineQueue) Abandon(j *Job, end End) (Outcome, error) {
+	e, err := workflow.Open(q.asLead("run"))
+	if err != nil {
+		return Outcome{}, err
+	}
+	res, err := e.EndRun(workflow.RunEnd{Task: j.Task, Agent: j.Slot.Name, Attempt: j.Attempt, Reviewer: j.Slot.Reviewer, Reason: end.Reason,
+		Note: runNote(end), Crash: countsAsCrash(end.Reason), MaxCrashes: q.run.MaxCrashes, Logs: q.logs(j.Task)})
+	cerr := e.Close()
+	var lost *workflow.RunLostError
+	if errors.As(err, &lost) {
+		return Outcome{}, fmt.Errorf("%w: %s", ErrLost, lost.Msg)
+	}
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	if q.sync != nil {
+		_, _, _ = workflow.Sync(q.asLead("sync"), *q.sync)
+	}
+	switch {
+	case j.Slot.Reviewer:
+		return Outcome{Event: "released", Text: fmt.Sprintf("%s left %s without a verdict (%s): its review claim is released", j.Slot.Name, j.Task, end.Reason)}, nil
+	case res.To == taskfile.Escalated:
+		return Outcome{Event: "escalated", Text: fmt.Sprintf("%s escalated: %d runs in a row ended without a transition (run.max_crashes); orch inbox says what to do", j.Task, q.run.MaxCrashes)}, nil
+	}
+	return Outcome{Event: "paused", Text: fmt.Sprintf("%s paused after %s's attempt %d ended (%s); the next claimant continues", j.Task, j.Slot.Name, j.Attempt, end.Reason)}, nil
+}
+
+// countsAsCrash: exits, timeouts and stalls count toward run.max_crashes;
+// rate limits, a stop by the lead and a dead coordinator do not.
+func countsAsCrash(reason string) bool {
+	return reason == "crash" || reason == "timeout" || reason == "stall"
+}
+
+// runNote is the note a run without a transition leaves for the next
+// agent: the exit status, the duration and the log's last lines (indented:
+// a code block, whatever the agent printed).
+func runNote(end End) string {
+	var b strings.Builder
+	switch end.Reason {
+	case "timeout":
+		fmt.Fprintf(&b, "It ran past run.task_timeout and was stopped after %s.", roundDuration(end.Duration))
+	case "stall":
+		fmt.Fprintf(&b, "It printed nothing for run.stall_timeout and was stopped after %s.", roundDuration(end.Duration))
+	case "rate_limit":
+		fmt.Fprintf(&b, "It was rate limited (exit status %d, after %s); this does not count as a crash.", end.ExitCode, roundDuration(end.Duration))
+	case "stopped":
+		fmt.Fprintf(&b, "The lead stopped orch run after %s.", roundDuration(end.Duration))
+	case "orphaned":
+		b.WriteString("The orch run that started it ended without stopping it (killed); the agent died with it.")
+	default:
+		fmt.Fprintf(&b, "It exited with status %d after %s without submitting, pausing or refusing.", end.ExitCode, roundDuration(end.Duration))
+	}
+	if len(end.Tail) > 0 {
+		b.WriteString(" The last lines of its output:\n\n")
+		for _, l := range end.Tail {
+			b.WriteString("    " + strings.ReplaceAll(l, "\t", "    ") + "\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// roundDuration shows a short run in milliseconds, a long one in seconds.
+func roundDuration(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+func (q *engineQueue) Provisional() (int, error) {
+	e, err := workflow.Open(q.asLead("list"))
+	if err != nil {
+		return 0, err
+	}
+	defer e.Close()
+	n := 0
+	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Provisional: true}, func(*gitstore.Summary) { n++ })
+	return n, nil
+}
+
+// Moved reads the state branch's tip: far cheaper than opening the store.
+func (q *engineQueue) Moved() bool {
+	r := q.lead.Repo
+	if r == nil {
+		return true
+	}
+	ref := q.lead.StateBranch
+	if ref == "" {
+		ref = gitstore.DefaultStateBranch
+	}
+	if !strings.HasPrefix(ref, "refs/") {
+		ref = "refs/heads/" + ref
+	}
+	h, err := r.ReadRef(ref)
+	if err != nil {
+		return true
+	}
+	moved := h != q.tip
+	q.tip = h
+	return moved
+}
+
+func (q *engineQueue) PollPRs() error {
+	poll, err := workflow.PollPRs(q.asLead("pr poll"))
+	if err != nil {
+		return err
+	}
+	return poll.Stopped
+}

@@ -1,0 +1,151 @@
+//go:build unix
+
+package coordinator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Every orch run on a clone keeps a state file in the private state
+// (<common dir>/orch/run/<pid>.json), locked for as long as it lives: the
+// runs it has going, with their logs. The board reads the live ones to
+// show what runs where. A file whose lock is free belongs to a
+// coordinator that died (kill -9, a crash): its agents died with it (their
+// supervisors end their groups), and the next orch run on the clone gives
+// their tasks back at once (a pause with a note, a released review claim)
+// instead of leaving them to their leases.
+
+// RunningJob is one run in a state file.
+type RunningJob struct {
+	Slot     string    `json:"slot"`
+	Reviewer bool      `json:"reviewer,omitempty"`
+	Task     string    `json:"task"`
+	Attempt  int       `json:"attempt"`
+	Started  time.Time `json:"started"`
+	Log      string    `json:"log"`
+	PID      int       `json:"pid"` // the coordinator's
+}
+
+// runState is this coordinator's state file.
+type runState struct {
+	path string
+	lock *os.File
+}
+
+// stateDir is where the state files of one clone are.
+func stateDir(privDir string) string { return filepath.Join(privDir, "run") }
+
+// openRunState creates and locks this coordinator's state file.
+func openRunState(privDir string) (*runState, error) {
+	dir := stateDir(privDir)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, err
+	}
+	base := filepath.Join(dir, fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()))
+	f, err := os.OpenFile(base+".lock", os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot lock %s: %v", f.Name(), err)
+	}
+	rs := &runState{path: base + ".json", lock: f}
+	return rs, rs.write(nil)
+}
+
+// write records the runs going now.
+func (rs *runState) write(jobs []RunningJob) error {
+	if jobs == nil {
+		jobs = []RunningJob{}
+	}
+	b, err := json.Marshal(jobs)
+	if err != nil {
+		return err
+	}
+	tmp := rs.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o666); err != nil {
+		return err
+	}
+	return os.Rename(tmp, rs.path)
+}
+
+// close removes the state file: nothing runs any more.
+func (rs *runState) close() {
+	os.Remove(rs.path)
+	os.Remove(strings.TrimSuffix(rs.path, ".json") + ".lock")
+	rs.lock.Close()
+}
+
+// live reports whether the coordinator of a state file still runs: its
+// lock is held.
+func live(lockPath string) bool {
+	f, err := os.OpenFile(lockPath, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// Running lists the runs of every live orch run on this clone (privDir:
+// <common dir>/orch), oldest first.
+func Running(privDir string) []RunningJob {
+	var jobs []RunningJob
+	paths, _ := filepath.Glob(filepath.Join(stateDir(privDir), "*.json"))
+	for _, p := range paths {
+		if live(strings.TrimSuffix(p, ".json") + ".lock") {
+			jobs = append(jobs, readJobs(p)...)
+		}
+	}
+	sort.Slice(jobs, func(i, k int) bool { return jobs[i].Started.Before(jobs[k].Started) })
+	return jobs
+}
+
+func readJobs(path string) []RunningJob {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var js []RunningJob
+	_ = json.Unmarshal(b, &js)
+	return js
+}
+
+// orphans hands fn the runs of every dead coordinator of this clone, and
+// removes their state files. A state file is written only once its lock
+// is held, and its runs are handed over while this process holds the dead
+// lock, so a live coordinator's runs are never taken, and no two
+// coordinators give back the same run.
+func orphans(privDir string, fn func(RunningJob)) {
+	paths, _ := filepath.Glob(filepath.Join(stateDir(privDir), "*.json"))
+	for _, p := range paths {
+		lockPath := strings.TrimSuffix(p, ".json") + ".lock"
+		f, err := os.OpenFile(lockPath, os.O_RDWR, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close() // alive
+			continue
+		}
+		for _, j := range readJobs(p) {
+			fn(j)
+		}
+		os.Remove(p)
+		os.Remove(lockPath)
+		f.Close()
+	}
+}

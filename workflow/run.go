@@ -1,0 +1,277 @@
+package workflow
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// What orch run (the coordinator, DESIGN §12) asks of the rules beyond the
+// verbs agents use: review claims, so that two reviewers never review one
+// submission; fencing, so that an agent of an older attempt (a zombie of
+// an expired lease or a killed coordinator) cannot act on a task another
+// agent holds now; and the record of a run that ended without a
+// transition of its agent (a pause with a note, a crash count, an
+// escalation, a released review claim).
+
+// Fence is the run an agent process belongs to: ORCH_TASK, ORCH_ATTEMPT
+// and ORCH_ROLE as orch run sets them. A verb on that task is refused
+// unless the task is still that run's.
+type Fence struct {
+	Task     string
+	Attempt  int
+	Reviewer bool
+}
+
+// checkFence refuses a transition of the fenced task that the run does not
+// hold any more.
+func (e *Engine) checkFence(t *taskfile.Task) error {
+	f := e.Fence
+	if f == nil || f.Task != t.ID || f.Attempt <= 0 {
+		return nil
+	}
+	var held bool
+	var now string
+	if f.Reviewer {
+		held = t.Queue == taskfile.Provisional && t.ReviewClaimedBy == e.Actor && t.ReviewAttempts == f.Attempt
+		now = fmt.Sprintf("review claim %d", t.ReviewAttempts)
+		if t.ReviewClaimedBy != "" {
+			now += " held by " + t.ReviewClaimedBy
+		}
+	} else {
+		held = t.Queue == taskfile.Claimed && t.ClaimedBy == e.Actor && t.Attempts == f.Attempt
+		now = fmt.Sprintf("attempt %d", t.Attempts)
+		if t.Queue == taskfile.Claimed {
+			now += " claimed by " + t.ClaimedBy
+		}
+	}
+	if held {
+		return nil
+	}
+	return &RuleError{Rule: "stale_attempt",
+		Msg:  fmt.Sprintf("%s: this process belongs to attempt %d (ORCH_ATTEMPT), and the task is %s, at %s: that run has ended", t.ID, f.Attempt, t.Queue, now),
+		Hint: "stop working on " + t.ID + ": orch run ended this run (the task's log says why); nothing was changed"}
+}
+
+// reviewLeaseEnd is when a review claim runs out: claim_timeout after it
+// began or was last renewed.
+func (e *Engine) reviewLeaseEnd(t *taskfile.Task) time.Time {
+	return t.ReviewClaimedAt.Add(time.Duration(e.Config.ClaimTimeout))
+}
+
+// reviewClaimedByOther reports whether another reviewer holds a live review
+// claim on t.
+func (e *Engine) reviewClaimedByOther(t *taskfile.Task) bool {
+	return t.ReviewClaimedBy != "" && t.ReviewClaimedBy != e.Actor && e.Now().Before(e.reviewLeaseEnd(t))
+}
+
+// mayReview reports whether the actor may review t under review.reviewers,
+// its scope and the rule that nobody reviews their own work (checkReviewer
+// without recording a refusal: a search, not an attempt).
+func (e *Engine) mayReview(t *taskfile.Task) bool {
+	if !e.IsHuman() {
+		if !e.Config.IsReviewer(e.Actor) {
+			return false
+		}
+		if r := e.Config.ReviewerEntry(e.Actor); r != nil {
+			if _, ok := r.Covers(roleOf(t, e.Config), t.Labels); !ok {
+				return false
+			}
+		}
+	}
+	return !slices.Contains(workers(t), e.Actor)
+}
+
+// ReviewClaim is a review claim: the submission a reviewer holds.
+type ReviewClaim struct {
+	Result
+	Attempt int // the task's review claims so far: the reviewer's ORCH_ATTEMPT
+}
+
+// ClaimReview takes the next submission the actor may review, in claim
+// order (priority, then age), and holds it for the actor as a lease of
+// claim_timeout; id names one. Nil when there is none.
+func (e *Engine) ClaimReview(id string) (*ReviewClaim, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	var candidates []*gitstore.Summary
+	if id != "" {
+		s, err := e.Find(id)
+		if err != nil {
+			return nil, err
+		}
+		candidates = []*gitstore.Summary{s}
+	} else {
+		e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Provisional: true}, func(s *gitstore.Summary) {
+			candidates = append(candidates, s)
+		})
+		SortClaimOrder(candidates, false)
+	}
+	for _, s := range candidates {
+		t := &s.Task
+		if t.Queue != taskfile.Provisional || e.reviewClaimedByOther(t) || !e.mayReview(t) || e.editable(s) != nil {
+			continue
+		}
+		out := &ReviewClaim{}
+		res, err := e.transitionAny(t.ID, "claim-review", func(t *Task) (*change, error) {
+			if t.Task.Queue != taskfile.Provisional || e.reviewClaimedByOther(&t.Task) || !e.mayReview(&t.Task) {
+				return nil, &RuleError{Rule: "review_claimed", Msg: fmt.Sprintf("%s cannot be claimed for review now (it is %s, review claimed by %s)", t.Task.ID, t.Task.Queue, orDash(t.Task.ReviewClaimedBy))}
+			}
+			out.Attempt = t.Task.ReviewAttempts + 1
+			f, err := t.File.Apply(
+				taskfile.Set(taskfile.KeyReviewBy, taskfile.String(e.Actor)),
+				taskfile.Set(taskfile.KeyReviewAt, taskfile.Time(e.Now())),
+				taskfile.Set(taskfile.KeyReviewCount, taskfile.Int(out.Attempt)))
+			if err != nil {
+				return nil, err
+			}
+			return &change{file: f, body: fmt.Sprintf("Review claimed by %s (review %d).", e.Actor, out.Attempt),
+				data: map[string]any{"attempt": out.Attempt, "lease_until": taskfile.FormatTime(e.reviewLeaseEnd(&f.Task))}}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out.Result = *res
+		return out, nil
+	}
+	return nil, nil
+}
+
+// RunEnd is how a run of orch run ended without a transition of its agent.
+type RunEnd struct {
+	Task     string
+	Agent    string // the slot
+	Attempt  int    // the run's ORCH_ATTEMPT
+	Reviewer bool
+	// Reason: crash (an exit), timeout, stall, rate_limit, stopped (the
+	// lead stopped orch run), orphaned (its coordinator died).
+	Reason string
+	// Note says what happened, for the next agent: the exit status, the
+	// duration, the log's last lines.
+	Note string
+	// Crash counts toward run.max_crashes; MaxCrashes in a row escalate.
+	Crash      bool
+	MaxCrashes int
+	Logs       []string
+}
+
+// RunLostError says the task is no longer the run's: the coordinator
+// leaves it alone.
+type RunLostError struct{ Msg string }
+
+func (e *RunLostError) Error() string { return e.Msg }
+
+// EndRun records a run that ended without a transition of its agent, as
+// the coordinator (the actor, a human: DESIGN §12, "Who acts"): an
+// implementer's task is paused with the note (or escalated after
+// run.max_crashes crashes in a row), a reviewer's claim released.
+func (e *Engine) EndRun(end RunEnd) (*Result, error) {
+	if err := checkTexts(namedText{"the note", end.Note}); err != nil {
+		return nil, err
+	}
+	if end.Reviewer {
+		return e.transitionAny(end.Task, "release-review", func(t *Task) (*change, error) {
+			if t.Task.Queue != taskfile.Provisional || t.Task.ReviewClaimedBy != end.Agent || t.Task.ReviewAttempts != end.Attempt {
+				return nil, &RunLostError{fmt.Sprintf("%s is not %s's review %d any more", end.Task, end.Agent, end.Attempt)}
+			}
+			f, err := t.File.Apply(taskfile.Unset(taskfile.KeyReviewBy), taskfile.Unset(taskfile.KeyReviewAt))
+			if err != nil {
+				return nil, err
+			}
+			return &change{file: f, body: fmt.Sprintf("Review claim of %s released by orch run (%s): %s", end.Agent, end.Reason, firstSentence(end.Note)),
+				data:     map[string]any{"agent": end.Agent, "attempt": end.Attempt, "reason": end.Reason, "note": end.Note, "via": "orch run"},
+				trailers: []string{"Orch-Via", "orch run", "Orch-Reason", end.Reason}}, nil
+		})
+	}
+	var res *Result
+	var err error
+	lost := func(t *Task) error {
+		if t.Task.Queue != taskfile.Claimed || t.Task.ClaimedBy != end.Agent || t.Task.Attempts != end.Attempt {
+			return &RunLostError{fmt.Sprintf("%s is not %s's attempt %d any more (it is %s, attempt %d)", end.Task, end.Agent, end.Attempt, t.Task.Queue, t.Task.Attempts)}
+		}
+		return nil
+	}
+	crashes := 0
+	if end.Crash {
+		// Read the count first: whether the run escalates decides which
+		// transition it is.
+		s := e.Store.SummaryByID(end.Task)
+		if s == nil {
+			return nil, &NotFoundError{What: "task", Ref: end.Task, Hint: "orch list shows the tasks"}
+		}
+		crashes = s.Task.Crashes + 1
+	}
+	if reason, why := crashEscalation(crashes, end); reason != "" {
+		res, err = e.transition(end.Task, "escalate", func(t *Task) (*change, error) {
+			if err := lost(t); err != nil {
+				return nil, err
+			}
+			f, err := t.File.AddSection(runNote(e, end))
+			if err != nil {
+				return nil, err
+			}
+			if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt), taskfile.Set(taskfile.KeyCrashes, taskfile.Int(crashes))); err != nil {
+				return nil, err
+			}
+			msg := e.escalationMessage(&f.Task, t.Path, reason, why)
+			return &change{file: f, to: taskfile.Escalated, body: "Escalated by orch run: " + why, extra: []gitstore.Change{msg},
+				data:     map[string]any{"reason": reason, "escalated": reason, "agent": end.Agent, "attempt": end.Attempt, "crashes": crashes, "logs": end.Logs, "via": "orch run"},
+				trailers: []string{"Orch-Via", "orch run", "Orch-Reason", reason}}, nil
+		})
+		return res, err
+	}
+	return e.transition(end.Task, "pause", func(t *Task) (*change, error) {
+		if err := lost(t); err != nil {
+			return nil, err
+		}
+		f, err := t.File.AddSection(runNote(e, end))
+		if err != nil {
+			return nil, err
+		}
+		edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)}
+		if end.Crash {
+			edits = append(edits, taskfile.Set(taskfile.KeyCrashes, taskfile.Int(crashes)))
+		}
+		if f, err = f.Apply(edits...); err != nil {
+			return nil, err
+		}
+		return &change{file: f, to: taskfile.NeedsContinuation, body: fmt.Sprintf("Paused by orch run after %s's attempt %d ended (%s).", end.Agent, end.Attempt, end.Reason),
+			data:     map[string]any{"note": end.Note, "branch": t.Task.Branch, "reason": end.Reason, "agent": end.Agent, "attempt": end.Attempt, "crashes": crashes, "via": "orch run"},
+			trailers: []string{"Orch-Via", "orch run", "Orch-Reason", end.Reason}}, nil
+	})
+}
+
+// runNote is the continuation note a run without a transition leaves in
+// the task, where the next agent's prompt shows it.
+func runNote(e *Engine, end RunEnd) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Continuation Note (orch run, %s)\n\n", taskfile.FormatTime(e.Now()))
+	fmt.Fprintf(&b, "%s's attempt %d ended without a transition (%s). %s\n", end.Agent, end.Attempt, end.Reason, demote(end.Note))
+	if len(end.Logs) > 0 {
+		fmt.Fprintf(&b, "\nLog: %s (orch logs %s)\n", end.Logs[len(end.Logs)-1], end.Task)
+	}
+	return b.String()
+}
+
+// StartRun is what orch run starts from: the run: section of config.yaml
+// as the branch has it now (a later change takes effect at the next
+// start). Starting agents is a human's decision (DESIGN §4a): an agent is
+// refused.
+func (e *Engine) StartRun() (*Run, error) {
+	if err := e.RequireInit(); err != nil {
+		return nil, err
+	}
+	if err := e.requireHuman("run", "", "starting agents (orch run)"); err != nil {
+		return nil, err
+	}
+	if e.ConfigErr != nil {
+		return nil, e.ConfigErr
+	}
+	r := e.Config.Run
+	return &r, nil
+}

@@ -1,0 +1,206 @@
+package workflow
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// Run is config.yaml's run: section (DESIGN §12): the agents and reviewers
+// orch run starts, one slot each, and how it watches them. It is
+// human-owned like the rest of config.yaml: agents cannot change what runs.
+type Run struct {
+	Agents    []RunSlot `yaml:"agents" json:"agents"`
+	Reviewers []RunSlot `yaml:"reviewers" json:"reviewers"`
+	// TaskTimeout (wall clock) and StallTimeout (no output) end an agent's
+	// process group: SIGTERM, then SIGKILL after KillGrace.
+	TaskTimeout  Duration `yaml:"task_timeout" json:"task_timeout"`
+	StallTimeout Duration `yaml:"stall_timeout" json:"stall_timeout"`
+	KillGrace    Duration `yaml:"kill_grace" json:"kill_grace"`
+	// MaxProvisional > 0 stops claiming while that many submissions wait
+	// for review.
+	MaxProvisional int `yaml:"max_provisional" json:"max_provisional"`
+	// MaxCrashes exits without a transition, in a row, escalate a task.
+	MaxCrashes int `yaml:"max_crashes" json:"max_crashes"`
+	// PollPRs runs orch pr poll that often when github.repo is set.
+	PollPRs Duration `yaml:"poll_prs" json:"poll_prs"`
+	// Backoff is a rate-limited slot's first wait when its agent's output
+	// gives no reset time; it doubles each time, up to 64 times as long.
+	Backoff Duration `yaml:"backoff" json:"backoff"`
+}
+
+// RunSlot is one agent or reviewer of run:.
+type RunSlot struct {
+	Name string `yaml:"name" json:"name"`
+	// Cmd runs under sh -c in the task's worktree, the prompt on stdin.
+	Cmd string `yaml:"cmd" json:"cmd"`
+	// Harness names a preset (Harnesses) that fills Cmd and RateLimit
+	// when they are not given.
+	Harness string `yaml:"harness" json:"harness,omitempty"`
+	// Account groups slots that share a rate limit (as Harness does).
+	Account string `yaml:"account" json:"account,omitempty"`
+	// Roles: an agent claims tasks of these roles (as in the roster); a
+	// reviewer reviews only tasks of these roles or Labels (as a scoped
+	// entry of review.reviewers).
+	Roles  []string `yaml:"roles" json:"roles,omitempty"`
+	Labels []string `yaml:"labels" json:"labels,omitempty"`
+	// RateLimit is a regular expression: a line of output that matches it
+	// means the agent was rate limited; so does an exit code in
+	// RateLimitExit.
+	RateLimit     string    `yaml:"rate_limit" json:"rate_limit,omitempty"`
+	RateLimitExit ExitCodes `yaml:"rate_limit_exit" json:"rate_limit_exit,omitempty"`
+
+	line int
+}
+
+// ExitCodes is one exit code or a list of them.
+type ExitCodes []int
+
+// UnmarshalYAML accepts 75 as well as [75, 76].
+func (x *ExitCodes) UnmarshalYAML(n *yaml.Node) error {
+	var list []int
+	if n.Kind == yaml.ScalarNode {
+		v, err := strconv.Atoi(n.Value)
+		if err != nil {
+			return fmt.Errorf("line %d: rate_limit_exit: %q is not an exit code", n.Line, n.Value)
+		}
+		list = []int{v}
+	} else if err := n.Decode(&list); err != nil {
+		return fmt.Errorf("line %d: rate_limit_exit: a code or a list of codes", n.Line)
+	}
+	*x = list
+	return nil
+}
+
+// UnmarshalYAML records the entry's line, for messages.
+func (s *RunSlot) UnmarshalYAML(n *yaml.Node) error {
+	type plain RunSlot
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*s = RunSlot(p)
+	s.line = n.Line
+	return nil
+}
+
+// Harness is a preset for a coding agent's command-line tool: its
+// documented non-interactive form (the prompt comes on stdin, or from
+// $ORCH_PROMPT_FILE), and what its rate-limit messages look like.
+type Harness struct {
+	Cmd       string
+	RateLimit string
+}
+
+// Harnesses are the presets run.agents[].harness may name.
+var Harnesses = map[string]Harness{
+	"claude":   {Cmd: "claude -p --permission-mode acceptEdits", RateLimit: `(?i)usage limit|rate.?limit|\b429\b|overloaded`},
+	"codex":    {Cmd: "codex exec --full-auto -", RateLimit: `(?i)usage limit|rate.?limit|\b429\b|quota exceeded`},
+	"aider":    {Cmd: `aider --yes-always --no-pretty --message-file "$ORCH_PROMPT_FILE"`, RateLimit: `(?i)RateLimitError|rate.?limit|\b429\b`},
+	"gemini":   {Cmd: `gemini --yolo --prompt "$(cat "$ORCH_PROMPT_FILE")"`, RateLimit: `(?i)RESOURCE_EXHAUSTED|quota|rate.?limit|\b429\b`},
+	"opencode": {Cmd: `opencode run "$(cat "$ORCH_PROMPT_FILE")"`, RateLimit: `(?i)usage limit|rate.?limit|\b429\b`},
+}
+
+// HarnessNames lists the presets, sorted.
+func HarnessNames() []string {
+	var out []string
+	for n := range Harnesses {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Resolved is the slot with its harness preset applied: the command and
+// rate-limit pattern it runs with.
+func (s RunSlot) Resolved() RunSlot {
+	if h, ok := Harnesses[s.Harness]; ok {
+		if s.Cmd == "" {
+			s.Cmd = h.Cmd
+		}
+		if s.RateLimit == "" {
+			s.RateLimit = h.RateLimit
+		}
+	}
+	return s
+}
+
+// defaultRun is run:'s defaults (DESIGN §12).
+func defaultRun() Run {
+	return Run{TaskTimeout: Duration(45 * time.Minute), StallTimeout: Duration(10 * time.Minute), KillGrace: Duration(10 * time.Second),
+		MaxCrashes: 2, PollPRs: Duration(5 * time.Minute), Backoff: Duration(time.Minute)}
+}
+
+// check validates run: (path names config.yaml in messages).
+func (r *Run) check(c *Config, path string, data []byte) error {
+	problem := func(line int, format string, a ...any) error {
+		if line == 0 {
+			line = keyLine(data, "run")
+		}
+		return &taskfile.ParseError{Path: path, Line: line, Msg: "run: " + fmt.Sprintf(format, a...)}
+	}
+	seen := map[string]bool{}
+	for _, list := range []struct {
+		key   string
+		slots []RunSlot
+	}{{"agents", r.Agents}, {"reviewers", r.Reviewers}} {
+		for _, s := range list.slots {
+			switch {
+			case !taskfile.ValidName(s.Name):
+				return problem(s.line, "%s: %q is not a valid agent name", list.key, s.Name)
+			case seen[s.Name]:
+				return problem(s.line, "%s: %s is named twice: each slot is one actor, and distinct names are what hand a locked-out task to a fresh agent", list.key, s.Name)
+			case slices.Contains(c.Humans, s.Name):
+				return problem(s.line, "%s: %s is in humans too: a slot is an agent", list.key, s.Name)
+			case s.Harness != "" && Harnesses[s.Harness] == Harness{}:
+				return problem(s.line, "%s: %s: harness %q is not one of %v", list.key, s.Name, s.Harness, HarnessNames())
+			case s.Cmd == "" && s.Harness == "":
+				return problem(s.line, "%s: %s needs a cmd (run by sh -c in the task's worktree) or a harness (%v)", list.key, s.Name, HarnessNames())
+			}
+			seen[s.Name] = true
+			if rs := s.Resolved().RateLimit; rs != "" {
+				if _, err := regexp.Compile(rs); err != nil {
+					return problem(s.line, "%s: %s: rate_limit is not a regular expression: %v", list.key, s.Name, err)
+				}
+			}
+			for _, n := range append(append([]string(nil), s.Roles...), s.Labels...) {
+				if !taskfile.ValidName(n) {
+					return problem(s.line, "%s: %s: %q is not a valid role or label", list.key, s.Name, n)
+				}
+			}
+		}
+	}
+	if r.MaxCrashes < 1 {
+		return problem(keyLine(data, "max_crashes"), "max_crashes must be at least 1")
+	}
+	if r.MaxProvisional < 0 {
+		return problem(keyLine(data, "max_provisional"), "max_provisional must be 0 (no limit) or more")
+	}
+	return nil
+}
+
+// runAgent returns name's slot among run.agents (nil if none).
+func (r *Run) runAgent(name string) *RunSlot {
+	for i := range r.Agents {
+		if r.Agents[i].Name == name {
+			return &r.Agents[i]
+		}
+	}
+	return nil
+}
+
+// runReviewer returns name's slot among run.reviewers (nil if none).
+func (r *Run) runReviewer(name string) *RunSlot {
+	for i := range r.Reviewers {
+		if r.Reviewers[i].Name == name {
+			return &r.Reviewers[i]
+		}
+	}
+	return nil
+}
