@@ -23,6 +23,9 @@ type Job struct {
 	Role     string // the implementer's role, or "reviewer": ORCH_ROLE
 	Worktree string
 	Prompt   string
+	// Rejections is the task's rejection count when a review was claimed:
+	// a verdict that requested changes raised it.
+	Rejections int
 }
 
 // End is how a run ended without a transition by its agent.

@@ -49,7 +49,7 @@ func (q *engineQueue) as(s *Slot, verb string, fence *workflow.Fence) workflow.O
 
 func (q *engineQueue) asLead(verb string) workflow.Options {
 	o := q.lead
-	o.Verb, o.Optimistic = verb, false
+	o.Verb, o.Optimistic, o.Fence = verb, false, nil
 	return o
 }
 
@@ -116,7 +116,7 @@ func (q *engineQueue) ClaimReview(s *Slot) (*Job, error) {
 		return nil, err
 	}
 	t := rc.Task.Task
-	j := &Job{Slot: s, Task: t.ID, Title: t.Title, Attempt: rc.Attempt, Role: "reviewer"}
+	j := &Job{Slot: s, Task: t.ID, Title: t.Title, Attempt: rc.Attempt, Role: "reviewer", Rejections: t.RejectionCount}
 	return j, q.prepare(e, j, "reviewer")
 }
 
@@ -163,7 +163,14 @@ func (q *engineQueue) Finish(j *Job) (Outcome, bool, error) {
 		if t.Queue == taskfile.Provisional && t.ReviewClaimedBy == j.Slot.Name && t.ReviewAttempts == j.Attempt {
 			return Outcome{}, false, nil
 		}
-		return Outcome{Event: "reviewed", Text: fmt.Sprintf("%s reviewed %s: %s", j.Slot.Name, j.Task, t.Queue)}, true, nil
+		verdict := "approved"
+		switch {
+		case t.RejectionCount > j.Rejections:
+			verdict = "rejected"
+		case t.Queue != taskfile.Done:
+			verdict = "left it " + string(t.Queue)
+		}
+		return Outcome{Event: "reviewed", Text: fmt.Sprintf("%s reviewed %s: %s", j.Slot.Name, j.Task, verdict)}, true, nil
 	}
 	if t.Queue == taskfile.Claimed && t.ClaimedBy == j.Slot.Name && t.Attempts == j.Attempt {
 		return Outcome{}, false, nil

@@ -102,6 +102,7 @@ type Commands struct {
 	Approve string
 	Reject  string
 	Review  string
+	Diff    string
 }
 
 // NewRound converts a parsed feedback round for a template.

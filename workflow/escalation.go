@@ -83,7 +83,11 @@ func (e *Engine) deadlocked(t *taskfile.Task, locked []string) bool {
 	if roster := e.Config.Roster(); len(roster) > 0 {
 		capable := 0
 		for _, a := range roster {
-			if !contains(a.Roles, role) {
+			roles := a.Roles
+			if len(roles) == 0 {
+				roles = []string{e.Config.DefaultRole} // as agentRoles claims
+			}
+			if !contains(roles, role) {
 				continue
 			}
 			capable++

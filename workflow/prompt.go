@@ -142,7 +142,8 @@ func (e *Engine) promptData(t *Task, role string) prompt.Data {
 	d.Commands.Refuse = "orch refuse " + id + " -F refusal.json"
 	d.Commands.Approve = "orch approve " + id
 	d.Commands.Reject = "orch reject " + id + ` -m "what must change"`
-	d.Commands.Review = "orch review " + id + ` -F review.json`
+	d.Commands.Review = "orch review " + id + ` -F -`
+	d.Commands.Diff = "orch diff " + id
 	return d
 }
 

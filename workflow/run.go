@@ -54,7 +54,7 @@ func (e *Engine) checkFence(t *taskfile.Task) error {
 	}
 	return &RuleError{Rule: "stale_attempt",
 		Msg:  fmt.Sprintf("%s: this process belongs to attempt %d (ORCH_ATTEMPT), and the task is %s, at %s: that run has ended", t.ID, f.Attempt, t.Queue, now),
-		Hint: "stop working on " + t.ID + ": orch run ended this run (the task's log says why); nothing was changed"}
+		Hint: "stop working on " + t.ID + ": your run of it has ended (orch log " + t.ID + " says how); nothing was changed"}
 }
 
 // reviewLeaseEnd is when a review claim runs out: claim_timeout after it

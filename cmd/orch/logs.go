@@ -46,10 +46,27 @@ chosen. Inside a task's worktree ID may be omitted.`,
 
 // logsAnswer is orch logs's JSON answer.
 type logsAnswer struct {
-	Task taskJSON              `json:"task"`
-	Logs []coordinator.LogFile `json:"logs"`
-	Log  string                `json:"log"`  // the chosen log's path
-	Text string                `json:"text"` // its text
+	Task taskJSON  `json:"task"`
+	Logs []logJSON `json:"logs"`
+	Log  string    `json:"log"`  // the chosen log's path
+	Text string    `json:"text"` // its text
+}
+
+// logJSON is one run's log (coordinator.LogFile).
+type logJSON struct {
+	Path     string   `json:"path"`
+	Attempt  int      `json:"attempt"`
+	Reviewer bool     `json:"reviewer"`
+	Size     int64    `json:"size"`
+	Modified jsonTime `json:"modified"`
+}
+
+func logsJSON(logs []coordinator.LogFile) []logJSON {
+	out := []logJSON{}
+	for _, l := range logs {
+		out = append(out, logJSON{l.Path, l.Attempt, l.Reviewer, l.Size, jsonTime(l.Modified)})
+	}
+	return out
 }
 
 func runLogs(o *logsOptions, ref string) error {
@@ -68,9 +85,6 @@ func runLogs(o *logsOptions, ref string) error {
 	}
 	priv := o.g.privDir()
 	logs := coordinator.Logs(priv, id)
-	if logs == nil {
-		logs = []coordinator.LogFile{}
-	}
 	var chosen *coordinator.LogFile
 	for i := range logs {
 		l := &logs[i]
@@ -90,7 +104,7 @@ func runLogs(o *logsOptions, ref string) error {
 		if err != nil {
 			return err
 		}
-		return o.g.writeJSON(logsAnswer{task, logs, chosen.Path, string(b)})
+		return o.g.writeJSON(logsAnswer{task, logsJSON(logs), chosen.Path, string(b)})
 	}
 	f, err := os.Open(chosen.Path)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -291,7 +292,19 @@ func (g *globalOptions) engineOptions(optimistic bool) workflow.Options {
 	}
 	verb, _, _ := strings.Cut(g.verb, " ")
 	return workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(),
-		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: readOnlyVerbs[verb], InMemoryCache: g.longRunning}
+		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: readOnlyVerbs[verb], InMemoryCache: g.longRunning, Fence: runFence()}
+}
+
+// runFence is the run of orch run this process's agent belongs to, from
+// the environment orch run gives it (DESIGN §12): its verbs on that task
+// are refused once the run has ended.
+func runFence() *workflow.Fence {
+	task, attempt := os.Getenv("ORCH_TASK"), os.Getenv("ORCH_ATTEMPT")
+	n, err := strconv.Atoi(attempt)
+	if task == "" || err != nil || os.Getenv("ORCH_AGENT") == "" {
+		return nil
+	}
+	return &workflow.Fence{Task: task, Attempt: n, Reviewer: os.Getenv("ORCH_ROLE") == "reviewer"}
 }
 
 // close releases the engine and prints what the store did on our behalf.

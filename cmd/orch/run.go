@@ -84,8 +84,22 @@ On a terminal it shows one live line per slot; otherwise one line per event;
 	return cmd
 }
 
-// runEvent is one line of orch run --json.
-type runEvent = coordinator.Event
+// runEvent is one line of orch run --json: one thing the coordinator did
+// or saw (coordinator.Event).
+type runEvent struct {
+	Time     jsonTime `json:"time"`
+	Event    string   `json:"event"` // slot, claimed, started, exited, submitted, paused, escalated, reviewed, released, backoff, killing, ...
+	Slot     string   `json:"slot"`
+	Role     string   `json:"role"` // implementer or reviewer
+	Task     string   `json:"task"`
+	Attempt  int      `json:"attempt"`
+	ExitCode *int     `json:"exit_code"` // exited: the agent's exit code
+	Duration string   `json:"duration"`
+	Reason   string   `json:"reason"`
+	Until    string   `json:"until"` // backoff: when the slot claims again
+	Log      string   `json:"log"`
+	Text     string   `json:"text"`
+}
 
 func runRun(o *runOptions) error {
 	g := o.g
@@ -213,8 +227,8 @@ func (p *runPrinter) event(ev coordinator.Event) {
 		ev.Time = time.Now()
 	}
 	if p.g.JSON {
-		ev.Time = ev.Time.UTC().Truncate(time.Millisecond)
-		if err := p.g.writeJSON(ev); err != nil {
+		j := runEvent{jsonTime(ev.Time), ev.Event, ev.Slot, ev.Role, ev.Task, ev.Attempt, ev.ExitCode, ev.Duration, ev.Reason, ev.Until, ev.Log, ev.Text}
+		if err := p.g.writeJSON(j); err != nil {
 			fmt.Fprintln(p.g.io.Err, "orch: "+err.Error())
 		}
 		return
