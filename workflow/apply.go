@@ -45,63 +45,13 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 	}
 	var res Result
 	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
-		e.reviewGround = "" // each try judges the task afresh
 		s := e.Store.SummaryByID(id)
 		if s == nil {
 			return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
 		}
-		if err := e.editable(s); err != nil {
-			return nil, err
-		}
-		if checkQueue {
-			if err := CheckTransition(verb, id, s.Task.Queue); err != nil {
-				return nil, err
-			}
-		}
-		if err := e.checkFence(&s.Task); err != nil {
-			return nil, err
-		}
-		t, err := e.Load(s)
-		if err != nil {
-			return nil, err
-		}
-		c, err := fn(t)
+		c, from, to, err := e.step(s, e.Load, verb, checkQueue, fn)
 		if err != nil || c == nil {
 			return nil, err
-		}
-		if e.reviewGround != "" {
-			// A scoped reviewer's review says what it was in scope by.
-			if c.data == nil {
-				c.data = map[string]any{}
-			}
-			c.data["ground"] = e.reviewGround
-			c.trailers = append(c.trailers, "Orch-Ground", e.reviewGround)
-		}
-		from := s.Task.Queue
-		to := c.to
-		if to == "" {
-			to = from
-		}
-		if checkQueue {
-			// The table's To column binds the code as its From column
-			// binds the task: a verb cannot move a task anywhere else.
-			if tr := TransitionFor(verb); tr != nil && len(tr.To) > 0 && !slices.Contains(tr.To, to) {
-				return nil, fmt.Errorf("internal error: %s would move %s from %s to %s, which the transition table does not allow (it allows %s)", verb, id, from, to, tr.ToText())
-			}
-		}
-		if c.file != nil && to != from {
-			edits := []taskfile.Edit{taskfile.Set(taskfile.KeyQueue, taskfile.String(string(to)))}
-			if from == taskfile.Provisional && c.file.Task.ReviewClaimedBy != "" {
-				// A submission that leaves review leaves its review claim.
-				edits = append(edits, taskfile.Unset(taskfile.KeyReviewBy), taskfile.Unset(taskfile.KeyReviewAt))
-			}
-			if c.file.Task.Crashes > 0 && from == taskfile.Claimed && s.Task.ClaimedBy == e.Actor {
-				// The agent ended its own run: the crashes were not in a row.
-				edits = append(edits, taskfile.Unset(taskfile.KeyCrashes))
-			}
-			if c.file, err = c.file.Apply(edits...); err != nil {
-				return nil, err
-			}
 		}
 		changes := []gitstore.Change{}
 		if c.file != nil {
@@ -150,6 +100,70 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 	res.Commit = h
 	res.Task = e.Store.SummaryByID(id)
 	return &res, nil
+}
+
+// step is the rule half of a transition, on task s as the tip being built
+// on holds it (load reads its file): s must be changeable and, with
+// checkQueue, in a queue verb takes tasks from; fn decides the change, which
+// may move s only where the transition table lets verb; the file returned
+// is in queue to. step reads tasks only through the TaskIndex and commits
+// nothing (apply commits what it returns), so the rule suite runs the very
+// same code over tasks in memory.
+func (e *Engine) step(s *gitstore.Summary, load func(*gitstore.Summary) (*Task, error), verb string, checkQueue bool, fn func(t *Task) (*change, error)) (c *change, from, to taskfile.Queue, err error) {
+	e.reviewGround = "" // each try judges the task afresh
+	id := s.Task.ID
+	if err := e.editable(s); err != nil {
+		return nil, "", "", err
+	}
+	if checkQueue {
+		if err := CheckTransition(verb, id, s.Task.Queue); err != nil {
+			return nil, "", "", err
+		}
+	}
+	if err := e.checkFence(&s.Task); err != nil {
+		return nil, "", "", err
+	}
+	t, err := load(s)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if c, err = fn(t); err != nil || c == nil {
+		return nil, "", "", err
+	}
+	if e.reviewGround != "" {
+		// A scoped reviewer's review says what it was in scope by.
+		if c.data == nil {
+			c.data = map[string]any{}
+		}
+		c.data["ground"] = e.reviewGround
+		c.trailers = append(c.trailers, "Orch-Ground", e.reviewGround)
+	}
+	from, to = s.Task.Queue, c.to
+	if to == "" {
+		to = from
+	}
+	if checkQueue {
+		// The table's To column binds the code as its From column binds
+		// the task: a verb cannot move a task anywhere else.
+		if tr := TransitionFor(verb); tr != nil && len(tr.To) > 0 && !slices.Contains(tr.To, to) {
+			return nil, "", "", fmt.Errorf("internal error: %s would move %s from %s to %s, which the transition table does not allow (it allows %s)", verb, id, from, to, tr.ToText())
+		}
+	}
+	if c.file != nil && to != from {
+		edits := []taskfile.Edit{taskfile.Set(taskfile.KeyQueue, taskfile.String(string(to)))}
+		if from == taskfile.Provisional && c.file.Task.ReviewClaimedBy != "" {
+			// A submission that leaves review leaves its review claim.
+			edits = append(edits, taskfile.Unset(taskfile.KeyReviewBy), taskfile.Unset(taskfile.KeyReviewAt))
+		}
+		if c.file.Task.Crashes > 0 && from == taskfile.Claimed && s.Task.ClaimedBy == e.Actor {
+			// The agent ended its own run: the crashes were not in a row.
+			edits = append(edits, taskfile.Unset(taskfile.KeyCrashes))
+		}
+		if c.file, err = c.file.Apply(edits...); err != nil {
+			return nil, "", "", err
+		}
+	}
+	return c, from, to, nil
 }
 
 // createdTask is a task a change creates.

@@ -102,39 +102,60 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
-	roles, err := e.agentRoles(opts.Role)
+	target, roles, err := e.claimTarget(opts)
 	if err != nil {
 		return nil, err
 	}
-	var target string
-	if opts.Task != "" {
-		s, err := e.Find(opts.Task)
-		if err != nil {
-			return nil, err
-		}
-		if err := CheckTransition("claim", s.Task.ID, s.Task.Queue); err != nil {
-			return nil, err
-		}
-		if err := e.editable(s); err != nil {
-			return nil, err // a broken or conflicted file: the same answer as every verb
-		}
-		if rule, msg := e.whyNot(s, roles); rule != "" {
-			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", s.Task.ID, msg), Hint: claimHint(rule, s.Task.ID)}
-		}
-		target = s.Task.ID
-	} else {
+	out := &ClaimResult{}
+	res, err := e.transition(target, "claim", e.claimStep(roles, e.ensureBranch, out))
+	if err != nil {
+		return nil, err
+	}
+	out.Result = *res
+	return out, nil
+}
+
+// claimTarget picks what a claim takes: the named task, if the actor may
+// take it, else the first in claim order it may; and the roles it claims
+// as. It reads tasks only through the TaskIndex (opts.Task is then an ID).
+func (e *Engine) claimTarget(opts ClaimOptions) (string, []string, error) {
+	roles, err := e.agentRoles(opts.Role)
+	if err != nil {
+		return "", nil, err
+	}
+	if opts.Task == "" {
 		next, reasons := e.nextClaimable(roles)
 		if next == nil {
-			return nil, &NothingToClaimError{Reasons: reasons}
+			return "", nil, &NothingToClaimError{Reasons: reasons}
 		}
-		target = next.Task.ID
+		return next.Task.ID, roles, nil
 	}
-	out := &ClaimResult{}
-	res, err := e.transition(target, "claim", func(t *Task) (*change, error) {
+	s, err := e.Find(opts.Task)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := CheckTransition("claim", s.Task.ID, s.Task.Queue); err != nil {
+		return "", nil, err
+	}
+	if err := e.editable(s); err != nil {
+		return "", nil, err // a broken or conflicted file: the same answer as every verb
+	}
+	if rule, msg := e.whyNot(s, roles); rule != "" {
+		return "", nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", s.Task.ID, msg), Hint: claimHint(rule, s.Task.ID)}
+	}
+	return s.Task.ID, roles, nil
+}
+
+// claimStep is the claim's transition: the rules again, at the tip the
+// claim commits on, then the claim itself, on the branch branchOf decides
+// (ensureBranch; the rule suite's tasks in memory have no repository to
+// make one in). It fills out.
+func (e *Engine) claimStep(roles []string, branchOf func(*Task) (string, bool, string, func() error, error), out *ClaimResult) func(t *Task) (*change, error) {
+	return func(t *Task) (*change, error) {
 		if rule, msg := e.whyNot(t.Summary, roles); rule != "" {
 			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", t.Task.ID, msg), Hint: claimHint(rule, t.Task.ID)}
 		}
-		branch, reused, note, create, err := e.ensureBranch(t)
+		branch, reused, note, create, err := branchOf(t)
 		if err != nil {
 			return nil, err
 		}
@@ -178,12 +199,7 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 			beforeRef: create,
 			trailers:  leaseTrailers(out.Attempt, e.Now().Add(time.Duration(e.Config.ClaimTimeout))),
 		}, nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	out.Result = *res
-	return out, nil
 }
 
 // claimHint says what to do when a task cannot be claimed: never how to

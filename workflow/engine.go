@@ -365,7 +365,7 @@ func (e *Engine) Find(ref string) (*gitstore.Summary, error) {
 	if ref == "" {
 		return nil, &UsageError{Msg: "no task given", Hint: "pass a task ID (orch list shows them)"}
 	}
-	if s := e.Store.SummaryByID(ref); s != nil {
+	if s := e.tasks().SummaryByID(ref); s != nil {
 		return s, nil
 	}
 	lower := strings.ToLower(ref)

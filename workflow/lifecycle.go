@@ -113,13 +113,19 @@ func (e *Engine) Approve(id, notes string) (*Result, error) {
 }
 
 func (e *Engine) approve(id, verb, verdict, notes string, extra func(t *Task, f *taskfile.File) (*taskfile.File, error)) (*Result, error) {
-	return e.transition(id, verb, func(t *Task) (*change, error) {
+	return e.transition(id, verb, e.approveStep(verb, verdict, notes, extra))
+}
+
+// approveStep is the approval's transition: review authority, no blocking
+// issue left open, then done.
+func (e *Engine) approveStep(verb, verdict, notes string, extra func(t *Task, f *taskfile.File) (*taskfile.File, error)) func(t *Task) (*change, error) {
+	return func(t *Task) (*change, error) {
 		if err := e.checkReviewer(t, verb); err != nil {
 			return nil, err
 		}
 		if open := unresolvedBlocking(t.File); len(open) > 0 && verb == "approve" {
 			return nil, &RuleError{Rule: "unresolved_blocking", Msg: fmt.Sprintf("blocking issues are unresolved: %s", strings.Join(open, ", ")),
-				Hint: "review it instead (orch review " + id + " lists what is still open), or reject it"}
+				Hint: "review it instead (orch review " + t.Task.ID + " lists what is still open), or reject it"}
 		}
 		f := t.File
 		var err error
@@ -147,7 +153,7 @@ func (e *Engine) approve(id, verb, verdict, notes string, extra func(t *Task, f 
 		return &change{file: f, to: taskfile.Done, body: body,
 			data:     map[string]any{"verdict": verdict, "notes": notes, "author": t.Task.SubmittedBy, "rounds": t.Task.RejectionCount, "unlocked": t.Task.LockedOut},
 			trailers: trailers}, nil
-	})
+	}
 }
 
 // unresolvedBlocking lists blocking issues not ticked as resolved.

@@ -88,12 +88,18 @@ func firstSentence(s string) string {
 // reject is the one path for every rejection: the feedback round at the top
 // of the body, the count, the lockout, and escalation by policy.
 func (e *Engine) reject(id, verb string, rj Rejection) (*Result, error) {
-	return e.transition(id, verb, func(t *Task) (*change, error) {
+	return e.transition(id, verb, e.rejectStep(verb, rj))
+}
+
+// rejectStep is the rejection's transition: review authority, then the
+// rejection.
+func (e *Engine) rejectStep(verb string, rj Rejection) func(t *Task) (*change, error) {
+	return func(t *Task) (*change, error) {
 		if err := e.checkReviewer(t, verb); err != nil {
 			return nil, err
 		}
 		return e.rejectChange(t, rj)
-	})
+	}
 }
 
 func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {

@@ -147,17 +147,23 @@ func (e *Engine) Review(id string, in *ReviewInput) (*ReviewResult, error) {
 		return nil, err
 	}
 	out := &ReviewResult{}
-	res, err := e.transition(id, "review", func(t *Task) (*change, error) {
-		if err := e.checkReviewer(t, "review"); err != nil {
-			return nil, err
-		}
-		return e.reviewChange(t, in, out)
-	})
+	res, err := e.transition(id, "review", e.reviewStep(in, out))
 	if err != nil {
 		return nil, err
 	}
 	out.Result = *res
 	return out, nil
+}
+
+// reviewStep is the review's transition: review authority, then the
+// verdict. It fills out.
+func (e *Engine) reviewStep(in *ReviewInput, out *ReviewResult) func(t *Task) (*change, error) {
+	return func(t *Task) (*change, error) {
+		if err := e.checkReviewer(t, "review"); err != nil {
+			return nil, err
+		}
+		return e.reviewChange(t, in, out)
+	}
 }
 
 // severityNames maps every severity a review may name onto orch's four.

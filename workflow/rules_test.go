@@ -7,13 +7,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/orch-tool/orch/taskfile"
 )
 
-// The rules of the loop, as package tests on a real temporary repository
-// (no process, no CLI): claim order, lockout and unlock, escalation by
-// count, by deadlock and by lack of progress, and authority.
+// Helpers for package tests on a real temporary repository (no process,
+// no CLI), and the rules that only a repository has: claim refs. The rules
+// of the loop themselves (claim order, eligibility, lockout, deadlock, the
+// three escalations, authority) are the rule suite, rule_suite_test.go.
 
 const rulesTeam = `base_branch: main
 agents:
@@ -85,18 +84,6 @@ func work(t *testing.T, dir, agent, id string) {
 	})
 }
 
-func reject(t *testing.T, dir, id string) *Result {
-	t.Helper()
-	var res *Result
-	as(t, dir, "lead", false, func(e *Engine) {
-		var err error
-		if res, err = e.Reject(id, "Not yet: the start does not snap."); err != nil {
-			t.Fatal(err)
-		}
-	})
-	return res
-}
-
 func ruleOf(err error) string {
 	var re *RuleError
 	if errors.As(err, &re) {
@@ -105,180 +92,13 @@ func ruleOf(err error) string {
 	return ""
 }
 
-func TestRulesClaimOrder(t *testing.T) {
+// TestRulesAgentFilesTask: new is anyone's, an agent's too (the rule
+// suite's verbs are those of tasks that exist).
+func TestRulesAgentFilesTask(t *testing.T) {
 	dir := rulesRepo(t, rulesTeam)
-	old := mustNew(t, dir, NewTask{Title: "Old P2"})
-	urgent := mustNew(t, dir, NewTask{Title: "New P0", Priority: "P0"})
-	later := mustNew(t, dir, NewTask{Title: "Newer P2"})
-	rejected := mustNew(t, dir, NewTask{Title: "Rejected"})
-	work(t, dir, "agent-a", rejected)
-	reject(t, dir, rejected)
-	paused := mustNew(t, dir, NewTask{Title: "Paused"})
-	as(t, dir, "agent-c", true, func(e *Engine) {
-		if _, err := e.Claim(ClaimOptions{Task: paused}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Pause(paused, "Half done."); err != nil {
-			t.Fatal(err)
-		}
-	})
-	// rejected, then needs_continuation, then incoming by priority, then
-	// by age.
-	for _, want := range []string{rejected, paused, urgent, old, later} {
-		as(t, dir, "agent-b", true, func(e *Engine) {
-			c, err := e.Claim(ClaimOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := c.Task.Task.ID; got != want {
-				t.Fatalf("claimed %s, want %s", got, want)
-			}
-		})
-	}
 	as(t, dir, "agent-b", true, func(e *Engine) {
-		var none *NothingToClaimError
-		if _, err := e.Claim(ClaimOptions{}); !errors.As(err, &none) {
-			t.Fatalf("with nothing left: %v", err)
-		}
-	})
-}
-
-func TestRulesLockoutAndUnlock(t *testing.T) {
-	dir := rulesRepo(t, rulesTeam)
-	id := mustNew(t, dir, NewTask{Title: "Snap"})
-	work(t, dir, "agent-a", id)
-	if res := reject(t, dir, id); res.To != taskfile.Rejected || !contains(res.Task.Task.LockedOut, "agent-a") {
-		t.Fatalf("after the rejection: %s, locked out %v", res.To, res.Task.Task.LockedOut)
-	}
-	as(t, dir, "agent-a", true, func(e *Engine) {
-		if _, err := e.Claim(ClaimOptions{Task: id}); ruleOf(err) != "lockout" {
-			t.Fatalf("the author claims again: %v", err)
-		}
-		var none *NothingToClaimError
-		if _, err := e.Claim(ClaimOptions{}); !errors.As(err, &none) {
-			t.Fatalf("the author's next claim: %v", err)
-		}
-		if _, err := e.Unlock(id, "agent-a"); ruleOf(err) != "authority" {
-			t.Fatalf("an agent unlocks itself: %v", err)
-		}
-	})
-	as(t, dir, "lead", false, func(e *Engine) {
-		if _, err := e.Unlock(id, "agent-a"); err != nil {
-			t.Fatal(err)
-		}
-	})
-	as(t, dir, "agent-a", true, func(e *Engine) {
-		if _, err := e.Claim(ClaimOptions{Task: id}); err != nil {
-			t.Fatalf("after the unlock: %v", err)
-		}
-	})
-}
-
-func TestRulesEscalateByCount(t *testing.T) {
-	dir := rulesRepo(t, rulesTeam)
-	id := mustNew(t, dir, NewTask{Title: "Snap"})
-	for i, agent := range []string{"agent-a", "agent-b", "agent-c"} {
-		work(t, dir, agent, id)
-		res := reject(t, dir, id)
-		want := taskfile.Rejected
-		if i == 2 {
-			want = taskfile.Escalated // review.max_rejections: 3
-		}
-		if res.To != want || res.Task.Task.RejectionCount != i+1 {
-			t.Fatalf("rejection %d: %s with count %d, want %s", i+1, res.To, res.Task.Task.RejectionCount, want)
-		}
-	}
-}
-
-func TestRulesEscalateByDeadlock(t *testing.T) {
-	dir := rulesRepo(t, "base_branch: main\nagents:\n  - {name: agent-a, roles: [implementer]}\n  - {name: agent-b, roles: [implementer]}\nhumans: [lead]\n")
-	id := mustNew(t, dir, NewTask{Title: "Snap"})
-	work(t, dir, "agent-a", id)
-	if res := reject(t, dir, id); res.To != taskfile.Rejected {
-		t.Fatalf("first rejection: %s", res.To)
-	}
-	work(t, dir, "agent-b", id)
-	// Every implementer in the roster is now locked out: a human decides.
-	if res := reject(t, dir, id); res.To != taskfile.Escalated {
-		t.Fatalf("second rejection: %s, want escalated", res.To)
-	}
-}
-
-func TestRulesEscalateByNoProgress(t *testing.T) {
-	dir := rulesRepo(t, strings.Replace(rulesTeam, "max_rejections: 3", "max_rejections: 10", 1)+"  lockout: false\n")
-	id := mustNew(t, dir, NewTask{Title: "Cache"})
-	work(t, dir, "agent-a", id)
-	review := func(in *ReviewInput) *ReviewResult {
-		t.Helper()
-		var res *ReviewResult
-		as(t, dir, "lead", false, func(e *Engine) {
-			var err error
-			if res, err = e.Review(id, in); err != nil {
-				t.Fatal(err)
-			}
-		})
-		return res
-	}
-	answer := func() {
-		t.Helper()
-		as(t, dir, "agent-a", true, func(e *Engine) {
-			if _, err := e.Claim(ClaimOptions{Task: id}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.Respond(id, "R1.1", "fixed", "Invalidated on every write path.", ""); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.Pause(id, "answered"); err != nil {
-				t.Fatal(err)
-			}
-		})
-		work(t, dir, "agent-a", id)
-	}
-	if r := review(&ReviewInput{Issues: []ReviewIssue{{Severity: "HIGH", Title: "Stale entries after update"}}}); r.To != taskfile.Rejected || r.NoProgressCount != 0 {
-		t.Fatalf("round 1: %s, no progress %d", r.To, r.NoProgressCount)
-	}
-	answer()
-	if r := review(&ReviewInput{Reopen: []string{"R1.1"}}); r.To != taskfile.Rejected || r.NoProgressCount != 1 {
-		t.Fatalf("round 2: %s, no progress %d", r.To, r.NoProgressCount)
-	}
-	answer()
-	if r := review(&ReviewInput{Reopen: []string{"R1.1"}}); r.To != taskfile.Escalated || r.NoProgressCount != 2 || r.Escalated != "no_progress" {
-		t.Fatalf("round 3: %s, no progress %d, escalated %q", r.To, r.NoProgressCount, r.Escalated)
-	}
-}
-
-func TestRulesAuthority(t *testing.T) {
-	dir := rulesRepo(t, rulesTeam)
-	id := mustNew(t, dir, NewTask{Title: "Snap"})
-	work(t, dir, "agent-a", id)
-	as(t, dir, "agent-a", true, func(e *Engine) {
-		if _, err := e.Approve(id, ""); ruleOf(err) != "self_review" {
-			t.Errorf("the author approves its own work: %v", err)
-		}
-	})
-	as(t, dir, "agent-a", true, func(e *Engine) {
-		if _, err := e.Requeue(id, ""); ruleOf(err) != "authority" {
-			t.Errorf("an agent requeues: %v", err)
-		}
-	})
-	as(t, dir, "agent-b", true, func(e *Engine) {
-		if _, err := e.New(NewTask{Title: "x"}); err != nil {
-			t.Errorf("an agent files a task: %v", err) // new is anyone's
-		}
-	})
-	// Refused attempts are recorded for the lead.
-	n := 0
-	for _, ev := range events(t, dir) {
-		if ev.Action == AuthorityEvent {
-			n++
-		}
-	}
-	if n < 2 {
-		t.Errorf("%d authority.refused events, want 2 or more", n)
-	}
-	as(t, dir, "lead", false, func(e *Engine) {
-		if _, err := e.Approve(id, "Good."); err != nil {
-			t.Fatalf("a human approves: %v", err)
+		if _, err := e.New(NewTask{Title: "x", Priority: "P0"}); err != nil {
+			t.Errorf("an agent files a task: %v", err)
 		}
 	})
 }

@@ -12,9 +12,10 @@ import (
 // view file holds a hand edit orch could not commit, and a task branch's
 // tip. Who may claim what and in what order, lockout, deadlock, escalation
 // by count and by no progress, and review authority read nothing else, so
-// they run in unit tests over the in-memory index of rules_unit_test.go;
-// the commands use *gitstore.Store. Writing (Update, the commit, the view)
-// stays with the store: the rules produce a change, the store commits it.
+// the rule suite (rule_suite_test.go) runs them over tasks in memory as
+// well as over a repository; the commands use *gitstore.Store. Writing
+// (Update, the commit, the view) stays with the store: the rules produce a
+// change (Engine.step), the store commits it.
 type TaskIndex interface {
 	SummaryByID(id string) *gitstore.Summary
 	QueueByID(id string) (taskfile.Queue, bool)
