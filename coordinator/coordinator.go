@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,9 @@ type Job struct {
 	// Rejections is the task's rejection count when a review was claimed:
 	// a verdict that requested changes raised it.
 	Rejections int
+	// Log and Started: a dead coordinator's run, as its state file had it.
+	Log     string
+	Started time.Time
 }
 
 // End is how a run ended without a transition by its agent.
@@ -76,6 +80,10 @@ type Queue interface {
 	Moved() bool
 	// PollPRs runs orch pr poll (with github.repo set).
 	PollPRs() error
+	// ClaimedSince lists the claims (review claims, for a reviewer) the
+	// slot made through this clone at since or later: those of a
+	// coordinator that died between a claim and its record.
+	ClaimedSince(s *Slot, since time.Time) ([]*Job, error)
 }
 
 // Options set a coordinator up.
@@ -146,7 +154,8 @@ type slotState struct {
 	killed      string // why the coordinator ended the run (timeout, stall, stopped, lost)
 	backoff     time.Time
 	backoffStep int
-	nothing     bool // the last look found nothing for it
+	nothing     bool      // the last look found nothing for it
+	claiming    time.Time // a claim is under way since then
 }
 
 // New makes a coordinator of run's slots.
@@ -261,8 +270,11 @@ func LogDir(privDir string) string { return filepath.Join(privDir, "logs") }
 func (c *Coordinator) saveState() {
 	var jobs []RunningJob
 	for _, s := range c.slots {
-		if s.proc != nil && s.job != nil {
+		switch {
+		case s.job != nil:
 			jobs = append(jobs, RunningJob{Slot: s.Name, Reviewer: s.Reviewer, Task: s.job.Task, Attempt: s.job.Attempt, Started: s.started, Log: s.log, PID: os.Getpid()})
+		case !s.claiming.IsZero():
+			jobs = append(jobs, RunningJob{Slot: s.Name, Reviewer: s.Reviewer, Started: s.claiming, PID: os.Getpid(), Claiming: true})
 		}
 	}
 	if err := c.state.write(jobs); err != nil {
@@ -273,26 +285,58 @@ func (c *Coordinator) saveState() {
 // recover gives back the runs of coordinators of this clone that died
 // without stopping them (their agents died with them): each task is
 // paused with a note, each review claim released, at once rather than
-// when its lease runs out.
+// when its lease runs out. A claim a dead coordinator made but had not
+// recorded yet is found by its slot and time (Queue.ClaimedSince); the
+// tasks are listed before the live coordinators' state is read, so a
+// live coordinator's claim in flight is never taken for a dead one's.
 func (c *Coordinator) recover() {
+	var jobs []*Job
+	var pending []RunningJob
 	orphans(c.opts.PrivDir, func(rj RunningJob) {
-		slot := &Slot{Name: rj.Slot, Reviewer: rj.Reviewer}
-		for _, s := range c.slots {
-			if s.Name == rj.Slot && s.Reviewer == rj.Reviewer {
-				slot = s.Slot
-			}
+		if rj.Claiming {
+			pending = append(pending, rj)
+			return
 		}
-		j := &Job{Slot: slot, Task: rj.Task, Attempt: rj.Attempt}
-		o, err := c.opts.Queue.Abandon(j, End{Reason: "orphaned", Log: rj.Log, Duration: time.Since(rj.Started)})
+		jobs = append(jobs, &Job{Slot: c.slotFor(rj.Slot, rj.Reviewer), Task: rj.Task, Attempt: rj.Attempt, Log: rj.Log, Started: rj.Started})
+	})
+	var found []*Job
+	for _, p := range pending {
+		js, err := c.opts.Queue.ClaimedSince(c.slotFor(p.Slot, p.Reviewer), p.Started)
+		if err != nil {
+			c.emit(Event{Event: "error", Slot: p.Slot, Text: "cannot look for the claims of a dead orch run: " + err.Error()})
+		}
+		found = append(found, js...)
+	}
+	live := liveEntries(c.opts.PrivDir)
+	for _, j := range found {
+		if !slices.ContainsFunc(live, func(l RunningJob) bool {
+			return l.Task == j.Task || (l.Claiming && l.Slot == j.Slot.Name && l.Reviewer == j.Slot.Reviewer)
+		}) && !slices.ContainsFunc(jobs, func(k *Job) bool { return k.Task == j.Task }) {
+			jobs = append(jobs, j)
+		}
+	}
+	for _, j := range jobs {
+		o, err := c.opts.Queue.Abandon(j, End{Reason: "orphaned", Log: j.Log, Duration: time.Since(j.Started)})
 		switch {
 		case errors.Is(err, ErrLost):
 		case err != nil:
-			c.emit(Event{Event: "error", Slot: rj.Slot, Task: rj.Task, Text: "cannot give back a run of a dead orch run: " + err.Error()})
+			c.emit(Event{Event: "error", Slot: j.Slot.Name, Task: j.Task, Text: "cannot give back a run of a dead orch run: " + err.Error()})
 		default:
-			c.emit(Event{Event: o.Event, Slot: rj.Slot, Task: rj.Task, Attempt: rj.Attempt, Reason: "orphaned", Log: rj.Log,
+			c.emit(Event{Event: o.Event, Slot: j.Slot.Name, Task: j.Task, Attempt: j.Attempt, Reason: "orphaned", Log: j.Log,
 				Text: fmt.Sprintf("%s (the orch run that started it on this clone died)", o.Text)})
 		}
-	})
+	}
+}
+
+// slotFor is the slot of that name, or one made up for a slot that is no
+// longer in run: (a dead coordinator's, under an older config).
+func (c *Coordinator) slotFor(name string, reviewer bool) *Slot {
+	for _, s := range c.slots {
+		if s.Name == name && s.Reviewer == reviewer {
+			return s.Slot
+		}
+	}
+	return &Slot{Name: name, Reviewer: reviewer}
 }
 
 // running counts the slots whose agent runs.
@@ -346,16 +390,21 @@ func (c *Coordinator) fill(now time.Time) bool {
 		if s.nothing && !moved && !recheck {
 			continue
 		}
+		if !s.Reviewer && c.tooManyWaiting() {
+			continue
+		}
+		// A claim in flight is recorded first: should this process die
+		// before it records the job, the next orch run finds the claim.
+		s.claiming = time.Now()
+		c.saveState()
 		var job *Job
 		var err error
 		if s.Reviewer {
 			job, err = c.opts.Queue.ClaimReview(s.Slot)
 		} else {
-			if c.tooManyWaiting() {
-				continue
-			}
 			job, err = c.opts.Queue.Claim(s.Slot)
 		}
+		s.claiming = time.Time{}
 		if err != nil {
 			c.emit(Event{Event: "error", Slot: s.Name, Text: err.Error()})
 			s.backoff = now.Add(5 * time.Second)
@@ -364,6 +413,7 @@ func (c *Coordinator) fill(now time.Time) bool {
 		}
 		if job == nil {
 			s.nothing = true
+			c.saveState()
 			continue
 		}
 		s.nothing = false

@@ -86,9 +86,10 @@ func (q *fakeQueue) Abandon(j *Job, end End) (Outcome, error) {
 	return Outcome{Event: "paused", Text: j.Task + " paused: " + end.Reason}, nil
 }
 
-func (q *fakeQueue) Provisional() (int, error) { return 0, nil }
-func (q *fakeQueue) Moved() bool               { return false }
-func (q *fakeQueue) PollPRs() error            { return nil }
+func (q *fakeQueue) Provisional() (int, error)                     { return 0, nil }
+func (q *fakeQueue) ClaimedSince(*Slot, time.Time) ([]*Job, error) { return nil, nil }
+func (q *fakeQueue) Moved() bool                                   { return false }
+func (q *fakeQueue) PollPRs() error                                { return nil }
 
 type recorder struct {
 	mu     sync.Mutex

@@ -296,3 +296,20 @@ func (q *engineQueue) PollPRs() error {
 	}
 	return poll.Stopped
 }
+
+func (q *engineQueue) ClaimedSince(s *Slot, since time.Time) ([]*Job, error) {
+	if q.sync != nil {
+		// The claim may be on the remote only (claim refs): bring it here.
+		_, _, _ = workflow.Sync(q.asLead("sync"), *q.sync)
+	}
+	e, err := workflow.Open(q.asLead("run"))
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	var out []*Job
+	for _, c := range e.ClaimsHere(s.Name, s.Reviewer, since) {
+		out = append(out, &Job{Slot: s, Task: c.Task, Attempt: c.Attempt})
+	}
+	return out, nil
+}

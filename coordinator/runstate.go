@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -32,6 +33,9 @@ type RunningJob struct {
 	Started  time.Time `json:"started"`
 	Log      string    `json:"log"`
 	PID      int       `json:"pid"` // the coordinator's
+	// Claiming marks a slot that is claiming since Started: the claim may
+	// have landed before the coordinator recorded it (see recover).
+	Claiming bool `json:"claiming,omitempty"`
 }
 
 // runState is this coordinator's state file.
@@ -103,6 +107,12 @@ func live(lockPath string) bool {
 // Running lists the runs of every live orch run on this clone (privDir:
 // <common dir>/orch), oldest first.
 func Running(privDir string) []RunningJob {
+	return slices.DeleteFunc(liveEntries(privDir), func(j RunningJob) bool { return j.Claiming })
+}
+
+// liveEntries is every entry of the live coordinators' state files, claims
+// in flight included.
+func liveEntries(privDir string) []RunningJob {
 	var jobs []RunningJob
 	paths, _ := filepath.Glob(filepath.Join(stateDir(privDir), "*.json"))
 	for _, p := range paths {

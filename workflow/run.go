@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -274,4 +275,56 @@ func (e *Engine) StartRun() (*Run, error) {
 	}
 	r := e.Config.Run
 	return &r, nil
+}
+
+// RunClaim is a claim (or review claim) an actor made on this clone.
+type RunClaim struct {
+	Task    string
+	Attempt int
+}
+
+// ClaimsHere lists the tasks actor holds (its claims, or with reviewer its
+// review claims) that it took at since or later through this clone: the
+// claim's event is in this clone's event log. orch run uses it to give
+// back the claims a coordinator made just before it died, before it had
+// recorded them (a slot's name may hold claims on other clones too, which
+// this never lists).
+func (e *Engine) ClaimsHere(actor string, reviewer bool, since time.Time) []RunClaim {
+	action := "claim"
+	if reviewer {
+		action = "claim-review"
+	}
+	var out []RunClaim
+	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Claimed: !reviewer, taskfile.Provisional: reviewer}, func(s *gitstore.Summary) {
+		t := &s.Task
+		switch {
+		case !reviewer && t.Queue == taskfile.Claimed && t.ClaimedBy == actor && !t.ClaimedAt.Before(since):
+			out = append(out, RunClaim{t.ID, t.Attempts})
+		case reviewer && t.Queue == taskfile.Provisional && t.ReviewClaimedBy == actor && !t.ReviewClaimedAt.Before(since):
+			out = append(out, RunClaim{t.ID, t.ReviewAttempts})
+		}
+	})
+	if len(out) == 0 {
+		return nil
+	}
+	mine := map[string]bool{}
+	prefix := gitstore.EventsDir + "/"
+	snap := e.Store.Snapshot()
+	for _, fe := range snap.Files(gitstore.EventsDir) {
+		name := strings.TrimPrefix(fe.Path, prefix)
+		if !strings.Contains(name, "-"+e.cloneID()) || name < since.UTC().Format("2006-01-02") {
+			continue
+		}
+		data, err := snap.ReadBlob(fe.Blob)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			var ev rawEvent
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.Action == action && ev.Actor == actor {
+				mine[ev.Task] = true
+			}
+		}
+	}
+	return slices.DeleteFunc(out, func(c RunClaim) bool { return !mine[c.Task] })
 }
