@@ -80,6 +80,10 @@ type Queue interface {
 	Moved() bool
 	// PollPRs runs orch pr poll (with github.repo set).
 	PollPRs() error
+	// RunChanged says how config.yaml's run: on the state branch differs
+	// from what this coordinator started with ("" when it does not, or
+	// when that difference was told already).
+	RunChanged() string
 	// ClaimedSince lists the claims (review claims, for a reviewer) the
 	// slot made through this clone at since or later: those of a
 	// coordinator that died between a claim and its record.
@@ -378,6 +382,11 @@ func (c *Coordinator) fill(now time.Time) bool {
 		}
 	}
 	moved := c.opts.Queue.Moved()
+	if moved {
+		if d := c.opts.Queue.RunChanged(); d != "" {
+			c.emit(Event{Event: "config_changed", Text: "config.yaml's run: changed on the state branch; it takes effect at the next start of orch run:\n" + d})
+		}
+	}
 	recheck := now.Sub(c.lastLook) >= c.opts.Recheck
 	if recheck {
 		c.lastLook = now

@@ -3,8 +3,10 @@
 package coordinator
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +29,7 @@ type engineQueue struct {
 	run  *workflow.Run
 	logs func(task string) []string
 	tip  plumbing.Hash
+	told string // the run: section whose difference was told last
 }
 
 // NewQueue is the Queue of the repository lead opens: lead is the person
@@ -312,4 +315,55 @@ func (q *engineQueue) ClaimedSince(s *Slot, since time.Time) ([]*Job, error) {
 		out = append(out, &Job{Slot: s, Task: c.Task, Attempt: c.Attempt})
 	}
 	return out, nil
+}
+
+func (q *engineQueue) RunChanged() string {
+	o := q.asLead("run")
+	o.NoReconcile = true
+	e, err := workflow.Open(o)
+	if err != nil {
+		return ""
+	}
+	now := e.Config.Run
+	e.Close()
+	was, is := runLines(q.run), runLines(&now)
+	if is == was || is == q.told {
+		return ""
+	}
+	q.told = is
+	return lineDiff(was, is)
+}
+
+// runLines is run: one line a slot or setting, for telling a change.
+func runLines(r *workflow.Run) string {
+	var b strings.Builder
+	for _, list := range []struct {
+		what  string
+		slots []workflow.RunSlot
+	}{{"agent", r.Agents}, {"reviewer", r.Reviewers}} {
+		for _, s := range list.slots {
+			j, _ := json.Marshal(s)
+			fmt.Fprintf(&b, "%s %s: %s\n", list.what, s.Name, j)
+		}
+	}
+	fmt.Fprintf(&b, "task_timeout: %s\nstall_timeout: %s\nkill_grace: %s\nmax_provisional: %d\nmax_crashes: %d\npoll_prs: %s\nbackoff: %s\n",
+		time.Duration(r.TaskTimeout), time.Duration(r.StallTimeout), time.Duration(r.KillGrace), r.MaxProvisional, r.MaxCrashes, time.Duration(r.PollPRs), time.Duration(r.Backoff))
+	return b.String()
+}
+
+// lineDiff lists the lines one text has and the other has not: - was, + is.
+func lineDiff(was, is string) string {
+	wl, il := strings.Split(strings.TrimSpace(was), "\n"), strings.Split(strings.TrimSpace(is), "\n")
+	var b strings.Builder
+	for _, l := range wl {
+		if !slices.Contains(il, l) {
+			b.WriteString("  - " + l + "\n")
+		}
+	}
+	for _, l := range il {
+		if !slices.Contains(wl, l) {
+			b.WriteString("  + " + l + "\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

@@ -18,6 +18,7 @@ import (
 const boardLimit = 100
 
 type boardPage struct {
+	Running []runningRow // what orch run runs on this clone now
 	Columns []column
 	All     bool
 	Tasks   int // tasks shown in the columns, before the limit
@@ -113,6 +114,7 @@ func (s *Server) board(r *http.Request, e *workflow.Engine, memo map[string]any,
 	if !p.All && len(want) == 0 {
 		p.AllHref = "/?all=1"
 	}
+	p.Running = running(e.Store.PrivDir(), now)
 	f.Title, f.Nav = "Board", "board"
 	return view{name: "board", data: p}, nil
 }
@@ -136,6 +138,8 @@ func newCard(e *workflow.Engine, s *gitstore.Summary, now time.Time) card {
 	// Who holds it, as orch board says: the claimant, the submitter while
 	// it awaits review, else whom it is kept for.
 	switch {
+	case t.ReviewClaimedBy != "" && t.Queue == taskfile.Provisional:
+		c.Who, c.WhoTitle = "reviewing: "+t.ReviewClaimedBy, "review claimed by "+t.ReviewClaimedBy+" (orch run)"
 	case t.ClaimedBy != "":
 		c.Who, c.WhoTitle = "@"+t.ClaimedBy, "claimed by "+t.ClaimedBy
 		if !t.ClaimedAt.IsZero() {
