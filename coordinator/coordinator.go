@@ -60,10 +60,13 @@ var ErrLost = errors.New("the task is no longer this run's")
 // API).
 type Queue interface {
 	// Claim claims the next task an implementer slot may take, with its
-	// worktree and prompt ready; nil when there is none.
+	// worktree and prompt ready; nil when there is none. A job with an
+	// error was claimed but cannot be started (its worktree or prompt
+	// failed): the coordinator gives it back (Abandon, reason
+	// "unstartable").
 	Claim(s *Slot) (*Job, error)
 	// ClaimReview claims the next submission a reviewer slot may review;
-	// nil when there is none.
+	// nil when there is none; a job with an error as Claim.
 	ClaimReview(s *Slot) (*Job, error)
 	// Renew renews the job's lease (ErrLost: it is not the job's any more).
 	Renew(j *Job) error
@@ -414,6 +417,17 @@ func (c *Coordinator) fill(now time.Time) bool {
 			job, err = c.opts.Queue.Claim(s.Slot)
 		}
 		s.claiming = time.Time{}
+		if job != nil && err != nil {
+			// Claimed, but it cannot run (its branch is gone, say): give
+			// it back at once, counted like a crash, so that a task that
+			// never can escalates instead of coming back for ever.
+			c.emit(Event{Event: "error", Slot: s.Name, Task: job.Task, Text: "cannot start " + job.Task + ": " + err.Error()})
+			s.job = job
+			c.abandon(s, End{Reason: "unstartable", ExitCode: -1, Tail: []string{"orch run: " + err.Error()}})
+			c.saveState()
+			busy = true
+			continue
+		}
 		if err != nil {
 			c.emit(Event{Event: "error", Slot: s.Name, Text: err.Error()})
 			s.backoff = now.Add(5 * time.Second)

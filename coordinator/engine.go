@@ -209,6 +209,8 @@ func (q *engineQueue) Abandon(j *Job, end End) (Outcome, error) {
 		_, _, _ = workflow.Sync(q.asLead("sync"), *q.sync)
 	}
 	switch {
+	case j.Slot.Reviewer && res.To == taskfile.Escalated:
+		return Outcome{Event: "escalated", Text: fmt.Sprintf("%s escalated: orch run cannot start a review of it; orch inbox says why", j.Task)}, nil
 	case j.Slot.Reviewer:
 		return Outcome{Event: "released", Text: fmt.Sprintf("%s left %s without a verdict (%s): its review claim is released", j.Slot.Name, j.Task, end.Reason)}, nil
 	case res.To == taskfile.Escalated:
@@ -220,7 +222,7 @@ func (q *engineQueue) Abandon(j *Job, end End) (Outcome, error) {
 // countsAsCrash: exits, timeouts and stalls count toward run.max_crashes;
 // rate limits, a stop by the lead and a dead coordinator do not.
 func countsAsCrash(reason string) bool {
-	return reason == "crash" || reason == "timeout" || reason == "stall"
+	return reason == "crash" || reason == "timeout" || reason == "stall" || reason == "unstartable"
 }
 
 // runNote is the note a run without a transition leaves for the next
@@ -239,6 +241,8 @@ func runNote(end End) string {
 		fmt.Fprintf(&b, "The lead stopped orch run after %s.", roundDuration(end.Duration))
 	case "orphaned":
 		b.WriteString("The orch run that started it ended without stopping it (killed); the agent died with it.")
+	case "unstartable":
+		b.WriteString("orch run could not start it.")
 	default:
 		fmt.Fprintf(&b, "It exited with status %d after %s without submitting, pausing or refusing.", end.ExitCode, roundDuration(end.Duration))
 	}

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # make demo: a throwaway repository seeded from the embedded example, taken
-# through the whole review loop by two agents and a reviewer. Every step
-# prints the command it runs and what orch answered.
+# through the whole review loop by two agents and a reviewer, then the rest
+# of the queue by orch run with two scripted implementers and a scripted
+# reviewer. Every step prints the command it runs and what orch answered.
 set -euo pipefail
 BIN=$(cd "$(dirname "${1:-bin/orch}")" && pwd)/$(basename "${1:-bin/orch}")
+AGENTS=$(cd "$(dirname "$0")/../.orchestrator-example/agents" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/orch-demo.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 export HOME="$WORK/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
@@ -88,6 +90,22 @@ run orch approve "$ID" --agent lead -m "Works after a restart."
 step "The history of the task, from the commit trailers"
 run orch log "$ID"
 run git log --oneline -3 orch
+
+step "The coordinator: lead puts two scripted implementers and a scripted reviewer on the rest of the queue"
+# The example's scripted agents (.orchestrator-example/agents/): the
+# implementers answer the review's blocking issues, commit and submit; the
+# reviewer asks for a test once, then approves.
+cat >> .orchestrator/config.yaml <<YAML
+run:
+  agents:
+    - {name: impl-1, cmd: 'sh "$AGENTS/implementer.sh"'}
+    - {name: impl-2, cmd: 'sh "$AGENTS/implementer.sh"'}
+  reviewers:
+    - {name: rev-1, cmd: 'sh "$AGENTS/reviewer.sh"'}
+YAML
+run orch check
+PATH="$(dirname "$BIN"):$PATH" run orch run --until-idle
+run orch list
 run git status --short
 echo
 echo "demo: done (the throwaway repository was $WORK/repo)"

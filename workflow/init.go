@@ -65,6 +65,9 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 			if err != nil || d.IsDir() {
 				return err
 			}
+			if p != gitstore.ConfigFile && !gitstore.Mirrored(p) {
+				return nil // not state (the example's scripted agents, agents/)
+			}
 			if _, ok := snap.Get(p); ok {
 				return nil
 			}

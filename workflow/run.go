@@ -175,6 +175,20 @@ func (e *Engine) EndRun(end RunEnd) (*Result, error) {
 	if err := checkTexts(namedText{"the note", end.Note}); err != nil {
 		return nil, err
 	}
+	if end.Reviewer && end.Reason == "unstartable" {
+		// No reviewer could start on it either (its branch is gone, say):
+		// a person must look, not the next reviewer slot for ever.
+		return e.transition(end.Task, "escalate", func(t *Task) (*change, error) {
+			if t.Task.Queue != taskfile.Provisional || t.Task.ReviewClaimedBy != end.Agent || t.Task.ReviewAttempts != end.Attempt {
+				return nil, &RunLostError{fmt.Sprintf("%s is not %s's review %d any more", end.Task, end.Agent, end.Attempt)}
+			}
+			why := fmt.Sprintf("orch run could not start a review of it: %s", firstSentence(end.Note))
+			msg := e.escalationMessage(&t.Task, t.Path, "unreviewable", why)
+			return &change{file: t.File, to: taskfile.Escalated, body: "Escalated by orch run: " + why, extra: []gitstore.Change{msg},
+				data:     map[string]any{"reason": "unreviewable", "escalated": "unreviewable", "agent": end.Agent, "note": end.Note, "via": "orch run"},
+				trailers: []string{"Orch-Via", "orch run", "Orch-Reason", "unstartable"}}, nil
+		})
+	}
 	if end.Reviewer {
 		return e.transitionAny(end.Task, "release-review", func(t *Task) (*change, error) {
 			if t.Task.Queue != taskfile.Provisional || t.Task.ReviewClaimedBy != end.Agent || t.Task.ReviewAttempts != end.Attempt {
