@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
@@ -698,9 +699,9 @@ func (d *diagnosis) checkCheckedOut() {
 // not reach the network), and how to move to claim refs as the arbiter.
 func (d *diagnosis) checkClaims() {
 	var lines []string
-	arbiter := ArbiterStateBranch
+	arbiter := config.ArbiterStateBranch
 	if data, err := d.st.ReadAtTip(gitstore.ConfigFile); err == nil {
-		if cfg, err := ParseConfig(gitstore.ConfigFile, data); err == nil {
+		if cfg, err := config.Parse(gitstore.ConfigFile, data); err == nil {
 			arbiter = cfg.ClaimArbiter
 		}
 	}
@@ -715,7 +716,7 @@ func (d *diagnosis) checkClaims() {
 			layout = fmt.Sprintf("claim refs (%d under refs/orch/claims/ at the last fetch)", len(claims))
 		}
 		lines = append(lines, rs.Remote+": "+layout)
-		if arbiter == ArbiterStateBranch {
+		if arbiter == config.ArbiterStateBranch {
 			hint = "claims are answered once the state branch holds them; once every clone runs an orch that knows claim refs, orch doctor --migrate-claims (a human's step) and orch sync: claims then stop waiting for each other"
 		}
 	}

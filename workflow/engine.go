@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/prompt"
@@ -55,7 +56,7 @@ type Engine struct {
 	Tasks  TaskIndex
 	Actor  string
 	Now    func() time.Time
-	Config *Config
+	Config *config.Config
 	// ConfigErr is set when config.yaml on the branch does not parse; the
 	// defaults are used meanwhile and `orch check` reports it.
 	ConfigErr  error
@@ -65,7 +66,7 @@ type Engine struct {
 	// done == total at the end. The command decides whether to show it.
 	Progress func(what string, done, total int)
 	// Kind is how the actor is governed, judged from Signals and the
-	// roster (see Config.Kind); Verb is the command being run.
+	// roster (see KindOf); Verb is the command being run.
 	Kind    ActorKind
 	Signals ActorSignals
 	Verb    string
@@ -192,13 +193,13 @@ func (e *Engine) AllNotes() []string {
 }
 
 func (e *Engine) loadConfig() {
-	e.Config, e.ConfigErr = DefaultConfig(), nil
-	defer func() { e.Kind = e.Config.Kind(e.Actor, e.Signals) }()
+	e.Config, e.ConfigErr = config.Default(), nil
+	defer func() { e.Kind = KindOf(e.Config, e.Actor, e.Signals) }()
 	data, err := e.Store.Snapshot().Read(gitstore.ConfigFile)
 	if err != nil {
 		return
 	}
-	cfg, err := ParseConfig(filepath.Join(gitstore.ViewDirName, gitstore.ConfigFile), data)
+	cfg, err := config.Parse(filepath.Join(gitstore.ViewDirName, gitstore.ConfigFile), data)
 	if err != nil {
 		e.ConfigErr = err
 		return
@@ -259,7 +260,7 @@ func CheckFile(path string, data []byte) error {
 	dir := filepath.Base(filepath.Dir(path))
 	switch {
 	case base == gitstore.ConfigFile && dir == gitstore.ViewDirName:
-		_, err := ParseConfig(path, data)
+		_, err := config.Parse(path, data)
 		return err
 	case dir == gitstore.EventsDir:
 		for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {

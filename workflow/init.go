@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 )
@@ -43,7 +44,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 	base := opts.BaseBranch
 	if base == "" {
 		if base = e.Store.Repo.HeadBranch(); base == "" || base == strings.TrimPrefix(e.Store.Ref, "refs/heads/") {
-			base = DefaultConfig().BaseBranch
+			base = config.Default().BaseBranch
 		}
 	}
 	if !gitrepo.ValidRefName("refs/heads/" + base) {
@@ -58,7 +59,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 	snap := e.Store.Snapshot()
 	var changes []gitstore.Change
 	if _, ok := snap.Get(gitstore.ConfigFile); !ok && !e.Store.Exists() {
-		changes = append(changes, gitstore.Change{Path: gitstore.ConfigFile, Data: withBase([]byte(DefaultConfigYAML))})
+		changes = append(changes, gitstore.Change{Path: gitstore.ConfigFile, Data: withBase([]byte(config.DefaultYAML))})
 	}
 	if example != nil {
 		err := fs.WalkDir(example, ".", func(p string, d fs.DirEntry, err error) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
@@ -67,10 +68,10 @@ type unitTask struct {
 // ("" for the defaults), and the tasks by ID as parsed files.
 func unitRules(t *testing.T, actor string, kind ActorKind, cfg string, tasks ...unitTask) (*Engine, map[string]*Task) {
 	t.Helper()
-	c := DefaultConfig()
+	c := config.Default()
 	if cfg != "" {
 		var err error
-		if c, err = ParseConfig("config.yaml", []byte(cfg)); err != nil {
+		if c, err = config.Parse("config.yaml", []byte(cfg)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -113,7 +114,7 @@ type instructionVerb struct {
 
 func runInstructions(o *instructionsOptions, root *cobra.Command) error {
 	role := strings.TrimSpace(o.Role)
-	cfg := workflow.DefaultConfig()
+	cfg := config.Default()
 	fromRepo := false
 	if o.g.discover() != nil {
 		// Best effort: the repository's policy when orch is set up, the
@@ -143,7 +144,7 @@ func runInstructions(o *instructionsOptions, root *cobra.Command) error {
 // configRoles lists the built-in roles, then the config's default_role and
 // the roster's roles (only when the config is a repository's: the defaults
 // add nothing).
-func configRoles(cfg *workflow.Config, fromRepo bool) []string {
+func configRoles(cfg *config.Config, fromRepo bool) []string {
 	roles := slices.Clone(builtinRoles)
 	if !fromRepo || cfg == nil {
 		return roles
@@ -216,7 +217,7 @@ func exampleLines(ex string) []string {
 }
 
 // instructionsMarkdown renders the instructions of a role.
-func instructionsMarkdown(root *cobra.Command, role string, cfg *workflow.Config) (string, []instructionVerb) {
+func instructionsMarkdown(root *cobra.Command, role string, cfg *config.Config) (string, []instructionVerb) {
 	kind := roleImplementer
 	if role == roleReviewer {
 		kind = roleReviewer
@@ -302,7 +303,7 @@ func implementerSteps(b *strings.Builder, role string) {
 		"7. If the task cannot be done as written: `orch refuse` with evidence (below).\n\n", claim)
 }
 
-func reviewerSteps(b *strings.Builder, cfg *workflow.Config) {
+func reviewerSteps(b *strings.Builder, cfg *config.Config) {
 	b.WriteString("### Your loop\n\n" +
 		"1. Find submitted work: `orch list --queue provisional --json`.\n" +
 		"2. Read the task (`orch show <id>`), your prompt (`orch prompt --role reviewer <id>`) and the\n" +
