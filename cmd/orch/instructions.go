@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/config"
+	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -16,7 +17,7 @@ import (
 // prompt. Everything a rule or a command could change is taken from the data
 // the help and the checks use: each verb's Use, Short and first Example from
 // the command tree, the moves from workflow.Transitions, the exit codes from
-// exitCodes, the refusal reasons from workflow.RefusalReasons and the review
+// exitCodes, the refusal reasons from refusal.Reasons and the review
 // policy from the configuration. Only the connecting prose and the advice
 // per exit code and per refusal reason are written here, and
 // TestInstructionsCoverData (examples_test.go) fails when a code, a reason or
@@ -61,13 +62,13 @@ var reviewerExitAdvice = map[int]string{
 }
 
 // refusalAdvice says, per refusal reason, when to use it and what the
-// validator wants; every reason of workflow.RefusalReasons must have one.
-var refusalAdvice = map[workflow.RefusalReason]string{
-	workflow.RefusalBlocker:             "something outside the task stops you (a service down, access missing). Evidence of type `error_log`, `status_check` or `api_response`.",
-	workflow.RefusalScopeCreep:          "the task is much bigger than written. Give the original scope, a growth factor of 2 or more and 2+ alternative tasks that split it.",
-	workflow.RefusalMissingDependency:   "another piece of work must land first. Say \"depends on X\" in the blocking factor and \"required because ...\" in the detail.",
-	workflow.RefusalInfeasible:          "the requirements contradict each other. Say which \"conflict\" in the detail, give 2+ pieces of evidence and a feasible reformulation (50+ characters).",
-	workflow.RefusalUnclearRequirements: "you cannot tell what is wanted. Put your questions (with \"?\") in the detail and say how you tried to read the task, as \"... interpreted as ...\".",
+// validator wants; every reason of refusal.Reasons must have one.
+var refusalAdvice = map[refusal.Reason]string{
+	refusal.Blocker:             "something outside the task stops you (a service down, access missing). Evidence of type `error_log`, `status_check` or `api_response`.",
+	refusal.ScopeCreep:          "the task is much bigger than written. Give the original scope, a growth factor of 2 or more and 2+ alternative tasks that split it.",
+	refusal.MissingDependency:   "another piece of work must land first. Say \"depends on X\" in the blocking factor and \"required because ...\" in the detail.",
+	refusal.Infeasible:          "the requirements contradict each other. Say which \"conflict\" in the detail, give 2+ pieces of evidence and a feasible reformulation (50+ characters).",
+	refusal.UnclearRequirements: "you cannot tell what is wanted. Put your questions (with \"?\") in the detail and say how you tried to read the task, as \"... interpreted as ...\".",
 }
 
 func newInstructionsCmd(g *globalOptions) *cobra.Command {
@@ -263,7 +264,7 @@ func instructionsMarkdown(root *cobra.Command, role string, cfg *config.Config) 
 		b.WriteString("\n### Refusing a task\n\n")
 		b.WriteString("Refuse only with evidence, after at least two concrete attempts: give a specific blocking factor\n" +
 			"and an actionable alternative (`orch refuse --help` lists every rule). The reasons:\n\n")
-		for _, r := range workflow.RefusalReasons() {
+		for _, r := range refusal.Reasons() {
 			fmt.Fprintf(&b, "- `%s`: %s\n", r, refusalAdvice[r])
 		}
 		b.WriteString("\nAn invalid refusal exits 4 listing every failed rule and the task stays yours: fix the record\n" +
