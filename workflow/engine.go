@@ -20,6 +20,10 @@ import (
 
 // Options open an Engine.
 type Options struct {
+	// Store, when set, is a store opened already (orch doctor, once it has
+	// moved the state branch): Open locks it, loads and reconciles as
+	// always; Repo, Dir, StateBranch and InMemoryCache are then unused.
+	Store       *gitstore.Store
 	Repo        *gitrepo.Repo // found already (saves discovering it twice)
 	Dir         string
 	StateBranch string
@@ -96,9 +100,13 @@ func (e *Engine) progress(what string, done, total int) {
 // Open opens the repository around opts.Dir, locks the store and brings the
 // view in step with the branch.
 func Open(opts Options) (*Engine, error) {
-	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache, NoScan: opts.NoReconcile})
-	if err != nil {
-		return nil, err
+	st := opts.Store
+	if st == nil {
+		var err error
+		st, err = gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache, NoScan: opts.NoReconcile})
+		if err != nil {
+			return nil, err
+		}
 	}
 	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress, Signals: opts.Signals, Verb: opts.Verb}
 	st.Progress = opts.Progress
@@ -218,15 +226,20 @@ func (e *Engine) RequireInit() error {
 // Signature is the identity commits are made with: the actor, with the
 // git user's email when the actor is the git user.
 func (e *Engine) Signature() gitrepo.Signature {
-	name := e.Actor
+	return ActorSignature(e.Store.Repo, e.Actor, e.Now())
+}
+
+// ActorSignature is Engine.Signature without an Engine (orch doctor's
+// repairs): the identity actor's commits in repo are made with.
+func ActorSignature(repo *gitrepo.Repo, actor string, when time.Time) gitrepo.Signature {
 	email := ""
-	if gn := e.Store.Repo.GitConfig("user", "name"); gn != "" && gn == name {
-		email = e.Store.Repo.GitConfig("user", "email")
+	if gn := repo.GitConfig("user", "name"); gn != "" && gn == actor {
+		email = repo.GitConfig("user", "email")
 	}
 	if email == "" {
-		email = strings.ReplaceAll(strings.ToLower(name), " ", "-") + "@orch"
+		email = strings.ReplaceAll(strings.ToLower(actor), " ", "-") + "@orch"
 	}
-	return gitrepo.Signature{Name: name, Email: email, When: e.Now()}
+	return gitrepo.Signature{Name: actor, Email: email, When: when}
 }
 
 func (e *Engine) policy() gitstore.Policy {

@@ -112,7 +112,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 	}
 	e.loadConfig()
 	if e.Store.View != "" {
-		added, err := ensureExclude(e.Store.Repo.CommonDir)
+		added, err := EnsureExclude(e.Store.Repo.CommonDir)
 		if err != nil {
 			return nil, err
 		}
@@ -126,9 +126,10 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 	return res, nil
 }
 
-// ensureExclude adds /.orchestrator/ to info/exclude so that the view never
-// shows in `git status` of any worktree.
-func ensureExclude(commonDir string) (bool, error) {
+// EnsureExclude adds /.orchestrator/ to info/exclude so that the view never
+// shows in `git status` of any worktree, and reports whether it added it
+// (false: it was there).
+func EnsureExclude(commonDir string) (bool, error) {
 	p := filepath.Join(commonDir, "info", "exclude")
 	cur, err := os.ReadFile(p)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -111,7 +111,7 @@ func (e *Engine) MergeRemote(remote string, rtip plumbing.Hash, res *SyncResult)
 		res.Action = "fast_forward"
 		if st.View != "" {
 			// A fresh clone: keep the view out of git status, as init does.
-			if _, err := ensureExclude(st.Repo.CommonDir); err != nil {
+			if _, err := EnsureExclude(st.Repo.CommonDir); err != nil {
 				return err
 			}
 		}
