@@ -34,7 +34,7 @@ test: lint
 FUZZTIME ?= 20000x
 FUZZ_TARGETS = \
 	./taskfile:FuzzParse ./taskfile:FuzzEdit ./taskfile:FuzzMergeText \
-	./workflow:FuzzReview ./workflow:FuzzRefusal \
+	./workflow:FuzzReview ./refusal:FuzzRefusal \
 	./ghreview:FuzzParseReviews ./ghreview:FuzzParseComments ./taskfile:FuzzFeedbackText \
 	./cmd/orch:FuzzJSONString ./cmd/orch:FuzzSessionHook ./gitstore/statecache:FuzzCacheDecode
 fuzz:

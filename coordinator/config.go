@@ -4,13 +4,13 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/orch-tool/orch/workflow"
+	"github.com/orch-tool/orch/config"
 )
 
 // FromConfig resolves config.yaml's run: section for a coordinator: each
 // slot's harness preset applied, its rate-limit pattern compiled, leases
 // renewed three times per claim_timeout.
-func FromConfig(r *workflow.Run, claimTimeout time.Duration) (*Run, error) {
+func FromConfig(r *config.Run, claimTimeout time.Duration) (*Run, error) {
 	out := &Run{TaskTimeout: time.Duration(r.TaskTimeout), StallTimeout: time.Duration(r.StallTimeout), KillGrace: time.Duration(r.KillGrace),
 		MaxProvisional: r.MaxProvisional, MaxCrashes: r.MaxCrashes, Backoff: time.Duration(r.Backoff), PollPRs: time.Duration(r.PollPRs)}
 	out.RenewEvery = min(max(claimTimeout/3, time.Second), 10*time.Minute)
@@ -18,7 +18,7 @@ func FromConfig(r *workflow.Run, claimTimeout time.Duration) (*Run, error) {
 		out.Backoff = time.Minute
 	}
 	for _, list := range []struct {
-		slots    []workflow.RunSlot
+		slots    []config.RunSlot
 		reviewer bool
 	}{{r.Agents, false}, {r.Reviewers, true}} {
 		for _, rs := range list.slots {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
@@ -26,7 +27,7 @@ import (
 type engineQueue struct {
 	lead workflow.Options      // the person who started orch run
 	sync *workflow.SyncOptions // claims, renewals and reviews through the remote; nil: this clone only
-	run  *workflow.Run
+	run  *config.Run
 	logs func(task string) []string
 	tip  plumbing.Hash
 	told string // the run: section whose difference was told last
@@ -36,7 +37,7 @@ type engineQueue struct {
 // who runs orch run; sync, when set, makes claims, review claims and lease
 // renewals go through the remote (claim refs decide across clones). logs
 // lists a task's log files, newest last.
-func NewQueue(lead workflow.Options, sync *workflow.SyncOptions, run *workflow.Run, logs func(task string) []string) Queue {
+func NewQueue(lead workflow.Options, sync *workflow.SyncOptions, run *config.Run, logs func(task string) []string) Queue {
 	return &engineQueue{lead: lead, sync: sync, run: run, logs: logs}
 }
 
@@ -339,11 +340,11 @@ func (q *engineQueue) RunChanged() string {
 }
 
 // runLines is run: one line a slot or setting, for telling a change.
-func runLines(r *workflow.Run) string {
+func runLines(r *config.Run) string {
 	var b strings.Builder
 	for _, list := range []struct {
 		what  string
-		slots []workflow.RunSlot
+		slots []config.RunSlot
 	}{{"agent", r.Agents}, {"reviewer", r.Reviewers}} {
 		for _, s := range list.slots {
 			j, _ := json.Marshal(s)

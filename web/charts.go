@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -102,7 +103,7 @@ func buildCharts(e *workflow.Engine, st *workflow.Stats, now time.Time) (*charts
 		byReason[r.Key] = r.Count
 	}
 	var rf []bar
-	for _, r := range workflow.RefusalReasons() {
+	for _, r := range refusal.Reasons() {
 		rf = append(rf, bar{Label: string(r), Value: byReason[string(r)]})
 		delete(byReason, string(r))
 	}

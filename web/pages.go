@@ -126,7 +126,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, fn pageFunc, prep
 		} else {
 			f.Repo = filepath.Base(e.Store.Repo.CommonDir)
 		}
-		f.Human = e.Config.Kind(s.opts.Actor, s.opts.Signals) == workflow.KindHuman
+		f.Human = workflow.KindOf(e.Config, s.opts.Actor, s.opts.Signals) == workflow.KindHuman
 		f.CanAct = f.CanAct && f.Human
 		var err error
 		v, err = fn(r, e, memo, f)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -108,8 +109,8 @@ func refuseAs(t *testing.T, dir, agent, id string) {
 		if _, err := e.Claim(workflow.ClaimOptions{Task: id}); err != nil {
 			return err
 		}
-		_, err := e.Refuse(id, &workflow.Refusal{
-			ReasonType:    workflow.RefusalBlocker,
+		_, err := e.Refuse(id, &refusal.Record{
+			ReasonType:    refusal.Blocker,
 			ReasonSummary: "Staging auth API is down",
 			ReasonDetail:  "Every call to the staging auth API fails.",
 			WhatAttempted: []string{
@@ -118,7 +119,7 @@ func refuseAs(t *testing.T, dir, agent, id string) {
 			},
 			BlockingFactor:       "The staging auth API returns 503 for every request",
 			SuggestedAlternative: "Have ops restart the staging auth service, then rerun the login tests",
-			Evidence:             []workflow.Evidence{{Type: "error_log", Data: "ConnectionError: API endpoint returned 503", Source: "attempt to call auth API"}},
+			Evidence:             []refusal.Evidence{{Type: "error_log", Data: "ConnectionError: API endpoint returned 503", Source: "attempt to call auth API"}},
 		})
 		return err
 	})

@@ -116,7 +116,7 @@ func New(opts Options, addr string) (*Server, error) {
 		s.readOnly = "started read-only"
 	case opts.Signals.EnvAgent != "":
 		s.readOnly = "ORCH_AGENT is set: " + opts.Actor + " is an agent, and the board's actions are a human's"
-	case cfg.Kind(opts.Actor, opts.Signals) != workflow.KindHuman:
+	case workflow.KindOf(cfg, opts.Actor, opts.Signals) != workflow.KindHuman:
 		s.readOnly = opts.Actor + " is an agent (config.yaml), and the board's actions are a human's"
 	}
 	if s.readOnly != "" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -48,7 +49,7 @@ type source struct {
 
 // check opens the engine once: the repository must be one, and orch set up
 // in it. It returns the configuration as it stands.
-func (s *source) check() (*workflow.Config, error) {
+func (s *source) check() (*config.Config, error) {
 	e, err := s.open()
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -47,29 +48,20 @@ type ActorSignals struct {
 	Terminal bool `json:"terminal"`
 }
 
-// Kind returns how orch governs the actor named name, given the signals
+// KindOf returns how orch governs the actor named name, given the signals
 // and the roster: an agent when ORCH_AGENT is set or the name is in agents:;
 // a human when humans: lists the name, or when humans: is empty; anyone
 // else is governed as an agent (the roster names the people).
-func (c *Config) Kind(name string, sig ActorSignals) ActorKind {
+func KindOf(c *config.Config, name string, sig ActorSignals) ActorKind {
 	switch {
 	case sig.EnvAgent != "":
 		return KindAgent
-	case c.RolesOf(name) != nil || c.inRoster(name):
+	case c.RolesOf(name) != nil || c.InRoster(name):
 		return KindAgent
 	case len(c.Humans) == 0 || slices.Contains(c.Humans, name):
 		return KindHuman
 	}
 	return KindAgent
-}
-
-func (c *Config) inRoster(name string) bool {
-	for _, a := range c.Agents {
-		if a.Name == name {
-			return true
-		}
-	}
-	return c.Run.runAgent(name) != nil || c.Run.runReviewer(name) != nil
 }
 
 // IsHuman reports whether the engine's actor is a human.

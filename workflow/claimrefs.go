@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 
@@ -20,18 +21,6 @@ import (
 // claimed, which attempt it is and when its lease ends. Until the state
 // branch holds the claim too, the ref is what tells other clones the task
 // is taken.
-
-// Claim arbiters (config claim_arbiter).
-const (
-	// ArbiterStateBranch: a claim is answered once the remote's state
-	// branch holds it; claim refs only spare losers a refetch. Safe beside
-	// clones whose orch predates claim refs.
-	ArbiterStateBranch = "state_branch"
-	// ArbiterClaimRef: a claim is answered once its claim ref is won; the
-	// state branch catches up (the same command tries once, the next sync
-	// or claim of this clone pushes it). Every clone must honour claim refs.
-	ArbiterClaimRef = "claim_ref"
-)
 
 // remoteClaim is a claim ref as this clone fetched it.
 type remoteClaim struct {
@@ -113,10 +102,10 @@ func leaseTrailers(attempt int, until time.Time) []string {
 
 // claimArbiter is the configured arbiter of claims across machines.
 func (e *Engine) claimArbiter() string {
-	if e.Config.ClaimArbiter == ArbiterClaimRef {
-		return ArbiterClaimRef
+	if e.Config.ClaimArbiter == config.ArbiterClaimRef {
+		return config.ArbiterClaimRef
 	}
-	return ArbiterStateBranch
+	return config.ArbiterStateBranch
 }
 
 // remoteClaimMsg is why a task with a pending remote claim is not ready.
@@ -141,17 +130,17 @@ func (e *Engine) MigrateClaims() (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.claimArbiter() == ArbiterClaimRef {
+	if e.claimArbiter() == config.ArbiterClaimRef {
 		return &Result{}, nil
 	}
 	data := string(t.Data)
 	if claimArbiterLine().MatchString(data) {
-		data = claimArbiterLine().ReplaceAllLiteralString(data, "claim_arbiter: "+ArbiterClaimRef)
+		data = claimArbiterLine().ReplaceAllLiteralString(data, "claim_arbiter: "+config.ArbiterClaimRef)
 	} else {
 		if data != "" && !strings.HasSuffix(data, "\n") {
 			data += "\n"
 		}
-		data += "claim_arbiter: " + ArbiterClaimRef + "\n"
+		data += "claim_arbiter: " + config.ArbiterClaimRef + "\n"
 	}
 	return e.EditFinish(t, []byte(data))
 }

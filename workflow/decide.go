@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -23,7 +24,7 @@ type DecideResult struct {
 type refusalRecord struct {
 	Agent  string
 	Time   string
-	Record *Refusal
+	Record *refusal.Record
 }
 
 // latestRefusal scans the event log for the task's latest valid refusal.
@@ -41,7 +42,7 @@ func (e *Engine) latestRefusals(ids map[string]bool) (map[string]*refusalRecord,
 			return
 		}
 		var data struct {
-			Refusal *Refusal `json:"refusal"`
+			Refusal *refusal.Record `json:"refusal"`
 		}
 		if json.Unmarshal(ev.Data, &data) != nil || data.Refusal == nil {
 			return
@@ -57,18 +58,18 @@ func (e *Engine) latestRefusals(ids map[string]bool) (map[string]*refusalRecord,
 // present it: the whole record, who refused and when, and the decision the
 // protocol takes by default.
 type PendingRefusal struct {
-	By              string   `json:"by"`
-	Time            string   `json:"time"`
-	DefaultDecision string   `json:"default_decision"`
-	Decide          string   `json:"decide"`
-	Record          *Refusal `json:"record"`
+	By              string          `json:"by"`
+	Time            string          `json:"time"`
+	DefaultDecision string          `json:"default_decision"`
+	Decide          string          `json:"decide"`
+	Record          *refusal.Record `json:"record"`
 }
 
 func pendingRefusal(id string, rec *refusalRecord) *PendingRefusal {
 	if rec == nil {
 		return nil
 	}
-	return &PendingRefusal{By: rec.Agent, Time: rec.Time, DefaultDecision: DefaultDecision(rec.Record.ReasonType),
+	return &PendingRefusal{By: rec.Agent, Time: rec.Time, DefaultDecision: refusal.DefaultDecision(rec.Record.ReasonType),
 		Decide: "orch decide " + id + " <" + strings.Join(Decisions, "|") + ">", Record: rec.Record}
 }
 
@@ -113,7 +114,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 		if rec == nil {
 			return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log, so there is no default decision", id), Hint: "decide explicitly: orch decide " + id + " override|accept -m TEXT"}
 		}
-		decision = DefaultDecision(rec.Record.ReasonType)
+		decision = refusal.DefaultDecision(rec.Record.ReasonType)
 	}
 	decision = strings.ToLower(strings.TrimSpace(decision))
 	if !contains(Decisions, decision) {
@@ -252,11 +253,11 @@ func clipTitle(s string) string {
 // deferTasks returns the task(s) the original is deferred behind, and the id
 // it will depend on. A MISSING_DEPENDENCY that names an existing task adds
 // no task.
-func (e *Engine) deferTasks(t *Task, r *Refusal) ([]*taskfile.File, string, error) {
+func (e *Engine) deferTasks(t *Task, r *refusal.Record) ([]*taskfile.File, string, error) {
 	taken := map[string]bool{}
 	var nt NewTask
 	switch r.ReasonType {
-	case RefusalMissingDependency:
+	case refusal.MissingDependency:
 		name := r.DependencyName()
 		// A dependency named by its task ID ("depends on T-4k9x2m", "depends
 		// on task:T-4k9x2m") is that task: no new task.
@@ -265,7 +266,7 @@ func (e *Engine) deferTasks(t *Task, r *Refusal) ([]*taskfile.File, string, erro
 		}
 		nt = inherit(t, clipTitle("Provide "+name+" (needed by "+t.Task.ID+")"),
 			fmt.Sprintf("## Context\n\n%s depends on it: %s\n\n%s\n", t.Task.ID, oneLine(r.BlockingFactor), demote(strings.TrimSpace(r.ReasonDetail))), nil)
-	case RefusalUnclearRequirements:
+	case refusal.UnclearRequirements:
 		nt = inherit(t, clipTitle("Clarify the requirements of "+t.Task.ID+": "+t.Task.Title),
 			fmt.Sprintf("## Questions\n\n%s\n\n## Suggested\n\n%s\n", demote(strings.TrimSpace(r.ReasonDetail)), demote(strings.TrimSpace(r.SuggestedAlternative))), nil)
 	default:
@@ -303,7 +304,7 @@ func (e *Engine) existingTaskIn(text, self string) string {
 	return ""
 }
 
-func evidenceList(r *Refusal) string {
+func evidenceList(r *refusal.Record) string {
 	var b strings.Builder
 	for _, ev := range r.Evidence {
 		fmt.Fprintf(&b, "- %s: %s\n", ev.Type, oneLine(ev.Data))
@@ -320,7 +321,7 @@ var noDeps = map[string]bool{"": true, "none": true, "n/a": true, "na": true, "-
 // decomposeTasks creates the refusal's alternative tasks. A task whose
 // dependencies field names anything depends on the task before it; the
 // first inherits the original's dependencies.
-func (e *Engine) decomposeTasks(t *Task, r *Refusal) ([]*taskfile.File, error) {
+func (e *Engine) decomposeTasks(t *Task, r *refusal.Record) ([]*taskfile.File, error) {
 	if len(r.AlternativeTasks) == 0 {
 		return nil, &RuleError{Rule: "no_alternative_tasks", Msg: "the refusal suggests no alternative tasks to decompose into", Hint: "decide defer or reformulate, or create the tasks with orch new"}
 	}
@@ -355,7 +356,7 @@ func (e *Engine) decomposeTasks(t *Task, r *Refusal) ([]*taskfile.File, error) {
 }
 
 // reformulateTask creates the feasible reformulation of an infeasible task.
-func (e *Engine) reformulateTask(t *Task, r *Refusal) ([]*taskfile.File, error) {
+func (e *Engine) reformulateTask(t *Task, r *refusal.Record) ([]*taskfile.File, error) {
 	body := fmt.Sprintf("## Context\n\nReformulation of %s (%s), which was refused as %s: %s\n\n## Task\n\n%s\n",
 		t.Task.ID, oneLine(t.Task.Title), r.ReasonType, oneLine(r.BlockingFactor), demote(strings.TrimSpace(r.SuggestedAlternative)))
 	f, err := e.renderTask(inherit(t, clipTitle(t.Task.Title+" (reformulated)"), body, t.Task.DependsOn), nil)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -61,7 +62,7 @@ func (e *Engine) EditStart(ref string) (*EditTarget, error) {
 		}
 		t.Data, t.Base = data, h
 	} else if p == gitstore.ConfigFile {
-		t.Data = []byte(DefaultConfigYAML)
+		t.Data = []byte(config.DefaultYAML)
 	}
 	return t, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/prompt"
@@ -19,6 +20,10 @@ import (
 
 // Options open an Engine.
 type Options struct {
+	// Store, when set, is a store opened already (orch doctor, once it has
+	// moved the state branch): Open locks it, loads and reconciles as
+	// always; Repo, Dir, StateBranch and InMemoryCache are then unused.
+	Store       *gitstore.Store
 	Repo        *gitrepo.Repo // found already (saves discovering it twice)
 	Dir         string
 	StateBranch string
@@ -58,7 +63,7 @@ type Engine struct {
 	Tasks  TaskIndex
 	Actor  string
 	Now    func() time.Time
-	Config *Config
+	Config *config.Config
 	// ConfigErr is set when config.yaml on the branch does not parse; the
 	// defaults are used meanwhile and `orch check` reports it.
 	ConfigErr  error
@@ -68,7 +73,7 @@ type Engine struct {
 	// done == total at the end. The command decides whether to show it.
 	Progress func(what string, done, total int)
 	// Kind is how the actor is governed, judged from Signals and the
-	// roster (see Config.Kind); Verb is the command being run.
+	// roster (see KindOf); Verb is the command being run.
 	Kind    ActorKind
 	Signals ActorSignals
 	Verb    string
@@ -99,9 +104,13 @@ func (e *Engine) progress(what string, done, total int) {
 // Open opens the repository around opts.Dir, locks the store and brings the
 // view in step with the branch.
 func Open(opts Options) (*Engine, error) {
-	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache, NoScan: opts.NoReconcile})
-	if err != nil {
-		return nil, err
+	st := opts.Store
+	if st == nil {
+		var err error
+		st, err = gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache, NoScan: opts.NoReconcile})
+		if err != nil {
+			return nil, err
+		}
 	}
 	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress, Signals: opts.Signals, Verb: opts.Verb, Fence: opts.Fence}
 	st.Progress = opts.Progress
@@ -196,13 +205,13 @@ func (e *Engine) AllNotes() []string {
 }
 
 func (e *Engine) loadConfig() {
-	e.Config, e.ConfigErr = DefaultConfig(), nil
-	defer func() { e.Kind = e.Config.Kind(e.Actor, e.Signals) }()
+	e.Config, e.ConfigErr = config.Default(), nil
+	defer func() { e.Kind = KindOf(e.Config, e.Actor, e.Signals) }()
 	data, err := e.Store.Snapshot().Read(gitstore.ConfigFile)
 	if err != nil {
 		return
 	}
-	cfg, err := ParseConfig(filepath.Join(gitstore.ViewDirName, gitstore.ConfigFile), data)
+	cfg, err := config.Parse(filepath.Join(gitstore.ViewDirName, gitstore.ConfigFile), data)
 	if err != nil {
 		e.ConfigErr = err
 		return
@@ -221,15 +230,20 @@ func (e *Engine) RequireInit() error {
 // Signature is the identity commits are made with: the actor, with the
 // git user's email when the actor is the git user.
 func (e *Engine) Signature() gitrepo.Signature {
-	name := e.Actor
+	return ActorSignature(e.Store.Repo, e.Actor, e.Now())
+}
+
+// ActorSignature is Engine.Signature without an Engine (orch doctor's
+// repairs): the identity actor's commits in repo are made with.
+func ActorSignature(repo *gitrepo.Repo, actor string, when time.Time) gitrepo.Signature {
 	email := ""
-	if gn := e.Store.Repo.GitConfig("user", "name"); gn != "" && gn == name {
-		email = e.Store.Repo.GitConfig("user", "email")
+	if gn := repo.GitConfig("user", "name"); gn != "" && gn == actor {
+		email = repo.GitConfig("user", "email")
 	}
 	if email == "" {
-		email = strings.ReplaceAll(strings.ToLower(name), " ", "-") + "@orch"
+		email = strings.ReplaceAll(strings.ToLower(actor), " ", "-") + "@orch"
 	}
-	return gitrepo.Signature{Name: name, Email: email, When: e.Now()}
+	return gitrepo.Signature{Name: actor, Email: email, When: when}
 }
 
 func (e *Engine) policy() gitstore.Policy {
@@ -263,7 +277,7 @@ func CheckFile(path string, data []byte) error {
 	dir := filepath.Base(filepath.Dir(path))
 	switch {
 	case base == gitstore.ConfigFile && dir == gitstore.ViewDirName:
-		_, err := ParseConfig(path, data)
+		_, err := config.Parse(path, data)
 		return err
 	case dir == gitstore.EventsDir:
 		for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {

@@ -45,7 +45,7 @@ type UsageError struct {
 func (e *UsageError) Error() string { return e.Msg }
 
 // TextTooLongError: a text given to a verb is larger than its limit (exit
-// 2): taskfile.MaxText for one text, MaxRefusalBytes for a refusal's texts
+// 2): taskfile.MaxText for one text, refusal.MaxBytes for a refusal's texts
 // together. Nothing is recorded. It is a usage error (errors.As finds a
 // *UsageError in it), so every door that treats those as the caller's
 // mistake treats it so too.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -66,7 +67,7 @@ func (e *Engine) Escalate(id, text string) (*Result, error) {
 	})
 }
 
-func roleOf(t *taskfile.Task, cfg *Config) string {
+func roleOf(t *taskfile.Task, cfg *config.Config) string {
 	if t.Role != "" {
 		return t.Role
 	}

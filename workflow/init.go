@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 )
@@ -43,7 +44,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 	base := opts.BaseBranch
 	if base == "" {
 		if base = e.Store.Repo.HeadBranch(); base == "" || base == strings.TrimPrefix(e.Store.Ref, "refs/heads/") {
-			base = DefaultConfig().BaseBranch
+			base = config.Default().BaseBranch
 		}
 	}
 	if !gitrepo.ValidRefName("refs/heads/" + base) {
@@ -58,7 +59,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 	snap := e.Store.Snapshot()
 	var changes []gitstore.Change
 	if _, ok := snap.Get(gitstore.ConfigFile); !ok && !e.Store.Exists() {
-		changes = append(changes, gitstore.Change{Path: gitstore.ConfigFile, Data: withBase([]byte(DefaultConfigYAML))})
+		changes = append(changes, gitstore.Change{Path: gitstore.ConfigFile, Data: withBase([]byte(config.DefaultYAML))})
 	}
 	if example != nil {
 		err := fs.WalkDir(example, ".", func(p string, d fs.DirEntry, err error) error {
@@ -114,7 +115,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 	}
 	e.loadConfig()
 	if e.Store.View != "" {
-		added, err := ensureExclude(e.Store.Repo.CommonDir)
+		added, err := EnsureExclude(e.Store.Repo.CommonDir)
 		if err != nil {
 			return nil, err
 		}
@@ -128,9 +129,10 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 	return res, nil
 }
 
-// ensureExclude adds /.orchestrator/ to info/exclude so that the view never
-// shows in `git status` of any worktree.
-func ensureExclude(commonDir string) (bool, error) {
+// EnsureExclude adds /.orchestrator/ to info/exclude so that the view never
+// shows in `git status` of any worktree, and reports whether it added it
+// (false: it was there).
+func EnsureExclude(commonDir string) (bool, error) {
 	p := filepath.Join(commonDir, "info", "exclude")
 	cur, err := os.ReadFile(p)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -22,7 +23,7 @@ func (e *InvalidRefusalError) Error() string {
 // refuse.invalid (the task file does not change and the task stays claimed)
 // and returned as an *InvalidRefusalError; a valid one moves the task to
 // blocked with a "## Refusal" section and the full record in the event log.
-func (e *Engine) Refuse(id string, r *Refusal) (*Result, error) {
+func (e *Engine) Refuse(id string, r *refusal.Record) (*Result, error) {
 	if r != nil {
 		if err := checkRefusalTexts(r); err != nil {
 			return nil, err
@@ -31,7 +32,7 @@ func (e *Engine) Refuse(id string, r *Refusal) (*Result, error) {
 	if err := e.CheckRefusalIdentity(id, r); err != nil {
 		return nil, err
 	}
-	issues := ValidateRefusal(r)
+	issues := refusal.Validate(r)
 	check := func(t *Task) error {
 		if t.Task.Queue != taskfile.Claimed {
 			return &IllegalTransitionError{Task: id, Queue: t.Task.Queue, Verb: "refuse", Legal: LegalVerbs(t.Task.Queue)}
@@ -63,14 +64,14 @@ func (e *Engine) Refuse(id string, r *Refusal) (*Result, error) {
 			return nil, err
 		}
 		return &change{file: f, to: taskfile.Blocked, body: fmt.Sprintf("Refused by %s: %s: %s", e.Actor, r.ReasonType, oneLine(r.ReasonSummary)),
-			data:     map[string]any{"refusal": r, "reason": string(r.ReasonType), "blocking_factor": r.BlockingFactor, "default_decision": DefaultDecision(r.ReasonType)},
+			data:     map[string]any{"refusal": r, "reason": string(r.ReasonType), "blocking_factor": r.BlockingFactor, "default_decision": refusal.DefaultDecision(r.ReasonType)},
 			trailers: []string{"Orch-Reason", string(r.ReasonType)}}, nil
 	})
 }
 
-func renderRefusal(agent, when, id string, r *Refusal) string {
+func renderRefusal(agent, when, id string, r *refusal.Record) string {
 	return fmt.Sprintf("## Refusal (%s, %s)\n\n%sA human decides with `orch decide %s <%s>` (the protocol's default for %s: %s).\n",
-		agent, when, RefusalText(r), id, strings.Join(Decisions, "|"), r.ReasonType, DefaultDecision(r.ReasonType))
+		agent, when, RefusalText(r), id, strings.Join(Decisions, "|"), r.ReasonType, refusal.DefaultDecision(r.ReasonType))
 }
 
 // RefusalText is the whole refusal as markdown, everything a human needs to
@@ -78,7 +79,7 @@ func renderRefusal(agent, when, id string, r *Refusal) string {
 // the suggested way forward and the alternative tasks. The task file's
 // "## Refusal" section, orch inbox and orch show carry it. Every text is the
 // agent's: it is made safe so that it cannot end the section or open one.
-func RefusalText(r *Refusal) string {
+func RefusalText(r *refusal.Record) string {
 	var b strings.Builder
 	para := func(label, text string) {
 		if text = strings.TrimSpace(text); text == "" {
@@ -162,11 +163,11 @@ func RefusalText(r *Refusal) string {
 // actor (refused by rule, and an agent's attempt is recorded for the lead:
 // a record cannot speak for someone else). Absent fields agree with
 // anything.
-func (e *Engine) CheckRefusalIdentity(id string, r *Refusal) error {
+func (e *Engine) CheckRefusalIdentity(id string, r *refusal.Record) error {
 	if r == nil {
 		return nil
 	}
-	if r.TaskID != "" && !strings.EqualFold(RefusalTaskRef(r.TaskID), id) {
+	if r.TaskID != "" && !strings.EqualFold(refusal.TaskRef(r.TaskID), id) {
 		return &UsageError{Msg: fmt.Sprintf("the refusal record's task_id is %q, but this refuses %s: the record is about another task", clipArg(r.TaskID), id),
 			Hint: fmt.Sprintf("set task_id to %s (or leave it out: orch takes the task from the command line), then refuse again", id)}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/internal/testgit"
@@ -90,17 +91,17 @@ func (m *memIndex) ReadRef(string) (plumbing.Hash, error)      { return plumbing
 // Engine.step; what the repository would commit, memory keeps.
 type memWorld struct {
 	t     *testing.T
-	cfg   *Config
+	cfg   *config.Config
 	idx   *memIndex
 	files map[string]*taskfile.File // by path
 }
 
-func newMemWorld(t *testing.T, config string, tasks ...seedTask) ruleWorld {
+func newMemWorld(t *testing.T, configYAML string, tasks ...seedTask) ruleWorld {
 	t.Helper()
-	cfg := DefaultConfig()
-	if config != "" {
+	cfg := config.Default()
+	if configYAML != "" {
 		var err error
-		if cfg, err = ParseConfig("config.yaml", []byte(config)); err != nil {
+		if cfg, err = config.Parse("config.yaml", []byte(configYAML)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +137,7 @@ func (w *memWorld) put(f *taskfile.File) {
 
 func (w *memWorld) engine(by who) *Engine {
 	sig := signalsOf(by)
-	return &Engine{Tasks: w.idx, Actor: by.name, Kind: w.cfg.Kind(by.name, sig), Signals: sig, Verb: "test", Config: w.cfg, Now: func() time.Time { return ruleNow }}
+	return &Engine{Tasks: w.idx, Actor: by.name, Kind: KindOf(w.cfg, by.name, sig), Signals: sig, Verb: "test", Config: w.cfg, Now: func() time.Time { return ruleNow }}
 }
 
 func (w *memWorld) load(s *gitstore.Summary) (*Task, error) {

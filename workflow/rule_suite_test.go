@@ -37,7 +37,7 @@ type seedTask struct{ id, fm string }
 
 // who acts: a name, and whether the process says it is an agent
 // (ORCH_AGENT). Whether orch then governs it as a human or an agent is
-// Config.Kind's to say, on both backends alike.
+// KindOf's to say, on both backends alike.
 type who struct {
 	name  string
 	agent bool

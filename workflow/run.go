@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -277,7 +278,7 @@ func runNote(e *Engine, end RunEnd) string {
 // as the branch has it now (a later change takes effect at the next
 // start). Starting agents is a human's decision (DESIGN §4a): an agent is
 // refused.
-func (e *Engine) StartRun() (*Run, error) {
+func (e *Engine) StartRun() (*config.Run, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}

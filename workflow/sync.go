@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -52,11 +53,11 @@ type SyncResult struct {
 // branch's tip, read without the lock (the default when it cannot be read).
 func BranchPrefixOf(st *gitstore.Store) string {
 	if data, err := st.ReadAtTip(gitstore.ConfigFile); err == nil {
-		if cfg, err := ParseConfig(gitstore.ConfigFile, data); err == nil && cfg.BranchPrefix != "" {
+		if cfg, err := config.Parse(gitstore.ConfigFile, data); err == nil && cfg.BranchPrefix != "" {
 			return cfg.BranchPrefix
 		}
 	}
-	return DefaultConfig().BranchPrefix
+	return config.Default().BranchPrefix
 }
 
 // AcceptRemoteRewrite moves the local state branch to a remote's rewritten
@@ -110,7 +111,7 @@ func (e *Engine) MergeRemote(remote string, rtip plumbing.Hash, res *SyncResult)
 		res.Action = "fast_forward"
 		if st.View != "" {
 			// A fresh clone: keep the view out of git status, as init does.
-			if _, err := ensureExclude(st.Repo.CommonDir); err != nil {
+			if _, err := EnsureExclude(st.Repo.CommonDir); err != nil {
 				return err
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 )
@@ -317,7 +318,7 @@ func (c *claimSync) claimFrom(fs *gitrepo.FetchedState) (e *Engine, res *ClaimRe
 		if rc := e.remoteClaims[id]; rc != nil {
 			stale = rc.Commit
 		}
-		if e.claimArbiter() == ArbiterStateBranch {
+		if e.claimArbiter() == config.ArbiterStateBranch {
 			// The state branch decides: claim ref and state branch move
 			// together (an atomic push), so a clone whose orch predates
 			// claim refs, which pushes the state branch alone, can never

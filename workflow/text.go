@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/ghreview"
+	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -44,7 +45,7 @@ func reviewTexts(in *ReviewInput) []namedText {
 
 // refusalTexts are the texts of a refusal record, each named by its field
 // and the flag that gives it.
-func refusalTexts(r *Refusal) []namedText {
+func refusalTexts(r *refusal.Record) []namedText {
 	field := func(name, flag string) string {
 		if flag == "" {
 			return "the refusal's " + name
@@ -76,10 +77,10 @@ func refusalTexts(r *Refusal) []namedText {
 }
 
 // checkRefusalTexts applies the limit to each text of a refusal, and
-// MaxRefusalBytes to all of them together: the whole record is copied into
+// refusal.MaxBytes to all of them together: the whole record is copied into
 // the event log, and flags (or orch mcp's lists) could otherwise give as
 // many texts as they like.
-func checkRefusalTexts(r *Refusal) error {
+func checkRefusalTexts(r *refusal.Record) error {
 	texts := refusalTexts(r)
 	if err := checkTexts(texts...); err != nil {
 		return err
@@ -88,8 +89,8 @@ func checkRefusalTexts(r *Refusal) error {
 	for _, t := range texts {
 		total += len(t.text)
 	}
-	if total > MaxRefusalBytes {
-		return &TextTooLongError{Field: "the refusal (its texts together)", Size: total, Limit: MaxRefusalBytes,
+	if total > refusal.MaxBytes {
+		return &TextTooLongError{Field: "the refusal (its texts together)", Size: total, Limit: refusal.MaxBytes,
 			Hint: "shorten it: quote only the lines of a log that matter, and commit the whole log as a file on the task's branch named by its path; nothing was recorded"}
 	}
 	return nil

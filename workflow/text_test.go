@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/ghreview"
+	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -91,7 +92,7 @@ func TestTextLimitEveryDoor(t *testing.T) {
 		if _, err := e.Claim(ClaimOptions{Task: blocked}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.Refuse(blocked, refusalValid(RefusalBlocker)); err != nil {
+		if _, err := e.Refuse(blocked, blockerRefusal()); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -102,8 +103,8 @@ func TestTextLimitEveryDoor(t *testing.T) {
 	})
 
 	big := strings.Repeat("x", taskfile.MaxText+1)
-	refusal := func(change func(r *Refusal)) *Refusal {
-		r := refusalValid(RefusalBlocker)
+	withRefusal := func(change func(r *refusal.Record)) *refusal.Record {
+		r := blockerRefusal()
 		change(r)
 		return r
 	}
@@ -169,27 +170,27 @@ func TestTextLimitEveryDoor(t *testing.T) {
 			return err
 		}},
 		{"refuse: reason_detail", "agent-c", true, "the refusal's reason_detail (--detail)", 0, func(e *Engine) error {
-			_, err := e.Refuse(claimed, refusal(func(r *Refusal) { r.ReasonDetail = big }))
+			_, err := e.Refuse(claimed, withRefusal(func(r *refusal.Record) { r.ReasonDetail = big }))
 			return err
 		}},
 		{"refuse: an attempt", "agent-c", true, "the refusal's what_attempted, item 2 (--attempted)", 0, func(e *Engine) error {
-			_, err := e.Refuse(claimed, refusal(func(r *Refusal) { r.WhatAttempted[1] = big }))
+			_, err := e.Refuse(claimed, withRefusal(func(r *refusal.Record) { r.WhatAttempted[1] = big }))
 			return err
 		}},
 		{"refuse: evidence data", "agent-c", true, "the refusal's evidence, item 1: data (--evidence)", 0, func(e *Engine) error {
-			_, err := e.Refuse(claimed, refusal(func(r *Refusal) { r.Evidence[0].Data = big }))
+			_, err := e.Refuse(claimed, withRefusal(func(r *refusal.Record) { r.Evidence[0].Data = big }))
 			return err
 		}},
 		{"refuse: an alternative task's scope", "agent-c", true, "the refusal's alternative_tasks, item 1: scope (--alt-task)", 0, func(e *Engine) error {
-			_, err := e.Refuse(claimed, refusal(func(r *Refusal) { r.AlternativeTasks = []AlternativeTask{{Title: "Part", Scope: big}} }))
+			_, err := e.Refuse(claimed, withRefusal(func(r *refusal.Record) { r.AlternativeTasks = []refusal.AlternativeTask{{Title: "Part", Scope: big}} }))
 			return err
 		}},
 		{"refuse: an invalid refusal is not logged either", "agent-c", true, "the refusal's blocking_factor (--blocking-factor)", 0, func(e *Engine) error {
-			_, err := e.Refuse(claimed, &Refusal{ReasonType: RefusalBlocker, BlockingFactor: big})
+			_, err := e.Refuse(claimed, &refusal.Record{ReasonType: refusal.Blocker, BlockingFactor: big})
 			return err
 		}},
-		{"refuse: the texts together", "agent-c", true, "the refusal (its texts together)", MaxRefusalBytes, func(e *Engine) error {
-			_, err := e.Refuse(claimed, refusal(func(r *Refusal) {
+		{"refuse: the texts together", "agent-c", true, "the refusal (its texts together)", refusal.MaxBytes, func(e *Engine) error {
+			_, err := e.Refuse(claimed, withRefusal(func(r *refusal.Record) {
 				for range 4 {
 					r.WhatAttempted = append(r.WhatAttempted, strings.Repeat("Ran the tests. ", taskfile.MaxText/16))
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -61,7 +62,7 @@ func completionEngine(g *globalOptions) *workflow.Engine {
 // config's default_role and the roster's roles.
 func completeRoles(g *globalOptions) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		cfg, fromRepo := workflow.DefaultConfig(), false
+		cfg, fromRepo := config.Default(), false
 		if e := completionEngine(g); e != nil {
 			if e.ConfigErr == nil && e.Config != nil {
 				cfg, fromRepo = e.Config, true

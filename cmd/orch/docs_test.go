@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -192,7 +193,7 @@ func TestDocsUpToDate(t *testing.T) {
 // agentInstructions is `orch instructions` (the implementer's, with the
 // default policy), fenced so that its headings stay inside the example.
 func agentInstructions(root *cobra.Command) string {
-	md, _ := instructionsMarkdown(root, roleImplementer, workflow.DefaultConfig())
+	md, _ := instructionsMarkdown(root, roleImplementer, config.Default())
 	return "````markdown\n" + md + "````\n"
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/doctor"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -81,9 +82,9 @@ ok (or fixed) and 1 when problems remain. With --json it prints the report
 
 // doctorAnswer is orch doctor's JSON answer.
 type doctorAnswer struct {
-	OK     bool                   `json:"ok"`
-	Count  int                    `json:"count"`
-	Checks []workflow.DoctorCheck `json:"checks"`
+	OK     bool           `json:"ok"`
+	Count  int            `json:"count"`
+	Checks []doctor.Check `json:"checks"`
 }
 
 func runDoctor(o *doctorOptions) error {
@@ -109,7 +110,7 @@ func runDoctor(o *doctorOptions) error {
 			return err
 		}
 	}
-	rep, err := workflow.Doctor(workflow.DoctorOptions{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Fix: o.Fix,
+	rep, err := doctor.Run(doctor.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Fix: o.Fix,
 		RestoreTip: o.RestoreTip, AcceptRewind: o.AcceptRewind})
 	if err != nil {
 		return err
@@ -121,7 +122,7 @@ func runDoctor(o *doctorOptions) error {
 	if g.JSON {
 		checks := rep.Checks
 		if checks == nil {
-			checks = []workflow.DoctorCheck{}
+			checks = []doctor.Check{}
 		}
 		for i := range checks {
 			checks[i].Items = nonNil(checks[i].Items)
@@ -136,17 +137,17 @@ func runDoctor(o *doctorOptions) error {
 	fixed := 0
 	for _, c := range rep.Checks {
 		fmt.Fprintf(g.io.Out, "%-7s  %-*s  %s\n", c.Status, width, c.Check, oneLineText(c.Detail))
-		if c.Status == workflow.StatusFixed {
+		if c.Status == doctor.StatusFixed {
 			fixed++
 		}
 	}
 	for _, c := range rep.Checks {
-		if c.Status == workflow.StatusProblem && c.Hint != "" {
+		if c.Status == doctor.StatusProblem && c.Hint != "" {
 			fmt.Fprintf(g.io.Err, "hint: %s: %s\n", c.Check, c.Hint)
 		}
 	}
 	if problems > 0 {
-		return &workflow.UnhealthyError{Problems: problems, Fixable: rep.Fixable(), Fixed: o.Fix}
+		return &doctor.UnhealthyError{Problems: problems, Fixable: rep.Fixable(), Fixed: o.Fix}
 	}
 	switch {
 	case fixed > 0:

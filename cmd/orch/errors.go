@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/orch-tool/orch/doctor"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
@@ -71,7 +72,7 @@ func classify(err error) classified {
 		missing   *gitrepo.ErrObjectMissing
 		refusal   *workflow.InvalidRefusalError
 		external  *workflow.ExternalError
-		unhealthy *workflow.UnhealthyError
+		unhealthy *doctor.UnhealthyError
 		backwards *gitstore.ErrMovedBackwards
 		damaged   *gitrepo.ErrObjectDamaged
 		notReg    *privfile.ErrNotRegular

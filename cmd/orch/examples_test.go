@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orch-tool/orch/refusal"
 	"github.com/rogpeppe/go-internal/txtar"
-
-	"github.com/orch-tool/orch/workflow"
 )
 
 // The examples in the help are commands that run in CI: every visible
@@ -349,7 +348,7 @@ func TestInstructionsCoverData(t *testing.T) {
 			t.Errorf("exit code %d has no advice in exitAdvice (instructions.go)", c.Code)
 		}
 	}
-	for _, r := range workflow.RefusalReasons() {
+	for _, r := range refusal.Reasons() {
 		if refusalAdvice[r] == "" {
 			t.Errorf("refusal reason %s has no advice in refusalAdvice (instructions.go)", r)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -51,11 +52,11 @@ type inboxItemJSON struct {
 // pendingRefusalJSON is a refusal awaiting orch decide: the whole record,
 // who refused and when, and the protocol's default decision.
 type pendingRefusalJSON struct {
-	By              string            `json:"by"`
-	Time            jsonTime          `json:"time"`
-	DefaultDecision string            `json:"default_decision"`
-	Decide          string            `json:"decide"`
-	Record          *workflow.Refusal `json:"record"` // the refusal protocol's record, as the agent gave it
+	By              string          `json:"by"`
+	Time            jsonTime        `json:"time"`
+	DefaultDecision string          `json:"default_decision"`
+	Decide          string          `json:"decide"`
+	Record          *refusal.Record `json:"record"` // the refusal protocol's record, as the agent gave it
 }
 
 func pendingRefusal(r *workflow.PendingRefusal) *pendingRefusalJSON {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/config"
+	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -15,7 +17,7 @@ import (
 // prompt. Everything a rule or a command could change is taken from the data
 // the help and the checks use: each verb's Use, Short and first Example from
 // the command tree, the moves from workflow.Transitions, the exit codes from
-// exitCodes, the refusal reasons from workflow.RefusalReasons and the review
+// exitCodes, the refusal reasons from refusal.Reasons and the review
 // policy from the configuration. Only the connecting prose and the advice
 // per exit code and per refusal reason are written here, and
 // TestInstructionsCoverData (examples_test.go) fails when a code, a reason or
@@ -60,13 +62,13 @@ var reviewerExitAdvice = map[int]string{
 }
 
 // refusalAdvice says, per refusal reason, when to use it and what the
-// validator wants; every reason of workflow.RefusalReasons must have one.
-var refusalAdvice = map[workflow.RefusalReason]string{
-	workflow.RefusalBlocker:             "something outside the task stops you (a service down, access missing). Evidence of type `error_log`, `status_check` or `api_response`.",
-	workflow.RefusalScopeCreep:          "the task is much bigger than written. Give the original scope, a growth factor of 2 or more and 2+ alternative tasks that split it.",
-	workflow.RefusalMissingDependency:   "another piece of work must land first. Say \"depends on X\" in the blocking factor and \"required because ...\" in the detail.",
-	workflow.RefusalInfeasible:          "the requirements contradict each other. Say which \"conflict\" in the detail, give 2+ pieces of evidence and a feasible reformulation (50+ characters).",
-	workflow.RefusalUnclearRequirements: "you cannot tell what is wanted. Put your questions (with \"?\") in the detail and say how you tried to read the task, as \"... interpreted as ...\".",
+// validator wants; every reason of refusal.Reasons must have one.
+var refusalAdvice = map[refusal.Reason]string{
+	refusal.Blocker:             "something outside the task stops you (a service down, access missing). Evidence of type `error_log`, `status_check` or `api_response`.",
+	refusal.ScopeCreep:          "the task is much bigger than written. Give the original scope, a growth factor of 2 or more and 2+ alternative tasks that split it.",
+	refusal.MissingDependency:   "another piece of work must land first. Say \"depends on X\" in the blocking factor and \"required because ...\" in the detail.",
+	refusal.Infeasible:          "the requirements contradict each other. Say which \"conflict\" in the detail, give 2+ pieces of evidence and a feasible reformulation (50+ characters).",
+	refusal.UnclearRequirements: "you cannot tell what is wanted. Put your questions (with \"?\") in the detail and say how you tried to read the task, as \"... interpreted as ...\".",
 }
 
 func newInstructionsCmd(g *globalOptions) *cobra.Command {
@@ -113,7 +115,7 @@ type instructionVerb struct {
 
 func runInstructions(o *instructionsOptions, root *cobra.Command) error {
 	role := strings.TrimSpace(o.Role)
-	cfg := workflow.DefaultConfig()
+	cfg := config.Default()
 	fromRepo := false
 	if o.g.discover() != nil {
 		// Best effort: the repository's policy when orch is set up, the
@@ -143,7 +145,7 @@ func runInstructions(o *instructionsOptions, root *cobra.Command) error {
 // configRoles lists the built-in roles, then the config's default_role and
 // the roster's roles (only when the config is a repository's: the defaults
 // add nothing).
-func configRoles(cfg *workflow.Config, fromRepo bool) []string {
+func configRoles(cfg *config.Config, fromRepo bool) []string {
 	roles := slices.Clone(builtinRoles)
 	if !fromRepo || cfg == nil {
 		return roles
@@ -216,7 +218,7 @@ func exampleLines(ex string) []string {
 }
 
 // instructionsMarkdown renders the instructions of a role.
-func instructionsMarkdown(root *cobra.Command, role string, cfg *workflow.Config) (string, []instructionVerb) {
+func instructionsMarkdown(root *cobra.Command, role string, cfg *config.Config) (string, []instructionVerb) {
 	kind := roleImplementer
 	if role == roleReviewer {
 		kind = roleReviewer
@@ -262,7 +264,7 @@ func instructionsMarkdown(root *cobra.Command, role string, cfg *workflow.Config
 		b.WriteString("\n### Refusing a task\n\n")
 		b.WriteString("Refuse only with evidence, after at least two concrete attempts: give a specific blocking factor\n" +
 			"and an actionable alternative (`orch refuse --help` lists every rule). The reasons:\n\n")
-		for _, r := range workflow.RefusalReasons() {
+		for _, r := range refusal.Reasons() {
 			fmt.Fprintf(&b, "- `%s`: %s\n", r, refusalAdvice[r])
 		}
 		b.WriteString("\nAn invalid refusal exits 4 listing every failed rule and the task stays yours: fix the record\n" +
@@ -302,7 +304,7 @@ func implementerSteps(b *strings.Builder, role string) {
 		"7. If the task cannot be done as written: `orch refuse` with evidence (below).\n\n", claim)
 }
 
-func reviewerSteps(b *strings.Builder, cfg *workflow.Config) {
+func reviewerSteps(b *strings.Builder, cfg *config.Config) {
 	b.WriteString("### Your loop\n\n" +
 		"1. Find submitted work: `orch list --queue provisional --json`.\n" +
 		"2. Read the task (`orch show <id>`), your prompt (`orch prompt --role reviewer <id>`) and the\n" +

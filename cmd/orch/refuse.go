@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -81,7 +82,7 @@ the task to blocked for orch decide.`,
 	return cmd
 }
 
-func (o *refuseOptions) record() (*workflow.Refusal, error) {
+func (o *refuseOptions) record() (*refusal.Record, error) {
 	if o.File != "" {
 		if o.Reason != "" || o.Summary != "" || len(o.Attempted) > 0 || o.BlockingFactor != "" || o.Alternative != "" {
 			return nil, &workflow.UsageError{Msg: "give the refusal with -F or with flags, not both"}
@@ -90,7 +91,7 @@ func (o *refuseOptions) record() (*workflow.Refusal, error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := workflow.ParseRefusal(data)
+		r, err := refusal.Parse(data)
 		if err != nil {
 			return nil, &workflow.UsageError{Msg: o.File + ": " + err.Error(), Hint: "orch refuse --help lists the record's fields"}
 		}
@@ -99,8 +100,8 @@ func (o *refuseOptions) record() (*workflow.Refusal, error) {
 	if o.Reason == "" {
 		return nil, &workflow.UsageError{Msg: "a refusal needs -F FILE or at least --reason", Hint: "orch refuse --help shows the fields and the rules"}
 	}
-	r := &workflow.Refusal{
-		ReasonType: workflow.RefusalReason(strings.ToUpper(o.Reason)), ReasonSummary: o.Summary, ReasonDetail: o.Detail,
+	r := &refusal.Record{
+		ReasonType: refusal.Reason(strings.ToUpper(o.Reason)), ReasonSummary: o.Summary, ReasonDetail: o.Detail,
 		WhatAttempted: o.Attempted, BlockingFactor: o.BlockingFactor, SuggestedAlternative: o.Alternative, TaskOriginalScope: o.OriginalScope,
 	}
 	for _, ev := range o.Evidence {
@@ -108,14 +109,14 @@ func (o *refuseOptions) record() (*workflow.Refusal, error) {
 		if !ok || strings.TrimSpace(typ) == "" {
 			return nil, &workflow.UsageError{Msg: fmt.Sprintf("--evidence %q: want TYPE:DATA", ev)}
 		}
-		r.Evidence = append(r.Evidence, workflow.Evidence{Type: strings.TrimSpace(typ), Data: strings.TrimSpace(data)})
+		r.Evidence = append(r.Evidence, refusal.Evidence{Type: strings.TrimSpace(typ), Data: strings.TrimSpace(data)})
 	}
 	for _, at := range o.AltTasks {
 		p := strings.Split(at, "|")
 		for len(p) < 4 {
 			p = append(p, "")
 		}
-		r.AlternativeTasks = append(r.AlternativeTasks, workflow.AlternativeTask{Title: strings.TrimSpace(p[0]), Scope: strings.TrimSpace(p[1]), Dependencies: strings.TrimSpace(p[2]), Estimate: strings.TrimSpace(p[3])})
+		r.AlternativeTasks = append(r.AlternativeTasks, refusal.AlternativeTask{Title: strings.TrimSpace(p[0]), Scope: strings.TrimSpace(p[1]), Dependencies: strings.TrimSpace(p[2]), Estimate: strings.TrimSpace(p[3])})
 	}
 	if o.GrowthFactor != "" {
 		g, err := strconv.ParseFloat(o.GrowthFactor, 64)
@@ -137,7 +138,7 @@ func runRefuse(o *refuseOptions, ref string) error {
 		return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
 			s, err := e.Lookup("")
 			if err != nil {
-				if s, err = e.Lookup(workflow.RefusalTaskRef(r.TaskID)); err != nil {
+				if s, err = e.Lookup(refusal.TaskRef(r.TaskID)); err != nil {
 					return err
 				}
 			}

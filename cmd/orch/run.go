@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/coordinator"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -103,7 +104,7 @@ type runEvent struct {
 
 func runRun(o *runOptions) error {
 	g := o.g
-	var run *workflow.Run
+	var run *config.Run
 	var claimTimeout time.Duration
 	err := g.withEngine(func(e *workflow.Engine) error {
 		var err error

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -42,7 +43,7 @@ func runSweep(o *sweepOptions) error {
 	var d time.Duration
 	if o.OlderThan != "" {
 		var err error
-		if d, err = workflow.ParseDuration(o.OlderThan); err != nil || d <= 0 {
+		if d, err = config.ParseDuration(o.OlderThan); err != nil || d <= 0 {
 			return &workflow.UsageError{Msg: fmt.Sprintf("--older-than: %q is not a duration", o.OlderThan), Hint: "like 90m, 2h or 1d"}
 		}
 	}

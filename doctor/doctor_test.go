@@ -1,4 +1,4 @@
-package workflow
+package doctor
 
 import (
 	"crypto/sha256"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/internal/testgit"
+	"github.com/orch-tool/orch/workflow"
 )
 
 func doctorGit(t *testing.T, dir string, args ...string) string {
@@ -43,16 +44,16 @@ func doctorRepo(t *testing.T) (string, []string) {
 	}
 	doctorGit(t, dir, "init", "-q")
 	doctorGit(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
-	e, err := Open(Options{Dir: dir, Actor: "tester"})
+	e, err := workflow.Open(workflow.Options{Dir: dir, Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Init(InitOptions{}); err != nil {
+	if _, err := e.Init(workflow.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var paths []string
 	for _, title := range []string{"One", "Two"} {
-		r, err := e.New(NewTask{Title: title})
+		r, err := e.New(workflow.NewTask{Title: title})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +81,7 @@ func treeState(t *testing.T, dir string) []string {
 	return out
 }
 
-func statusOf(rep *DoctorReport) map[string]string {
+func statusOf(rep *Report) map[string]string {
 	m := map[string]string{}
 	for _, c := range rep.Checks {
 		m[c.Check] = c.Status
@@ -92,15 +93,15 @@ func TestDoctorHealthy(t *testing.T) {
 	dir, _ := doctorRepo(t)
 	before := treeState(t, dir)
 	for _, fix := range []bool{false, true} {
-		rep, err := Doctor(DoctorOptions{Dir: dir, Actor: "tester", Fix: fix})
+		rep, err := Run(Options{Dir: dir, Actor: "tester", Fix: fix})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !rep.OK || len(rep.Checks) != len(DoctorChecks) {
+		if !rep.OK || len(rep.Checks) != len(Checks) {
 			t.Fatalf("fix=%v: %+v", fix, rep)
 		}
 		for i, c := range rep.Checks {
-			if c.Check != DoctorChecks[i] || c.Status != StatusOK {
+			if c.Check != Checks[i] || c.Status != StatusOK {
 				t.Errorf("fix=%v: %+v", fix, c)
 			}
 		}
@@ -126,7 +127,7 @@ func TestDoctorFindsThenFixes(t *testing.T) {
 	tip := doctorGit(t, dir, "rev-parse", "orch")
 
 	before := treeState(t, dir)
-	rep, err := Doctor(DoctorOptions{Dir: dir, Actor: "tester"})
+	rep, err := Run(Options{Dir: dir, Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestDoctorFindsThenFixes(t *testing.T) {
 		t.Fatalf("report: %+v", rep)
 	}
 
-	rep, err = Doctor(DoctorOptions{Dir: dir, Actor: "tester", Fix: true})
+	rep, err = Run(Options{Dir: dir, Actor: "tester", Fix: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestDoctorFindsThenFixes(t *testing.T) {
 	if got := doctorGit(t, dir, "rev-parse", "orch"); got != tip {
 		t.Errorf("the branch moved: %s -> %s", tip, got)
 	}
-	rep, err = Doctor(DoctorOptions{Dir: dir, Actor: "tester"})
+	rep, err = Run(Options{Dir: dir, Actor: "tester"})
 	if err != nil || !rep.OK {
 		t.Fatalf("second doctor: %+v %v", rep, err)
 	}
@@ -180,7 +181,7 @@ func TestDoctorFindsThenFixes(t *testing.T) {
 func TestDoctorUnfixable(t *testing.T) {
 	dir, _ := doctorRepo(t)
 	doctorGit(t, dir, "worktree", "add", "-q", filepath.Join(dir, "..", "state-wt"), "orch")
-	rep, err := Doctor(DoctorOptions{Dir: dir, Actor: "tester", Fix: true})
+	rep, err := Run(Options{Dir: dir, Actor: "tester", Fix: true})
 	if err != nil {
 		t.Fatal(err)
 	}

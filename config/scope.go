@@ -1,9 +1,11 @@
-package workflow
+package config
 
 // Reviewer scope (Reviewer Lockout Protocol, "Reviewer Authority"): a lead
 // reviews all code, a tester only test-related changes. review.reviewers
 // may scope an entry to task roles and labels; an agent reviewing a task
-// outside its scope is refused like any other want of authority.
+// outside its scope is refused like any other want of authority (workflow's
+// checkReviewerScope, in authority.go). This file reads the entries and
+// says what each covers.
 //
 // The scope is judged by the task (its role and labels, which the person
 // who wrote the task chose), not by the reviewer's own account of why it
@@ -16,6 +18,7 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -68,11 +71,11 @@ func (r *Reviewer) Covers(role string, labels []string) (ground string, ok bool)
 		return "", true
 	}
 	var grounds []string
-	if contains(r.Roles, role) {
+	if slices.Contains(r.Roles, role) {
 		grounds = append(grounds, "role "+role)
 	}
 	for _, l := range r.Labels {
-		if contains(labels, l) {
+		if slices.Contains(labels, l) {
 			grounds = append(grounds, "label "+l)
 		}
 	}
@@ -193,7 +196,7 @@ func scopeList(what string, n *yaml.Node) ([]string, error) {
 		if item.Kind != yaml.ScalarNode || item.ShortTag() == "!!null" || !taskfile.ValidName(item.Value) {
 			return nil, fmt.Errorf("line %d: reviewers: %q is not a valid %s name", item.Line, item.Value, what)
 		}
-		if contains(out, item.Value) {
+		if slices.Contains(out, item.Value) {
 			return nil, fmt.Errorf("line %d: reviewers: %s %s is listed twice", item.Line, what, item.Value)
 		}
 		out = append(out, item.Value)

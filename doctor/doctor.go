@@ -1,4 +1,4 @@
-package workflow
+package doctor
 
 import (
 	"errors"
@@ -10,18 +10,12 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/workflow"
 )
-
-// orch doctor: what can go wrong with orch's state in a repository, found
-// without the normal open path (which takes the lock, trusts the cache and
-// reconciles the view), and, when asked, repaired. Looking changes nothing.
-// Repairing removes what a killed process left behind, rebuilds a cache that
-// cannot be trusted, creates a missing state branch from a remote, and then
-// runs the normal open (lock, load, reconcile); it never picks a side in a
-// conflict and never touches anyone's worktree.
 
 // The checks, in the order they are reported and repaired.
 const (
@@ -39,8 +33,8 @@ const (
 	CheckClaims      = "claims"
 )
 
-// DoctorChecks lists every check, in report order.
-var DoctorChecks = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude, CheckPrivate, CheckClaims}
+// Checks lists every check, in report order.
+var Checks = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude, CheckPrivate, CheckClaims}
 
 // Check statuses.
 const (
@@ -49,8 +43,8 @@ const (
 	StatusFixed   = "fixed"
 )
 
-// DoctorCheck is the outcome of one check.
-type DoctorCheck struct {
+// Check is the outcome of one check.
+type Check struct {
 	Check  string   `json:"check"`
 	Status string   `json:"status"` // ok | problem | fixed
 	Detail string   `json:"detail"`
@@ -60,17 +54,17 @@ type DoctorCheck struct {
 	Fixable bool `json:"-"`
 }
 
-// DoctorReport is what orch doctor found (and fixed).
-type DoctorReport struct {
-	OK     bool          `json:"ok"`
-	Checks []DoctorCheck `json:"checks"`
+// Report is what orch doctor found (and fixed).
+type Report struct {
+	OK     bool    `json:"ok"`
+	Checks []Check `json:"checks"`
 	// Notes are what the reconcile run by a repair did (files restored,
 	// hand edits committed), for the command to print on stderr.
 	Notes []string `json:"-"`
 }
 
 // Problems counts the checks whose problem remains.
-func (r *DoctorReport) Problems() int {
+func (r *Report) Problems() int {
 	n := 0
 	for _, c := range r.Checks {
 		if c.Status == StatusProblem {
@@ -81,7 +75,7 @@ func (r *DoctorReport) Problems() int {
 }
 
 // Fixable counts the problems orch doctor --fix repairs.
-func (r *DoctorReport) Fixable() int {
+func (r *Report) Fixable() int {
 	n := 0
 	for _, c := range r.Checks {
 		if c.Status == StatusProblem && c.Fixable {
@@ -105,8 +99,8 @@ func (e *UnhealthyError) Error() string {
 	return fmt.Sprintf("%d problem(s) found", e.Problems)
 }
 
-// DoctorOptions configure Doctor.
-type DoctorOptions struct {
+// Options configure Run.
+type Options struct {
 	Repo        *gitrepo.Repo
 	Dir         string
 	StateBranch string
@@ -120,8 +114,8 @@ type DoctorOptions struct {
 	RestoreTip, AcceptRewind bool
 }
 
-// Doctor checks the repository and, with opts.Fix, repairs it.
-func Doctor(opts DoctorOptions) (*DoctorReport, error) {
+// Run checks the repository and, with opts.Fix, repairs it.
+func Run(opts Options) (*Report, error) {
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 	}
@@ -143,7 +137,7 @@ func Doctor(opts DoctorOptions) (*DoctorReport, error) {
 		return nil, err
 	}
 	after := diagnose(st, base)
-	rep := &DoctorReport{Notes: notes}
+	rep := &Report{Notes: notes}
 	for i, c := range after.checks {
 		was := before.checks[i]
 		did := done[c.Check]
@@ -173,7 +167,7 @@ type diagnosis struct {
 	st     *gitstore.Store
 	base   string // where the command runs: paths are shown relative to it
 	cu     *gitstore.Checkup
-	checks []DoctorCheck
+	checks []Check
 
 	lockErr      error // the orch lock could not be taken to look
 	staleLocks   []string
@@ -198,8 +192,8 @@ func (d *diagnosis) healthy() bool {
 	return len(d.fetchFrom) == 0
 }
 
-func (d *diagnosis) report() *DoctorReport {
-	rep := &DoctorReport{Checks: d.checks}
+func (d *diagnosis) report() *Report {
+	rep := &Report{Checks: d.checks}
 	rep.OK = rep.Problems() == 0
 	return rep
 }
@@ -246,15 +240,15 @@ func (d *diagnosis) checkPrivate() {
 }
 
 // rewind restores the tip orch saw last, or accepts the branch where it is.
-func rewind(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (*DoctorReport, error) {
+func rewind(opts Options, st *gitstore.Store, d *diagnosis) (*Report, error) {
 	mb := d.backwards
 	if mb == nil {
-		return nil, &RuleError{Rule: "not_rewound", Msg: "the state branch has not moved backwards: there is nothing to restore or accept", Hint: "orch doctor shows every check"}
+		return nil, &workflow.RuleError{Rule: "not_rewound", Msg: "the state branch has not moved backwards: there is nothing to restore or accept", Hint: "orch doctor shows every check"}
 	}
 	var note string
 	switch {
 	case opts.RestoreTip && mb.Diverged:
-		return nil, &RuleError{Rule: "diverged", Msg: fmt.Sprintf("%s has commits of its own since %s: putting it back would drop them", d.branch(), shortHash(mb.Seen)),
+		return nil, &workflow.RuleError{Rule: "diverged", Msg: fmt.Sprintf("%s has commits of its own since %s: putting it back would drop them", d.branch(), shortHash(mb.Seen)),
 			Hint: fmt.Sprintf("merge %s into %s with git, then orch doctor --accept-rewind", shortHash(mb.Seen), d.branch())}
 	case opts.RestoreTip:
 		if err := st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, Old: mb.Now, New: mb.Seen, Who: opts.Actor + " <" + opts.Actor + "@orch>", Message: "orch doctor --restore-tip"}); err != nil {
@@ -265,20 +259,15 @@ func rewind(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (*DoctorReport
 		st.AcceptRewind = true
 		note = fmt.Sprintf("accepted %s at %s: %d transition(s) dropped from orch's memory (git reflog %s still has them)", d.branch(), shortHash(mb.Now), len(mb.Dropped)+mb.More, d.branch())
 	}
-	// The normal open: load (recording the tip orch now sees) and reconcile
-	// the view with it.
-	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now}
-	if err := st.Lock(); err != nil {
+	// The normal open over this store: lock, load (recording the tip orch
+	// now sees) and reconcile the view with it.
+	eng, err := workflow.Open(workflow.Options{Store: st, Actor: opts.Actor, Now: opts.Now})
+	if err != nil {
 		return nil, err
 	}
-	e.loadConfig()
-	rerr := e.reconcile()
-	notes := append([]string{note}, st.Notes()...)
-	if err := st.Close(); err != nil {
+	notes := append([]string{note}, eng.Notes()...)
+	if err := eng.Close(); err != nil {
 		return nil, err
-	}
-	if rerr != nil {
-		return nil, rerr
 	}
 	st2, err := gitstore.Open(gitstore.Options{Repo: st.Repo, StateBranch: opts.StateBranch})
 	if err != nil {
@@ -293,7 +282,7 @@ func rewind(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (*DoctorReport
 const fixHint = "run orch doctor --fix"
 
 func (d *diagnosis) add(check, status, detail, hint string, items []string) {
-	d.checks = append(d.checks, DoctorCheck{Check: check, Status: status, Detail: detail, Hint: hint, Items: items,
+	d.checks = append(d.checks, Check{Check: check, Status: status, Detail: detail, Hint: hint, Items: items,
 		Fixable: status == StatusProblem && strings.HasPrefix(hint, fixHint)})
 }
 
@@ -325,6 +314,10 @@ func summarizeItems(n int, what string, items []string) string {
 	}
 	return fmt.Sprintf("%d %s: %s", n, what, strings.Join(clip(items, 3), "; "))
 }
+
+// oneLine puts a text that may span lines (an error, a conflicting value)
+// on one line of the report.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func clip(l []string, n int) []string {
 	if len(l) <= n {
@@ -612,7 +605,7 @@ func checkViewFile(p string, data []byte) error {
 		}
 		return nil
 	}
-	return CheckFile(name, data)
+	return workflow.CheckFile(name, data)
 }
 
 func (d *diagnosis) checkConflicts() {
@@ -698,9 +691,9 @@ func (d *diagnosis) checkCheckedOut() {
 // not reach the network), and how to move to claim refs as the arbiter.
 func (d *diagnosis) checkClaims() {
 	var lines []string
-	arbiter := ArbiterStateBranch
+	arbiter := config.ArbiterStateBranch
 	if data, err := d.st.ReadAtTip(gitstore.ConfigFile); err == nil {
-		if cfg, err := ParseConfig(gitstore.ConfigFile, data); err == nil {
+		if cfg, err := config.Parse(gitstore.ConfigFile, data); err == nil {
 			arbiter = cfg.ClaimArbiter
 		}
 	}
@@ -715,7 +708,7 @@ func (d *diagnosis) checkClaims() {
 			layout = fmt.Sprintf("claim refs (%d under refs/orch/claims/ at the last fetch)", len(claims))
 		}
 		lines = append(lines, rs.Remote+": "+layout)
-		if arbiter == ArbiterStateBranch {
+		if arbiter == config.ArbiterStateBranch {
 			hint = "claims are answered once the state branch holds them; once every clone runs an orch that knows claim refs, orch doctor --migrate-claims (a human's step) and orch sync: claims then stop waiting for each other"
 		}
 	}
@@ -760,11 +753,10 @@ func excludesView(path string) bool {
 // branch, an untrustworthy cache, sync-index entries that lie), then the
 // normal open (lock, load, reconcile) for the rest. It returns what it did,
 // by check, and the reconcile's notes.
-func repair(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (done, failed map[string][]string, notes []string) {
+func repair(opts Options, st *gitstore.Store, d *diagnosis) (done, failed map[string][]string, notes []string) {
 	done, failed = map[string][]string{}, map[string][]string{}
 	did := func(check, format string, a ...any) { done[check] = append(done[check], fmt.Sprintf(format, a...)) }
 	fail := func(check, format string, a ...any) { failed[check] = append(failed[check], fmt.Sprintf(format, a...)) }
-	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now}
 	// What is not a regular file goes first: a FIFO or a directory at the
 	// lock would stop the rest.
 	for _, p := range d.notRegular {
@@ -805,9 +797,10 @@ func repair(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (done, failed 
 		did(CheckTempFiles, "removed %d file(s)", n)
 	}
 	created := false
+	who := workflow.ActorSignature(st.Repo, opts.Actor, opts.Now()).String()
 	switch {
 	case d.remote != nil:
-		err := st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, New: d.remote.Commit, Who: e.Signature().String(), Message: "orch doctor: create from " + d.remote.Ref})
+		err := st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, New: d.remote.Commit, Who: who, Message: "orch doctor: create from " + d.remote.Ref})
 		if err != nil {
 			fail(CheckStateBranch, "cannot create %s: %v", st.Ref, err)
 		} else {
@@ -820,7 +813,7 @@ func repair(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (done, failed 
 			if err != nil || h.IsZero() {
 				continue
 			}
-			err = st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, New: h, Who: e.Signature().String(), Message: "orch doctor: create from " + gitrepo.TrackingRef(rem, st.Ref)})
+			err = st.Repo.UpdateRef(gitrepo.RefUpdate{Name: st.Ref, New: h, Who: who, Message: "orch doctor: create from " + gitrepo.TrackingRef(rem, st.Ref)})
 			if err != nil {
 				fail(CheckStateBranch, "cannot create %s: %v", st.Ref, err)
 			} else {
@@ -846,7 +839,7 @@ func repair(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (done, failed 
 	}
 	release()
 	if (d.exclude || created) && st.View != "" {
-		if added, err := ensureExclude(st.Repo.CommonDir); err != nil {
+		if added, err := workflow.EnsureExclude(st.Repo.CommonDir); err != nil {
 			fail(CheckExclude, "cannot add /%s/: %v", gitstore.ViewDirName, err)
 		} else if added {
 			did(CheckExclude, "added /%s/", gitstore.ViewDirName)
@@ -857,7 +850,7 @@ func repair(opts DoctorOptions, st *gitstore.Store, d *diagnosis) (done, failed 
 	}
 	// The normal open: lock, load (the cache catches up or is rebuilt),
 	// reconcile the view; close saves the cache.
-	eng, err := Open(Options{Repo: st.Repo, StateBranch: opts.StateBranch, Actor: opts.Actor, Now: opts.Now})
+	eng, err := workflow.Open(workflow.Options{Repo: st.Repo, StateBranch: opts.StateBranch, Actor: opts.Actor, Now: opts.Now})
 	if err != nil {
 		fail(CheckView, "the reconcile failed: %v", err)
 		return done, failed, nil

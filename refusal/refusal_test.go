@@ -1,4 +1,4 @@
-package workflow
+package refusal
 
 import (
 	"encoding/json"
@@ -47,8 +47,8 @@ const (
 
 // refusalValid is a valid refusal for reason; each rule's cases change one
 // thing in it.
-func refusalValid(reason RefusalReason) *Refusal {
-	r := &Refusal{
+func refusalValid(reason Reason) *Record {
+	r := &Record{
 		ReasonType:    reason,
 		ReasonSummary: "Staging auth API is down",
 		ReasonDetail:  "Every call to the staging auth API fails.",
@@ -60,9 +60,9 @@ func refusalValid(reason RefusalReason) *Refusal {
 		SuggestedAlternative: "Have ops restart the staging auth service, then rerun the login tests",
 	}
 	switch reason {
-	case RefusalBlocker:
+	case Blocker:
 		r.Evidence = []Evidence{{Type: "error_log", Data: "ConnectionError: API endpoint returned 503", Source: "attempt to call auth API"}}
-	case RefusalScopeCreep:
+	case ScopeCreep:
 		r.BlockingFactor = "Cannot add OAuth without refactoring auth for extensibility"
 		r.TaskOriginalScope = "Add OAuth button to login page (2h)"
 		r.ScopeGrowthFactor = 8
@@ -70,10 +70,10 @@ func refusalValid(reason RefusalReason) *Refusal {
 			{Title: "Refactor auth module", Scope: "Extract provider interface", Dependencies: "none", Estimate: "8h"},
 			{Title: "Add OAuth provider", Scope: "Implement OAuth plugin", Dependencies: "auth refactor", Estimate: "4h"},
 		}
-	case RefusalMissingDependency:
+	case MissingDependency:
 		r.BlockingFactor = "The export endpoint depends on T-4k2m9x (the payments schema migration)."
 		r.ReasonDetail = "The new columns are required because the export reads them; they do not exist before T-4k2m9x."
-	case RefusalInfeasible:
+	case Infeasible:
 		r.BlockingFactor = "The v2 client cannot emit the v1 wire format"
 		r.ReasonDetail = `"Stay backwards compatible with v1 clients" conflicts with "use the v2 API only".`
 		r.Evidence = []Evidence{
@@ -81,7 +81,7 @@ func refusalValid(reason RefusalReason) *Refusal {
 			{Type: "error_log", Data: "v1 client: unknown field \"envelope\"", Source: "integration test"},
 		}
 		r.SuggestedAlternative = "Keep the v1 wire format and add the v2 client behind a flag, migrating callers one at a time"
-	case RefusalUnclearRequirements:
+	case UnclearRequirements:
 		r.BlockingFactor = "The issue names no metric or target for search speed"
 		r.ReasonDetail = "Which metric should improve: p95 latency or throughput? I interpreted as p95 latency of /search under 200ms."
 	}
@@ -89,8 +89,8 @@ func refusalValid(reason RefusalReason) *Refusal {
 }
 
 func TestRefusalValidBases(t *testing.T) {
-	for _, reason := range RefusalReasons() {
-		if got := ValidateRefusal(refusalValid(reason)); len(got) != 0 {
+	for _, reason := range Reasons() {
+		if got := Validate(refusalValid(reason)); len(got) != 0 {
 			t.Errorf("%s: valid base refusal has issues: %q", reason, got)
 		}
 	}
@@ -99,105 +99,105 @@ func TestRefusalValidBases(t *testing.T) {
 func TestRefusalRules(t *testing.T) {
 	type tc struct {
 		name   string
-		reason RefusalReason
-		change func(r *Refusal)
+		reason Reason
+		change func(r *Record)
 		want   []string // nil: valid
 	}
 	cases := []tc{
 		// At least 2 attempts.
-		{"attempts/two pass", RefusalBlocker, func(r *Refusal) {}, nil},
-		{"attempts/one fails", RefusalBlocker, func(r *Refusal) { r.WhatAttempted = r.WhatAttempted[:1] }, []string{refusalWantFewAttempts}},
-		{"attempts/blank one does not count", RefusalBlocker, func(r *Refusal) { r.WhatAttempted[1] = " \t " }, []string{refusalWantFewAttempts}},
-		{"attempts/none fails both rules", RefusalBlocker, func(r *Refusal) { r.WhatAttempted = nil }, []string{refusalWantFewAttempts, refusalWantVagueAttempts}},
+		{"attempts/two pass", Blocker, func(r *Record) {}, nil},
+		{"attempts/one fails", Blocker, func(r *Record) { r.WhatAttempted = r.WhatAttempted[:1] }, []string{refusalWantFewAttempts}},
+		{"attempts/blank one does not count", Blocker, func(r *Record) { r.WhatAttempted[1] = " \t " }, []string{refusalWantFewAttempts}},
+		{"attempts/none fails both rules", Blocker, func(r *Record) { r.WhatAttempted = nil }, []string{refusalWantFewAttempts, refusalWantVagueAttempts}},
 
 		// At least 1 concrete attempt.
-		{"concrete/one of two pass", RefusalBlocker, func(r *Refusal) { r.WhatAttempted[0] = "Looked at auth/session.go" }, nil},
-		{"concrete/all vague fails", RefusalBlocker, func(r *Refusal) {
+		{"concrete/one of two pass", Blocker, func(r *Record) { r.WhatAttempted[0] = "Looked at auth/session.go" }, nil},
+		{"concrete/all vague fails", Blocker, func(r *Record) {
 			r.WhatAttempted = []string{"Looked at the code", "Checked the docs", "Considered a rewrite"}
 		}, []string{refusalWantVagueAttempts}},
-		{"concrete/case and line breaks do not hide a phrase", RefusalBlocker, func(r *Refusal) {
+		{"concrete/case and line breaks do not hide a phrase", Blocker, func(r *Record) {
 			r.WhatAttempted = []string{"TRIED TO run the tests", "Tried\n  to read the logs"}
 		}, []string{refusalWantVagueAttempts}},
 
 		// reason_type.
-		{"reason/missing fails", "", func(r *Refusal) {}, []string{refusalWantNoReason}},
-		{"reason/unknown fails", "blocker", func(r *Refusal) {},
+		{"reason/missing fails", "", func(r *Record) {}, []string{refusalWantNoReason}},
+		{"reason/unknown fails", "blocker", func(r *Record) {},
 			[]string{`Unknown reason_type "blocker". It must be one of BLOCKER, SCOPE_CREEP, MISSING_DEPENDENCY, INFEASIBLE, UNCLEAR_REQUIREMENTS.`}},
 
 		// BLOCKER: evidence, of a concrete type.
-		{"blocker/status_check pass", RefusalBlocker, func(r *Refusal) { r.Evidence = []Evidence{{Type: "status_check", Data: "status page: auth degraded"}} }, nil},
-		{"blocker/api_response pass", RefusalBlocker, func(r *Refusal) { r.Evidence = []Evidence{{Type: "api_response", Data: `{"status":503}`}} }, nil},
-		{"blocker/no evidence fails", RefusalBlocker, func(r *Refusal) { r.Evidence = nil }, []string{refusalWantBlockerNoEvidence}},
-		{"blocker/blank evidence is no evidence", RefusalBlocker, func(r *Refusal) { r.Evidence[0].Data = "  " }, []string{refusalWantBlockerNoEvidence}},
-		{"blocker/only other types fails", RefusalBlocker, func(r *Refusal) {
+		{"blocker/status_check pass", Blocker, func(r *Record) { r.Evidence = []Evidence{{Type: "status_check", Data: "status page: auth degraded"}} }, nil},
+		{"blocker/api_response pass", Blocker, func(r *Record) { r.Evidence = []Evidence{{Type: "api_response", Data: `{"status":503}`}} }, nil},
+		{"blocker/no evidence fails", Blocker, func(r *Record) { r.Evidence = nil }, []string{refusalWantBlockerNoEvidence}},
+		{"blocker/blank evidence is no evidence", Blocker, func(r *Record) { r.Evidence[0].Data = "  " }, []string{refusalWantBlockerNoEvidence}},
+		{"blocker/only other types fails", Blocker, func(r *Record) {
 			r.Evidence = []Evidence{{Type: "file_analysis", Data: "47 files"}, {Type: "Error_Log", Data: "503"}}
 		}, []string{refusalWantBlockerEvidenceConcrete}},
 
 		// SCOPE_CREEP: original scope, growth >= 2, >= 2 sub-tasks.
-		{"scope/original pass", RefusalScopeCreep, func(r *Refusal) {}, nil},
-		{"scope/no original fails", RefusalScopeCreep, func(r *Refusal) { r.TaskOriginalScope = " " }, []string{refusalWantScopeNoOriginal}},
-		{"scope/growth exactly 2 pass", RefusalScopeCreep, func(r *Refusal) { r.ScopeGrowthFactor = 2 }, nil},
-		{"scope/growth 1.99 fails", RefusalScopeCreep, func(r *Refusal) { r.ScopeGrowthFactor = 1.99 }, []string{refusalWantScopeGrowth}},
-		{"scope/growth absent fails", RefusalScopeCreep, func(r *Refusal) { r.ScopeGrowthFactor = 0 }, []string{refusalWantScopeGrowth}},
-		{"scope/two sub-tasks pass", RefusalScopeCreep, func(r *Refusal) {}, nil},
-		{"scope/one sub-task fails", RefusalScopeCreep, func(r *Refusal) { r.AlternativeTasks = r.AlternativeTasks[:1] }, []string{refusalWantScopeDecomposition}},
-		{"scope/untitled sub-task does not count", RefusalScopeCreep, func(r *Refusal) { r.AlternativeTasks[1].Title = "" }, []string{refusalWantScopeDecomposition}},
+		{"scope/original pass", ScopeCreep, func(r *Record) {}, nil},
+		{"scope/no original fails", ScopeCreep, func(r *Record) { r.TaskOriginalScope = " " }, []string{refusalWantScopeNoOriginal}},
+		{"scope/growth exactly 2 pass", ScopeCreep, func(r *Record) { r.ScopeGrowthFactor = 2 }, nil},
+		{"scope/growth 1.99 fails", ScopeCreep, func(r *Record) { r.ScopeGrowthFactor = 1.99 }, []string{refusalWantScopeGrowth}},
+		{"scope/growth absent fails", ScopeCreep, func(r *Record) { r.ScopeGrowthFactor = 0 }, []string{refusalWantScopeGrowth}},
+		{"scope/two sub-tasks pass", ScopeCreep, func(r *Record) {}, nil},
+		{"scope/one sub-task fails", ScopeCreep, func(r *Record) { r.AlternativeTasks = r.AlternativeTasks[:1] }, []string{refusalWantScopeDecomposition}},
+		{"scope/untitled sub-task does not count", ScopeCreep, func(r *Record) { r.AlternativeTasks[1].Title = "" }, []string{refusalWantScopeDecomposition}},
 
 		// MISSING_DEPENDENCY: names the dependency, says why it is required.
-		{"dependency/named pass", RefusalMissingDependency, func(r *Refusal) { r.BlockingFactor = "Export DEPENDS ON the billing schema decision" }, nil},
-		{"dependency/not named fails", RefusalMissingDependency, func(r *Refusal) { r.BlockingFactor = "Needs the payments schema migration first" }, []string{refusalWantDependencyUnnamed}},
-		{"dependency/nothing after depends on fails", RefusalMissingDependency, func(r *Refusal) { r.BlockingFactor = "The export endpoint depends on." }, []string{refusalWantDependencyUnnamed}},
-		{"dependency/why pass", RefusalMissingDependency, func(r *Refusal) { r.ReasonDetail = "It is Required\nBecause the columns are missing." }, nil},
-		{"dependency/why missing fails", RefusalMissingDependency, func(r *Refusal) { r.ReasonDetail = "The columns are missing." }, []string{refusalWantDependencyWhy}},
+		{"dependency/named pass", MissingDependency, func(r *Record) { r.BlockingFactor = "Export DEPENDS ON the billing schema decision" }, nil},
+		{"dependency/not named fails", MissingDependency, func(r *Record) { r.BlockingFactor = "Needs the payments schema migration first" }, []string{refusalWantDependencyUnnamed}},
+		{"dependency/nothing after depends on fails", MissingDependency, func(r *Record) { r.BlockingFactor = "The export endpoint depends on." }, []string{refusalWantDependencyUnnamed}},
+		{"dependency/why pass", MissingDependency, func(r *Record) { r.ReasonDetail = "It is Required\nBecause the columns are missing." }, nil},
+		{"dependency/why missing fails", MissingDependency, func(r *Record) { r.ReasonDetail = "The columns are missing." }, []string{refusalWantDependencyWhy}},
 
 		// INFEASIBLE: >= 2 evidence, cites the conflict, reformulation >= 50.
-		{"infeasible/two evidence pass", RefusalInfeasible, func(r *Refusal) {}, nil},
-		{"infeasible/one evidence fails", RefusalInfeasible, func(r *Refusal) { r.Evidence = r.Evidence[:1] }, []string{refusalWantInfeasibleEvidence}},
-		{"infeasible/conflict pass", RefusalInfeasible, func(r *Refusal) { r.ReasonDetail = "The two constraints CONFLICT." }, nil},
-		{"infeasible/no conflict fails", RefusalInfeasible, func(r *Refusal) { r.ReasonDetail = "It cannot be done." }, []string{refusalWantInfeasibleConflict}},
-		{"infeasible/reformulation of 50 pass", RefusalInfeasible, func(r *Refusal) { r.SuggestedAlternative = "Ship v2 behind a flag " + strings.Repeat("x", 28) }, nil},
-		{"infeasible/reformulation of 49 fails", RefusalInfeasible, func(r *Refusal) { r.SuggestedAlternative = "Ship v2 behind a flag " + strings.Repeat("x", 27) }, []string{refusalWantInfeasibleReformulate}},
-		{"infeasible/no reformulation fails twice", RefusalInfeasible, func(r *Refusal) { r.SuggestedAlternative = "" }, []string{refusalWantInfeasibleReformulate, refusalWantNoAlternative}},
+		{"infeasible/two evidence pass", Infeasible, func(r *Record) {}, nil},
+		{"infeasible/one evidence fails", Infeasible, func(r *Record) { r.Evidence = r.Evidence[:1] }, []string{refusalWantInfeasibleEvidence}},
+		{"infeasible/conflict pass", Infeasible, func(r *Record) { r.ReasonDetail = "The two constraints CONFLICT." }, nil},
+		{"infeasible/no conflict fails", Infeasible, func(r *Record) { r.ReasonDetail = "It cannot be done." }, []string{refusalWantInfeasibleConflict}},
+		{"infeasible/reformulation of 50 pass", Infeasible, func(r *Record) { r.SuggestedAlternative = "Ship v2 behind a flag " + strings.Repeat("x", 28) }, nil},
+		{"infeasible/reformulation of 49 fails", Infeasible, func(r *Record) { r.SuggestedAlternative = "Ship v2 behind a flag " + strings.Repeat("x", 27) }, []string{refusalWantInfeasibleReformulate}},
+		{"infeasible/no reformulation fails twice", Infeasible, func(r *Record) { r.SuggestedAlternative = "" }, []string{refusalWantInfeasibleReformulate, refusalWantNoAlternative}},
 
 		// UNCLEAR_REQUIREMENTS: questions, attempted interpretation.
-		{"unclear/questions pass", RefusalUnclearRequirements, func(r *Refusal) {}, nil},
-		{"unclear/no question fails", RefusalUnclearRequirements, func(r *Refusal) {
+		{"unclear/questions pass", UnclearRequirements, func(r *Record) {}, nil},
+		{"unclear/no question fails", UnclearRequirements, func(r *Record) {
 			r.ReasonDetail = "The metric is not given. I interpreted as p95 latency."
 		}, []string{refusalWantUnclearQuestions}},
-		{"unclear/interpretation pass", RefusalUnclearRequirements, func(r *Refusal) { r.ReasonDetail = "Latency or throughput? Interpreted As latency." }, nil},
-		{"unclear/no interpretation fails", RefusalUnclearRequirements, func(r *Refusal) { r.ReasonDetail = "Latency or throughput?" }, []string{refusalWantUnclearInterpretation}},
+		{"unclear/interpretation pass", UnclearRequirements, func(r *Record) { r.ReasonDetail = "Latency or throughput? Interpreted As latency." }, nil},
+		{"unclear/no interpretation fails", UnclearRequirements, func(r *Record) { r.ReasonDetail = "Latency or throughput?" }, []string{refusalWantUnclearInterpretation}},
 
 		// Blocking factor: present, >= 15 characters, no vague language.
-		{"factor/missing fails", RefusalBlocker, func(r *Refusal) { r.BlockingFactor = "" }, []string{refusalWantNoBlockingFactor}},
-		{"factor/blank fails", RefusalBlocker, func(r *Refusal) { r.BlockingFactor = " \n " }, []string{refusalWantNoBlockingFactor}},
-		{"factor/15 characters pass", RefusalBlocker, func(r *Refusal) { r.BlockingFactor = "Port 5432 shut." }, nil},
-		{"factor/14 characters fails", RefusalBlocker, func(r *Refusal) { r.BlockingFactor = "Port 5432 shut" }, []string{refusalWantShortBlockingFactor}},
-		{"factor/length counts characters, not bytes", RefusalBlocker, func(r *Refusal) { r.BlockingFactor = strings.Repeat("é", 14) }, []string{refusalWantShortBlockingFactor}},
-		{"factor/length ignores outer white space", RefusalBlocker, func(r *Refusal) { r.BlockingFactor = "  Port 5432 shut  " }, []string{refusalWantShortBlockingFactor}},
-		{"factor/concrete pass", RefusalBlocker, func(r *Refusal) { r.BlockingFactor = "Requires changes to 47 files across 8 modules" }, nil},
-		{"factor/too complex fails", RefusalBlocker, func(r *Refusal) { r.BlockingFactor = "The auth module is Too Complex to change safely" }, []string{refusalWantVagueBlockingFactor}},
-		{"factor/not sure across a line break fails", RefusalBlocker, func(r *Refusal) { r.BlockingFactor = "I am not\nsure which endpoint to call here" }, []string{refusalWantVagueBlockingFactor}},
-		{"factor/short and vague reports vague only", RefusalBlocker, func(r *Refusal) { r.BlockingFactor = "unclear" }, []string{refusalWantVagueBlockingFactor}},
+		{"factor/missing fails", Blocker, func(r *Record) { r.BlockingFactor = "" }, []string{refusalWantNoBlockingFactor}},
+		{"factor/blank fails", Blocker, func(r *Record) { r.BlockingFactor = " \n " }, []string{refusalWantNoBlockingFactor}},
+		{"factor/15 characters pass", Blocker, func(r *Record) { r.BlockingFactor = "Port 5432 shut." }, nil},
+		{"factor/14 characters fails", Blocker, func(r *Record) { r.BlockingFactor = "Port 5432 shut" }, []string{refusalWantShortBlockingFactor}},
+		{"factor/length counts characters, not bytes", Blocker, func(r *Record) { r.BlockingFactor = strings.Repeat("é", 14) }, []string{refusalWantShortBlockingFactor}},
+		{"factor/length ignores outer white space", Blocker, func(r *Record) { r.BlockingFactor = "  Port 5432 shut  " }, []string{refusalWantShortBlockingFactor}},
+		{"factor/concrete pass", Blocker, func(r *Record) { r.BlockingFactor = "Requires changes to 47 files across 8 modules" }, nil},
+		{"factor/too complex fails", Blocker, func(r *Record) { r.BlockingFactor = "The auth module is Too Complex to change safely" }, []string{refusalWantVagueBlockingFactor}},
+		{"factor/not sure across a line break fails", Blocker, func(r *Record) { r.BlockingFactor = "I am not\nsure which endpoint to call here" }, []string{refusalWantVagueBlockingFactor}},
+		{"factor/short and vague reports vague only", Blocker, func(r *Record) { r.BlockingFactor = "unclear" }, []string{refusalWantVagueBlockingFactor}},
 
 		// Alternative: present, >= 20 characters.
-		{"alternative/missing fails", RefusalBlocker, func(r *Refusal) { r.SuggestedAlternative = "" }, []string{refusalWantNoAlternative}},
-		{"alternative/20 characters pass", RefusalBlocker, func(r *Refusal) { r.SuggestedAlternative = "Restart auth on stg." }, nil},
-		{"alternative/19 characters fails", RefusalBlocker, func(r *Refusal) { r.SuggestedAlternative = "Restart auth on stg" }, []string{refusalWantShortAlternative}},
+		{"alternative/missing fails", Blocker, func(r *Record) { r.SuggestedAlternative = "" }, []string{refusalWantNoAlternative}},
+		{"alternative/20 characters pass", Blocker, func(r *Record) { r.SuggestedAlternative = "Restart auth on stg." }, nil},
+		{"alternative/19 characters fails", Blocker, func(r *Record) { r.SuggestedAlternative = "Restart auth on stg" }, []string{refusalWantShortAlternative}},
 
 		// Alternative: not generic unless it comes with a task breakdown.
-		{"generic/with alternative tasks pass", RefusalBlocker, func(r *Refusal) {
+		{"generic/with alternative tasks pass", Blocker, func(r *Record) {
 			r.SuggestedAlternative = "Ask someone else to do it"
 			r.AlternativeTasks = []AlternativeTask{{Title: "Restore staging auth service"}}
 		}, nil},
-		{"generic/ask someone else fails", RefusalBlocker, func(r *Refusal) { r.SuggestedAlternative = "Ask someone else to do it" }, []string{refusalWantGenericAlternative}},
-		{"generic/get more context fails", RefusalBlocker, func(r *Refusal) { r.SuggestedAlternative = "Get more context from the team" }, []string{refusalWantGenericAlternative}},
-		{"generic/try again later fails", RefusalBlocker, func(r *Refusal) { r.SuggestedAlternative = "Try again later when it is back up" }, []string{refusalWantGenericAlternative}},
-		{"generic/short and generic fails twice", RefusalBlocker, func(r *Refusal) { r.SuggestedAlternative = "Ask the user" }, []string{refusalWantShortAlternative, refusalWantGenericAlternative}},
-		{"generic/bare break into smaller tasks fails", RefusalBlocker, func(r *Refusal) { r.SuggestedAlternative = "Break into smaller tasks" }, []string{refusalWantGenericAlternative}},
-		{"generic/breakdown spelled out pass", RefusalBlocker, func(r *Refusal) {
+		{"generic/ask someone else fails", Blocker, func(r *Record) { r.SuggestedAlternative = "Ask someone else to do it" }, []string{refusalWantGenericAlternative}},
+		{"generic/get more context fails", Blocker, func(r *Record) { r.SuggestedAlternative = "Get more context from the team" }, []string{refusalWantGenericAlternative}},
+		{"generic/try again later fails", Blocker, func(r *Record) { r.SuggestedAlternative = "Try again later when it is back up" }, []string{refusalWantGenericAlternative}},
+		{"generic/short and generic fails twice", Blocker, func(r *Record) { r.SuggestedAlternative = "Ask the user" }, []string{refusalWantShortAlternative, refusalWantGenericAlternative}},
+		{"generic/bare break into smaller tasks fails", Blocker, func(r *Record) { r.SuggestedAlternative = "Break into smaller tasks" }, []string{refusalWantGenericAlternative}},
+		{"generic/breakdown spelled out pass", Blocker, func(r *Record) {
 			r.SuggestedAlternative = "Clarify requirements with product, then break into: (1) API schema, (2) login UI"
 		}, nil},
-		{"generic/untitled tasks are no breakdown", RefusalBlocker, func(r *Refusal) {
+		{"generic/untitled tasks are no breakdown", Blocker, func(r *Record) {
 			r.SuggestedAlternative = "Ask someone else to do it"
 			r.AlternativeTasks = []AlternativeTask{{Scope: "whatever"}}
 		}, []string{refusalWantGenericAlternative}},
@@ -206,22 +206,22 @@ func TestRefusalRules(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := refusalValid(c.reason)
 			c.change(r)
-			got := ValidateRefusal(r)
+			got := Validate(r)
 			if !slices.Equal(got, c.want) {
-				t.Errorf("ValidateRefusal:\n got %q\nwant %q", got, c.want)
+				t.Errorf("Validate:\n got %q\nwant %q", got, c.want)
 			}
 		})
 	}
 }
 
 func TestRefusalEveryRuleReportedInOrder(t *testing.T) {
-	r := &Refusal{ReasonType: RefusalScopeCreep}
+	r := &Record{ReasonType: ScopeCreep}
 	want := []string{refusalWantFewAttempts, refusalWantVagueAttempts, refusalWantScopeNoOriginal, refusalWantScopeGrowth, refusalWantScopeDecomposition, refusalWantNoBlockingFactor, refusalWantNoAlternative}
-	if got := ValidateRefusal(r); !slices.Equal(got, want) {
-		t.Errorf("ValidateRefusal(empty SCOPE_CREEP):\n got %q\nwant %q", got, want)
+	if got := Validate(r); !slices.Equal(got, want) {
+		t.Errorf("Validate(empty SCOPE_CREEP):\n got %q\nwant %q", got, want)
 	}
-	if got := ValidateRefusal(nil); len(got) != 1 {
-		t.Errorf("ValidateRefusal(nil) = %q, want one issue", got)
+	if got := Validate(nil); len(got) != 1 {
+		t.Errorf("Validate(nil) = %q, want one issue", got)
 	}
 }
 
@@ -334,14 +334,14 @@ const refusalLazyJSON = `{
 `
 
 func TestRefusalWorkedExampleScopeCreepIsValid(t *testing.T) {
-	r, err := ParseRefusal(refusalScopeCreepJSON(t))
+	r, err := Parse(refusalScopeCreepJSON(t))
 	if err != nil {
-		t.Fatalf("ParseRefusal: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
-	if got := ValidateRefusal(r); len(got) != 0 {
+	if got := Validate(r); len(got) != 0 {
 		t.Fatalf("the protocol's scope-creep example must be valid; issues: %q", got)
 	}
-	if r.ReasonType != RefusalScopeCreep || r.ScopeGrowthFactor != 9 || len(r.AlternativeTasks) != 3 || len(r.WhatAttempted) != 4 {
+	if r.ReasonType != ScopeCreep || r.ScopeGrowthFactor != 9 || len(r.AlternativeTasks) != 3 || len(r.WhatAttempted) != 4 {
 		t.Errorf("parsed record: %+v", r)
 	}
 	if want := `{"files_requiring_changes":47,"lines_of_code":12000}`; r.Evidence[0].Data != want {
@@ -376,11 +376,11 @@ func TestRefusalWorkedExampleSummaryIsValid(t *testing.T) {
   "task_original_scope": "Add OAuth button to login page (2h)",
   "scope_growth_factor": 8.0
 }`
-	r, err := ParseRefusal([]byte(data))
+	r, err := Parse([]byte(data))
 	if err != nil {
-		t.Fatalf("ParseRefusal: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
-	if got := ValidateRefusal(r); len(got) != 0 {
+	if got := Validate(r); len(got) != 0 {
 		t.Fatalf("the summary's example must be valid; issues: %q", got)
 	}
 }
@@ -412,14 +412,14 @@ func TestRefusalIdentityFields(t *testing.T) {
   "task_original_scope": "Add OAuth button to login page (2h)",
   "scope_growth_factor": 8.0
 }`
-	r, err := ParseRefusal([]byte(data))
+	r, err := Parse([]byte(data))
 	if err != nil {
-		t.Fatalf("ParseRefusal: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	if r.TaskID != "task:T-123abc" || r.HandoffID != "handoff:H-456" || r.AgentID != "sub-agent-1" || r.RejectedAt != "2025-12-20T15:30:45.123456" {
 		t.Errorf("identity = %q %q %q %q", r.TaskID, r.HandoffID, r.AgentID, r.RejectedAt)
 	}
-	if got := ValidateRefusal(r); len(got) != 0 {
+	if got := Validate(r); len(got) != 0 {
 		t.Errorf("issues: %q", got)
 	}
 	checkRefusalRoundTrip(t, []byte(data))
@@ -428,45 +428,16 @@ func TestRefusalIdentityFields(t *testing.T) {
 		t.Errorf("the event log's copy: %s", out)
 	}
 	// Without them, the copy is as before.
-	out, _ = json.Marshal(&Refusal{ReasonType: RefusalBlocker})
+	out, _ = json.Marshal(&Record{ReasonType: Blocker})
 	if strings.Contains(string(out), "_id") || strings.Contains(string(out), "rejected_at") {
 		t.Errorf("absent identity fields written: %s", out)
 	}
 }
 
-// TestCheckRefusalIdentity: task_id must name the task refused (with or
-// without the protocol's "task:"), agent_id the actor; absent fields agree.
-func TestCheckRefusalIdentity(t *testing.T) {
-	e := &Engine{Actor: "sub-agent-1", Kind: KindAgent}
-	for _, r := range []*Refusal{nil, {}, {TaskID: "T-123abc"}, {TaskID: " task:T-123abc "}, {TaskID: "TASK:t-123ABC"}, {AgentID: "sub-agent-1"}, {HandoffID: "handoff:H-1", RejectedAt: "yesterday"}} {
-		if err := e.CheckRefusalIdentity("T-123abc", r); err != nil {
-			t.Errorf("%+v: %v", r, err)
-		}
-	}
-	var ue *UsageError
-	err := e.CheckRefusalIdentity("T-123abc", &Refusal{TaskID: "task:T-999zzz"})
-	if !errors.As(err, &ue) || ue.Msg != `the refusal record's task_id is "task:T-999zzz", but this refuses T-123abc: the record is about another task` ||
-		!strings.HasPrefix(ue.Hint, "set task_id to T-123abc") {
-		t.Errorf("another task: %v (%+v)", err, ue)
-	}
-	for _, prefix := range []string{"task:", "T-123", "T-123abcd"} {
-		if err := e.CheckRefusalIdentity("T-123abc", &Refusal{TaskID: prefix}); !errors.As(err, &ue) {
-			t.Errorf("task_id %q: %v", prefix, err)
-		}
-	}
-	var re *RuleError
-	err = e.CheckRefusalIdentity("T-123abc", &Refusal{TaskID: "T-123abc", AgentID: "sub-agent-2"})
-	if !errors.As(err, &re) || re.Rule != "record_identity" ||
-		re.Msg != `the refusal record's agent_id is "sub-agent-2", but sub-agent-1 is refusing T-123abc: a record cannot speak for someone else` ||
-		strings.Contains(re.Hint, "--agent") || !strings.Contains(re.Hint, "set agent_id to sub-agent-1") {
-		t.Errorf("another agent: %v (%+v)", err, re)
-	}
-}
-
 func TestRefusalWorkedExampleLazyFailsWithItsFourIssues(t *testing.T) {
-	r, err := ParseRefusal([]byte(refusalLazyJSON))
+	r, err := Parse([]byte(refusalLazyJSON))
 	if err != nil {
-		t.Fatalf("ParseRefusal: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	// Exactly the four issues the protocol lists, in its order.
 	want := []string{
@@ -475,28 +446,28 @@ func TestRefusalWorkedExampleLazyFailsWithItsFourIssues(t *testing.T) {
 		"Blocking factor contains vague language. Must be concrete and measurable.",
 		"Suggestion is too generic. Provide concrete actionable steps or task breakdown.",
 	}
-	if got := ValidateRefusal(r); !slices.Equal(got, want) {
-		t.Errorf("ValidateRefusal(lazy example):\n got %q\nwant %q", got, want)
+	if got := Validate(r); !slices.Equal(got, want) {
+		t.Errorf("Validate(lazy example):\n got %q\nwant %q", got, want)
 	}
 }
 
 func TestRefusalDefaultDecision(t *testing.T) {
-	want := map[RefusalReason]string{
-		RefusalBlocker:             "defer",
-		RefusalScopeCreep:          "decompose",
-		RefusalMissingDependency:   "defer",
-		RefusalInfeasible:          "reformulate",
-		RefusalUnclearRequirements: "defer",
-		"":                         "",
-		"blocker":                  "",
+	want := map[Reason]string{
+		Blocker:             "defer",
+		ScopeCreep:          "decompose",
+		MissingDependency:   "defer",
+		Infeasible:          "reformulate",
+		UnclearRequirements: "defer",
+		"":                  "",
+		"blocker":           "",
 	}
 	for reason, w := range want {
 		if got := DefaultDecision(reason); got != w {
 			t.Errorf("DefaultDecision(%q) = %q, want %q", reason, got, w)
 		}
 	}
-	if len(RefusalReasons()) != 5 {
-		t.Errorf("RefusalReasons() = %v", RefusalReasons())
+	if len(Reasons()) != 5 {
+		t.Errorf("Reasons() = %v", Reasons())
 	}
 }
 
@@ -508,7 +479,7 @@ func TestRefusalDependencyName(t *testing.T) {
 		"Needs T-4k2m9x first":                                                     "",
 		"This depends on":                                                          "",
 	} {
-		r := &Refusal{BlockingFactor: bf}
+		r := &Record{BlockingFactor: bf}
 		if got := r.DependencyName(); got != want {
 			t.Errorf("DependencyName(%q) = %q, want %q", bf, got, want)
 		}
@@ -518,18 +489,18 @@ func TestRefusalDependencyName(t *testing.T) {
 func TestRefusalParseAcceptsNullsAndBOM(t *testing.T) {
 	data := "\xef\xbb\xbf" + `{"reason_type": null, "what_attempted": null, "evidence": [{"type": "error_log", "data": null, "source": null}],
 	"scope_growth_factor": null, "alternative_tasks": null, "reason_detail": "\u00e9"}`
-	r, err := ParseRefusal([]byte(data))
+	r, err := Parse([]byte(data))
 	if err != nil {
-		t.Fatalf("ParseRefusal: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
-	want := &Refusal{ReasonDetail: "é", Evidence: []Evidence{{Type: "error_log"}}}
+	want := &Record{ReasonDetail: "é", Evidence: []Evidence{{Type: "error_log"}}}
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("got %+v, want %+v", r, want)
 	}
 	// Evidence data of any JSON type is kept as JSON text.
-	r, err = ParseRefusal([]byte(`{"evidence": [{"type":"a","data": 47}, {"type":"b","data": true}, {"type":"c","data": [1, {"x" : "y"}]}]}`))
+	r, err = Parse([]byte(`{"evidence": [{"type":"a","data": 47}, {"type":"b","data": true}, {"type":"c","data": [1, {"x" : "y"}]}]}`))
 	if err != nil {
-		t.Fatalf("ParseRefusal: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	for i, want := range []string{"47", "true", `[1,{"x":"y"}]`} {
 		if r.Evidence[i].Data != want {
@@ -577,16 +548,16 @@ func TestRefusalParseErrors(t *testing.T) {
 		{"summary array", `{"reason_summary": ["a"]}`, "line 1, column 20: reason_summary must be a string, not an array"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := ParseRefusal([]byte(c.in))
+			r, err := Parse([]byte(c.in))
 			if err == nil {
-				t.Fatalf("ParseRefusal(%q) = %+v, want error %q", c.in, r, c.want)
+				t.Fatalf("Parse(%q) = %+v, want error %q", c.in, r, c.want)
 			}
-			var pe *RefusalParseError
+			var pe *ParseError
 			if !errors.As(err, &pe) {
-				t.Fatalf("error %T is not a *RefusalParseError", err)
+				t.Fatalf("error %T is not a *ParseError", err)
 			}
 			if err.Error() != c.want {
-				t.Errorf("ParseRefusal(%q):\n got %q\nwant %q", c.in, err.Error(), c.want)
+				t.Errorf("Parse(%q):\n got %q\nwant %q", c.in, err.Error(), c.want)
 			}
 		})
 	}
@@ -609,7 +580,7 @@ func TestRefusalParseHugeInput(t *testing.T) {
 	t.Run("over the limit is refused unread", func(t *testing.T) {
 		data := []byte(`{"reason_detail": "` + strings.Repeat("a", 16<<20) + `"}`)
 		refusalWithin(t, bound, func() {
-			_, err := ParseRefusal(data)
+			_, err := Parse(data)
 			if err == nil || !strings.Contains(err.Error(), "the limit is 262144 bytes (256 KiB)") {
 				t.Errorf("err = %v", err)
 			}
@@ -617,30 +588,30 @@ func TestRefusalParseHugeInput(t *testing.T) {
 	})
 	t.Run("just under the limit parses", func(t *testing.T) {
 		head, tail := `{"reason_type": "BLOCKER", "reason_detail": "`, `"}`
-		data := []byte(head + strings.Repeat("a", MaxRefusalBytes-len(head)-len(tail)) + tail)
+		data := []byte(head + strings.Repeat("a", MaxBytes-len(head)-len(tail)) + tail)
 		refusalWithin(t, bound, func() {
-			r, err := ParseRefusal(data)
-			if err != nil || len(r.ReasonDetail) != MaxRefusalBytes-len(head)-len(tail) {
+			r, err := Parse(data)
+			if err != nil || len(r.ReasonDetail) != MaxBytes-len(head)-len(tail) {
 				t.Errorf("err = %v", err)
 			}
-			ValidateRefusal(r)
+			Validate(r)
 		})
 	})
 	t.Run("many attempts", func(t *testing.T) {
 		data := []byte(`{"what_attempted": [` + strings.TrimSuffix(strings.Repeat(`"ran it",`, 25000), ",") + `]}`)
 		refusalWithin(t, bound, func() {
-			r, err := ParseRefusal(data)
+			r, err := Parse(data)
 			if err != nil || len(r.WhatAttempted) != 25000 {
 				t.Errorf("err = %v", err)
 			}
-			ValidateRefusal(r)
+			Validate(r)
 		})
 	})
 	t.Run("deeply nested evidence data", func(t *testing.T) {
 		const depth = 100000
 		data := []byte(`{"evidence": [{"type": "x", "data": ` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}]}`)
 		refusalWithin(t, bound, func() {
-			if _, err := ParseRefusal(data); err == nil || !strings.Contains(err.Error(), "exceeded max depth") {
+			if _, err := Parse(data); err == nil || !strings.Contains(err.Error(), "exceeded max depth") {
 				t.Errorf("err = %v", err)
 			}
 		})
@@ -660,7 +631,7 @@ func TestRefusalFieldsMatchTags(t *testing.T) {
 	for _, c := range []struct {
 		v    any
 		list []string
-	}{{Refusal{}, refusalFields}, {Evidence{}, refusalEvidenceFields}, {AlternativeTask{}, refusalAltTaskFields}} {
+	}{{Record{}, recordFields}, {Evidence{}, evidenceFields}, {AlternativeTask{}, altTaskFields}} {
 		if got := names(c.v); !slices.Equal(got, c.list) {
 			t.Errorf("%T: struct tags %v, parser fields %v", c.v, got, c.list)
 		}
@@ -670,8 +641,8 @@ func TestRefusalFieldsMatchTags(t *testing.T) {
 func TestRefusalRoundTrip(t *testing.T) {
 	for _, data := range [][]byte{refusalScopeCreepJSON(t), []byte(refusalLazyJSON)} {
 		// These parse: a round trip that skipped them would test nothing.
-		if _, err := ParseRefusal(data); err != nil {
-			t.Fatalf("ParseRefusal(%s): %v", data, err)
+		if _, err := Parse(data); err != nil {
+			t.Fatalf("Parse(%s): %v", data, err)
 		}
 		checkRefusalRoundTrip(t, data)
 	}
@@ -681,7 +652,7 @@ func TestRefusalRoundTrip(t *testing.T) {
 // parses to the same value and the same issues.
 func checkRefusalRoundTrip(t *testing.T, data []byte) {
 	t.Helper()
-	r, err := ParseRefusal(data)
+	r, err := Parse(data)
 	if err != nil {
 		return
 	}
@@ -689,17 +660,17 @@ func checkRefusalRoundTrip(t *testing.T, data []byte) {
 	if err != nil {
 		t.Fatalf("Marshal: %v", err)
 	}
-	if len(out) > MaxRefusalBytes {
+	if len(out) > MaxBytes {
 		return
 	}
-	r2, err := ParseRefusal(out)
+	r2, err := Parse(out)
 	if err != nil {
 		t.Fatalf("reparse of %s: %v", out, err)
 	}
 	if !reflect.DeepEqual(r, r2) {
 		t.Fatalf("round trip changed the record:\n%+v\n%+v", r, r2)
 	}
-	if a, b := ValidateRefusal(r), ValidateRefusal(r2); !slices.Equal(a, b) {
+	if a, b := Validate(r), Validate(r2); !slices.Equal(a, b) {
 		t.Fatalf("round trip changed the issues: %q vs %q", a, b)
 	}
 }
@@ -713,24 +684,24 @@ func FuzzRefusal(f *testing.F) {
 	f.Add([]byte(`{"reason_type": "BLOCKER",}`))
 	f.Add([]byte("\xef\xbb\xbf{\"what_attempted\":[\"\xff\"]}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := ParseRefusal(data)
+		r, err := Parse(data)
 		if err != nil {
-			var pe *RefusalParseError
+			var pe *ParseError
 			if !errors.As(err, &pe) || r != nil {
-				t.Fatalf("ParseRefusal error %T %v with record %v", err, err, r)
+				t.Fatalf("Parse error %T %v with record %v", err, err, r)
 			}
 			return
 		}
 		if r == nil {
-			t.Fatal("ParseRefusal returned neither a record nor an error")
+			t.Fatal("Parse returned neither a record nor an error")
 		}
-		issues := ValidateRefusal(r)
+		issues := Validate(r)
 		for _, s := range issues {
 			if s == "" || strings.ContainsAny(s, "\n\r") {
 				t.Fatalf("bad issue %q", s)
 			}
 		}
-		if again := ValidateRefusal(r); !slices.Equal(issues, again) {
+		if again := Validate(r); !slices.Equal(issues, again) {
 			t.Fatalf("unstable issues: %q vs %q", issues, again)
 		}
 		_ = r.DependencyName()

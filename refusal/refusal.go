@@ -1,11 +1,5 @@
-package workflow
+package refusal
 
-// Refusals: the Agent Rejection Protocol (protocols/agent-refusal-protocol.md)
-// as orch implements it. An agent may refuse a task only with a structured,
-// evidenced record; this file reads that record (ParseRefusal), applies the
-// protocol's validator to it (ValidateRefusal) and names the director's
-// default decision per reason (DefaultDecision). It is pure: no git, no CLI.
-//
 // The protocol's Python validator is the spec. Where its code, its docstrings
 // and its worked examples disagree, the reading that makes the worked
 // examples come out as the protocol says wins; each such choice is marked
@@ -24,35 +18,35 @@ import (
 	"unicode/utf8"
 )
 
-// RefusalReason is one of the protocol's five reasons for refusing a task.
-type RefusalReason string
+// Reason is one of the protocol's five reasons for refusing a task.
+type Reason string
 
 // The protocol's refusal reasons, in the protocol's order.
 const (
-	RefusalBlocker             RefusalReason = "BLOCKER"
-	RefusalScopeCreep          RefusalReason = "SCOPE_CREEP"
-	RefusalMissingDependency   RefusalReason = "MISSING_DEPENDENCY"
-	RefusalInfeasible          RefusalReason = "INFEASIBLE"
-	RefusalUnclearRequirements RefusalReason = "UNCLEAR_REQUIREMENTS"
+	Blocker             Reason = "BLOCKER"
+	ScopeCreep          Reason = "SCOPE_CREEP"
+	MissingDependency   Reason = "MISSING_DEPENDENCY"
+	Infeasible          Reason = "INFEASIBLE"
+	UnclearRequirements Reason = "UNCLEAR_REQUIREMENTS"
 )
 
-var refusalReasons = []RefusalReason{
-	RefusalBlocker, RefusalScopeCreep, RefusalMissingDependency, RefusalInfeasible, RefusalUnclearRequirements,
+var reasons = []Reason{
+	Blocker, ScopeCreep, MissingDependency, Infeasible, UnclearRequirements,
 }
 
-// RefusalReasons lists the valid reasons in the protocol's order.
-func RefusalReasons() []RefusalReason { return slices.Clone(refusalReasons) }
+// Reasons lists the valid reasons in the protocol's order.
+func Reasons() []Reason { return slices.Clone(reasons) }
 
 // Valid reports whether r is one of the five reasons (exact spelling, as the
 // protocol's RejectionReason[name] lookup).
-func (r RefusalReason) Valid() bool { return slices.Contains(refusalReasons, r) }
+func (r Reason) Valid() bool { return slices.Contains(reasons, r) }
 
 // Evidence is one piece of evidence supporting a refusal.
 //
 // Type is the protocol's vocabulary ("error_log", "status_check",
 // "api_response", "file_analysis", "complexity_metric", "conflict",
 // "time_estimate", ...). The protocol lets Data be any JSON value (its own
-// examples use objects such as {"files_requiring_changes": 47}); ParseRefusal
+// examples use objects such as {"files_requiring_changes": 47}); Parse
 // keeps a string as it is and any other value as its compact JSON text, so
 // Data is always a string here.
 type Evidence struct {
@@ -70,17 +64,17 @@ type AlternativeTask struct {
 	Estimate     string `json:"estimate,omitempty"`
 }
 
-// Refusal is the protocol's record of a refused task (its TaskRejection).
+// Record is the protocol's record of a refused task (its TaskRejection).
 //
 // Identity. orch takes the task from the command line (or the worktree),
 // the agent from ORCH_AGENT or --agent and the time from the clock, so the
 // record's identity fields are optional. A record that names them must agree
 // with the command: task_id names the task refused (the protocol writes
 // graph node IDs, "task:T-123"; the "task:" is optional), agent_id the agent
-// refusing (a record cannot speak for someone else); see
-// CheckRefusalIdentity. handoff_id (the protocol's hand-off, which orch has
-// no counterpart of) and rejected_at (the agent's clock) are kept as
-// written, in the event log.
+// refusing (a record cannot speak for someone else); see workflow's
+// Engine.CheckRefusalIdentity. handoff_id (the protocol's hand-off, which
+// orch has no counterpart of) and rejected_at (the agent's clock) are kept
+// as written, in the event log.
 //
 // Reason-specific information. The protocol's record has no extra fields for
 // it: its validator reads each item from the fields below, and DESIGN §5 says
@@ -100,7 +94,7 @@ type AlternativeTask struct {
 //     feasible reformulation: SuggestedAlternative (>= 50 characters).
 //   - UNCLEAR_REQUIREMENTS, the questions: ReasonDetail, with at least one
 //     "?"; the attempted interpretation: ReasonDetail, as "... interpreted as ...".
-type Refusal struct {
+type Record struct {
 	// TaskID is the task the record is about ("" when not given).
 	TaskID string `json:"task_id,omitempty"`
 	// HandoffID is the protocol's hand-off the task came in, kept as written.
@@ -110,7 +104,7 @@ type Refusal struct {
 	// RejectedAt is when the agent says it refused, kept as written.
 	RejectedAt string `json:"rejected_at,omitempty"`
 	// ReasonType is one of the five reasons.
-	ReasonType RefusalReason `json:"reason_type"`
+	ReasonType Reason `json:"reason_type"`
 	// ReasonSummary is a one-line explanation (not validated by the protocol).
 	ReasonSummary string `json:"reason_summary"`
 	// ReasonDetail is the multi-paragraph explanation; MISSING_DEPENDENCY,
@@ -134,19 +128,19 @@ type Refusal struct {
 	ScopeGrowthFactor float64 `json:"scope_growth_factor,omitempty"`
 }
 
-// MaxRefusalBytes bounds the record ParseRefusal accepts, so that parsing
+// MaxBytes bounds the record Parse accepts, so that parsing
 // takes bounded time and the record fits in the event log it is copied to.
-const MaxRefusalBytes = 256 << 10
+const MaxBytes = 256 << 10
 
-// RefusalParseError is why a refusal record could not be read. Line and
+// ParseError is why a refusal record could not be read. Line and
 // Column (1-based, columns counted in characters) are 0 when the problem is
 // not at one place.
-type RefusalParseError struct {
+type ParseError struct {
 	Line, Column int
 	Msg          string
 }
 
-func (e *RefusalParseError) Error() string {
+func (e *ParseError) Error() string {
 	if e.Line == 0 {
 		return e.Msg
 	}
@@ -156,36 +150,36 @@ func (e *RefusalParseError) Error() string {
 // The JSON fields of the record, in the protocol's order. They must match
 // the struct tags above (refusal_test.go checks).
 var (
-	refusalFields         = []string{"task_id", "handoff_id", "agent_id", "rejected_at", "reason_type", "reason_summary", "reason_detail", "what_attempted", "blocking_factor", "evidence", "suggested_alternative", "alternative_tasks", "task_original_scope", "scope_growth_factor"}
-	refusalEvidenceFields = []string{"type", "data", "source"}
-	refusalAltTaskFields  = []string{"title", "scope", "dependencies", "estimate"}
+	recordFields   = []string{"task_id", "handoff_id", "agent_id", "rejected_at", "reason_type", "reason_summary", "reason_detail", "what_attempted", "blocking_factor", "evidence", "suggested_alternative", "alternative_tasks", "task_original_scope", "scope_growth_factor"}
+	evidenceFields = []string{"type", "data", "source"}
+	altTaskFields  = []string{"title", "scope", "dependencies", "estimate"}
 )
 
-// ParseRefusal reads the protocol's JSON record strictly: one JSON object;
+// Parse reads the protocol's JSON record strictly: one JSON object;
 // unknown or duplicate fields (names match exactly, not case-insensitively),
 // values of the wrong type, malformed JSON and data after the object are
-// errors of type *RefusalParseError naming the line and column. A null value
+// errors of type *ParseError naming the line and column. A null value
 // counts as the field being absent. Evidence data may be any JSON value (see
-// Evidence). Records over MaxRefusalBytes are refused unread.
-func ParseRefusal(data []byte) (*Refusal, error) {
-	if len(data) > MaxRefusalBytes {
-		return nil, &RefusalParseError{Msg: fmt.Sprintf("the refusal record is %d bytes; the limit is %d bytes (%d KiB): shorten it, e.g. quote only the relevant lines of logs", len(data), MaxRefusalBytes, MaxRefusalBytes>>10)}
+// Evidence). Records over MaxBytes are refused unread.
+func Parse(data []byte) (*Record, error) {
+	if len(data) > MaxBytes {
+		return nil, &ParseError{Msg: fmt.Sprintf("the refusal record is %d bytes; the limit is %d bytes (%d KiB): shorten it, e.g. quote only the relevant lines of logs", len(data), MaxBytes, MaxBytes>>10)}
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, &RefusalParseError{Msg: "the refusal record is empty; expected a JSON object"}
+		return nil, &ParseError{Msg: "the refusal record is empty; expected a JSON object"}
 	}
-	p := &refusalParser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	p := &parser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	p.dec.UseNumber()
 	tok, off, err := p.next()
 	if err != nil {
 		return nil, err
 	}
 	if tok != json.Delim('{') {
-		return nil, p.errAt(off, "the refusal record must be a JSON object, not %s", refusalKind(tok))
+		return nil, p.errAt(off, "the refusal record must be a JSON object, not %s", tokenKind(tok))
 	}
-	r := &Refusal{}
-	err = p.object("the refusal record", refusalFields, func(key string) error {
+	r := &Record{}
+	err = p.object("the refusal record", recordFields, func(key string) error {
 		var err error
 		switch key {
 		case "task_id":
@@ -199,7 +193,7 @@ func ParseRefusal(data []byte) (*Refusal, error) {
 		case "reason_type":
 			var s string
 			s, err = p.str(key)
-			r.ReasonType = RefusalReason(s)
+			r.ReasonType = Reason(s)
 		case "reason_summary":
 			r.ReasonSummary, err = p.str(key)
 		case "reason_detail":
@@ -231,16 +225,16 @@ func ParseRefusal(data []byte) (*Refusal, error) {
 	return r, nil
 }
 
-// refusalParser walks the JSON tokens of a record, so that every error can
+// parser walks the JSON tokens of a record, so that every error can
 // say where it is and which field it concerns.
-type refusalParser struct {
+type parser struct {
 	data []byte
 	dec  *json.Decoder
 }
 
 // valueStart is the offset of the next token: past the whitespace, ':' and
 // ',' that the decoder has not consumed yet.
-func (p *refusalParser) valueStart() int64 {
+func (p *parser) valueStart() int64 {
 	off := p.dec.InputOffset()
 	for off < int64(len(p.data)) {
 		switch p.data[off] {
@@ -253,16 +247,16 @@ func (p *refusalParser) valueStart() int64 {
 	return off
 }
 
-func (p *refusalParser) errAt(off int64, format string, args ...any) error {
+func (p *parser) errAt(off int64, format string, args ...any) error {
 	off = min(max(off, 0), int64(len(p.data)))
 	before := p.data[:off]
 	line := 1 + bytes.Count(before, []byte("\n"))
 	col := 1 + utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:])
-	return &RefusalParseError{Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
+	return &ParseError{Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
 }
 
 // next reads one token and the offset where it starts.
-func (p *refusalParser) next() (json.Token, int64, error) {
+func (p *parser) next() (json.Token, int64, error) {
 	off := p.valueStart()
 	tok, err := p.dec.Token()
 	if err == nil {
@@ -288,7 +282,7 @@ func (p *refusalParser) next() (json.Token, int64, error) {
 
 // object reads the members of an object whose '{' has been read, calling
 // field for each known key to read its value.
-func (p *refusalParser) object(where string, known []string, field func(key string) error) error {
+func (p *parser) object(where string, known []string, field func(key string) error) error {
 	seen := make(map[string]bool)
 	for {
 		tok, off, err := p.next()
@@ -303,7 +297,7 @@ func (p *refusalParser) object(where string, known []string, field func(key stri
 			return p.errAt(off, "malformed JSON: expected a field name in %s", where)
 		}
 		if !slices.Contains(known, key) {
-			return p.errAt(off, "unknown field %q in %s; the known fields are %s", refusalClip(key, 60), where, strings.Join(known, ", "))
+			return p.errAt(off, "unknown field %q in %s; the known fields are %s", clip(key, 60), where, strings.Join(known, ", "))
 		}
 		if seen[key] {
 			return p.errAt(off, "duplicate field %q in %s", key, where)
@@ -315,12 +309,12 @@ func (p *refusalParser) object(where string, known []string, field func(key stri
 	}
 }
 
-func (p *refusalParser) typeErr(off int64, name, want string, tok json.Token) error {
-	return p.errAt(off, "%s must be %s, not %s", name, want, refusalKind(tok))
+func (p *parser) typeErr(off int64, name, want string, tok json.Token) error {
+	return p.errAt(off, "%s must be %s, not %s", name, want, tokenKind(tok))
 }
 
 // str reads a string field; null is "".
-func (p *refusalParser) str(name string) (string, error) {
+func (p *parser) str(name string) (string, error) {
 	tok, off, err := p.next()
 	if err != nil {
 		return "", err
@@ -335,7 +329,7 @@ func (p *refusalParser) str(name string) (string, error) {
 }
 
 // number reads a number field; null is 0.
-func (p *refusalParser) number(name string) (float64, error) {
+func (p *parser) number(name string) (float64, error) {
 	tok, off, err := p.next()
 	if err != nil {
 		return 0, err
@@ -346,7 +340,7 @@ func (p *refusalParser) number(name string) (float64, error) {
 	case json.Number:
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
-			return 0, p.errAt(off, "%s is out of range: %s", name, refusalClip(string(v), 40))
+			return 0, p.errAt(off, "%s is out of range: %s", name, clip(string(v), 40))
 		}
 		return f, nil
 	}
@@ -355,7 +349,7 @@ func (p *refusalParser) number(name string) (float64, error) {
 
 // array reads an array field (null is no elements), calling elem for each
 // element token.
-func (p *refusalParser) array(name, want string, elem func(i int, tok json.Token, off int64) error) error {
+func (p *parser) array(name, want string, elem func(i int, tok json.Token, off int64) error) error {
 	tok, off, err := p.next()
 	if err != nil {
 		return err
@@ -380,7 +374,7 @@ func (p *refusalParser) array(name, want string, elem func(i int, tok json.Token
 	}
 }
 
-func (p *refusalParser) strArray(name string) ([]string, error) {
+func (p *parser) strArray(name string) ([]string, error) {
 	var out []string
 	err := p.array(name, "an array of strings", func(i int, tok json.Token, off int64) error {
 		s, ok := tok.(string)
@@ -393,7 +387,7 @@ func (p *refusalParser) strArray(name string) ([]string, error) {
 	return out, err
 }
 
-func (p *refusalParser) evidence(name string) ([]Evidence, error) {
+func (p *parser) evidence(name string) ([]Evidence, error) {
 	var out []Evidence
 	err := p.array(name, "an array of objects", func(i int, tok json.Token, off int64) error {
 		where := fmt.Sprintf("%s[%d]", name, i)
@@ -401,7 +395,7 @@ func (p *refusalParser) evidence(name string) ([]Evidence, error) {
 			return p.typeErr(off, where, "an object", tok)
 		}
 		var ev Evidence
-		err := p.object(where, refusalEvidenceFields, func(key string) error {
+		err := p.object(where, evidenceFields, func(key string) error {
 			var err error
 			switch key {
 			case "type":
@@ -421,7 +415,7 @@ func (p *refusalParser) evidence(name string) ([]Evidence, error) {
 
 // anyData reads any JSON value: a string as it is, null as "", anything else
 // as its compact JSON text.
-func (p *refusalParser) anyData() (string, error) {
+func (p *parser) anyData() (string, error) {
 	tok, off, err := p.next()
 	if err != nil {
 		return "", err
@@ -452,10 +446,10 @@ func (p *refusalParser) anyData() (string, error) {
 	if err := json.Compact(&buf, p.data[off:p.dec.InputOffset()]); err != nil {
 		return "", p.errAt(off, "malformed JSON: %s", err.Error())
 	}
-	return refusalValidUTF8(buf.String()), nil
+	return validUTF8(buf.String()), nil
 }
 
-func (p *refusalParser) altTasks(name string) ([]AlternativeTask, error) {
+func (p *parser) altTasks(name string) ([]AlternativeTask, error) {
 	var out []AlternativeTask
 	err := p.array(name, "an array of objects", func(i int, tok json.Token, off int64) error {
 		where := fmt.Sprintf("%s[%d]", name, i)
@@ -463,7 +457,7 @@ func (p *refusalParser) altTasks(name string) ([]AlternativeTask, error) {
 			return p.typeErr(off, where, "an object", tok)
 		}
 		var t AlternativeTask
-		err := p.object(where, refusalAltTaskFields, func(key string) error {
+		err := p.object(where, altTaskFields, func(key string) error {
 			var err error
 			switch key {
 			case "title":
@@ -483,7 +477,7 @@ func (p *refusalParser) altTasks(name string) ([]AlternativeTask, error) {
 	return out, err
 }
 
-func refusalKind(tok json.Token) string {
+func tokenKind(tok json.Token) string {
 	switch v := tok.(type) {
 	case nil:
 		return "null"
@@ -502,9 +496,9 @@ func refusalKind(tok json.Token) string {
 	return fmt.Sprintf("%T", tok)
 }
 
-// refusalValidUTF8 replaces each invalid byte by U+FFFD, as encoding/json
+// validUTF8 replaces each invalid byte by U+FFFD, as encoding/json
 // does when it decodes a string, so that raw evidence data round-trips.
-func refusalValidUTF8(s string) string {
+func validUTF8(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}
@@ -521,8 +515,8 @@ func refusalValidUTF8(s string) string {
 	return b.String()
 }
 
-// refusalClip shortens s to at most n characters for a message.
-func refusalClip(s string, n int) string {
+// clip shortens s to at most n characters for a message.
+func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -532,47 +526,47 @@ func refusalClip(s string, n int) string {
 // The validator's messages, in the protocol's exact wording where it has
 // them (RejectionValidator in agent-refusal-protocol.md).
 const (
-	refusalMsgNoRecord = "No refusal record was given."
+	msgNoRecord = "No refusal record was given."
 
-	refusalMsgFewAttempts   = "Insufficient effort demonstrated. Must document at least 2 concrete attempts."
-	refusalMsgVagueAttempts = "Attempts are too vague. At least 1 must be concrete and specific."
+	msgFewAttempts   = "Insufficient effort demonstrated. Must document at least 2 concrete attempts."
+	msgVagueAttempts = "Attempts are too vague. At least 1 must be concrete and specific."
 
-	refusalMsgNoReason = "Must specify reason_type: one of BLOCKER, SCOPE_CREEP, MISSING_DEPENDENCY, INFEASIBLE, UNCLEAR_REQUIREMENTS."
-	// refusalMsgBadReason takes the (quoted) reason given.
-	refusalMsgBadReason = "Unknown reason_type %s. It must be one of BLOCKER, SCOPE_CREEP, MISSING_DEPENDENCY, INFEASIBLE, UNCLEAR_REQUIREMENTS."
+	msgNoReason = "Must specify reason_type: one of BLOCKER, SCOPE_CREEP, MISSING_DEPENDENCY, INFEASIBLE, UNCLEAR_REQUIREMENTS."
+	// msgBadReason takes the (quoted) reason given.
+	msgBadReason = "Unknown reason_type %s. It must be one of BLOCKER, SCOPE_CREEP, MISSING_DEPENDENCY, INFEASIBLE, UNCLEAR_REQUIREMENTS."
 
-	refusalMsgBlockerNoEvidence       = "BLOCKER rejection requires evidence (error logs, status checks, etc.)"
-	refusalMsgBlockerEvidenceConcrete = "BLOCKER evidence must include error logs or status checks."
+	msgBlockerNoEvidence       = "BLOCKER rejection requires evidence (error logs, status checks, etc.)"
+	msgBlockerEvidenceConcrete = "BLOCKER evidence must include error logs or status checks."
 
-	refusalMsgScopeNoOriginal       = "SCOPE_CREEP requires documenting original scope."
-	refusalMsgScopeGrowth           = "SCOPE_CREEP requires demonstrating at least 2x complexity increase. Provide scope_growth_factor with evidence."
-	refusalMsgScopeDecomposition    = "SCOPE_CREEP requires suggesting task decomposition (at least 2 sub-tasks)."
-	refusalMsgDependencyUnnamed     = "MISSING_DEPENDENCY must identify specific dependency (task ID or decision ID)."
-	refusalMsgDependencyWhy         = "MISSING_DEPENDENCY should explain why dependency is a hard requirement."
-	refusalMsgInfeasibleEvidence    = "INFEASIBLE has highest burden of proof. Must provide at least 2 pieces of evidence demonstrating logical impossibility."
-	refusalMsgInfeasibleConflict    = "INFEASIBLE must cite conflicting constraints that make task impossible."
-	refusalMsgInfeasibleReformulate = "INFEASIBLE must suggest detailed reformulation that IS feasible."
-	refusalMsgUnclearQuestions      = "UNCLEAR_REQUIREMENTS must list specific questions that need answers."
-	refusalMsgUnclearInterpretation = "UNCLEAR_REQUIREMENTS should document attempted interpretations."
+	msgScopeNoOriginal       = "SCOPE_CREEP requires documenting original scope."
+	msgScopeGrowth           = "SCOPE_CREEP requires demonstrating at least 2x complexity increase. Provide scope_growth_factor with evidence."
+	msgScopeDecomposition    = "SCOPE_CREEP requires suggesting task decomposition (at least 2 sub-tasks)."
+	msgDependencyUnnamed     = "MISSING_DEPENDENCY must identify specific dependency (task ID or decision ID)."
+	msgDependencyWhy         = "MISSING_DEPENDENCY should explain why dependency is a hard requirement."
+	msgInfeasibleEvidence    = "INFEASIBLE has highest burden of proof. Must provide at least 2 pieces of evidence demonstrating logical impossibility."
+	msgInfeasibleConflict    = "INFEASIBLE must cite conflicting constraints that make task impossible."
+	msgInfeasibleReformulate = "INFEASIBLE must suggest detailed reformulation that IS feasible."
+	msgUnclearQuestions      = "UNCLEAR_REQUIREMENTS must list specific questions that need answers."
+	msgUnclearInterpretation = "UNCLEAR_REQUIREMENTS should document attempted interpretations."
 
-	refusalMsgNoBlockingFactor    = "Must specify blocking_factor."
-	refusalMsgShortBlockingFactor = "Blocking factor is too vague. Be specific."
-	refusalMsgVagueBlockingFactor = "Blocking factor contains vague language. Must be concrete and measurable."
+	msgNoBlockingFactor    = "Must specify blocking_factor."
+	msgShortBlockingFactor = "Blocking factor is too vague. Be specific."
+	msgVagueBlockingFactor = "Blocking factor contains vague language. Must be concrete and measurable."
 
-	refusalMsgNoAlternative      = "Must provide suggested_alternative."
-	refusalMsgShortAlternative   = "Suggested alternative is too vague. Provide specific actionable steps."
-	refusalMsgGenericAlternative = "Suggestion is too generic. Provide concrete actionable steps or task breakdown."
+	msgNoAlternative      = "Must provide suggested_alternative."
+	msgShortAlternative   = "Suggested alternative is too vague. Provide specific actionable steps."
+	msgGenericAlternative = "Suggestion is too generic. Provide concrete actionable steps or task breakdown."
 )
 
 // The validator's thresholds.
 const (
-	refusalMinAttempts           = 2
-	refusalMinBlockingFactor     = 15 // characters
-	refusalMinAlternative        = 20 // characters
-	refusalMinReformulation      = 50 // characters, INFEASIBLE
-	refusalMinGrowthFactor       = 2.0
-	refusalMinAlternativeTasks   = 2 // SCOPE_CREEP
-	refusalMinInfeasibleEvidence = 2
+	minAttempts           = 2
+	minBlockingFactor     = 15 // characters
+	minAlternative        = 20 // characters
+	minReformulation      = 50 // characters, INFEASIBLE
+	minGrowthFactor       = 2.0
+	minAlternativeTasks   = 2 // SCOPE_CREEP
+	minInfeasibleEvidence = 2
 )
 
 // The protocol's word lists. Matching is as the protocol's: a
@@ -580,23 +574,23 @@ const (
 // so that a line break or a double space does not hide a phrase).
 var (
 	// An attempt containing one of these is vague, not concrete.
-	refusalLazyAttempts = []string{"tried to", "looked at", "checked", "considered"}
+	lazyAttempts = []string{"tried to", "looked at", "checked", "considered"}
 	// A blocking factor containing one of these is vague. This is the
 	// validator's list as it stands; DESIGN's and the brief's paraphrases
 	// ("hard", "difficult") are not in it, and "too hard" is.
-	refusalVagueBlockers = []string{"too complex", "too hard", "not sure", "unclear", "confusing"}
+	vagueBlockers = []string{"too complex", "too hard", "not sure", "unclear", "confusing"}
 	// An alternative containing one of these is generic unless it comes
 	// with a task breakdown. The validator's list, plus "ask someone else"
 	// (the summary's own example of a non-actionable alternative, and the
 	// phrase the lazy worked example must be flagged for: without it that
 	// example's fourth issue could not arise) and "try again later" (named
 	// by the issue orch implements).
-	refusalGenericAlternatives = []string{"ask the user", "get more context", "clarify requirements", "break into smaller tasks", "ask someone else", "try again later"}
+	genericAlternatives = []string{"ask the user", "get more context", "clarify requirements", "break into smaller tasks", "ask someone else", "try again later"}
 	// BLOCKER evidence must include one of these types.
-	refusalConcreteEvidence = []string{"error_log", "status_check", "api_response"}
+	concreteEvidence = []string{"error_log", "status_check", "api_response"}
 )
 
-// ValidateRefusal applies the protocol's rules and returns every failed
+// Validate applies the protocol's rules and returns every failed
 // rule, each a complete sentence, in a stable order: effort, the reason's own
 // rules, blocking factor, alternative (the order of the protocol's lazy
 // worked example). Empty means valid.
@@ -606,22 +600,22 @@ var (
 // with blank data is not evidence, and an alternative task without a title
 // is not a task (the protocol counts list entries; blank ones would satisfy
 // its counts with nothing).
-func ValidateRefusal(r *Refusal) []string {
+func Validate(r *Record) []string {
 	if r == nil {
-		return []string{refusalMsgNoRecord}
+		return []string{msgNoRecord}
 	}
 	var issues []string
-	issues = append(issues, refusalEffortIssues(r)...)
-	issues = append(issues, refusalReasonIssues(r)...)
-	issues = append(issues, refusalBlockingFactorIssues(r)...)
-	issues = append(issues, refusalAlternativeIssues(r)...)
+	issues = append(issues, effortIssues(r)...)
+	issues = append(issues, reasonIssues(r)...)
+	issues = append(issues, blockingFactorIssues(r)...)
+	issues = append(issues, alternativeIssues(r)...)
 	return issues
 }
 
-// refusalEffortIssues: at least 2 attempts, at least 1 of them concrete.
+// effortIssues: at least 2 attempts, at least 1 of them concrete.
 // The two rules are independent, as in the protocol: no attempts at all
 // fails both.
-func refusalEffortIssues(r *Refusal) []string {
+func effortIssues(r *Record) []string {
 	var issues []string
 	attempts, concrete := 0, 0
 	for _, a := range r.WhatAttempted {
@@ -629,85 +623,85 @@ func refusalEffortIssues(r *Refusal) []string {
 			continue
 		}
 		attempts++
-		if !refusalContainsAny(a, refusalLazyAttempts) {
+		if !containsAny(a, lazyAttempts) {
 			concrete++
 		}
 	}
-	if attempts < refusalMinAttempts {
-		issues = append(issues, refusalMsgFewAttempts)
+	if attempts < minAttempts {
+		issues = append(issues, msgFewAttempts)
 	}
 	if concrete < 1 {
-		issues = append(issues, refusalMsgVagueAttempts)
+		issues = append(issues, msgVagueAttempts)
 	}
 	return issues
 }
 
-func refusalReasonIssues(r *Refusal) []string {
+func reasonIssues(r *Record) []string {
 	var issues []string
 	add := func(fail bool, msg string) {
 		if fail {
 			issues = append(issues, msg)
 		}
 	}
-	detail := refusalFold(r.ReasonDetail)
+	detail := fold(r.ReasonDetail)
 	switch r.ReasonType {
 	case "":
-		add(true, refusalMsgNoReason)
-	case RefusalBlocker:
+		add(true, msgNoReason)
+	case Blocker:
 		// Reading: the protocol's code adds both messages when there is no
 		// evidence at all, but its lazy worked example (no evidence) lists
 		// only the first; so the second applies only when there is
 		// evidence, none of it of a concrete type.
-		if refusalEvidenceCount(r) == 0 {
-			add(true, refusalMsgBlockerNoEvidence)
+		if evidenceCount(r) == 0 {
+			add(true, msgBlockerNoEvidence)
 		} else {
 			concrete := false
 			for _, ev := range r.Evidence {
-				if strings.TrimSpace(ev.Data) != "" && slices.Contains(refusalConcreteEvidence, ev.Type) {
+				if strings.TrimSpace(ev.Data) != "" && slices.Contains(concreteEvidence, ev.Type) {
 					concrete = true
 				}
 			}
-			add(!concrete, refusalMsgBlockerEvidenceConcrete)
+			add(!concrete, msgBlockerEvidenceConcrete)
 		}
-	case RefusalScopeCreep:
-		add(strings.TrimSpace(r.TaskOriginalScope) == "", refusalMsgScopeNoOriginal)
-		add(!(r.ScopeGrowthFactor >= refusalMinGrowthFactor), refusalMsgScopeGrowth)
-		add(refusalAltTaskCount(r) < refusalMinAlternativeTasks, refusalMsgScopeDecomposition)
-	case RefusalMissingDependency:
-		add(r.DependencyName() == "", refusalMsgDependencyUnnamed)
-		add(!strings.Contains(detail, "required because"), refusalMsgDependencyWhy)
-	case RefusalInfeasible:
-		add(refusalEvidenceCount(r) < refusalMinInfeasibleEvidence, refusalMsgInfeasibleEvidence)
-		add(!strings.Contains(detail, "conflict"), refusalMsgInfeasibleConflict)
-		add(refusalLen(r.SuggestedAlternative) < refusalMinReformulation, refusalMsgInfeasibleReformulate)
-	case RefusalUnclearRequirements:
-		add(!strings.Contains(r.ReasonDetail, "?"), refusalMsgUnclearQuestions)
-		add(!strings.Contains(detail, "interpreted as"), refusalMsgUnclearInterpretation)
+	case ScopeCreep:
+		add(strings.TrimSpace(r.TaskOriginalScope) == "", msgScopeNoOriginal)
+		add(!(r.ScopeGrowthFactor >= minGrowthFactor), msgScopeGrowth)
+		add(altTaskCount(r) < minAlternativeTasks, msgScopeDecomposition)
+	case MissingDependency:
+		add(r.DependencyName() == "", msgDependencyUnnamed)
+		add(!strings.Contains(detail, "required because"), msgDependencyWhy)
+	case Infeasible:
+		add(evidenceCount(r) < minInfeasibleEvidence, msgInfeasibleEvidence)
+		add(!strings.Contains(detail, "conflict"), msgInfeasibleConflict)
+		add(textLen(r.SuggestedAlternative) < minReformulation, msgInfeasibleReformulate)
+	case UnclearRequirements:
+		add(!strings.Contains(r.ReasonDetail, "?"), msgUnclearQuestions)
+		add(!strings.Contains(detail, "interpreted as"), msgUnclearInterpretation)
 	default:
-		add(true, fmt.Sprintf(refusalMsgBadReason, strconv.Quote(refusalClip(string(r.ReasonType), 40))))
+		add(true, fmt.Sprintf(msgBadReason, strconv.Quote(clip(string(r.ReasonType), 40))))
 	}
 	return issues
 }
 
-// refusalBlockingFactorIssues: present, at least 15 characters, no vague
+// blockingFactorIssues: present, at least 15 characters, no vague
 // language. Reading: the protocol's code reports "too vague" for any factor
 // under 15 characters and "vague language" for a vague phrase, both at once;
 // its lazy worked example ("It's confusing", 14 characters) lists only the
 // vague-language issue. So a factor reports one issue: missing, else vague
 // language, else too short.
-func refusalBlockingFactorIssues(r *Refusal) []string {
+func blockingFactorIssues(r *Record) []string {
 	switch {
 	case strings.TrimSpace(r.BlockingFactor) == "":
-		return []string{refusalMsgNoBlockingFactor}
-	case refusalContainsAny(r.BlockingFactor, refusalVagueBlockers):
-		return []string{refusalMsgVagueBlockingFactor}
-	case refusalLen(r.BlockingFactor) < refusalMinBlockingFactor:
-		return []string{refusalMsgShortBlockingFactor}
+		return []string{msgNoBlockingFactor}
+	case containsAny(r.BlockingFactor, vagueBlockers):
+		return []string{msgVagueBlockingFactor}
+	case textLen(r.BlockingFactor) < minBlockingFactor:
+		return []string{msgShortBlockingFactor}
 	}
 	return nil
 }
 
-// refusalAlternativeIssues: present, at least 20 characters, and not a
+// alternativeIssues: present, at least 20 characters, and not a
 // generic phrase unless it comes with a task breakdown. As in the protocol,
 // the length rule and the generic rule are independent.
 //
@@ -718,26 +712,26 @@ func refusalBlockingFactorIssues(r *Refusal) []string {
 // text ("... then break into: (1) ..., (2) ..."), not for the bare generic
 // phrase: a suggestion is exempt when it has alternative tasks or says
 // "break into" somewhere other than in "break into smaller tasks".
-func refusalAlternativeIssues(r *Refusal) []string {
+func alternativeIssues(r *Record) []string {
 	var issues []string
 	switch {
 	case strings.TrimSpace(r.SuggestedAlternative) == "":
-		issues = append(issues, refusalMsgNoAlternative)
-	case refusalLen(r.SuggestedAlternative) < refusalMinAlternative:
-		issues = append(issues, refusalMsgShortAlternative)
+		issues = append(issues, msgNoAlternative)
+	case textLen(r.SuggestedAlternative) < minAlternative:
+		issues = append(issues, msgShortAlternative)
 	}
-	if refusalContainsAny(r.SuggestedAlternative, refusalGenericAlternatives) {
-		spelledOut := strings.Contains(strings.ReplaceAll(refusalFold(r.SuggestedAlternative), "break into smaller tasks", ""), "break into")
-		if refusalAltTaskCount(r) == 0 && !spelledOut {
-			issues = append(issues, refusalMsgGenericAlternative)
+	if containsAny(r.SuggestedAlternative, genericAlternatives) {
+		spelledOut := strings.Contains(strings.ReplaceAll(fold(r.SuggestedAlternative), "break into smaller tasks", ""), "break into")
+		if altTaskCount(r) == 0 && !spelledOut {
+			issues = append(issues, msgGenericAlternative)
 		}
 	}
 	return issues
 }
 
-// RefusalTaskRef is the task ID a record's task_id names: without the
+// TaskRef is the task ID a record's task_id names: without the
 // protocol's "task:" node prefix and surrounding white space.
-func RefusalTaskRef(taskID string) string {
+func TaskRef(taskID string) string {
 	s := strings.TrimSpace(taskID)
 	if len(s) >= 5 && strings.EqualFold(s[:5], "task:") {
 		s = strings.TrimSpace(s[5:])
@@ -755,10 +749,10 @@ func RefusalTaskRef(taskID string) string {
 // Reading: the protocol only tests that the factor contains "depends on";
 // "names the dependency" also needs something after it, so "X depends on"
 // alone does not count.
-func (r *Refusal) DependencyName() string {
+func (r *Record) DependencyName() string {
 	s := strings.Join(strings.Fields(r.BlockingFactor), " ")
 	const phrase = "depends on"
-	lower := refusalASCIILower(s) // same byte offsets as s
+	lower := asciiLower(s) // same byte offsets as s
 	for from := 0; ; {
 		i := strings.Index(lower[from:], phrase)
 		if i < 0 {
@@ -786,24 +780,24 @@ func (r *Refusal) DependencyName() string {
 // or a new dependency task) and UNCLEAR_REQUIREMENTS (behind a clarification
 // task); "decompose" for SCOPE_CREEP; "reformulate" for INFEASIBLE. An
 // unknown reason has no default: "".
-func DefaultDecision(reason RefusalReason) string {
+func DefaultDecision(reason Reason) string {
 	switch reason {
-	case RefusalBlocker, RefusalMissingDependency, RefusalUnclearRequirements:
+	case Blocker, MissingDependency, UnclearRequirements:
 		return "defer"
-	case RefusalScopeCreep:
+	case ScopeCreep:
 		return "decompose"
-	case RefusalInfeasible:
+	case Infeasible:
 		return "reformulate"
 	}
 	return ""
 }
 
-// refusalFold lower-cases s and collapses runs of white space to one space,
+// fold lower-cases s and collapses runs of white space to one space,
 // for the protocol's phrase tests.
-func refusalFold(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+func fold(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
 
-func refusalContainsAny(s string, phrases []string) bool {
-	f := refusalFold(s)
+func containsAny(s string, phrases []string) bool {
+	f := fold(s)
 	for _, p := range phrases {
 		if strings.Contains(f, p) {
 			return true
@@ -812,10 +806,10 @@ func refusalContainsAny(s string, phrases []string) bool {
 	return false
 }
 
-// refusalLen is s's length in characters, white space at both ends aside.
-func refusalLen(s string) int { return utf8.RuneCountInString(strings.TrimSpace(s)) }
+// textLen is s's length in characters, white space at both ends aside.
+func textLen(s string) int { return utf8.RuneCountInString(strings.TrimSpace(s)) }
 
-func refusalEvidenceCount(r *Refusal) int {
+func evidenceCount(r *Record) int {
 	n := 0
 	for _, ev := range r.Evidence {
 		if strings.TrimSpace(ev.Data) != "" {
@@ -825,7 +819,7 @@ func refusalEvidenceCount(r *Refusal) int {
 	return n
 }
 
-func refusalAltTaskCount(r *Refusal) int {
+func altTaskCount(r *Record) int {
 	n := 0
 	for _, t := range r.AlternativeTasks {
 		if strings.TrimSpace(t.Title) != "" {
@@ -835,7 +829,7 @@ func refusalAltTaskCount(r *Refusal) int {
 	return n
 }
 
-func refusalASCIILower(s string) string {
+func asciiLower(s string) string {
 	b := []byte(s)
 	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {

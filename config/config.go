@@ -1,4 +1,4 @@
-package workflow
+package config
 
 import (
 	"bytes"
@@ -21,8 +21,8 @@ type Config struct {
 	BaseBranch   string   `yaml:"base_branch" json:"base_branch"`
 	BranchPrefix string   `yaml:"branch_prefix" json:"branch_prefix"`
 	ClaimTimeout Duration `yaml:"claim_timeout" json:"claim_timeout"`
-	// ClaimArbiter decides a claim across machines (claimrefs.go):
-	// state_branch (default) or claim_ref.
+	// ClaimArbiter decides a claim across machines (workflow/claimrefs.go):
+	// ArbiterStateBranch (default) or ArbiterClaimRef.
 	ClaimArbiter string `yaml:"claim_arbiter" json:"claim_arbiter"`
 	IDPrefix     string `yaml:"id_prefix" json:"id_prefix"`
 	DefaultRole  string `yaml:"default_role" json:"default_role"`
@@ -97,8 +97,20 @@ func ParseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// DefaultConfig is the configuration of a repository without config.yaml.
-func DefaultConfig() *Config {
+// Claim arbiters (claim_arbiter).
+const (
+	// ArbiterStateBranch: a claim is answered once the remote's state
+	// branch holds it; claim refs only spare losers a refetch. Safe beside
+	// clones whose orch predates claim refs.
+	ArbiterStateBranch = "state_branch"
+	// ArbiterClaimRef: a claim is answered once its claim ref is won; the
+	// state branch catches up (the same command tries once, the next sync
+	// or claim of this clone pushes it). Every clone must honour claim refs.
+	ArbiterClaimRef = "claim_ref"
+)
+
+// Default is the configuration of a repository without config.yaml.
+func Default() *Config {
 	return &Config{
 		BaseBranch:   "main",
 		BranchPrefix: "task/",
@@ -111,9 +123,9 @@ func DefaultConfig() *Config {
 	}
 }
 
-// DefaultConfigYAML is what `orch init` writes: every setting with its
+// DefaultYAML is what `orch init` writes: every setting with its
 // default and what it does.
-const DefaultConfigYAML = `# orch configuration. This file lives on the state branch; edit it in
+const DefaultYAML = `# orch configuration. This file lives on the state branch; edit it in
 # .orchestrator/config.yaml (or with "orch edit config") and orch commits it.
 base_branch: main          # task branches start from here
 branch_prefix: task/       # task branches are <prefix><id>-<slug>
@@ -139,10 +151,10 @@ github:
 
 var cfgLineRE = lazyregexp.New(`line (\d+): (.*)`)
 
-// ParseConfig reads config.yaml. Unknown keys are errors: a misspelt
-// setting silently ignored is worse than a refusal.
-func ParseConfig(path string, data []byte) (*Config, error) {
-	cfg := DefaultConfig()
+// Parse reads config.yaml. Unknown keys are errors: a misspelt setting
+// silently ignored is worse than a refusal.
+func Parse(path string, data []byte) (*Config, error) {
+	cfg := Default()
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cfg, nil
 	}
@@ -201,7 +213,7 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 		if !taskfile.ValidPersonName(h) {
 			return nil, problem("humans", "%q is not a valid name", h)
 		}
-		if c.inRoster(h) {
+		if c.InRoster(h) {
 			return nil, problem("humans", "%q is in agents too: an actor is one or the other", h)
 		}
 	}
@@ -257,8 +269,18 @@ func (c *Config) ReviewerEntry(name string) *Reviewer {
 	return nil
 }
 
+// InRoster reports whether agents: lists name.
+func (c *Config) InRoster(name string) bool {
+	for _, a := range c.Agents {
+		if a.Name == name {
+			return true
+		}
+	}
+	return c.Run.runAgent(name) != nil || c.Run.runReviewer(name) != nil
+}
+
 // IsReviewer reports whether name may review under the config (some
-// tasks, when its entry is scoped: see ReviewerScope).
+// tasks, when its entry is scoped: see Reviewer.Covers).
 func (c *Config) IsReviewer(name string) bool {
 	return len(c.Review.Reviewers) == 0 || c.ReviewerEntry(name) != nil
 }
