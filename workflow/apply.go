@@ -19,8 +19,8 @@ type change struct {
 	body     string         // commit message body
 	data     map[string]any // event data
 	extra    []gitstore.Change
-	created  []createdTask // tasks this change creates: each gets its own "new" event
-	trailers []string
+	created  []createdTask     // tasks this change creates: each gets its own "new" event
+	trailers gitstore.Trailers // after the ones every transition has (commitMessage)
 	// beforeRef is a side effect outside the state branch, run just before
 	// the ref moves (see gitstore.CommitRequest.BeforeRef).
 	beforeRef func() error
@@ -72,7 +72,7 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 				c.data = map[string]any{}
 			}
 			c.data["ground"] = e.reviewGround
-			c.trailers = append(c.trailers, "Orch-Ground", e.reviewGround)
+			c.trailers.Add(gitstore.TrailerGround, e.reviewGround)
 		}
 		from := s.Task.Queue
 		to := c.to
@@ -118,7 +118,7 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 			createdIDs = append(createdIDs, ct.ID)
 		}
 		if len(createdIDs) > 0 {
-			c.trailers = append(c.trailers, "Orch-Created", strings.Join(createdIDs, " "))
+			c.trailers.Add(gitstore.TrailerCreated, strings.Join(createdIDs, " "))
 		}
 		res.From, res.To = from, to
 		msgFrom, msgTo := from, to
@@ -127,7 +127,7 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 		}
 		return &gitstore.CommitRequest{
 			Changes:   changes,
-			Message:   commitMessage(id, verb, msgFrom, msgTo, e.Actor, c.body, c.trailers...),
+			Message:   commitMessage(id, verb, msgFrom, msgTo, e.Actor, c.body, c.trailers),
 			Author:    e.Signature(),
 			BeforeRef: c.beforeRef,
 		}, nil
@@ -172,30 +172,25 @@ type Result struct {
 }
 
 // commitMessage builds the message of a transition, with the trailers that
-// `orch log` and `orch stats` read.
-func commitMessage(id, action string, from, to taskfile.Queue, actor, body string, extra ...string) string {
-	var b strings.Builder
-	switch {
-	case from != "" && to != "" && from != to:
-		fmt.Fprintf(&b, "orch(%s): %s -> %s\n\n", id, from, to)
-	default:
-		fmt.Fprintf(&b, "orch(%s): %s\n\n", id, action)
+// `orch log` and claim refs read: the task, the action, the queues, the
+// actor, then the verb's own (their values made one line).
+func commitMessage(id, action string, from, to taskfile.Queue, actor, body string, extra gitstore.Trailers) string {
+	subject := fmt.Sprintf("orch(%s): %s", id, action)
+	if from != "" && to != "" && from != to {
+		subject = fmt.Sprintf("orch(%s): %s -> %s", id, from, to)
 	}
-	if body = strings.TrimSpace(body); body != "" {
-		b.WriteString(body + "\n\n")
-	}
-	fmt.Fprintf(&b, "Orch-Task: %s\nOrch-Action: %s\n", id, action)
+	tr := gitstore.Trailers{{Key: gitstore.TrailerTask, Value: id}, {Key: gitstore.TrailerAction, Value: action}}
 	if from != "" {
-		fmt.Fprintf(&b, "Orch-From: %s\n", from)
+		tr.Add(gitstore.TrailerFrom, string(from))
 	}
 	if to != "" {
-		fmt.Fprintf(&b, "Orch-To: %s\n", to)
+		tr.Add(gitstore.TrailerTo, string(to))
 	}
-	fmt.Fprintf(&b, "Orch-Actor: %s\n", actor)
-	for i := 0; i+1 < len(extra); i += 2 {
-		fmt.Fprintf(&b, "%s: %s\n", extra[i], oneLine(extra[i+1]))
+	tr.Add(gitstore.TrailerActor, actor)
+	for _, x := range extra {
+		tr.Add(x.Key, oneLine(x.Value))
 	}
-	return b.String()
+	return tr.Message(subject, body)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

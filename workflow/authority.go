@@ -131,7 +131,7 @@ func (e *Engine) recordAuthorityRefusal(verb, id, rule, msg string) {
 		}
 		return &gitstore.CommitRequest{
 			Changes: changes,
-			Message: commitMessage(subject, AuthorityEvent, "", "", e.Actor, fmt.Sprintf("Refused %s %s: %s", e.Actor, verb, msg), "Orch-Verb", verb),
+			Message: commitMessage(subject, AuthorityEvent, "", "", e.Actor, fmt.Sprintf("Refused %s %s: %s", e.Actor, verb, msg), gitstore.Trailers{{Key: gitstore.TrailerVerb, Value: verb}}),
 			Author:  e.Signature(),
 		}, nil
 	})

@@ -134,11 +134,11 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 	res, err := e.transition(id, "decide", func(t *Task) (*change, error) {
 		created = []string{} // never null in the event
 		now := taskfile.FormatTime(e.Now())
-		c := &change{data: map[string]any{"decision": decision, "text": text}, trailers: []string{"Orch-Decision", decision}}
+		c := &change{data: map[string]any{"decision": decision, "text": text}, trailers: gitstore.Trailers{{Key: gitstore.TrailerDecision, Value: decision}}}
 		if rec != nil {
 			c.data["reason"] = string(rec.Record.ReasonType)
 			c.data["refused_by"] = rec.Agent
-			c.trailers = append(c.trailers, "Orch-Reason", string(rec.Record.ReasonType))
+			c.trailers.Add(gitstore.TrailerReason, string(rec.Record.ReasonType))
 		}
 		f := t.File
 		var err error

@@ -139,10 +139,10 @@ func (e *Engine) approve(id, verb, verdict, notes string, extra func(t *Task, f 
 		if notes != "" {
 			body += "\n\n" + notes
 		}
-		trailers := []string{"Orch-Verdict", verdict}
+		trailers := gitstore.Trailers{{Key: gitstore.TrailerVerdict, Value: verdict}}
 		if len(t.Task.LockedOut) > 0 {
 			// Approval lifts every lockout: orch log names whom.
-			trailers = append(trailers, "Orch-Unlocked", strings.Join(t.Task.LockedOut, ", "))
+			trailers.Add(gitstore.TrailerUnlocked, strings.Join(t.Task.LockedOut, ", "))
 		}
 		return &change{file: f, to: taskfile.Done, body: body,
 			data:     map[string]any{"verdict": verdict, "notes": notes, "author": t.Task.SubmittedBy, "rounds": t.Task.RejectionCount, "unlocked": t.Task.LockedOut},

@@ -40,7 +40,7 @@ func (e *Engine) New(nt NewTask) (*Result, error) {
 		}
 		return &gitstore.CommitRequest{
 			Changes: []gitstore.Change{{Path: f.Path, Data: f.Src}, ev},
-			Message: commitMessage(id, "new", "", taskfile.Incoming, e.Actor, "New task: "+title),
+			Message: commitMessage(id, "new", "", taskfile.Incoming, e.Actor, "New task: "+title, nil),
 			Author:  e.Signature(),
 		}, nil
 	})

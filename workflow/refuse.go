@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -64,7 +65,7 @@ func (e *Engine) Refuse(id string, r *Refusal) (*Result, error) {
 		}
 		return &change{file: f, to: taskfile.Blocked, body: fmt.Sprintf("Refused by %s: %s: %s", e.Actor, r.ReasonType, oneLine(r.ReasonSummary)),
 			data:     map[string]any{"refusal": r, "reason": string(r.ReasonType), "blocking_factor": r.BlockingFactor, "default_decision": DefaultDecision(r.ReasonType)},
-			trailers: []string{"Orch-Reason", string(r.ReasonType)}}, nil
+			trailers: gitstore.Trailers{{Key: gitstore.TrailerReason, Value: string(r.ReasonType)}}}, nil
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -135,10 +136,10 @@ func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
 	}
 	c := &change{file: f, to: taskfile.Rejected, data: data,
 		body:     fmt.Sprintf("Rejection #%d by %s: %s", n, e.Actor, rj.Summary),
-		trailers: []string{"Orch-Round", fmt.Sprint(n)}}
+		trailers: gitstore.Trailers{{Key: gitstore.TrailerRound, Value: fmt.Sprint(n)}}}
 	if lockedNow {
 		c.body += fmt.Sprintf("\n\n%s is locked out of this task.", author)
-		c.trailers = append(c.trailers, "Orch-Locked-Out", author) // orch log names who
+		c.trailers.Add(gitstore.TrailerLockedOut, author) // orch log names who
 	}
 	if reason, why := e.escalationFor(&t.Task, n, locked, rj.NoProgress); reason != "" {
 		c.to = taskfile.Escalated
@@ -180,6 +181,6 @@ func (e *Engine) Unlock(id, agent string) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &change{file: f, body: fmt.Sprintf("Unlocked %s (by %s).", agent, e.Actor), data: map[string]any{"agent": agent}, trailers: []string{"Orch-Unlocked", agent}}, nil
+		return &change{file: f, body: fmt.Sprintf("Unlocked %s (by %s).", agent, e.Actor), data: map[string]any{"agent": agent}, trailers: gitstore.Trailers{{Key: gitstore.TrailerUnlocked, Value: agent}}}, nil
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
@@ -417,7 +418,7 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 		if err != nil {
 			return nil, err
 		}
-		c.trailers = append(c.trailers, "Orch-Verdict", verdict)
+		c.trailers.Add(gitstore.TrailerVerdict, verdict)
 		if esc, ok := c.data["escalated"].(string); ok {
 			out.Escalated = esc
 		}
@@ -440,11 +441,11 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	if allSkipped {
 		body += " " + AllSuggestionsSkipped + "."
 	}
-	trailers := []string{"Orch-Verdict", verdict, "Orch-Round", fmt.Sprint(n)}
+	trailers := gitstore.Trailers{{Key: gitstore.TrailerVerdict, Value: verdict}, {Key: gitstore.TrailerRound, Value: fmt.Sprint(n)}}
 	if len(t.Task.LockedOut) > 0 {
 		data["unlocked"] = t.Task.LockedOut
 		// Approval lifts every lockout: orch log names whom.
-		trailers = append(trailers, "Orch-Unlocked", strings.Join(t.Task.LockedOut, ", "))
+		trailers.Add(gitstore.TrailerUnlocked, strings.Join(t.Task.LockedOut, ", "))
 	}
 	return &change{file: f, to: "done", data: data,
 		body:     body,
@@ -671,7 +672,7 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 			data["named_as"] = issue
 		}
 		return &change{file: f, body: fmt.Sprintf("%s: %s by %s.", ref, st, e.Actor),
-			data: data, trailers: []string{"Orch-Issue", ref}}, nil
+			data: data, trailers: gitstore.Trailers{{Key: gitstore.TrailerIssue, Value: ref}}}, nil
 	})
 }
 

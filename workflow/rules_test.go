@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -310,7 +311,7 @@ func TestRulesRemoteClaims(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tr := cm.Trailers(); tr["Orch-Attempt"] != "1" || tr["Orch-Lease-Until"] == "" {
+		if tr := gitstore.ParseTrailers(cm.Message); tr.Get("Orch-Attempt") != "1" || tr.Get("Orch-Lease-Until") == "" {
 			t.Errorf("claim trailers = %v, want Orch-Attempt 1 and Orch-Lease-Until", tr)
 		}
 		held := &remoteClaim{ID: b, By: "agent-a", Attempt: 1, Until: now.Add(time.Hour)}

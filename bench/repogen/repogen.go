@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -349,14 +350,17 @@ func Generate(dir string, o Options) (*Result, error) {
 		when := commitTime(slot)
 		var msg string
 		var actions []string
+		actor := gitstore.Trailer{Key: gitstore.TrailerActor, Value: "lead"}
 		switch {
 		case slot == 0 && !o.Append:
-			msg = "orch: init\n\nCreate the orch state branch.\n\nOrch-Action: init\nOrch-Actor: lead\n"
+			msg = gitstore.Trailers{{Key: gitstore.TrailerAction, Value: "init"}, actor}.Message("orch: init", "Create the orch state branch.")
 		case len(born[slot]) == 1 && len(final[slot]) == 0:
 			t := born[slot][0]
-			msg = fmt.Sprintf("orch(%s): new\n\nNew task: %s\n\nOrch-Task: %s\nOrch-Action: new\nOrch-To: incoming\nOrch-Actor: lead\n", t.ID, t.title, t.ID)
+			msg = gitstore.Trailers{{Key: gitstore.TrailerTask, Value: t.ID}, {Key: gitstore.TrailerAction, Value: gitstore.ActionNew}, {Key: gitstore.TrailerTo, Value: string(taskfile.Incoming)}, actor}.
+				Message(fmt.Sprintf("orch(%s): new", t.ID), "New task: "+t.title)
 		default:
-			msg = fmt.Sprintf("orch: import %d tasks, %d transitions\n\nGenerated history (bench/gen), commit %d of %d.\n\nOrch-Action: import\nOrch-Actor: lead\n", len(born[slot]), len(final[slot]), slot+1, o.Commits)
+			msg = gitstore.Trailers{{Key: gitstore.TrailerAction, Value: "import"}, actor}.
+				Message(fmt.Sprintf("orch: import %d tasks, %d transitions", len(born[slot]), len(final[slot])), fmt.Sprintf("Generated history (bench/gen), commit %d of %d.", slot+1, o.Commits))
 		}
 		from := ""
 		if slot == 0 && o.Append {
