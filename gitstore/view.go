@@ -35,7 +35,7 @@ type Policy struct {
 	CheckTask func(f *taskfile.File) error
 	// Event returns the event-log change recording a task made by hand, so
 	// that the log (and stats) see it like a task made with orch new.
-	Event func(snap *Snapshot, action, id, path string) (Change, error)
+	Event func(snap *Snapshot, id, path string) (Change, error)
 	// OrchFields, for a hand edit of a task, returns what to commit with the
 	// orch-owned fields the person may not change by hand taken from the
 	// branch (the bytes on the branch), and a note saying so ("" when
@@ -1063,7 +1063,7 @@ func (st *Store) commitHandEdit(p, id, action string, data []byte, pol Policy) e
 	msg := tr.Message(subject, body)
 	changes := []Change{{Path: p, Data: data}}
 	if action == ActionNew && id != "" && pol.Event != nil {
-		ev, err := pol.Event(st.snap, action, id, p)
+		ev, err := pol.Event(st.snap, id, p)
 		if err != nil {
 			return err
 		}

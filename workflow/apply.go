@@ -14,10 +14,14 @@ import (
 // change is what a verb does to one task: the new file, the queue it goes
 // to, and what to record in the commit and the event log.
 type change struct {
-	file     *taskfile.File
-	to       taskfile.Queue
-	body     string         // commit message body
-	data     map[string]any // event data
+	file *taskfile.File
+	to   taskfile.Queue
+	body string    // commit message body
+	data EventData // the event's data, of the verb's type
+	// ground is what put the task in a scoped reviewer's scope (the
+	// reviewer check's answer): apply records it in the event and the
+	// Orch-Ground trailer.
+	ground   string
 	extra    []gitstore.Change
 	created  []createdTask     // tasks this change creates: each gets its own "new" event
 	trailers gitstore.Trailers // after the ones every transition has (commitMessage)
@@ -29,23 +33,22 @@ type change struct {
 // transition applies fn to one task as one commit. fn runs inside the
 // commit loop, on the task as it is at the tip being built on, so a retry
 // after a lost race re-checks every rule against the new state.
-func (e *Engine) transition(id, verb string, fn func(t *Task) (*change, error)) (*Result, error) {
+func (e *Engine) transition(id string, verb Action, fn func(t *Task) (*change, error)) (*Result, error) {
 	return e.apply(id, verb, true, fn)
 }
 
 // transitionAny is transition for verbs that change a task without moving
 // it between queues (unlock): any queue will do.
-func (e *Engine) transitionAny(id, verb string, fn func(t *Task) (*change, error)) (*Result, error) {
+func (e *Engine) transitionAny(id string, verb Action, fn func(t *Task) (*change, error)) (*Result, error) {
 	return e.apply(id, verb, false, fn)
 }
 
-func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*change, error)) (*Result, error) {
+func (e *Engine) apply(id string, verb Action, checkQueue bool, fn func(t *Task) (*change, error)) (*Result, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
 	var res Result
 	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
-		e.reviewGround = "" // each try judges the task afresh
 		s := e.Store.SummaryByID(id)
 		if s == nil {
 			return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
@@ -66,13 +69,14 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 		if err != nil || c == nil {
 			return nil, err
 		}
-		if e.reviewGround != "" {
+		if c.ground != "" {
 			// A scoped reviewer's review says what it was in scope by.
-			if c.data == nil {
-				c.data = map[string]any{}
+			sc, ok := c.data.(scoped)
+			if !ok {
+				return nil, fmt.Errorf("internal error: %s of %s has a reviewer's ground, and its data (%T) no place for it", verb, id, c.data)
 			}
-			c.data["ground"] = e.reviewGround
-			c.trailers.Add(gitstore.TrailerGround, e.reviewGround)
+			sc.setGround(c.ground)
+			c.trailers.Add(gitstore.TrailerGround, c.ground)
 		}
 		from := s.Task.Queue
 		to := c.to
@@ -96,21 +100,20 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 			changes = append(changes, gitstore.Change{Path: s.Path, Data: c.file.Src})
 		}
 		changes = append(changes, c.extra...)
-		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: verb, Actor: e.Actor, Data: c.data}
+		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: verb, Actor: e.Actor}
 		if to != from {
-			ev.From, ev.To = string(from), string(to)
+			ev.From, ev.To = from, to
 		}
-		evc, err := e.eventChange(snap, ev)
+		evc, err := e.eventChange(snap, ev, c.data)
 		if err != nil {
 			return nil, err
 		}
 		changes = append(changes, evc)
 		var createdIDs []string
 		for _, ct := range c.created {
-			nev := Event{Time: ev.Time, Task: ct.ID, Action: "new", To: string(taskfile.Incoming), Actor: e.Actor,
-				Data: map[string]any{"title": ct.Title, "from": id, "by": verb}}
+			nev := Event{Time: ev.Time, Task: ct.ID, Action: ActionNew, To: taskfile.Incoming, Actor: e.Actor}
 			rd := &mergedSnapshot{Snapshot: snap, changes: changes}
-			evn, err := e.eventChange(rd, nev)
+			evn, err := e.eventChange(rd, nev, &NewData{Title: ct.Title, From: id, By: verb})
 			if err != nil {
 				return nil, err
 			}
@@ -174,12 +177,12 @@ type Result struct {
 // commitMessage builds the message of a transition, with the trailers that
 // `orch log` and claim refs read: the task, the action, the queues, the
 // actor, then the verb's own (their values made one line).
-func commitMessage(id, action string, from, to taskfile.Queue, actor, body string, extra gitstore.Trailers) string {
+func commitMessage(id string, action Action, from, to taskfile.Queue, actor, body string, extra gitstore.Trailers) string {
 	subject := fmt.Sprintf("orch(%s): %s", id, action)
 	if from != "" && to != "" && from != to {
 		subject = fmt.Sprintf("orch(%s): %s -> %s", id, from, to)
 	}
-	tr := gitstore.Trailers{{Key: gitstore.TrailerTask, Value: id}, {Key: gitstore.TrailerAction, Value: action}}
+	tr := gitstore.Trailers{{Key: gitstore.TrailerTask, Value: id}, {Key: gitstore.TrailerAction, Value: string(action)}}
 	if from != "" {
 		tr.Add(gitstore.TrailerFrom, string(from))
 	}

@@ -112,7 +112,7 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := CheckTransition("claim", s.Task.ID, s.Task.Queue); err != nil {
+		if err := CheckTransition(ActionClaim, s.Task.ID, s.Task.Queue); err != nil {
 			return nil, err
 		}
 		if err := e.editable(s); err != nil {
@@ -130,7 +130,7 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 		target = next.Task.ID
 	}
 	out := &ClaimResult{}
-	res, err := e.transition(target, "claim", func(t *Task) (*change, error) {
+	res, err := e.transition(target, ActionClaim, func(t *Task) (*change, error) {
 		if rule, msg := e.whyNot(t.Summary, roles); rule != "" {
 			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", t.Task.ID, msg), Hint: claimHint(rule, t.Task.ID)}
 		}
@@ -151,7 +151,7 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 			edits = append(edits, taskfile.Set(taskfile.KeyWorkedBy, taskfile.ListOf(append(append([]string(nil), t.Task.WorkedBy...), e.Actor))))
 		}
 		f := t.File
-		data := map[string]any{"branch": branch, "branch_reused": reused, "attempt": out.Attempt, "pr_number": t.Task.PRNumber}
+		data := &ClaimData{Branch: branch, BranchReused: reused, Attempt: out.Attempt, PRNumber: t.Task.PRNumber}
 		body := fmt.Sprintf("Claimed by %s (attempt %d)", e.Actor, out.Attempt)
 		if t.Task.Queue == taskfile.Claimed {
 			// A lease that ran out: taken over, and said so where the next
@@ -159,8 +159,8 @@ func (e *Engine) Claim(opts ClaimOptions) (*ClaimResult, error) {
 			if f, err = f.AddSection(e.takeoverNote(t)); err != nil {
 				return nil, err
 			}
-			data["took_over_from"] = t.Task.ClaimedBy
-			data["lease_ended"] = taskfile.FormatTime(e.leaseEnd(t.Summary))
+			data.TookOverFrom = t.Task.ClaimedBy
+			data.LeaseEnded = taskfile.FormatTime(e.leaseEnd(t.Summary))
 			body += fmt.Sprintf(", taking over from %s, whose lease ran out", t.Task.ClaimedBy)
 			out.TookOverFrom = t.Task.ClaimedBy
 		}

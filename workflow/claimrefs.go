@@ -55,7 +55,7 @@ func readRemoteClaims(st *gitstore.Store, refs map[string]plumbing.Hash) map[str
 		tr := gitstore.ParseTrailers(c.Message)
 		// A claim, or a renewal of it that orch heartbeat --sync moved
 		// the ref to (the same attempt, a later lease).
-		if action := tr.Get(gitstore.TrailerAction); tr.Get(gitstore.TrailerTask) != id || (action != "claim" && action != "heartbeat") {
+		if action := Action(tr.Get(gitstore.TrailerAction)); tr.Get(gitstore.TrailerTask) != id || (action != ActionClaim && action != ActionHeartbeat) {
 			continue
 		}
 		rc := &remoteClaim{ID: id, Commit: h, By: tr.Get(gitstore.TrailerActor)}

@@ -93,7 +93,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 	}
 	res.Created = !e.Store.Exists()
 	if len(changes) > 0 {
-		tr := gitstore.Trailers{{Key: gitstore.TrailerAction, Value: "init"}, {Key: gitstore.TrailerActor, Value: e.Actor}}
+		tr := gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(ActionInit)}, {Key: gitstore.TrailerActor, Value: e.Actor}}
 		msg := tr.Message("orch: init", "Create the orch state branch.")
 		if !res.Created {
 			msg = tr.Message("orch: add example", "Add the example tasks.")

@@ -67,7 +67,7 @@ func lockedOutBy(msg string, tr gitstore.Trailers) string {
 	if who := tr.Get(gitstore.TrailerLockedOut); who != "" {
 		return who
 	}
-	if action := tr.Get(gitstore.TrailerAction); tr.Get(gitstore.TrailerRound) == "" || (action != "reject" && action != "review") {
+	if action := Action(tr.Get(gitstore.TrailerAction)); tr.Get(gitstore.TrailerRound) == "" || (action != ActionReject && action != ActionReview) {
 		return ""
 	}
 	paras := strings.Split(strings.ReplaceAll(msg, "\r\n", "\n"), "\n\n")

@@ -148,11 +148,16 @@ func (e *Engine) Review(id string, in *ReviewInput) (*ReviewResult, error) {
 		return nil, err
 	}
 	out := &ReviewResult{}
-	res, err := e.transition(id, "review", func(t *Task) (*change, error) {
-		if err := e.checkReviewer(t, "review"); err != nil {
+	res, err := e.transition(id, ActionReview, func(t *Task) (*change, error) {
+		ground, err := e.checkReviewer(t, ActionReview)
+		if err != nil {
 			return nil, err
 		}
-		return e.reviewChange(t, in, out)
+		c, err := e.reviewChange(t, in, out)
+		if c != nil {
+			c.ground = ground
+		}
+		return c, err
 	})
 	if err != nil {
 		return nil, err
@@ -401,10 +406,10 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 		roundIssues = append(roundIssues, is)
 	}
 	src := taskfile.Source{From: e.Actor + " via orch review", Time: e.Now(), Text: strings.TrimSpace(text.String()), Issues: roundIssues}
-	data := map[string]any{"verdict": verdict, "round": n, "issues": news, "reopen": reopenedList, "resolved": resolvedList,
-		"progress": progress, "no_progress_count": noProgress, "rereview": reReview}
+	data := &ReviewData{ReviewFindings: ReviewFindings{Verdict: verdict, Round: n, Issues: news, Reopen: reopenedList, Resolved: resolvedList,
+		Progress: progress, NoProgressCount: noProgress, ReReview: reReview}}
 	if reReview {
-		data["suggestions_adopted"], data["suggestions_skipped"], data["all_suggestions_skipped"] = nonNilStrings(adopted), nonNilStrings(skipped), allSkipped
+		data.Suggestions = &Suggestions{Adopted: nonNilStrings(adopted), Skipped: nonNilStrings(skipped), AllSkipped: allSkipped}
 	}
 	out.SuggestionsAdopted, out.SuggestionsSkipped, out.AllSuggestionsSkipped = adopted, skipped, allSkipped
 	if verdict == VerdictChangesRequested {
@@ -419,9 +424,7 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 			return nil, err
 		}
 		c.trailers.Add(gitstore.TrailerVerdict, verdict)
-		if esc, ok := c.data["escalated"].(string); ok {
-			out.Escalated = esc
-		}
+		out.Escalated = data.Rejection.Escalated
 		return c, nil
 	}
 	// Approved, with or without notes: the review is recorded in the file.
@@ -435,15 +438,14 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	if f, err = f.Apply(edits...); err != nil {
 		return nil, err
 	}
-	data["author"] = t.Task.SubmittedBy
-	data["rounds"] = t.Task.RejectionCount
+	data.Approval = &ReviewApproval{Author: t.Task.SubmittedBy, Rounds: t.Task.RejectionCount}
 	body := fmt.Sprintf("%s by %s (round %d): %d suggestion(s).", strings.ReplaceAll(verdict, "_", " "), e.Actor, n, len(news))
 	if allSkipped {
 		body += " " + AllSuggestionsSkipped + "."
 	}
 	trailers := gitstore.Trailers{{Key: gitstore.TrailerVerdict, Value: verdict}, {Key: gitstore.TrailerRound, Value: fmt.Sprint(n)}}
 	if len(t.Task.LockedOut) > 0 {
-		data["unlocked"] = t.Task.LockedOut
+		data.Approval.Unlocked = t.Task.LockedOut
 		// Approval lifts every lockout: orch log names whom.
 		trailers.Add(gitstore.TrailerUnlocked, strings.Join(t.Task.LockedOut, ", "))
 	}
@@ -618,7 +620,7 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		}
 		fix = h
 	}
-	return e.transitionAny(id, "respond", func(t *Task) (*change, error) {
+	return e.transitionAny(id, ActionRespond, func(t *Task) (*change, error) {
 		if t.Task.Queue != "claimed" {
 			return nil, &RuleError{Rule: "respond_not_claimed", Msg: fmt.Sprintf("%s is %s: responses are written while the task is claimed", id, t.Task.Queue), Hint: "claim it first: orch claim --task " + id}
 		}
@@ -666,10 +668,10 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		}
 		// The round answered (a re-opened issue keeps its ID in later
 		// rounds) lets orch stats count each answer once.
-		data := map[string]any{"issue": ref, "status": st, "commit": full, "text": text, "blocking": is.Blocking,
-			"severity": is.Severity, "round": t.Task.RejectionCount}
+		round := t.Task.RejectionCount
+		data := &RespondData{Issue: ref, Status: st, Commit: full, Text: text, Blocking: is.Blocking, Severity: is.Severity, Round: &round}
 		if ref != issue {
-			data["named_as"] = issue
+			data.NamedAs = issue
 		}
 		return &change{file: f, body: fmt.Sprintf("%s: %s by %s.", ref, st, e.Actor),
 			data: data, trailers: gitstore.Trailers{{Key: gitstore.TrailerIssue, Value: ref}}}, nil

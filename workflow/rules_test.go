@@ -270,7 +270,7 @@ func TestRulesAuthority(t *testing.T) {
 	// Refused attempts are recorded for the lead.
 	n := 0
 	for _, ev := range events(t, dir) {
-		if ev.Action == AuthorityEvent {
+		if ev.Action == ActionAuthorityRefused {
 			n++
 		}
 	}

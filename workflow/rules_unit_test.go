@@ -222,7 +222,7 @@ func TestUnitLockoutAndEscalationByCount(t *testing.T) {
 			if got := c.file.Task.LockedOut; strings.Join(got, ",") != strings.Join(tc.locked, ",") {
 				t.Errorf("locked_out %v, want %v", got, tc.locked)
 			}
-			if got, _ := c.data["escalated"].(string); got != tc.escalation {
+			if got := escalationReason(c.data); got != tc.escalation {
 				t.Errorf("escalated %q, want %q", got, tc.escalation)
 			}
 			if tc.escalation != "" && len(c.extra) != 1 {
@@ -245,8 +245,8 @@ func TestUnitDeadlock(t *testing.T) {
 	// With a roster: the last implementer locked out escalates; one free
 	// does not.
 	e, files := unitRules(t, "lead", KindHuman, roster, unitTask{"T-1", "queue: provisional\nsubmitted_by: agent-b\nlocked_out: [agent-a]\nrejection_count: 1"})
-	if c := rejectAs(t, e, files["T-1"]); c.to != taskfile.Escalated || c.data["escalated"] != "lockout_deadlock" {
-		t.Errorf("every implementer locked out: to %s, escalated %v", c.to, c.data["escalated"])
+	if c := rejectAs(t, e, files["T-1"]); c.to != taskfile.Escalated || escalationReason(c.data) != "lockout_deadlock" {
+		t.Errorf("every implementer locked out: to %s, escalated %v", c.to, escalationReason(c.data))
 	}
 	e, files = unitRules(t, "lead", KindHuman, roster, unitTask{"T-1", "queue: provisional\nsubmitted_by: agent-b"})
 	if c := rejectAs(t, e, files["T-1"]); c.to != taskfile.Rejected {
@@ -264,8 +264,8 @@ func TestUnitDeadlock(t *testing.T) {
 	e, files = unitRules(t, "lead", KindHuman, noRoster,
 		unitTask{"T-1", "queue: provisional\nsubmitted_by: agent-b\nworked_by: [agent-a, agent-b]\nlocked_out: [agent-a]\nrejection_count: 1"},
 		unitTask{"T-2", "queue: done\nrole: docs\nworked_by: [agent-c]"})
-	if c := rejectAs(t, e, files["T-1"]); c.to != taskfile.Escalated || c.data["escalated"] != "lockout_deadlock" {
-		t.Errorf("agent-c works on another role only: to %s, escalated %v", c.to, c.data["escalated"])
+	if c := rejectAs(t, e, files["T-1"]); c.to != taskfile.Escalated || escalationReason(c.data) != "lockout_deadlock" {
+		t.Errorf("agent-c works on another role only: to %s, escalated %v", c.to, escalationReason(c.data))
 	}
 }
 
@@ -293,8 +293,8 @@ func TestUnitEscalationByNoProgress(t *testing.T) {
 		t.Fatalf("round 2 (nothing resolved): to %s, no progress %d", c.to, out.NoProgressCount)
 	}
 	c, out = review(&ReviewInput{Reopen: []string{"R1.1"}})
-	if c.to != taskfile.Escalated || out.NoProgressCount != 2 || c.data["escalated"] != "no_progress" {
-		t.Fatalf("round 3: to %s, no progress %d, escalated %v", c.to, out.NoProgressCount, c.data["escalated"])
+	if c.to != taskfile.Escalated || out.NoProgressCount != 2 || escalationReason(c.data) != "no_progress" {
+		t.Fatalf("round 3: to %s, no progress %d, escalated %v", c.to, out.NoProgressCount, escalationReason(c.data))
 	}
 	// Progress resets the count: a round that resolves the blocking issue.
 	e2, files2 := unitRules(t, "lead", KindHuman, "review:\n  max_rejections: 9\n  max_no_progress: 2\n  lockout: false\n",
@@ -324,7 +324,7 @@ func TestUnitReviewAuthority(t *testing.T) {
 		{"agent-a", KindHuman, "humans: [lead]\n", "self_review"}, // nobody reviews their own work
 	} {
 		e, files := unitRules(t, tc.actor, tc.kind, tc.cfg, task)
-		err := e.checkReviewer(files["T-1"], "approve")
+		_, err := e.checkReviewer(files["T-1"], ActionApprove)
 		if got := ruleOf(err); got != tc.rule {
 			t.Errorf("%s (%s) with %q: rule %q (%v), want %q", tc.actor, tc.kind, tc.cfg, got, err, tc.rule)
 		}

@@ -164,11 +164,11 @@ func (e *Engine) mergeFrom(remote string, base, rtip plumbing.Hash, res *SyncRes
 		for _, c := range conflicts {
 			fmt.Fprintf(&body, "\nConflict in %s %s: local %q, remote %q; kept %s.", c.Path, orDash(c.Key), clipText(c.Local), clipText(c.Remote), c.Kept)
 		}
-		tr := gitstore.Trailers{{Key: gitstore.TrailerAction, Value: "sync"}, {Key: gitstore.TrailerRemote, Value: remote}, {Key: gitstore.TrailerActor, Value: e.Actor}}
+		tr := gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(ActionSync)}, {Key: gitstore.TrailerRemote, Value: remote}, {Key: gitstore.TrailerActor, Value: e.Actor}}
 		msg := tr.Message("orch: sync with "+remote, body.String())
 		if len(conflicts) > 0 {
-			ev, err := e.eventChange(&mergedSnapshot{ls, changes}, Event{Time: taskfile.FormatTime(e.Now()), Action: "sync.conflict", Actor: e.Actor,
-				Data: map[string]any{"remote": remote, "conflicts": conflicts}})
+			ev, err := e.eventChange(&mergedSnapshot{ls, changes}, Event{Time: taskfile.FormatTime(e.Now()), Action: ActionSyncConflict, Actor: e.Actor},
+				&SyncConflictData{Remote: remote, Conflicts: conflicts})
 			if err != nil {
 				return nil, err
 			}
