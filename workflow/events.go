@@ -100,10 +100,11 @@ func (ev *Event) Payload() (EventData, error) {
 }
 
 // EachEvent calls fn for every event on the state branch, with its time
-// parsed: file by file, each file in the order its lines were written, so
-// not in time order across clones (sort by time when the order matters).
-// Lines that do not parse, and lines whose time does not, are skipped (orch
-// check reports them).
+// parsed and without its actor's kind and signals (see scannedEvent): file
+// by file, each file in the order its lines were written, so not in time
+// order across clones (sort by time when the order matters). Lines that do
+// not parse, and lines whose time does not, are skipped (orch check reports
+// them).
 func (e *Engine) EachEvent(fn func(ev *Event, at time.Time)) error {
 	if err := e.RequireInit(); err != nil {
 		return err
@@ -197,6 +198,20 @@ func (e *Engine) cloneID() string {
 	return e.clone
 }
 
+// scannedEvent is an event as scanEvents reads it: its actor's kind and
+// signals are skipped, since no reader of the log needs them, and they are
+// the costliest part of an event line to decode after its data.
+type scannedEvent struct {
+	Event
+	ActorKind skipped `json:"actor_kind"`
+	Signals   skipped `json:"signals"`
+}
+
+// skipped is a JSON value left undecoded.
+type skipped struct{}
+
+func (*skipped) UnmarshalJSON([]byte) error { return nil }
+
 // scanEvents calls fn for every event line on the state branch. Lines that
 // do not parse are skipped (orch check reports them).
 func (e *Engine) scanEvents(fn func(*Event)) error {
@@ -219,9 +234,9 @@ func (e *Engine) scanEvents(fn func(*Event)) error {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			var ev Event
+			var ev scannedEvent
 			if json.Unmarshal(line, &ev) == nil {
-				fn(&ev)
+				fn(&ev.Event)
 			}
 		}
 	}

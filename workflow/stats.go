@@ -205,9 +205,17 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 			}
 		}
 		st.Events++
-		// A field of the wrong type (a line written by hand) is skipped,
-		// and the rest counted.
-		data, _ := ev.Payload()
+		// The data of the actions counted here is decoded (a field of the
+		// wrong type, in a line written by hand, is skipped and the rest
+		// counted); the others' (claims, submissions, new tasks: most of a
+		// log) is not read.
+		var data EventData
+		switch ev.Action {
+		case ActionReview, ActionReject, ActionApprove, ActionRespond, ActionRefuse, ActionDecide, ActionEscalate:
+			data, _ = ev.Payload()
+		case ActionRefuseInvalid:
+			st.InvalidRefusals++
+		}
 		rv.add(ev, data)
 		switch d := data.(type) {
 		case *ReviewData:
@@ -254,8 +262,6 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 					blockerText[k] = strings.Join(strings.Fields(b), " ")
 				}
 			}
-		case *InvalidRefusalData:
-			st.InvalidRefusals++
 		case *DecideData:
 			st.Decisions[d.Decision]++
 		}
