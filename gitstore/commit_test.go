@@ -325,7 +325,7 @@ func TestWalkAndTrailers(t *testing.T) {
 	if s := seen[1].Subject(); s != "orch(T-walk01): incoming -> claimed" {
 		t.Fatalf("Subject = %q", s)
 	}
-	if tr := seen[1].Trailers(); tr["Orch-To"] != "claimed" || tr["Orch-Task"] != "T-walk01" {
+	if tr := ParseTrailers(seen[1].Message); tr.Get(TrailerTo) != "claimed" || tr.Get(TrailerTask) != "T-walk01" {
 		t.Fatalf("Trailers = %v", tr)
 	}
 	if seen[0].Author.Name != testActor.Name || !seen[0].Author.When.Equal(testActor.When) {

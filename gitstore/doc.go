@@ -10,8 +10,10 @@
 // hand edits and writes out what the branch changed (view.go), without
 // losing a save that races it (viewwrite.go). It answers the workflow's
 // questions about tasks from their summaries, and walks the branch's
-// history (history.go). doctor.go is orch doctor's look at all of it,
-// outside the normal open, with the few repairs that path cannot make.
+// history (history.go). trailers.go spells the trailers that end orch's
+// commit messages, and writes and reads them. doctor.go is orch doctor's
+// look at all of it, outside the normal open, with the few repairs that
+// path cannot make.
 //
 // It stands on three packages, which it calls and which never call it:
 // gitrepo, the git plumbing (the repository, objects, refs, remotes,

@@ -35,7 +35,7 @@ type Policy struct {
 	CheckTask func(f *taskfile.File) error
 	// Event returns the event-log change recording a task made by hand, so
 	// that the log (and stats) see it like a task made with orch new.
-	Event func(snap *Snapshot, action, id, path string) (Change, error)
+	Event func(snap *Snapshot, id, path string) (Change, error)
 	// OrchFields, for a hand edit of a task, returns what to commit with the
 	// orch-owned fields the person may not change by hand taken from the
 	// branch (the bytes on the branch), and a note saying so ("" when
@@ -619,7 +619,7 @@ func (st *Store) handEdit(p string, pol Policy, rep *Reconciled, base plumbing.H
 	if held(pol, p, rep) {
 		return nil
 	}
-	if err := st.commitHandEdit(p, id, "edit", result, pol); err != nil {
+	if err := st.commitHandEdit(p, id, ActionEdit, result, pol); err != nil {
 		return err
 	}
 	if !bytes.Equal(result, wdata) {
@@ -809,7 +809,7 @@ func (st *Store) mergeFrom(p string, pol Policy, rep *Reconciled, bdata, wdata [
 		return nil
 	}
 	if !bytes.Equal(result, rdata) {
-		if err := st.commitHandEdit(p, id, "edit", result, pol); err != nil {
+		if err := st.commitHandEdit(p, id, ActionEdit, result, pol); err != nil {
 			return err
 		}
 		rep.Committed = append(rep.Committed, p)
@@ -977,7 +977,7 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 	}
 	result := wdata
 	id := ""
-	action := "edit"
+	action := ActionEdit
 	if isTaskPath(p) {
 		if pol.PrepareNewTask == nil {
 			return nil
@@ -991,7 +991,7 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 			rep.Broken[p] = err
 			return nil
 		}
-		result, id, action = out, newID, "new"
+		result, id, action = out, newID, ActionNew
 	} else if pol.CheckFile != nil {
 		if err := pol.CheckFile(st.rel(p), wdata); err != nil {
 			rep.Broken[p] = err
@@ -1020,7 +1020,7 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 		return err
 	}
 	rep.Committed = append(rep.Committed, p)
-	if action == "new" {
+	if action == ActionNew {
 		st.note("committed the task you created by hand: %s (%s)", st.rel(p), id)
 	} else {
 		st.note("committed your new file %s", st.rel(p))
@@ -1043,34 +1043,33 @@ func held(pol Policy, p string, rep *Reconciled) bool {
 
 // commitHandEdit commits one hand-edited file.
 func (st *Store) commitHandEdit(p, id, action string, data []byte, pol Policy) error {
-	var msg strings.Builder
 	subject := "orch: edit " + p
 	if id != "" {
 		subject = fmt.Sprintf("orch(%s): %s", id, action)
 	}
-	msg.WriteString(subject + "\n\n")
-	if action == "new" {
-		msg.WriteString("Task created by hand in the view (" + p + ").\n\n")
-	} else {
-		msg.WriteString("Hand edit of " + p + ".\n\n")
+	body := "Hand edit of " + p + "."
+	if action == ActionNew {
+		body = "Task created by hand in the view (" + p + ")."
 	}
+	var tr Trailers
 	if id != "" {
-		msg.WriteString("Orch-Task: " + id + "\n")
+		tr.Add(TrailerTask, id)
 	}
-	msg.WriteString("Orch-Action: " + action + "\n")
-	if action == "new" {
-		msg.WriteString("Orch-To: incoming\n")
+	tr.Add(TrailerAction, action)
+	if action == ActionNew {
+		tr.Add(TrailerTo, string(taskfile.Incoming))
 	}
-	msg.WriteString("Orch-Actor: " + pol.Actor.Name + "\n")
+	tr.Add(TrailerActor, pol.Actor.Name)
+	msg := tr.Message(subject, body)
 	changes := []Change{{Path: p, Data: data}}
-	if action == "new" && id != "" && pol.Event != nil {
-		ev, err := pol.Event(st.snap, action, id, p)
+	if action == ActionNew && id != "" && pol.Event != nil {
+		ev, err := pol.Event(st.snap, id, p)
 		if err != nil {
 			return err
 		}
 		changes = append(changes, ev)
 	}
-	_, err := st.Commit(&CommitRequest{Changes: changes, Message: msg.String(), Author: pol.Actor})
+	_, err := st.Commit(&CommitRequest{Changes: changes, Message: msg, Author: pol.Actor})
 	if errors.Is(err, gitrepo.ErrRefMoved) {
 		// Another writer moved the branch between our reconcile and our
 		// commit: the caller reconciles again from the new tip.

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"sort"
@@ -54,28 +53,26 @@ func buildCharts(e *workflow.Engine, st *workflow.Stats, now time.Time) (*charts
 		at   time.Time
 	}
 	var approvals []approval
-	err := e.EachEvent(func(ev *workflow.LoggedEvent) {
+	err := e.EachEvent(func(ev *workflow.Event, at time.Time) {
 		switch {
-		case ev.Action == "archive":
+		case ev.Action == workflow.ActionArchive:
 			// The task left the branch: before this it stood in its queue.
-			moves = append(moves, transition{at: ev.Time, from: ev.From})
+			moves = append(moves, transition{at: at, from: string(ev.From)})
 		case ev.From != ev.To && (ev.From != "" || ev.To != ""):
-			moves = append(moves, transition{at: ev.Time, from: ev.From, to: ev.To})
+			moves = append(moves, transition{at: at, from: string(ev.From), to: string(ev.To)})
 		}
-		if ev.Action == "claim" {
-			if t, ok := firstClaim[ev.Task]; !ok || ev.Time.Before(t) {
-				firstClaim[ev.Task] = ev.Time
+		if ev.Action == workflow.ActionClaim {
+			if t, ok := firstClaim[ev.Task]; !ok || at.Before(t) {
+				firstClaim[ev.Task] = at
 			}
 		}
-		if ev.To == string(taskfile.Done) && (ev.Action == "approve" || ev.Action == "review") {
-			var d struct {
-				Rounds int `json:"rounds"`
-			}
-			if len(ev.Data) > 0 {
-				_ = json.Unmarshal(ev.Data, &d)
-			}
-			rounds = append(rounds, d.Rounds+1)
-			approvals = append(approvals, approval{ev.Task, ev.Time})
+		if ev.To != taskfile.Done {
+			return // only approvals' data is read
+		}
+		data, _ := ev.Payload() // a field of the wrong type is skipped
+		if r, ok := workflow.ApprovalRounds(ev, data); ok {
+			rounds = append(rounds, r+1)
+			approvals = append(approvals, approval{ev.Task, at})
 		}
 	})
 	if err != nil {

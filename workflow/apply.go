@@ -14,13 +14,17 @@ import (
 // change is what a verb does to one task: the new file, the queue it goes
 // to, and what to record in the commit and the event log.
 type change struct {
-	file     *taskfile.File
-	to       taskfile.Queue
-	body     string         // commit message body
-	data     map[string]any // event data
+	file *taskfile.File
+	to   taskfile.Queue
+	body string    // commit message body
+	data EventData // the event's data, of the verb's type
+	// ground is what put the task in a scoped reviewer's scope (the
+	// reviewer check's answer): apply records it in the event and the
+	// Orch-Ground trailer.
+	ground   string
 	extra    []gitstore.Change
-	created  []createdTask // tasks this change creates: each gets its own "new" event
-	trailers []string
+	created  []createdTask     // tasks this change creates: each gets its own "new" event
+	trailers gitstore.Trailers // after the ones every transition has (commitMessage)
 	// beforeRef is a side effect outside the state branch, run just before
 	// the ref moves (see gitstore.CommitRequest.BeforeRef).
 	beforeRef func() error
@@ -29,17 +33,17 @@ type change struct {
 // transition applies fn to one task as one commit. fn runs inside the
 // commit loop, on the task as it is at the tip being built on, so a retry
 // after a lost race re-checks every rule against the new state.
-func (e *Engine) transition(id, verb string, fn func(t *Task) (*change, error)) (*Result, error) {
+func (e *Engine) transition(id string, verb Action, fn func(t *Task) (*change, error)) (*Result, error) {
 	return e.apply(id, verb, true, fn)
 }
 
 // transitionAny is transition for verbs that change a task without moving
 // it between queues (unlock): any queue will do.
-func (e *Engine) transitionAny(id, verb string, fn func(t *Task) (*change, error)) (*Result, error) {
+func (e *Engine) transitionAny(id string, verb Action, fn func(t *Task) (*change, error)) (*Result, error) {
 	return e.apply(id, verb, false, fn)
 }
 
-func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*change, error)) (*Result, error) {
+func (e *Engine) apply(id string, verb Action, checkQueue bool, fn func(t *Task) (*change, error)) (*Result, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
@@ -58,21 +62,20 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 			changes = append(changes, gitstore.Change{Path: s.Path, Data: c.file.Src})
 		}
 		changes = append(changes, c.extra...)
-		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: verb, Actor: e.Actor, Data: c.data}
+		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: verb, Actor: e.Actor}
 		if to != from {
-			ev.From, ev.To = string(from), string(to)
+			ev.From, ev.To = from, to
 		}
-		evc, err := e.eventChange(snap, ev)
+		evc, err := e.eventChange(snap, ev, c.data)
 		if err != nil {
 			return nil, err
 		}
 		changes = append(changes, evc)
 		var createdIDs []string
 		for _, ct := range c.created {
-			nev := Event{Time: ev.Time, Task: ct.ID, Action: "new", To: string(taskfile.Incoming), Actor: e.Actor,
-				Data: map[string]any{"title": ct.Title, "from": id, "by": verb}}
+			nev := Event{Time: ev.Time, Task: ct.ID, Action: ActionNew, To: taskfile.Incoming, Actor: e.Actor}
 			rd := &mergedSnapshot{Snapshot: snap, changes: changes}
-			evn, err := e.eventChange(rd, nev)
+			evn, err := e.eventChange(rd, nev, &NewData{Title: ct.Title, From: id, By: verb})
 			if err != nil {
 				return nil, err
 			}
@@ -80,7 +83,7 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 			createdIDs = append(createdIDs, ct.ID)
 		}
 		if len(createdIDs) > 0 {
-			c.trailers = append(c.trailers, "Orch-Created", strings.Join(createdIDs, " "))
+			c.trailers.Add(gitstore.TrailerCreated, strings.Join(createdIDs, " "))
 		}
 		res.From, res.To = from, to
 		msgFrom, msgTo := from, to
@@ -89,7 +92,7 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 		}
 		return &gitstore.CommitRequest{
 			Changes:   changes,
-			Message:   commitMessage(id, verb, msgFrom, msgTo, e.Actor, c.body, c.trailers...),
+			Message:   commitMessage(id, verb, msgFrom, msgTo, e.Actor, c.body, c.trailers),
 			Author:    e.Signature(),
 			BeforeRef: c.beforeRef,
 		}, nil
@@ -109,8 +112,7 @@ func (e *Engine) apply(id, verb string, checkQueue bool, fn func(t *Task) (*chan
 // is in queue to. step reads tasks only through the TaskIndex and commits
 // nothing (apply commits what it returns), so the rule suite runs the very
 // same code over tasks in memory.
-func (e *Engine) step(s *gitstore.Summary, load func(*gitstore.Summary) (*Task, error), verb string, checkQueue bool, fn func(t *Task) (*change, error)) (c *change, from, to taskfile.Queue, err error) {
-	e.reviewGround = "" // each try judges the task afresh
+func (e *Engine) step(s *gitstore.Summary, load func(*gitstore.Summary) (*Task, error), verb Action, checkQueue bool, fn func(t *Task) (*change, error)) (c *change, from, to taskfile.Queue, err error) {
 	id := s.Task.ID
 	if err := e.editable(s); err != nil {
 		return nil, "", "", err
@@ -130,13 +132,14 @@ func (e *Engine) step(s *gitstore.Summary, load func(*gitstore.Summary) (*Task, 
 	if c, err = fn(t); err != nil || c == nil {
 		return nil, "", "", err
 	}
-	if e.reviewGround != "" {
+	if c.ground != "" {
 		// A scoped reviewer's review says what it was in scope by.
-		if c.data == nil {
-			c.data = map[string]any{}
+		sc, ok := c.data.(scoped)
+		if !ok {
+			return nil, "", "", fmt.Errorf("internal error: %s of %s has a reviewer's ground, and its data (%T) no place for it", verb, id, c.data)
 		}
-		c.data["ground"] = e.reviewGround
-		c.trailers = append(c.trailers, "Orch-Ground", e.reviewGround)
+		sc.setGround(c.ground)
+		c.trailers.Add(gitstore.TrailerGround, c.ground)
 	}
 	from, to = s.Task.Queue, c.to
 	if to == "" {
@@ -198,30 +201,25 @@ type Result struct {
 }
 
 // commitMessage builds the message of a transition, with the trailers that
-// `orch log` and `orch stats` read.
-func commitMessage(id, action string, from, to taskfile.Queue, actor, body string, extra ...string) string {
-	var b strings.Builder
-	switch {
-	case from != "" && to != "" && from != to:
-		fmt.Fprintf(&b, "orch(%s): %s -> %s\n\n", id, from, to)
-	default:
-		fmt.Fprintf(&b, "orch(%s): %s\n\n", id, action)
+// `orch log` and claim refs read: the task, the action, the queues, the
+// actor, then the verb's own (their values made one line).
+func commitMessage(id string, action Action, from, to taskfile.Queue, actor, body string, extra gitstore.Trailers) string {
+	subject := fmt.Sprintf("orch(%s): %s", id, action)
+	if from != "" && to != "" && from != to {
+		subject = fmt.Sprintf("orch(%s): %s -> %s", id, from, to)
 	}
-	if body = strings.TrimSpace(body); body != "" {
-		b.WriteString(body + "\n\n")
-	}
-	fmt.Fprintf(&b, "Orch-Task: %s\nOrch-Action: %s\n", id, action)
+	tr := gitstore.Trailers{{Key: gitstore.TrailerTask, Value: id}, {Key: gitstore.TrailerAction, Value: string(action)}}
 	if from != "" {
-		fmt.Fprintf(&b, "Orch-From: %s\n", from)
+		tr.Add(gitstore.TrailerFrom, string(from))
 	}
 	if to != "" {
-		fmt.Fprintf(&b, "Orch-To: %s\n", to)
+		tr.Add(gitstore.TrailerTo, string(to))
 	}
-	fmt.Fprintf(&b, "Orch-Actor: %s\n", actor)
-	for i := 0; i+1 < len(extra); i += 2 {
-		fmt.Fprintf(&b, "%s: %s\n", extra[i], oneLine(extra[i+1]))
+	tr.Add(gitstore.TrailerActor, actor)
+	for _, x := range extra {
+		tr.Add(x.Key, oneLine(x.Value))
 	}
-	return b.String()
+	return tr.Message(subject, body)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -100,19 +100,14 @@ func (e *Engine) refuseAuthority(verb, id, rule, msg, hint string) error {
 	return &RuleError{Rule: rule, Msg: msg, Hint: hint}
 }
 
-// AuthorityEvent is the action of the event that records a refused
-// attempt.
-const AuthorityEvent = "authority.refused"
-
 func (e *Engine) recordAuthorityRefusal(verb, id, rule, msg string) {
 	if e.Store == nil || !e.Store.Exists() || e.recordedRefusal {
 		return
 	}
 	e.recordedRefusal = true
 	_, _ = e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
-		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: AuthorityEvent, Actor: e.Actor,
-			Data: map[string]any{"verb": verb, "rule": rule, "message": msg}}
-		c, err := e.eventChange(snap, ev)
+		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: ActionAuthorityRefused, Actor: e.Actor}
+		c, err := e.eventChange(snap, ev, &AuthorityData{Verb: verb, Rule: rule, Message: msg})
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +118,7 @@ func (e *Engine) recordAuthorityRefusal(verb, id, rule, msg string) {
 		}
 		return &gitstore.CommitRequest{
 			Changes: changes,
-			Message: commitMessage(subject, AuthorityEvent, "", "", e.Actor, fmt.Sprintf("Refused %s %s: %s", e.Actor, verb, msg), "Orch-Verb", verb),
+			Message: commitMessage(subject, ActionAuthorityRefused, "", "", e.Actor, fmt.Sprintf("Refused %s %s: %s", e.Actor, verb, msg), gitstore.Trailers{{Key: gitstore.TrailerVerb, Value: verb}}),
 			Author:  e.Signature(),
 		}, nil
 	})
@@ -188,13 +183,13 @@ func (e *Engine) ForActor(err error) error {
 	}
 	var mine []string
 	for _, v := range il.Legal {
-		if t := TransitionFor(v); t == nil || t.agentMay(il.Queue) {
+		if t := TransitionFor(Action(v)); t == nil || t.agentMay(il.Queue) {
 			mine = append(mine, v)
 		}
 	}
 	// What a human would do, the agent asks for.
-	if len(mine) < len(il.Legal) && !slices.Contains(mine, "escalate") && TransitionFor("escalate").Allows(il.Queue) {
-		mine = append(mine, "escalate")
+	if escalate := string(ActionEscalate); len(mine) < len(il.Legal) && !slices.Contains(mine, escalate) && TransitionFor(ActionEscalate).Allows(il.Queue) {
+		mine = append(mine, escalate)
 	}
 	cp := *il
 	cp.Legal = mine
@@ -250,53 +245,51 @@ func namesList(l []string) string {
 // checkReviewer applies review authority (DESIGN §4a): with
 // review.reviewers set only they review among agents (a human always may),
 // each within its scope (checkReviewerScope), and nobody reviews a task
-// they worked on in any round.
-func (e *Engine) checkReviewer(t *Task, verb string) error {
+// they worked on in any round. ground is what put the task in a scoped
+// reviewer's scope, for the change to record ("" for anyone else).
+func (e *Engine) checkReviewer(t *Task, verb Action) (ground string, err error) {
 	if !e.IsHuman() && !e.Config.IsReviewer(e.Actor) {
-		return e.refuseAuthority(verb, t.Task.ID, "reviewer",
+		return "", e.refuseAuthority(string(verb), t.Task.ID, "reviewer",
 			fmt.Sprintf("%s may not %s %s: review.reviewers names who reviews, and %s is not among them", e.Actor, verb, t.Task.ID, e.Actor),
 			"a reviewer or a human reviews it; orch claim takes other work")
 	}
-	if err := e.checkReviewerScope(t, verb); err != nil {
-		return err
+	if ground, err = e.checkReviewerScope(t, verb); err != nil {
+		return "", err
 	}
 	if !e.IsHuman() && e.reviewClaimedByOther(&t.Task) {
-		return e.refuseAuthority(verb, t.Task.ID, "review_claimed",
+		return "", e.refuseAuthority(string(verb), t.Task.ID, "review_claimed",
 			fmt.Sprintf("%s is being reviewed by %s (a review claim, until %s): one reviewer reviews a submission at a time", t.Task.ID, t.Task.ReviewClaimedBy, taskfile.FormatTime(e.reviewLeaseEnd(&t.Task))),
 			"orch list --queue provisional shows the other submitted work; orch claim takes other work")
 	}
 	if contains(workers(&t.Task), e.Actor) {
-		return e.refuseAuthority(verb, t.Task.ID, "self_review",
+		return "", e.refuseAuthority(string(verb), t.Task.ID, "self_review",
 			fmt.Sprintf("%s worked on %s and may not %s it: nobody reviews their own work, in any round", e.Actor, t.Task.ID, verb),
 			"someone who did not work on it reviews it; orch claim takes other work")
 	}
-	return nil
+	return ground, nil
 }
 
 // checkReviewerScope refuses an agent whose review.reviewers entry is
-// scoped a task outside its scope, and otherwise notes the ground it acts
-// on, for the event (see apply). A human may always review (DESIGN §4a),
-// so a scope binds agents only.
-func (e *Engine) checkReviewerScope(t *Task, verb string) error {
-	e.reviewGround = ""
+// scoped a task outside its scope, and otherwise returns the ground it acts
+// on. A human may always review (DESIGN §4a), so a scope binds agents only.
+func (e *Engine) checkReviewerScope(t *Task, verb Action) (ground string, err error) {
 	if e.IsHuman() {
-		return nil
+		return "", nil
 	}
 	r := e.Config.ReviewerEntry(e.Actor)
 	if r == nil {
-		return nil
+		return "", nil
 	}
 	role := roleOf(&t.Task, e.Config)
 	ground, ok := r.Covers(role, t.Task.Labels)
 	if ok {
-		e.reviewGround = ground
-		return nil
+		return ground, nil
 	}
 	labels := "with no label"
 	if len(t.Task.Labels) > 0 {
 		labels = "labelled " + strings.Join(t.Task.Labels, ", ")
 	}
-	return e.refuseAuthority(verb, t.Task.ID, "reviewer_scope",
+	return "", e.refuseAuthority(string(verb), t.Task.ID, "reviewer_scope",
 		fmt.Sprintf("%s may not %s %s: review.reviewers scopes %s to %s, and %s is of role %s, %s", e.Actor, verb, t.Task.ID, e.Actor, r.ScopeText(), t.Task.ID, role, labels),
 		"it is outside your review scope: a reviewer whose scope covers it, or a human, reviews it; orch list --queue provisional shows the other submitted work")
 }

@@ -172,7 +172,7 @@ func (e *Engine) claimStep(roles []string, branchOf func(*Task) (string, bool, s
 			edits = append(edits, taskfile.Set(taskfile.KeyWorkedBy, taskfile.ListOf(append(append([]string(nil), t.Task.WorkedBy...), e.Actor))))
 		}
 		f := t.File
-		data := map[string]any{"branch": branch, "branch_reused": reused, "attempt": out.Attempt, "pr_number": t.Task.PRNumber}
+		data := &ClaimData{Branch: branch, BranchReused: reused, Attempt: out.Attempt, PRNumber: t.Task.PRNumber}
 		body := fmt.Sprintf("Claimed by %s (attempt %d)", e.Actor, out.Attempt)
 		if t.Task.Queue == taskfile.Claimed {
 			// A lease that ran out: taken over, and said so where the next
@@ -180,8 +180,8 @@ func (e *Engine) claimStep(roles []string, branchOf func(*Task) (string, bool, s
 			if f, err = f.AddSection(e.takeoverNote(t)); err != nil {
 				return nil, err
 			}
-			data["took_over_from"] = t.Task.ClaimedBy
-			data["lease_ended"] = taskfile.FormatTime(e.leaseEnd(t.Summary))
+			data.TookOverFrom = t.Task.ClaimedBy
+			data.LeaseEnded = taskfile.FormatTime(e.leaseEnd(t.Summary))
 			body += fmt.Sprintf(", taking over from %s, whose lease ran out", t.Task.ClaimedBy)
 			out.TookOverFrom = t.Task.ClaimedBy
 		}

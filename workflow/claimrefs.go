@@ -41,15 +41,15 @@ func readRemoteClaims(st *gitstore.Store, refs map[string]plumbing.Hash) map[str
 		if err != nil {
 			continue
 		}
-		tr := c.Trailers()
+		tr := gitstore.ParseTrailers(c.Message)
 		// A claim, or a renewal of it that orch heartbeat --sync moved
 		// the ref to (the same attempt, a later lease).
-		if tr["Orch-Task"] != id || (tr["Orch-Action"] != "claim" && tr["Orch-Action"] != "heartbeat") {
+		if action := Action(tr.Get(gitstore.TrailerAction)); tr.Get(gitstore.TrailerTask) != id || (action != ActionClaim && action != ActionHeartbeat) {
 			continue
 		}
-		rc := &remoteClaim{ID: id, Commit: h, By: tr["Orch-Actor"]}
-		rc.Attempt, _ = strconv.Atoi(tr["Orch-Attempt"])
-		rc.Until, _ = taskfile.ParseTime(tr["Orch-Lease-Until"])
+		rc := &remoteClaim{ID: id, Commit: h, By: tr.Get(gitstore.TrailerActor)}
+		rc.Attempt, _ = strconv.Atoi(tr.Get(gitstore.TrailerAttempt))
+		rc.Until, _ = taskfile.ParseTime(tr.Get(gitstore.TrailerLeaseUntil))
 		out[id] = rc
 	}
 	return out
@@ -96,8 +96,8 @@ func (e *Engine) staleClaims() map[string]plumbing.Hash {
 
 // leaseTrailers are what a claim commit, and a heartbeat's that renews it,
 // say for the claim refs: the attempt and when its lease ends.
-func leaseTrailers(attempt int, until time.Time) []string {
-	return []string{"Orch-Attempt", strconv.Itoa(attempt), "Orch-Lease-Until", taskfile.FormatTime(until)}
+func leaseTrailers(attempt int, until time.Time) gitstore.Trailers {
+	return gitstore.Trailers{{Key: gitstore.TrailerAttempt, Value: strconv.Itoa(attempt)}, {Key: gitstore.TrailerLeaseUntil, Value: taskfile.FormatTime(until)}}
 }
 
 // claimArbiter is the configured arbiter of claims across machines.

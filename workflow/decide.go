@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -37,14 +36,13 @@ func (e *Engine) latestRefusal(id string) (*refusalRecord, error) {
 // each of the tasks.
 func (e *Engine) latestRefusals(ids map[string]bool) (map[string]*refusalRecord, error) {
 	out := map[string]*refusalRecord{}
-	err := e.scanEvents(func(ev *rawEvent) {
-		if ev.Action != "refuse" || !ids[ev.Task] {
+	err := e.scanEvents(func(ev *Event) {
+		if ev.Action != ActionRefuse || !ids[ev.Task] {
 			return
 		}
-		var data struct {
-			Refusal *refusal.Record `json:"refusal"`
-		}
-		if json.Unmarshal(ev.Data, &data) != nil || data.Refusal == nil {
+		d, err := ev.Payload()
+		data, ok := d.(*RefuseData)
+		if err != nil || !ok || data.Refusal == nil {
 			return
 		}
 		if best := out[ev.Task]; best == nil || !eventBefore(ev.Time, best.Time) {
@@ -102,7 +100,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 		return nil, err
 	}
 	if s := e.Store.SummaryByID(id); s != nil {
-		if err := CheckTransition("decide", id, s.Task.Queue); err != nil {
+		if err := CheckTransition(ActionDecide, id, s.Task.Queue); err != nil {
 			return nil, err
 		}
 	}
@@ -132,14 +130,14 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 	}
 	out := &DecideResult{Decision: decision}
 	var created []string
-	res, err := e.transition(id, "decide", func(t *Task) (*change, error) {
+	res, err := e.transition(id, ActionDecide, func(t *Task) (*change, error) {
 		created = []string{} // never null in the event
 		now := taskfile.FormatTime(e.Now())
-		c := &change{data: map[string]any{"decision": decision, "text": text}, trailers: []string{"Orch-Decision", decision}}
+		data := &DecideData{Decision: decision, Text: text}
+		c := &change{data: data, trailers: gitstore.Trailers{{Key: gitstore.TrailerDecision, Value: decision}}}
 		if rec != nil {
-			c.data["reason"] = string(rec.Record.ReasonType)
-			c.data["refused_by"] = rec.Agent
-			c.trailers = append(c.trailers, "Orch-Reason", string(rec.Record.ReasonType))
+			data.Reason, data.RefusedBy = rec.Record.ReasonType, rec.Agent
+			c.trailers.Add(gitstore.TrailerReason, string(rec.Record.ReasonType))
 		}
 		f := t.File
 		var err error
@@ -193,7 +191,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 			}
 			c.to = taskfile.Incoming
 			c.body = fmt.Sprintf("Deferred by %s behind %s.", e.Actor, dep)
-			c.data["depends_on"] = dep
+			data.DependsOn = dep
 		case "decompose", "reformulate":
 			var newTasks []*taskfile.File
 			if decision == "decompose" {
@@ -222,7 +220,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 			}
 		}
 		c.file = f
-		c.data["created"] = created
+		data.Created = created
 		return c, nil
 	})
 	if err != nil {

@@ -155,10 +155,11 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 	if e.Store.BrokenFile(t.Path) != nil || e.Store.Conflicted(t.Path) != nil {
 		return nil, &ConflictError{Msg: fmt.Sprintf("%s has an uncommitted hand edit in the view that orch cannot commit", view), Hint: "fix or delete the view file first (orch check shows the problem)"}
 	}
-	id, action := t.ID, "edit"
-	msg := commitMessage(id, action, "", "", e.Actor, "Edited with orch edit.")
+	id, action := t.ID, ActionEdit
+	msg := commitMessage(id, action, "", "", e.Actor, "Edited with orch edit.", nil)
 	if id == "" {
-		msg = "orch: edit " + t.Path + "\n\nEdited with orch edit.\n\nOrch-Action: edit\nOrch-Actor: " + e.Actor + "\n"
+		tr := gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(action)}, {Key: gitstore.TrailerActor, Value: e.Actor}}
+		msg = tr.Message("orch: edit "+t.Path, "Edited with orch edit.")
 	}
 	h, err := e.Store.Update(func(*gitstore.Snapshot) (*gitstore.CommitRequest, error) {
 		return &gitstore.CommitRequest{Changes: []gitstore.Change{{Path: t.Path, Data: result}}, Message: msg, Author: e.Signature()}, nil

@@ -81,9 +81,6 @@ type Engine struct {
 
 	clone           string // this clone's ID in event file names, once read
 	recordedRefusal bool   // a refusal of authority was recorded already
-	// reviewGround is what put the task in a scoped reviewer's scope
-	// ("label tests"), set by checkReviewerScope for apply to record.
-	reviewGround string
 	// remoteClaims are the remote's claim refs as claim --sync fetched
 	// them (claimrefs.go).
 	remoteClaims map[string]*remoteClaim
@@ -259,9 +256,9 @@ func (e *Engine) policy() gitstore.Policy {
 			}
 			return fmt.Errorf("%s/%s: the change waits for a human: policy files (config.yaml, prompts/) are committed only by a human's command, and %s is an agent (the file is kept as it is)", gitstore.ViewDirName, path, e.Actor)
 		},
-		Event: func(snap *gitstore.Snapshot, action, id, path string) (gitstore.Change, error) {
-			return e.eventChange(snap, Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: action, To: string(taskfile.Incoming), Actor: e.Actor,
-				Data: map[string]any{"path": path, "by_hand": true}})
+		Event: func(snap *gitstore.Snapshot, id, path string) (gitstore.Change, error) {
+			return e.eventChange(snap, Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: ActionNew, To: taskfile.Incoming, Actor: e.Actor},
+				&NewData{Path: path, ByHand: true})
 		},
 	}
 }

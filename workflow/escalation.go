@@ -60,10 +60,10 @@ func (e *Engine) Escalate(id, text string) (*Result, error) {
 	if text == "" {
 		return nil, &UsageError{Msg: "say what a human must decide", Hint: `orch escalate ` + id + ` -m "why"`}
 	}
-	return e.transition(id, "escalate", func(t *Task) (*change, error) {
+	return e.transition(id, ActionEscalate, func(t *Task) (*change, error) {
 		msg := e.escalationMessage(&t.Task, t.Path, "manual", "Escalated by "+e.Actor+": "+text)
 		return &change{file: t.File, to: taskfile.Escalated, body: "Escalated by " + e.Actor + ": " + firstSentence(text),
-			extra: []gitstore.Change{msg}, data: map[string]any{"reason": "manual", "text": text}}, nil
+			extra: []gitstore.Change{msg}, data: &EscalateData{Reason: "manual", Text: text}}, nil
 	})
 }
 

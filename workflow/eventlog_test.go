@@ -13,10 +13,10 @@ func TestEachEvent(t *testing.T) {
 	}
 	defer e.Close()
 	var news int
-	err = e.EachEvent(func(ev *LoggedEvent) {
-		if ev.Action == "new" {
+	err = e.EachEvent(func(ev *Event, at time.Time) {
+		if ev.Action == ActionNew {
 			news++
-			if ev.To != "incoming" || ev.Task == "" || ev.Actor != "tester" || time.Since(ev.Time) > time.Hour {
+			if ev.To != "incoming" || ev.Task == "" || ev.Actor != "tester" || time.Since(at) > time.Hour {
 				t.Errorf("event %+v", *ev)
 			}
 		}

@@ -28,7 +28,7 @@ func TestEventFilesRoll(t *testing.T) {
 	base := "events/2026-11-23-abc123"
 	big := strings.Repeat("x", 200)
 	for i := 0; i < 2000; i++ {
-		c, err := e.eventChange(files, Event{Time: "t", Task: "T-aaaa", Action: "new", Actor: "lead", Data: map[string]any{"pad": big}})
+		c, err := e.eventChange(files, Event{Time: "t", Task: "T-aaaa", Action: ActionNew, Actor: "lead"}, &NewData{Title: big})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,9 +64,9 @@ func (e *Engine) verbsFor(fields []string, edited *taskfile.File, id string) str
 		switch k {
 		case taskfile.KeyQueue:
 			q := taskfile.Queue(edited.Task.Queue)
-			verb := ""
+			var verb Action
 			for _, t := range Transitions {
-				if slices.Contains(t.To, q) && (verb == "" || t.Verb == "approve" || t.Verb == "requeue") {
+				if slices.Contains(t.To, q) && (verb == "" || t.Verb == ActionApprove || t.Verb == ActionRequeue) {
 					verb = t.Verb
 				}
 			}

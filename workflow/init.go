@@ -97,9 +97,10 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 	}
 	res.Created = !e.Store.Exists()
 	if len(changes) > 0 {
-		msg := "orch: init\n\nCreate the orch state branch.\n\nOrch-Action: init\nOrch-Actor: " + e.Actor + "\n"
+		tr := gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(ActionInit)}, {Key: gitstore.TrailerActor, Value: e.Actor}}
+		msg := tr.Message("orch: init", "Create the orch state branch.")
 		if !res.Created {
-			msg = "orch: add example\n\nAdd the example tasks.\n\nOrch-Action: init\nOrch-Actor: " + e.Actor + "\n"
+			msg = tr.Message("orch: add example", "Add the example tasks.")
 		}
 		h, err := e.Store.Update(func(*gitstore.Snapshot) (*gitstore.CommitRequest, error) {
 			return &gitstore.CommitRequest{Changes: changes, Message: msg, Author: e.Signature()}, nil

@@ -49,7 +49,7 @@ type HeartbeatResult struct {
 // (a harness hook can run it).
 func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 	out := &HeartbeatResult{}
-	res, err := e.transitionAny(id, "heartbeat", func(t *Task) (*change, error) {
+	res, err := e.transitionAny(id, ActionHeartbeat, func(t *Task) (*change, error) {
 		if t.Task.Queue == taskfile.Provisional && t.Task.ReviewClaimedBy == e.Actor {
 			// A review claim is a lease too.
 			now := e.Now()
@@ -60,7 +60,7 @@ func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 			out.LeaseUntil = e.reviewLeaseEnd(&f.Task)
 			until := taskfile.FormatTime(out.LeaseUntil)
 			return &change{file: f, body: fmt.Sprintf("Review claim renewed by %s until %s.", e.Actor, until),
-				data: map[string]any{"lease_until": until, "review": true}}, nil
+				data: &HeartbeatData{LeaseUntil: until, Review: true}}, nil
 		}
 		if t.Task.Queue != taskfile.Claimed {
 			return nil, &RuleError{Rule: "not_claimed", Msg: fmt.Sprintf("%s is %s: only a claimed task has a lease to renew", id, t.Task.Queue), Hint: "orch claim --worktree takes a task"}
@@ -78,7 +78,7 @@ func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 		// The trailers a claim commit has: a claim ref moved to this commit
 		// (HeartbeatSync) tells other clones the renewed lease.
 		return &change{file: f, body: fmt.Sprintf("Lease renewed by %s until %s.", e.Actor, until),
-			data:     map[string]any{"lease_until": until},
+			data:     &HeartbeatData{LeaseUntil: until},
 			trailers: leaseTrailers(t.Task.Attempts, out.LeaseUntil)}, nil
 	})
 	if err != nil {
@@ -250,7 +250,7 @@ func (e *Engine) Sweep(olderThan time.Duration) ([]*Result, error) {
 	defer e.progress("sweeping stale claims", len(ids), len(ids))
 	for i, id := range ids {
 		e.progress("sweeping stale claims", i, len(ids))
-		res, err := e.transition(id, "sweep", func(t *Task) (*change, error) {
+		res, err := e.transition(id, ActionSweep, func(t *Task) (*change, error) {
 			if t.Task.ClaimedAt.IsZero() || !leaseStart(&t.Task).Before(cutoff) {
 				return nil, nil // claimed again, or renewed, meanwhile
 			}
@@ -264,7 +264,7 @@ func (e *Engine) Sweep(olderThan time.Duration) ([]*Result, error) {
 				return nil, err
 			}
 			return &change{file: f, to: taskfile.NeedsContinuation, body: fmt.Sprintf("Stale claim by %s swept after %s.", t.Task.ClaimedBy, olderThan),
-				data: map[string]any{"claimed_by": t.Task.ClaimedBy, "claimed_at": taskfile.FormatTime(t.Task.ClaimedAt)}}, nil
+				data: &SweepData{ClaimedBy: t.Task.ClaimedBy, ClaimedAt: taskfile.FormatTime(t.Task.ClaimedAt)}}, nil
 		})
 		var ierr *IllegalTransitionError
 		if errors.As(err, &ierr) {

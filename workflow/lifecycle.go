@@ -20,7 +20,7 @@ func (e *Engine) Submit(id string, opts SubmitOptions) (*Result, error) {
 	if err := checkTexts(namedText{"the note (-m)", opts.Note}); err != nil {
 		return nil, err
 	}
-	return e.transition(id, "submit", func(t *Task) (*change, error) {
+	return e.transition(id, ActionSubmit, func(t *Task) (*change, error) {
 		if err := e.requireClaimant(&t.Task, "submit"); err != nil {
 			return nil, err
 		}
@@ -61,7 +61,7 @@ func (e *Engine) Submit(id string, opts SubmitOptions) (*Result, error) {
 		}
 		tip, _ := e.Store.ReadRef("refs/heads/" + t.Task.Branch)
 		return &change{file: f, to: taskfile.Provisional, body: body,
-			data: map[string]any{"note": opts.Note, "pr_number": pr, "branch": t.Task.Branch, "branch_tip": hashText(tip)}}, nil
+			data: &SubmitData{Note: opts.Note, PRNumber: pr, Branch: t.Task.Branch, BranchTip: hashText(tip)}}, nil
 	})
 }
 
@@ -109,26 +109,26 @@ func (e *Engine) Approve(id, notes string) (*Result, error) {
 	if err := checkTexts(namedText{"the notes (-m)", notes}); err != nil {
 		return nil, err
 	}
-	return e.approve(id, "approve", "APPROVED", notes, nil)
+	return e.approve(id, VerdictApproved, notes, nil)
 }
 
-func (e *Engine) approve(id, verb, verdict, notes string, extra func(t *Task, f *taskfile.File) (*taskfile.File, error)) (*Result, error) {
-	return e.transition(id, verb, e.approveStep(verb, verdict, notes, extra))
+func (e *Engine) approve(id, verdict, notes string, extra func(t *Task, f *taskfile.File) (*taskfile.File, error)) (*Result, error) {
+	return e.transition(id, ActionApprove, e.approveStep(verdict, notes, extra))
 }
 
 // approveStep is the approval's transition: review authority, no blocking
 // issue left open, then done.
-func (e *Engine) approveStep(verb, verdict, notes string, extra func(t *Task, f *taskfile.File) (*taskfile.File, error)) func(t *Task) (*change, error) {
+func (e *Engine) approveStep(verdict, notes string, extra func(t *Task, f *taskfile.File) (*taskfile.File, error)) func(t *Task) (*change, error) {
 	return func(t *Task) (*change, error) {
-		if err := e.checkReviewer(t, verb); err != nil {
+		ground, err := e.checkReviewer(t, ActionApprove)
+		if err != nil {
 			return nil, err
 		}
-		if open := unresolvedBlocking(t.File); len(open) > 0 && verb == "approve" {
+		if open := unresolvedBlocking(t.File); len(open) > 0 {
 			return nil, &RuleError{Rule: "unresolved_blocking", Msg: fmt.Sprintf("blocking issues are unresolved: %s", strings.Join(open, ", ")),
 				Hint: "review it instead (orch review " + t.Task.ID + " lists what is still open), or reject it"}
 		}
 		f := t.File
-		var err error
 		if extra != nil {
 			if f, err = extra(t, f); err != nil {
 				return nil, err
@@ -145,13 +145,14 @@ func (e *Engine) approveStep(verb, verdict, notes string, extra func(t *Task, f 
 		if notes != "" {
 			body += "\n\n" + notes
 		}
-		trailers := []string{"Orch-Verdict", verdict}
+		trailers := gitstore.Trailers{{Key: gitstore.TrailerVerdict, Value: verdict}}
 		if len(t.Task.LockedOut) > 0 {
 			// Approval lifts every lockout: orch log names whom.
-			trailers = append(trailers, "Orch-Unlocked", strings.Join(t.Task.LockedOut, ", "))
+			trailers.Add(gitstore.TrailerUnlocked, strings.Join(t.Task.LockedOut, ", "))
 		}
 		return &change{file: f, to: taskfile.Done, body: body,
-			data:     map[string]any{"verdict": verdict, "notes": notes, "author": t.Task.SubmittedBy, "rounds": t.Task.RejectionCount, "unlocked": t.Task.LockedOut},
+			data:     &ApproveData{Verdict: verdict, Notes: notes, Author: t.Task.SubmittedBy, Rounds: t.Task.RejectionCount, Unlocked: t.Task.LockedOut},
+			ground:   ground,
 			trailers: trailers}, nil
 	}
 }
@@ -177,7 +178,7 @@ func (e *Engine) Pause(id, note string) (*Result, error) {
 	if note == "" {
 		return nil, &UsageError{Msg: "a pause needs a note for whoever continues", Hint: `orch pause ` + id + ` -m "done: X; next: Y"`}
 	}
-	return e.transition(id, "pause", func(t *Task) (*change, error) {
+	return e.transition(id, ActionPause, func(t *Task) (*change, error) {
 		if err := e.requireClaimant(&t.Task, "pause"); err != nil {
 			return nil, err
 		}
@@ -188,7 +189,7 @@ func (e *Engine) Pause(id, note string) (*Result, error) {
 		if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
 			return nil, err
 		}
-		return &change{file: f, to: taskfile.NeedsContinuation, body: "Paused by " + e.Actor + ": " + firstSentence(note), data: map[string]any{"note": note, "branch": t.Task.Branch}}, nil
+		return &change{file: f, to: taskfile.NeedsContinuation, body: "Paused by " + e.Actor + ": " + firstSentence(note), data: &PauseData{Note: note, Branch: t.Task.Branch}}, nil
 	})
 }
 
@@ -205,7 +206,7 @@ func (e *Engine) Fail(id, reason string) (*Result, error) {
 	if reason == "" {
 		return nil, &UsageError{Msg: "say why the task failed", Hint: `orch fail ` + id + ` -m "reason"`}
 	}
-	return e.transition(id, "fail", func(t *Task) (*change, error) {
+	return e.transition(id, ActionFail, func(t *Task) (*change, error) {
 		// An agent may give up its own claim; failing any other task (failed
 		// is final) is a human's decision.
 		if t.Task.Queue != taskfile.Claimed || t.Task.ClaimedBy != e.Actor {
@@ -220,7 +221,7 @@ func (e *Engine) Fail(id, reason string) (*Result, error) {
 		if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
 			return nil, err
 		}
-		return &change{file: f, to: taskfile.Failed, body: "Failed: " + firstSentence(reason), data: map[string]any{"reason": reason}}, nil
+		return &change{file: f, to: taskfile.Failed, body: "Failed: " + firstSentence(reason), data: &FailData{Reason: reason}}, nil
 	})
 }
 
@@ -239,12 +240,12 @@ func (e *Engine) Reopen(id, reason string) (*Result, error) {
 	if err := e.requireHuman("reopen", id, "reopening a failed task"); err != nil {
 		return nil, err
 	}
-	return e.transition(id, "reopen", func(t *Task) (*change, error) {
+	return e.transition(id, ActionReopen, func(t *Task) (*change, error) {
 		f, err := t.File.AddSection(fmt.Sprintf("## Reopened (%s, %s)\n\n%s\n", e.Actor, taskfile.FormatTime(e.Now()), demote(reason)))
 		if err != nil {
 			return nil, err
 		}
-		return &change{file: f, to: taskfile.Incoming, body: "Reopened by " + e.Actor + ": " + firstSentence(reason), data: map[string]any{"reason": reason}}, nil
+		return &change{file: f, to: taskfile.Incoming, body: "Reopened by " + e.Actor + ": " + firstSentence(reason), data: &ReopenData{Reason: reason}}, nil
 	})
 }
 
@@ -258,7 +259,7 @@ func (e *Engine) Requeue(id, to string) (*Result, error) {
 	if err := e.requireHuman("requeue", id, "requeueing a task"); err != nil {
 		return nil, err
 	}
-	return e.transition(id, "requeue", func(t *Task) (*change, error) {
+	return e.transition(id, ActionRequeue, func(t *Task) (*change, error) {
 		if to != "" && contains(t.Task.LockedOut, to) {
 			return nil, &RuleError{Rule: "lockout", Msg: fmt.Sprintf("%s is locked out of %s", to, id), Hint: fmt.Sprintf("unlock first: orch unlock %s %s", id, to)}
 		}
@@ -274,7 +275,7 @@ func (e *Engine) Requeue(id, to string) (*Result, error) {
 		if to != "" {
 			body = fmt.Sprintf("Requeued by %s for %s.", e.Actor, to)
 		}
-		return &change{file: f, to: taskfile.Incoming, body: body, data: map[string]any{"to": to}}, nil
+		return &change{file: f, to: taskfile.Incoming, body: body, data: &RequeueData{To: to}}, nil
 	})
 }
 
@@ -285,10 +286,10 @@ func (e *Engine) Archive(id string) (*Result, error) {
 		return nil, err
 	}
 	var path string
-	res, err := e.transition(id, "archive", func(t *Task) (*change, error) {
+	res, err := e.transition(id, ActionArchive, func(t *Task) (*change, error) {
 		path = t.Path
 		return &change{extra: []gitstore.Change{{Path: t.Path, Delete: true}}, body: "Archived " + t.Path + " (git log keeps it).",
-			data: map[string]any{"path": t.Path, "queue": string(t.Task.Queue)}}, nil
+			data: &ArchiveData{Path: t.Path, Queue: t.Task.Queue}}, nil
 	})
 	if err != nil {
 		return nil, err

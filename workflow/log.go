@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
@@ -34,18 +35,23 @@ func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
 	}
 	var out []LogEntry
 	err := e.Store.Walk(func(c *gitrepo.CommitInfo) bool {
-		tr := c.Trailers()
-		if id != "" && tr["Orch-Task"] != id && !contains(strings.Fields(tr["Orch-Created"]), id) {
+		tr := gitstore.ParseTrailers(c.Message)
+		if id != "" && tr.Get(gitstore.TrailerTask) != id && !contains(strings.Fields(tr.Get(gitstore.TrailerCreated)), id) {
 			return true
 		}
-		out = append(out, LogEntry{
-			Commit: c.Hash.String(), Time: c.Author.When.UTC(), Task: tr["Orch-Task"], Action: tr["Orch-Action"],
-			From: tr["Orch-From"], To: tr["Orch-To"], Actor: tr["Orch-Actor"], Subject: c.Subject(),
-			LockedOut: lockedOutBy(c.Message, tr), Unlocked: tr["Orch-Unlocked"],
-		})
+		out = append(out, logEntry(c, tr))
 		return limit <= 0 || len(out) < limit
 	})
 	return out, err
+}
+
+// logEntry is what orch log says of a commit, from its trailers tr.
+func logEntry(c *gitrepo.CommitInfo, tr gitstore.Trailers) LogEntry {
+	return LogEntry{
+		Commit: c.Hash.String(), Time: c.Author.When.UTC(), Task: tr.Get(gitstore.TrailerTask), Action: tr.Get(gitstore.TrailerAction),
+		From: tr.Get(gitstore.TrailerFrom), To: tr.Get(gitstore.TrailerTo), Actor: tr.Get(gitstore.TrailerActor), Subject: c.Subject(),
+		LockedOut: lockedOutBy(c.Message, tr), Unlocked: tr.Get(gitstore.TrailerUnlocked),
+	}
 }
 
 // lockedOutSentence is how a rejection's commit body has always said whom
@@ -57,11 +63,11 @@ var lockedOutSentence = lazyregexp.New(`^(.+) is locked out of this task\.$`)
 // sentence. Only rejections are read, and only whole paragraphs after the
 // first: the first ("Rejection #n by lead: ...") carries the reviewer's
 // words, which could say anything.
-func lockedOutBy(msg string, tr map[string]string) string {
-	if who := tr["Orch-Locked-Out"]; who != "" {
+func lockedOutBy(msg string, tr gitstore.Trailers) string {
+	if who := tr.Get(gitstore.TrailerLockedOut); who != "" {
 		return who
 	}
-	if tr["Orch-Round"] == "" || (tr["Orch-Action"] != "reject" && tr["Orch-Action"] != "review") {
+	if action := Action(tr.Get(gitstore.TrailerAction)); tr.Get(gitstore.TrailerRound) == "" || (action != ActionReject && action != ActionReview) {
 		return ""
 	}
 	paras := strings.Split(strings.ReplaceAll(msg, "\r\n", "\n"), "\n\n")

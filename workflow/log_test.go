@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore"
 )
 
 // TestLogNamesWhoLockedOutAndUnlocked: orch log's entries of a rejection
@@ -50,7 +50,7 @@ func TestLockedOutBy(t *testing.T) {
 		{"an approval", msg("APPROVED by lead.\n\nagent-a is locked out of this task.", "Orch-Action: approve", "Orch-Round: 1"), ""},
 	} {
 		c.msg = strings.Replace(c.msg, "Orch-Task: T-aaaaaa\n", "Orch-Task: T-aaaaaa\nOrch-Actor: lead\n", 1)
-		tr := gitrepo.ParseTrailers(c.msg)
+		tr := gitstore.ParseTrailers(c.msg)
 		if got := lockedOutBy(c.msg, tr); got != c.want {
 			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
 		}

@@ -33,14 +33,14 @@ func (e *Engine) New(nt NewTask) (*Result, error) {
 	}
 	id, title, prio := f.Task.ID, f.Task.Title, f.Task.Priority
 	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
-		ev, err := e.eventChange(snap, Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: "new", To: string(taskfile.Incoming), Actor: e.Actor,
-			Data: map[string]any{"title": title, "priority": prio}})
+		ev, err := e.eventChange(snap, Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: ActionNew, To: taskfile.Incoming, Actor: e.Actor},
+			&NewData{Title: title, Priority: prio})
 		if err != nil {
 			return nil, err
 		}
 		return &gitstore.CommitRequest{
 			Changes: []gitstore.Change{{Path: f.Path, Data: f.Src}, ev},
-			Message: commitMessage(id, "new", "", taskfile.Incoming, e.Actor, "New task: "+title),
+			Message: commitMessage(id, ActionNew, "", taskfile.Incoming, e.Actor, "New task: "+title, nil),
 			Author:  e.Signature(),
 		}, nil
 	})

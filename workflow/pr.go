@@ -79,7 +79,7 @@ func (e *Engine) ImportPR(id string, reviews []ghreview.Review, comments []ghrev
 		return out, nil
 	}
 	out.Review, out.Reviewer, out.Blocking, out.Comments = fb.Review.ID, fb.Review.User.Login, fb.Blocking, fb.Comments
-	res, err := e.transition(id, "reject", func(t *Task) (*change, error) {
+	res, err := e.transition(id, ActionReject, func(t *Task) (*change, error) {
 		// Decide again on the task as it is at this tip: a concurrent
 		// import may have added the review meanwhile.
 		fb, outcome := ghreview.Decide(reviews, comments, importedReviews(t), t.Task.RejectionCount+1)
@@ -96,7 +96,7 @@ func (e *Engine) ImportPR(id string, reviews []ghreview.Review, comments []ghrev
 		return e.rejectChange(t, Rejection{Sources: fb.Sources, Verdict: "CHANGES_REQUESTED",
 			Edits:   []taskfile.Edit{taskfile.Set(taskfile.KeyGitHubReviews, taskfile.ListOf(ids))},
 			Summary: fmt.Sprintf("GitHub review %d by %s requested changes (%d blocking, %d comment(s)).", fb.Review.ID, fb.Review.User.Login, fb.Blocking, fb.Comments),
-			Data:    map[string]any{"source": "github", "review_id": fb.Review.ID, "reviewer": fb.Review.User.Login, "pr_number": t.Task.PRNumber}})
+			Data:    &RejectData{Source: "github", ReviewID: fb.Review.ID, Reviewer: fb.Review.User.Login}})
 	})
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (e *Engine) SubmitCheck(id string, opts SubmitOptions) (*Task, error) {
 	if err := e.editable(s); err != nil {
 		return nil, err
 	}
-	if err := CheckTransition("submit", id, s.Task.Queue); err != nil {
+	if err := CheckTransition(ActionSubmit, id, s.Task.Queue); err != nil {
 		return nil, err
 	}
 	t, err := e.Load(s)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -35,24 +36,24 @@ func (e *Engine) Refuse(id string, r *refusal.Record) (*Result, error) {
 	issues := refusal.Validate(r)
 	check := func(t *Task) error {
 		if t.Task.Queue != taskfile.Claimed {
-			return &IllegalTransitionError{Task: id, Queue: t.Task.Queue, Verb: "refuse", Legal: LegalVerbs(t.Task.Queue)}
+			return &IllegalTransitionError{Task: id, Queue: t.Task.Queue, Verb: string(ActionRefuse), Legal: LegalVerbs(t.Task.Queue)}
 		}
 		return e.requireClaimant(&t.Task, "refuse")
 	}
 	if len(issues) > 0 {
-		_, err := e.transitionAny(id, "refuse.invalid", func(t *Task) (*change, error) {
+		_, err := e.transitionAny(id, ActionRefuseInvalid, func(t *Task) (*change, error) {
 			if err := check(t); err != nil {
 				return nil, err
 			}
 			return &change{body: fmt.Sprintf("Invalid refusal by %s (%d issue(s)); the task stays claimed.", e.Actor, len(issues)),
-				data: map[string]any{"refusal": r, "issues": issues, "reason": string(r.ReasonType)}}, nil
+				data: &InvalidRefusalData{Refusal: r, Issues: issues, Reason: r.ReasonType}}, nil
 		})
 		if err != nil {
 			return nil, err
 		}
 		return nil, &InvalidRefusalError{Task: id, Issues: issues}
 	}
-	return e.transition(id, "refuse", func(t *Task) (*change, error) {
+	return e.transition(id, ActionRefuse, func(t *Task) (*change, error) {
 		if err := check(t); err != nil {
 			return nil, err
 		}
@@ -64,8 +65,8 @@ func (e *Engine) Refuse(id string, r *refusal.Record) (*Result, error) {
 			return nil, err
 		}
 		return &change{file: f, to: taskfile.Blocked, body: fmt.Sprintf("Refused by %s: %s: %s", e.Actor, r.ReasonType, oneLine(r.ReasonSummary)),
-			data:     map[string]any{"refusal": r, "reason": string(r.ReasonType), "blocking_factor": r.BlockingFactor, "default_decision": refusal.DefaultDecision(r.ReasonType)},
-			trailers: []string{"Orch-Reason", string(r.ReasonType)}}, nil
+			data:     &RefuseData{Refusal: r, Reason: r.ReasonType, BlockingFactor: r.BlockingFactor, DefaultDecision: refusal.DefaultDecision(r.ReasonType)},
+			trailers: gitstore.Trailers{{Key: gitstore.TrailerReason, Value: string(r.ReasonType)}}}, nil
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -11,7 +12,10 @@ import (
 type Rejection struct {
 	Sources []taskfile.Source // at least one
 	Verdict string
-	Data    map[string]any  // extra event data
+	// Data is the event's data when it records more than the rejection: a
+	// *RejectData with a GitHub review's fields, or a structured review's
+	// *ReviewData. rejectChange fills in the rejection.
+	Data    EventData
 	Summary string          // commit message body
 	Rule    string          // "reject" or "review"
 	Edits   []taskfile.Edit // further frontmatter edits (github_reviews)
@@ -30,7 +34,7 @@ func (e *Engine) Reject(id, text string) (*Result, error) {
 		return nil, &UsageError{Msg: "a rejection needs feedback", Hint: `orch reject ` + id + ` -m "what must change"`}
 	}
 	src := taskfile.Source{From: e.Actor + " via orch reject", Time: e.Now(), Text: text}
-	return e.reject(id, "reject", Rejection{Sources: []taskfile.Source{src}, Summary: firstSentence(text)})
+	return e.reject(id, ActionReject, Rejection{Sources: []taskfile.Source{src}, Summary: firstSentence(text)})
 }
 
 // AmendRejection adds a reviewer's note to the newest rejection round
@@ -47,7 +51,7 @@ func (e *Engine) AmendRejection(id, text string) (*Result, error) {
 	if text == "" {
 		return nil, &UsageError{Msg: "a note needs text", Hint: `orch reject ` + id + ` --amend -m "what the comments mean"`}
 	}
-	return e.transitionAny(id, "reject.amend", func(t *Task) (*change, error) {
+	return e.transitionAny(id, ActionAmendRejection, func(t *Task) (*change, error) {
 		switch t.Task.Queue {
 		case taskfile.Rejected, taskfile.Claimed, taskfile.NeedsContinuation, taskfile.Escalated:
 		default:
@@ -58,7 +62,8 @@ func (e *Engine) AmendRejection(id, text string) (*Result, error) {
 		if t.Task.RejectionCount == 0 || len(rounds) == 0 || rounds[0].Approval {
 			return nil, &RuleError{Rule: "amend", Msg: fmt.Sprintf("%s has no rejection round to add a note to", t.Task.ID), Hint: amendHint(t)}
 		}
-		if err := e.checkReviewer(t, "reject"); err != nil {
+		ground, err := e.checkReviewer(t, ActionReject)
+		if err != nil {
 			return nil, err
 		}
 		f, err := t.File.AddToNewestRound(taskfile.Source{From: e.Actor + " via orch reject --amend", Time: e.Now(), Text: text})
@@ -66,7 +71,7 @@ func (e *Engine) AmendRejection(id, text string) (*Result, error) {
 			return nil, err
 		}
 		body := fmt.Sprintf("Note on rejection #%d by %s: %s", rounds[0].Number, e.Actor, firstSentence(text))
-		return &change{file: f, body: body, data: map[string]any{"round": rounds[0].Number, "by": e.Actor, "claimed_by": t.Task.ClaimedBy}}, nil
+		return &change{file: f, body: body, data: &AmendRejectionData{Round: rounds[0].Number, By: e.Actor, ClaimedBy: t.Task.ClaimedBy}, ground: ground}, nil
 	})
 }
 
@@ -87,18 +92,23 @@ func firstSentence(s string) string {
 
 // reject is the one path for every rejection: the feedback round at the top
 // of the body, the count, the lockout, and escalation by policy.
-func (e *Engine) reject(id, verb string, rj Rejection) (*Result, error) {
+func (e *Engine) reject(id string, verb Action, rj Rejection) (*Result, error) {
 	return e.transition(id, verb, e.rejectStep(verb, rj))
 }
 
 // rejectStep is the rejection's transition: review authority, then the
 // rejection.
-func (e *Engine) rejectStep(verb string, rj Rejection) func(t *Task) (*change, error) {
+func (e *Engine) rejectStep(verb Action, rj Rejection) func(t *Task) (*change, error) {
 	return func(t *Task) (*change, error) {
-		if err := e.checkReviewer(t, verb); err != nil {
+		ground, err := e.checkReviewer(t, verb)
+		if err != nil {
 			return nil, err
 		}
-		return e.rejectChange(t, rj)
+		c, err := e.rejectChange(t, rj)
+		if c != nil {
+			c.ground = ground
+		}
+		return c, err
 	}
 }
 
@@ -135,22 +145,31 @@ func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
 	if f, err = f.Apply(edits...); err != nil {
 		return nil, err
 	}
-	data := map[string]any{"round": n, "by": e.Actor, "author": author, "lockout": lockedNow, "branch": t.Task.Branch, "pr_number": t.Task.PRNumber}
-	for k, v := range rj.Data {
-		data[k] = v
-	}
-	c := &change{file: f, to: taskfile.Rejected, data: data,
+	rd := RejectionData{Round: n, By: e.Actor, Author: author, Lockout: lockedNow, Branch: t.Task.Branch, PRNumber: t.Task.PRNumber}
+	c := &change{file: f, to: taskfile.Rejected,
 		body:     fmt.Sprintf("Rejection #%d by %s: %s", n, e.Actor, rj.Summary),
-		trailers: []string{"Orch-Round", fmt.Sprint(n)}}
+		trailers: gitstore.Trailers{{Key: gitstore.TrailerRound, Value: fmt.Sprint(n)}}}
 	if lockedNow {
 		c.body += fmt.Sprintf("\n\n%s is locked out of this task.", author)
-		c.trailers = append(c.trailers, "Orch-Locked-Out", author) // orch log names who
+		c.trailers.Add(gitstore.TrailerLockedOut, author) // orch log names who
 	}
 	if reason, why := e.escalationFor(&t.Task, n, locked, rj.NoProgress); reason != "" {
 		c.to = taskfile.Escalated
 		c.extra = append(c.extra, e.escalationMessage(&f.Task, t.Path, reason, why)) // the task after this rejection
-		c.data["escalated"] = reason
+		rd.Escalated = reason
 		c.body += "\n\nEscalated: " + why
+	}
+	switch d := rj.Data.(type) {
+	case nil:
+		c.data = &RejectData{RejectionData: rd}
+	case *RejectData:
+		d.RejectionData = rd
+		c.data = d
+	case *ReviewData:
+		d.Rejection = &rd
+		c.data = d
+	default:
+		return nil, fmt.Errorf("internal error: a rejection recorded with data of %T", rj.Data)
 	}
 	return c, nil
 }
@@ -171,7 +190,7 @@ func (e *Engine) Unlock(id, agent string) (*Result, error) {
 	if !contains(s.Task.LockedOut, agent) {
 		return nil, &RuleError{Rule: "not_locked_out", Msg: fmt.Sprintf("%s is not locked out of %s (locked out: %s)", printable(agent), id, orNone(s.Task.LockedOut)), Hint: "orch show " + id + " shows the task"}
 	}
-	return e.transitionAny(id, "unlock", func(t *Task) (*change, error) {
+	return e.transitionAny(id, ActionUnlock, func(t *Task) (*change, error) {
 		var rest []string
 		for _, a := range t.Task.LockedOut {
 			if a != agent {
@@ -186,6 +205,6 @@ func (e *Engine) Unlock(id, agent string) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &change{file: f, body: fmt.Sprintf("Unlocked %s (by %s).", agent, e.Actor), data: map[string]any{"agent": agent}, trailers: []string{"Orch-Unlocked", agent}}, nil
+		return &change{file: f, body: fmt.Sprintf("Unlocked %s (by %s).", agent, e.Actor), data: &UnlockData{Agent: agent}, trailers: gitstore.Trailers{{Key: gitstore.TrailerUnlocked, Value: agent}}}, nil
 	})
 }

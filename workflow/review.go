@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
@@ -147,7 +148,7 @@ func (e *Engine) Review(id string, in *ReviewInput) (*ReviewResult, error) {
 		return nil, err
 	}
 	out := &ReviewResult{}
-	res, err := e.transition(id, "review", e.reviewStep(in, out))
+	res, err := e.transition(id, ActionReview, e.reviewStep(in, out))
 	if err != nil {
 		return nil, err
 	}
@@ -159,10 +160,15 @@ func (e *Engine) Review(id string, in *ReviewInput) (*ReviewResult, error) {
 // verdict. It fills out.
 func (e *Engine) reviewStep(in *ReviewInput, out *ReviewResult) func(t *Task) (*change, error) {
 	return func(t *Task) (*change, error) {
-		if err := e.checkReviewer(t, "review"); err != nil {
+		ground, err := e.checkReviewer(t, ActionReview)
+		if err != nil {
 			return nil, err
 		}
-		return e.reviewChange(t, in, out)
+		c, err := e.reviewChange(t, in, out)
+		if c != nil {
+			c.ground = ground
+		}
+		return c, err
 	}
 }
 
@@ -406,10 +412,10 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 		roundIssues = append(roundIssues, is)
 	}
 	src := taskfile.Source{From: e.Actor + " via orch review", Time: e.Now(), Text: strings.TrimSpace(text.String()), Issues: roundIssues}
-	data := map[string]any{"verdict": verdict, "round": n, "issues": news, "reopen": reopenedList, "resolved": resolvedList,
-		"progress": progress, "no_progress_count": noProgress, "rereview": reReview}
+	data := &ReviewData{ReviewFindings: ReviewFindings{Verdict: verdict, Round: n, Issues: news, Reopen: reopenedList, Resolved: resolvedList,
+		Progress: progress, NoProgressCount: noProgress, ReReview: reReview}}
 	if reReview {
-		data["suggestions_adopted"], data["suggestions_skipped"], data["all_suggestions_skipped"] = nonNilStrings(adopted), nonNilStrings(skipped), allSkipped
+		data.Suggestions = &Suggestions{Adopted: nonNilStrings(adopted), Skipped: nonNilStrings(skipped), AllSkipped: allSkipped}
 	}
 	out.SuggestionsAdopted, out.SuggestionsSkipped, out.AllSuggestionsSkipped = adopted, skipped, allSkipped
 	if verdict == VerdictChangesRequested {
@@ -423,10 +429,8 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 		if err != nil {
 			return nil, err
 		}
-		c.trailers = append(c.trailers, "Orch-Verdict", verdict)
-		if esc, ok := c.data["escalated"].(string); ok {
-			out.Escalated = esc
-		}
+		c.trailers.Add(gitstore.TrailerVerdict, verdict)
+		out.Escalated = data.Rejection.Escalated
 		return c, nil
 	}
 	// Approved, with or without notes: the review is recorded in the file.
@@ -440,17 +444,16 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	if f, err = f.Apply(edits...); err != nil {
 		return nil, err
 	}
-	data["author"] = t.Task.SubmittedBy
-	data["rounds"] = t.Task.RejectionCount
+	data.Approval = &ReviewApproval{Author: t.Task.SubmittedBy, Rounds: t.Task.RejectionCount}
 	body := fmt.Sprintf("%s by %s (round %d): %d suggestion(s).", strings.ReplaceAll(verdict, "_", " "), e.Actor, n, len(news))
 	if allSkipped {
 		body += " " + AllSuggestionsSkipped + "."
 	}
-	trailers := []string{"Orch-Verdict", verdict, "Orch-Round", fmt.Sprint(n)}
+	trailers := gitstore.Trailers{{Key: gitstore.TrailerVerdict, Value: verdict}, {Key: gitstore.TrailerRound, Value: fmt.Sprint(n)}}
 	if len(t.Task.LockedOut) > 0 {
-		data["unlocked"] = t.Task.LockedOut
+		data.Approval.Unlocked = t.Task.LockedOut
 		// Approval lifts every lockout: orch log names whom.
-		trailers = append(trailers, "Orch-Unlocked", strings.Join(t.Task.LockedOut, ", "))
+		trailers.Add(gitstore.TrailerUnlocked, strings.Join(t.Task.LockedOut, ", "))
 	}
 	return &change{file: f, to: "done", data: data,
 		body:     body,
@@ -623,7 +626,7 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		}
 		fix = h
 	}
-	return e.transitionAny(id, "respond", func(t *Task) (*change, error) {
+	return e.transitionAny(id, ActionRespond, func(t *Task) (*change, error) {
 		if t.Task.Queue != "claimed" {
 			return nil, &RuleError{Rule: "respond_not_claimed", Msg: fmt.Sprintf("%s is %s: responses are written while the task is claimed", id, t.Task.Queue), Hint: "claim it first: orch claim --task " + id}
 		}
@@ -671,13 +674,13 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 		}
 		// The round answered (a re-opened issue keeps its ID in later
 		// rounds) lets orch stats count each answer once.
-		data := map[string]any{"issue": ref, "status": st, "commit": full, "text": text, "blocking": is.Blocking,
-			"severity": is.Severity, "round": t.Task.RejectionCount}
+		round := t.Task.RejectionCount
+		data := &RespondData{Issue: ref, Status: st, Commit: full, Text: text, Blocking: is.Blocking, Severity: is.Severity, Round: &round}
 		if ref != issue {
-			data["named_as"] = issue
+			data.NamedAs = issue
 		}
 		return &change{file: f, body: fmt.Sprintf("%s: %s by %s.", ref, st, e.Actor),
-			data: data, trailers: []string{"Orch-Issue", ref}}, nil
+			data: data, trailers: gitstore.Trailers{{Key: gitstore.TrailerIssue, Value: ref}}}, nil
 	})
 }
 

@@ -146,7 +146,7 @@ func (w *memWorld) load(s *gitstore.Summary) (*Task, error) {
 
 // run is a transition on id: e.step, then what the commit would write.
 // It returns the change and the inbox messages it wrote about id.
-func (w *memWorld) run(e *Engine, id, verb string, fn func(*Task) (*change, error)) (*change, int, error) {
+func (w *memWorld) run(e *Engine, id string, verb Action, fn func(*Task) (*change, error)) (*change, int, error) {
 	s := w.idx.SummaryByID(id)
 	if s == nil {
 		w.t.Fatalf("no task %s", id)
@@ -180,7 +180,7 @@ func (w *memWorld) claim(by who, opts ClaimOptions) (string, error) {
 		}
 		return e.BranchName(&t.Task, t.Path), false, "", nil, nil
 	}
-	if _, _, err := w.run(e, id, "claim", e.claimStep(roles, branch, &ClaimResult{})); err != nil {
+	if _, _, err := w.run(e, id, ActionClaim, e.claimStep(roles, branch, &ClaimResult{})); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -200,18 +200,18 @@ func (w *memWorld) reject(by who, id string) (*ruleOutcome, error) {
 	e := w.engine(by)
 	text := "Not yet: the start does not snap."
 	rj := Rejection{Sources: []taskfile.Source{{From: by.name + " via orch reject", Time: ruleNow, Text: text}}, Summary: text}
-	c, inbox, err := w.run(e, id, "reject", e.rejectStep("reject", rj))
+	c, inbox, err := w.run(e, id, ActionReject, e.rejectStep(ActionReject, rj))
 	if err != nil {
 		return nil, err
 	}
-	esc, _ := c.data["escalated"].(string)
+	esc := escalationReason(c.data)
 	return &ruleOutcome{to: c.file.Task.Queue, task: w.task(id), escalated: esc, inbox: inbox}, nil
 }
 
 func (w *memWorld) review(by who, id string, in *ReviewInput) (*ruleOutcome, error) {
 	e := w.engine(by)
 	out := &ReviewResult{}
-	c, inbox, err := w.run(e, id, "review", e.reviewStep(in, out))
+	c, inbox, err := w.run(e, id, ActionReview, e.reviewStep(in, out))
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func (w *memWorld) review(by who, id string, in *ReviewInput) (*ruleOutcome, err
 
 func (w *memWorld) approve(by who, id string) error {
 	e := w.engine(by)
-	_, _, err := w.run(e, id, "approve", e.approveStep("approve", "APPROVED", "", nil))
+	_, _, err := w.run(e, id, ActionApprove, e.approveStep("APPROVED", "", nil))
 	return err
 }
 
@@ -345,7 +345,8 @@ func (w *repoWorld) checkRecorded(by who, verb string, err error) {
 		return
 	}
 	for _, ev := range w.events() {
-		if ev.Action == AuthorityEvent && ev.Actor == by.name && ev.Data["verb"] == verb {
+		d, _ := ev.Payload()
+		if a, ok := d.(*AuthorityData); ok && ev.Actor == by.name && a.Verb == verb {
 			if !by.agent {
 				w.t.Errorf("a human's refused %s was recorded as an attempt", verb)
 			}
@@ -361,8 +362,9 @@ func (w *repoWorld) checkRecorded(by who, verb string, err error) {
 func (w *repoWorld) outcome(id, verb string, to taskfile.Queue) *ruleOutcome {
 	out := &ruleOutcome{to: to, task: w.task(id)}
 	for _, ev := range w.events() {
-		if ev.Task == id && ev.Action == verb {
-			out.escalated, _ = ev.Data["escalated"].(string)
+		if ev.Task == id && string(ev.Action) == verb {
+			d, _ := ev.Payload()
+			out.escalated = escalationReason(d)
 		}
 	}
 	msgs, _ := filepath.Glob(filepath.Join(w.dir, gitstore.ViewDirName, gitstore.MessagesDir, "*-"+id+".md"))

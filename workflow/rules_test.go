@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orch-tool/orch/gitstore"
 )
 
 // Helpers for package tests on a real temporary repository (no process,
@@ -130,7 +132,7 @@ func TestRulesRemoteClaims(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tr := cm.Trailers(); tr["Orch-Attempt"] != "1" || tr["Orch-Lease-Until"] == "" {
+		if tr := gitstore.ParseTrailers(cm.Message); tr.Get("Orch-Attempt") != "1" || tr.Get("Orch-Lease-Until") == "" {
 			t.Errorf("claim trailers = %v, want Orch-Attempt 1 and Orch-Lease-Until", tr)
 		}
 		held := &remoteClaim{ID: b, By: "agent-a", Attempt: 1, Until: now.Add(time.Hour)}

@@ -120,7 +120,7 @@ func (e *Engine) ClaimReview(id string) (*ReviewClaim, error) {
 			continue
 		}
 		out := &ReviewClaim{}
-		res, err := e.transitionAny(t.ID, "claim-review", func(t *Task) (*change, error) {
+		res, err := e.transitionAny(t.ID, ActionClaimReview, func(t *Task) (*change, error) {
 			if t.Task.Queue != taskfile.Provisional || e.reviewClaimedByOther(&t.Task) || !e.mayReview(&t.Task) {
 				return nil, &RuleError{Rule: "review_claimed", Msg: fmt.Sprintf("%s cannot be claimed for review now (it is %s, review claimed by %s)", t.Task.ID, t.Task.Queue, orDash(t.Task.ReviewClaimedBy))}
 			}
@@ -133,7 +133,7 @@ func (e *Engine) ClaimReview(id string) (*ReviewClaim, error) {
 				return nil, err
 			}
 			return &change{file: f, body: fmt.Sprintf("Review claimed by %s (review %d).", e.Actor, out.Attempt),
-				data: map[string]any{"attempt": out.Attempt, "lease_until": taskfile.FormatTime(e.reviewLeaseEnd(&f.Task))}}, nil
+				data: &ClaimReviewData{Attempt: out.Attempt, LeaseUntil: taskfile.FormatTime(e.reviewLeaseEnd(&f.Task))}}, nil
 		})
 		if err != nil {
 			return nil, err
@@ -179,19 +179,19 @@ func (e *Engine) EndRun(end RunEnd) (*Result, error) {
 	if end.Reviewer && end.Reason == "unstartable" {
 		// No reviewer could start on it either (its branch is gone, say):
 		// a person must look, not the next reviewer slot for ever.
-		return e.transition(end.Task, "escalate", func(t *Task) (*change, error) {
+		return e.transition(end.Task, ActionEscalate, func(t *Task) (*change, error) {
 			if t.Task.Queue != taskfile.Provisional || t.Task.ReviewClaimedBy != end.Agent || t.Task.ReviewAttempts != end.Attempt {
 				return nil, &RunLostError{fmt.Sprintf("%s is not %s's review %d any more", end.Task, end.Agent, end.Attempt)}
 			}
 			why := fmt.Sprintf("orch run could not start a review of it: %s", firstSentence(end.Note))
 			msg := e.escalationMessage(&t.Task, t.Path, "unreviewable", why)
 			return &change{file: t.File, to: taskfile.Escalated, body: "Escalated by orch run: " + why, extra: []gitstore.Change{msg},
-				data:     map[string]any{"reason": "unreviewable", "escalated": "unreviewable", "agent": end.Agent, "note": end.Note, "via": "orch run"},
-				trailers: []string{"Orch-Via", "orch run", "Orch-Reason", "unstartable"}}, nil
+				data:     &EscalateData{Reason: "unreviewable", Text: end.Note, RunData: runData(end, 0)},
+				trailers: runTrailers(end)}, nil
 		})
 	}
 	if end.Reviewer {
-		return e.transitionAny(end.Task, "release-review", func(t *Task) (*change, error) {
+		return e.transitionAny(end.Task, ActionReleaseReview, func(t *Task) (*change, error) {
 			if t.Task.Queue != taskfile.Provisional || t.Task.ReviewClaimedBy != end.Agent || t.Task.ReviewAttempts != end.Attempt {
 				return nil, &RunLostError{fmt.Sprintf("%s is not %s's review %d any more", end.Task, end.Agent, end.Attempt)}
 			}
@@ -200,8 +200,8 @@ func (e *Engine) EndRun(end RunEnd) (*Result, error) {
 				return nil, err
 			}
 			return &change{file: f, body: fmt.Sprintf("Review claim of %s released by orch run (%s): %s", end.Agent, end.Reason, firstSentence(end.Note)),
-				data:     map[string]any{"agent": end.Agent, "attempt": end.Attempt, "reason": end.Reason, "note": end.Note, "via": "orch run"},
-				trailers: []string{"Orch-Via", "orch run", "Orch-Reason", end.Reason}}, nil
+				data:     &ReleaseReviewData{Note: end.Note, RunData: runData(end, 0)},
+				trailers: runTrailers(end)}, nil
 		})
 	}
 	var res *Result
@@ -223,7 +223,7 @@ func (e *Engine) EndRun(end RunEnd) (*Result, error) {
 		crashes = s.Task.Crashes + 1
 	}
 	if reason, why := crashEscalation(crashes, end); reason != "" {
-		res, err = e.transition(end.Task, "escalate", func(t *Task) (*change, error) {
+		res, err = e.transition(end.Task, ActionEscalate, func(t *Task) (*change, error) {
 			if err := lost(t); err != nil {
 				return nil, err
 			}
@@ -236,12 +236,12 @@ func (e *Engine) EndRun(end RunEnd) (*Result, error) {
 			}
 			msg := e.escalationMessage(&f.Task, t.Path, reason, why)
 			return &change{file: f, to: taskfile.Escalated, body: "Escalated by orch run: " + why, extra: []gitstore.Change{msg},
-				data:     map[string]any{"reason": reason, "escalated": reason, "agent": end.Agent, "attempt": end.Attempt, "crashes": crashes, "logs": end.Logs, "via": "orch run"},
-				trailers: []string{"Orch-Via", "orch run", "Orch-Reason", reason}}, nil
+				data:     &EscalateData{Reason: reason, Text: why, RunData: runData(end, crashes)},
+				trailers: runTrailers(end)}, nil
 		})
 		return res, err
 	}
-	return e.transition(end.Task, "pause", func(t *Task) (*change, error) {
+	return e.transition(end.Task, ActionPause, func(t *Task) (*change, error) {
 		if err := lost(t); err != nil {
 			return nil, err
 		}
@@ -257,9 +257,19 @@ func (e *Engine) EndRun(end RunEnd) (*Result, error) {
 			return nil, err
 		}
 		return &change{file: f, to: taskfile.NeedsContinuation, body: fmt.Sprintf("Paused by orch run after %s's attempt %d ended (%s).", end.Agent, end.Attempt, end.Reason),
-			data:     map[string]any{"note": end.Note, "branch": t.Task.Branch, "reason": end.Reason, "agent": end.Agent, "attempt": end.Attempt, "crashes": crashes, "via": "orch run"},
-			trailers: []string{"Orch-Via", "orch run", "Orch-Reason", end.Reason}}, nil
+			data:     &PauseData{Note: end.Note, Branch: t.Task.Branch, RunData: runData(end, crashes)},
+			trailers: runTrailers(end)}, nil
 	})
+}
+
+// runData is the event data of a step orch run takes for a run.
+func runData(end RunEnd, crashes int) *RunData {
+	return &RunData{Via: "orch run", Agent: end.Agent, Attempt: end.Attempt, End: end.Reason, Crashes: crashes, Logs: end.Logs}
+}
+
+// runTrailers say, in the commit, that orch run took the step and why.
+func runTrailers(end RunEnd) gitstore.Trailers {
+	return gitstore.Trailers{{Key: gitstore.TrailerVia, Value: "orch run"}, {Key: gitstore.TrailerRunEnd, Value: end.Reason}}
 }
 
 // runNote is the continuation note a run without a transition leaves in
@@ -305,9 +315,9 @@ type RunClaim struct {
 // recorded them (a slot's name may hold claims on other clones too, which
 // this never lists).
 func (e *Engine) ClaimsHere(actor string, reviewer bool, since time.Time) []RunClaim {
-	action := "claim"
+	action := ActionClaim
 	if reviewer {
-		action = "claim-review"
+		action = ActionClaimReview
 	}
 	var out []RunClaim
 	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Claimed: !reviewer, taskfile.Provisional: reviewer}, func(s *gitstore.Summary) {
@@ -335,7 +345,7 @@ func (e *Engine) ClaimsHere(actor string, reviewer bool, since time.Time) []RunC
 			continue
 		}
 		for _, line := range strings.Split(string(data), "\n") {
-			var ev rawEvent
+			var ev scannedEvent
 			if json.Unmarshal([]byte(line), &ev) == nil && ev.Action == action && ev.Actor == actor {
 				mine[ev.Task] = true
 			}

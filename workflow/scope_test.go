@@ -81,6 +81,16 @@ func events(t *testing.T, dir string) []Event {
 	return out
 }
 
+// payload is an event's data.
+func payload(t *testing.T, ev *Event) EventData {
+	t.Helper()
+	d, err := ev.Payload()
+	if err != nil {
+		t.Fatalf("%s event: %v", ev.Action, err)
+	}
+	return d
+}
+
 // TestReviewerScopeRefusesOutside: a scoped agent reviewer is refused
 // every review verb on a task outside its scope, through the authority
 // path (a RuleError, an authority.refused event), and nothing changes.
@@ -117,8 +127,8 @@ func TestReviewerScopeRefusesOutside(t *testing.T) {
 	}
 	refused := map[string]bool{}
 	for _, ev := range events(t, dir) {
-		if ev.Action == AuthorityEvent && ev.Data["rule"] == "reviewer_scope" && ev.Actor == "qa" {
-			refused[ev.Data["verb"].(string)] = true
+		if d, ok := payload(t, &ev).(*AuthorityData); ok && d.Rule == "reviewer_scope" && ev.Actor == "qa" {
+			refused[d.Verb] = true
 		}
 	}
 	if len(refused) != 3 {
@@ -152,13 +162,16 @@ func TestReviewerScopeRecordsGround(t *testing.T) {
 	}
 	e.Close()
 
-	grounds := map[string]any{}
+	grounds := map[string]string{}
 	for _, ev := range events(t, dir) {
-		if ev.Action == "reject" || ev.Action == "approve" {
-			grounds[ev.Task] = ev.Data["ground"]
+		switch d := payload(t, &ev).(type) {
+		case *RejectData:
+			grounds[ev.Task] = d.Ground
+		case *ApproveData:
+			grounds[ev.Task] = d.Ground
 		}
 	}
-	if grounds[ids["Tests"]] != "label tests" || grounds[ids["API"]] != nil || grounds[ids["Docs"]] != nil {
+	if len(grounds) != 3 || grounds[ids["Tests"]] != "label tests" || grounds[ids["API"]] != "" || grounds[ids["Docs"]] != "" {
 		t.Errorf("grounds %v", grounds)
 	}
 	e = openAs(t, dir, "tester", false)

@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -191,7 +190,14 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 	blockers := counter{}
 	blockerText := map[string]string{}
 	rounds, approvals := 0, 0
-	err := e.scanEvents(func(ev *rawEvent) {
+	rejected := func(task, author string) {
+		st.Rejections.Total++
+		if author != "" {
+			rejAgent[author]++
+		}
+		rejTask[task]++
+	}
+	err := e.scanEvents(func(ev *Event) {
 		if !since.IsZero() {
 			t, err := taskfile.ParseTime(ev.Time)
 			if err != nil || t.Before(since) {
@@ -199,40 +205,21 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 			}
 		}
 		st.Events++
-		var d struct {
-			Author    string `json:"author"`
-			Reason    string `json:"reason"`
-			Blocking  string `json:"blocking_factor"`
-			Decision  string `json:"decision"`
-			Verdict   string `json:"verdict"`
-			Rounds    int    `json:"rounds"`
-			Escalated string `json:"escalated"`
-			// review and respond events
-			Round  *int `json:"round"`
-			Issues []struct {
-				Severity string `json:"severity"`
-				Blocking bool   `json:"blocking"`
-			} `json:"issues"`
-			Reopen     []string `json:"reopen"`
-			Resolved   []string `json:"resolved"`
-			Adopted    []string `json:"suggestions_adopted"`
-			Skipped    []string `json:"suggestions_skipped"`
-			AllSkipped bool     `json:"all_suggestions_skipped"`
-			Reviewer   string   `json:"reviewer"`
-			Issue      string   `json:"issue"`
-			Status     string   `json:"status"`
-			IsBlocking bool     `json:"blocking"`
-		}
-		if len(ev.Data) > 0 {
-			_ = json.Unmarshal(ev.Data, &d) // fields of other types are skipped
-		}
-		rv.add(ev, &d.Verdict, d.Reviewer)
+		// The data of the actions counted here is decoded (a field of the
+		// wrong type, in a line written by hand, is skipped and the rest
+		// counted); the others' (claims, submissions, new tasks: most of a
+		// log) is not read.
+		var data EventData
 		switch ev.Action {
-		case "review":
-			rc := ReviewCount{Task: ev.Task, Reviewer: ev.Actor, Time: ev.Time, Verdict: d.Verdict, Issues: len(d.Issues), Reopened: len(d.Reopen), Resolved: len(d.Resolved)}
-			if d.Round != nil {
-				rc.Round = *d.Round
-			}
+		case ActionReview, ActionReject, ActionApprove, ActionRespond, ActionRefuse, ActionDecide, ActionEscalate:
+			data, _ = ev.Payload()
+		case ActionRefuseInvalid:
+			st.InvalidRefusals++
+		}
+		rv.add(ev, data)
+		switch d := data.(type) {
+		case *ReviewData:
+			rc := ReviewCount{Task: ev.Task, Reviewer: ev.Actor, Time: ev.Time, Verdict: d.Verdict, Round: d.Round, Issues: len(d.Issues), Reopened: len(d.Reopen), Resolved: len(d.Resolved)}
 			for _, is := range d.Issues {
 				if is.Blocking {
 					rc.Blocking++
@@ -242,56 +229,48 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 				st.Reviews.BySeverity[strings.ToUpper(is.Severity)]++
 			}
 			rv.reviews = append(rv.reviews, rc)
-			st.Reviews.SuggestionsAdopted += len(d.Adopted)
-			st.Reviews.SuggestionsSkipped += len(d.Skipped)
-			if d.AllSkipped {
-				st.Reviews.AllSuggestionsSkipped++
+			if sg := d.Suggestions; sg != nil {
+				st.Reviews.SuggestionsAdopted += len(sg.Adopted)
+				st.Reviews.SuggestionsSkipped += len(sg.Skipped)
+				if sg.AllSkipped {
+					st.Reviews.AllSuggestionsSkipped++
+				}
 			}
-		case "respond":
+			if d.Rejection != nil {
+				rejected(ev.Task, d.Rejection.Author)
+			}
+		case *RejectData:
+			rejected(ev.Task, d.Author)
+		case *RespondData:
 			round := -1 // events before rounds were recorded: one answer per issue
 			if d.Round != nil {
 				round = *d.Round
 			}
 			k := answerKey{ev.Actor, ev.Task, d.Issue, round}
 			if old, ok := answers[k]; !ok || !eventBefore(ev.Time, old.time) {
-				answers[k] = answer{time: ev.Time, status: strings.ToUpper(d.Status), blocking: d.IsBlocking}
+				answers[k] = answer{time: ev.Time, status: strings.ToUpper(d.Status), blocking: d.Blocking}
 			}
-		}
-		rejected := ev.Action == "reject" || (ev.Action == "review" && d.Verdict == VerdictChangesRequested)
-		if rejected {
-			st.Rejections.Total++
-			if d.Author != "" {
-				rejAgent[d.Author]++
-			}
-			rejTask[ev.Task]++
-		}
-		switch ev.Action {
-		case "refuse":
+		case *RefuseData:
 			st.Refusals.Total++
-			refReason[d.Reason]++
+			refReason[string(d.Reason)]++
 			refAgent[ev.Actor]++
 			refTask[ev.Task]++
-			if b := strings.TrimSpace(d.Blocking); b != "" {
+			if b := strings.TrimSpace(d.BlockingFactor); b != "" {
 				k := strings.ToLower(strings.Join(strings.Fields(b), " "))
 				blockers[k]++
 				if _, ok := blockerText[k]; !ok { // shown as first written, spacing folded
 					blockerText[k] = strings.Join(strings.Fields(b), " ")
 				}
 			}
-		case "refuse.invalid":
-			st.InvalidRefusals++
-		case "decide":
+		case *DecideData:
 			st.Decisions[d.Decision]++
 		}
-		if ev.To == string(taskfile.Done) && (ev.Action == "approve" || ev.Action == "review") {
+		if r, ok := ApprovalRounds(ev, data); ok {
 			approvals++
-			rounds += d.Rounds + 1
+			rounds += r + 1
 		}
-		if ev.To == string(taskfile.Escalated) {
-			reason := d.Escalated
-			if reason == "" {
-				reason = d.Reason
-			}
+		if ev.To == taskfile.Escalated {
+			reason := escalationReason(data)
 			if reason == "" {
 				reason = "manual"
 			}
@@ -339,21 +318,20 @@ type reviewerTally struct {
 
 // add counts an event that is a review decision: orch review (any
 // verdict), reject (by the person who ran it, or for a GitHub review, its
-// reviewer) and approve.
-func (rv *reviewerTally) add(ev *rawEvent, verdict *string, ghReviewer string) {
-	var changes bool
-	switch ev.Action {
-	case "review":
-		changes = *verdict == VerdictChangesRequested
-	case "reject":
+// reviewer) and approve. data is the event's Payload.
+func (rv *reviewerTally) add(ev *Event, data EventData) {
+	who, changes := ev.Actor, false
+	switch d := data.(type) {
+	case *ReviewData:
+		changes = d.Verdict == VerdictChangesRequested
+	case *RejectData:
 		changes = true
-	case "approve":
+		if d.Reviewer != "" {
+			who = d.Reviewer
+		}
+	case *ApproveData:
 	default:
 		return
-	}
-	who := ev.Actor
-	if ev.Action == "reject" && ghReviewer != "" {
-		who = ghReviewer
 	}
 	r := rv.by[who]
 	if r == nil {

@@ -58,11 +58,10 @@ func TestReviewerFlag(t *testing.T) {
 	}{{3, 0, false}, {4, 0, true}, {3, 1, false}, {4, 1, true}, {6, 2, false}, {7, 2, true}} {
 		rv := &reviewerTally{by: map[string]*ReviewerStats{}}
 		for i := 0; i < c.changes; i++ {
-			v := VerdictChangesRequested
-			rv.add(&rawEvent{Action: "review", Actor: "lead", Time: "2026-01-01T00:00:00Z"}, &v, "")
+			rv.add(&Event{Action: ActionReview, Actor: "lead", Time: "2026-01-01T00:00:00Z"}, &ReviewData{ReviewFindings: ReviewFindings{Verdict: VerdictChangesRequested}})
 		}
 		for i := 0; i < c.approvals; i++ {
-			rv.add(&rawEvent{Action: "approve", Actor: "lead"}, new(string), "")
+			rv.add(&Event{Action: ActionApprove, Actor: "lead"}, &ApproveData{})
 		}
 		s := ReviewStats{ByVerdict: map[string]int{}, BySeverity: map[string]int{}}
 		s.finish(rv, 10)
@@ -79,11 +78,10 @@ func TestReviewerFlag(t *testing.T) {
 // whoever ran orch pr poll; other events are no review decisions.
 func TestReviewerTallyGitHub(t *testing.T) {
 	rv := &reviewerTally{by: map[string]*ReviewerStats{}}
-	v := ""
-	rv.add(&rawEvent{Action: "reject", Actor: "scheduler"}, &v, "alice")
-	rv.add(&rawEvent{Action: "reject", Actor: "lead"}, &v, "")
-	rv.add(&rawEvent{Action: "respond", Actor: "agent-b"}, &v, "")
-	rv.add(&rawEvent{Action: "claim", Actor: "agent-b"}, &v, "")
+	rv.add(&Event{Action: ActionReject, Actor: "scheduler"}, &RejectData{Source: "github", Reviewer: "alice"})
+	rv.add(&Event{Action: ActionReject, Actor: "lead"}, &RejectData{})
+	rv.add(&Event{Action: ActionRespond, Actor: "agent-b"}, &RespondData{})
+	rv.add(&Event{Action: ActionClaim, Actor: "agent-b"}, &ClaimData{})
 	var got []string
 	for n, r := range rv.by {
 		got = append(got, fmt.Sprintf("%s %d/%d", n, r.ChangesRequested, r.Reviews))

@@ -160,24 +160,22 @@ func (e *Engine) mergeFrom(remote string, base, rtip plumbing.Hash, res *SyncRes
 			return nil, err
 		}
 		res.Conflicts, res.Changed = conflicts, changed
-		var msg strings.Builder
-		fmt.Fprintf(&msg, "orch: sync with %s\n\nMerged %s (remote) into %s (local): %d file(s) changed, %d conflict(s).\n", remote, rtip.String()[:7], ls.Tip.String()[:7], len(changed), len(conflicts))
+		var body strings.Builder
+		fmt.Fprintf(&body, "Merged %s (remote) into %s (local): %d file(s) changed, %d conflict(s).\n", rtip.String()[:7], ls.Tip.String()[:7], len(changed), len(conflicts))
 		for _, c := range conflicts {
-			fmt.Fprintf(&msg, "\nConflict in %s %s: local %q, remote %q; kept %s.", c.Path, orDash(c.Key), clipText(c.Local), clipText(c.Remote), c.Kept)
+			fmt.Fprintf(&body, "\nConflict in %s %s: local %q, remote %q; kept %s.", c.Path, orDash(c.Key), clipText(c.Local), clipText(c.Remote), c.Kept)
 		}
+		tr := gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(ActionSync)}, {Key: gitstore.TrailerRemote, Value: remote}, {Key: gitstore.TrailerActor, Value: e.Actor}}
+		msg := tr.Message("orch: sync with "+remote, body.String())
 		if len(conflicts) > 0 {
-			msg.WriteString("\n")
-		}
-		fmt.Fprintf(&msg, "\nOrch-Action: sync\nOrch-Remote: %s\nOrch-Actor: %s\n", remote, e.Actor)
-		if len(conflicts) > 0 {
-			ev, err := e.eventChange(&mergedSnapshot{ls, changes}, Event{Time: taskfile.FormatTime(e.Now()), Action: "sync.conflict", Actor: e.Actor,
-				Data: map[string]any{"remote": remote, "conflicts": conflicts}})
+			ev, err := e.eventChange(&mergedSnapshot{ls, changes}, Event{Time: taskfile.FormatTime(e.Now()), Action: ActionSyncConflict, Actor: e.Actor},
+				&SyncConflictData{Remote: remote, Conflicts: conflicts})
 			if err != nil {
 				return nil, err
 			}
 			changes = mergeChange(changes, ev)
 		}
-		return &gitstore.CommitRequest{Changes: changes, Message: msg.String(), Author: e.Signature(), MergeParents: []plumbing.Hash{rtip}}, nil
+		return &gitstore.CommitRequest{Changes: changes, Message: msg, Author: e.Signature(), MergeParents: []plumbing.Hash{rtip}}, nil
 	})
 	if err != nil {
 		return err

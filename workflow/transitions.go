@@ -11,7 +11,7 @@ import (
 // place the rules live: the verbs check it, and the help text, the
 // generated docs and the error messages are all built from it.
 type Transition struct {
-	Verb    string
+	Verb    Action
 	From    []taskfile.Queue // nil: any open queue
 	To      []taskfile.Queue
 	Who     string // who typically runs it
@@ -26,21 +26,21 @@ var openQueues = []taskfile.Queue{
 
 // Transitions is the state machine of DESIGN §4.
 var Transitions = []Transition{
-	{Verb: "new", From: []taskfile.Queue{}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "create a task"},
-	{Verb: "claim", From: []taskfile.Queue{taskfile.Incoming, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Claimed}, To: []taskfile.Queue{taskfile.Claimed}, Who: "agent", Summary: "take the next ready task (" + ClaimOrderText() + ")"},
-	{Verb: "submit", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.Provisional}, Who: "agent", Summary: "hand in the work on the task's branch for review"},
-	{Verb: "approve", From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Done}, Who: "reviewer", Summary: "accept the work"},
-	{Verb: "reject", From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated}, Who: "reviewer", Summary: "send the work back with feedback (escalates at review.max_rejections)"},
-	{Verb: "review", From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated, taskfile.Done}, Who: "reviewer", Summary: "structured review: blocking issues reject, suggestions only approve with notes"},
-	{Verb: "pause", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "agent", Summary: "stop before finishing; the note goes into the next prompt"},
-	{Verb: "fail", From: nil, To: []taskfile.Queue{taskfile.Failed}, Who: "agent or human", Summary: "give the task up (an agent from claimed; a human from any open queue)"},
-	{Verb: "refuse", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.Blocked}, Who: "agent", Summary: "refuse with a structured, evidenced reason"},
-	{Verb: "decide", From: []taskfile.Queue{taskfile.Blocked}, To: []taskfile.Queue{taskfile.Claimed, taskfile.Incoming, taskfile.Blocked, taskfile.Superseded}, Who: "human", Summary: "answer a refusal: override, accept, defer, decompose, reformulate"},
-	{Verb: "escalate", From: []taskfile.Queue{taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked}, To: []taskfile.Queue{taskfile.Escalated}, Who: "anyone", Summary: "ask a human to act"},
-	{Verb: "requeue", From: []taskfile.Queue{taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "put the task back in incoming (claim cleared; branch, feedback and counts kept)"},
-	{Verb: "sweep", From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "human", Summary: "move claims older than claim_timeout to needs_continuation"},
-	{Verb: "reopen", From: []taskfile.Queue{taskfile.Failed}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "send a failed task back to incoming (branch, feedback and counts kept; the reason is noted in the task)"},
-	{Verb: "archive", From: []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded}, To: nil, Who: "human", Summary: "remove a finished task's file from the state branch (history keeps it)"},
+	{Verb: ActionNew, From: []taskfile.Queue{}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "create a task"},
+	{Verb: ActionClaim, From: []taskfile.Queue{taskfile.Incoming, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Claimed}, To: []taskfile.Queue{taskfile.Claimed}, Who: "agent", Summary: "take the next ready task (" + ClaimOrderText() + ")"},
+	{Verb: ActionSubmit, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.Provisional}, Who: "agent", Summary: "hand in the work on the task's branch for review"},
+	{Verb: ActionApprove, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Done}, Who: "reviewer", Summary: "accept the work"},
+	{Verb: ActionReject, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated}, Who: "reviewer", Summary: "send the work back with feedback (escalates at review.max_rejections)"},
+	{Verb: ActionReview, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated, taskfile.Done}, Who: "reviewer", Summary: "structured review: blocking issues reject, suggestions only approve with notes"},
+	{Verb: ActionPause, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "agent", Summary: "stop before finishing; the note goes into the next prompt"},
+	{Verb: ActionFail, From: nil, To: []taskfile.Queue{taskfile.Failed}, Who: "agent or human", Summary: "give the task up (an agent from claimed; a human from any open queue)"},
+	{Verb: ActionRefuse, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.Blocked}, Who: "agent", Summary: "refuse with a structured, evidenced reason"},
+	{Verb: ActionDecide, From: []taskfile.Queue{taskfile.Blocked}, To: []taskfile.Queue{taskfile.Claimed, taskfile.Incoming, taskfile.Blocked, taskfile.Superseded}, Who: "human", Summary: "answer a refusal: override, accept, defer, decompose, reformulate"},
+	{Verb: ActionEscalate, From: []taskfile.Queue{taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked}, To: []taskfile.Queue{taskfile.Escalated}, Who: "anyone", Summary: "ask a human to act"},
+	{Verb: ActionRequeue, From: []taskfile.Queue{taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "put the task back in incoming (claim cleared; branch, feedback and counts kept)"},
+	{Verb: ActionSweep, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "human", Summary: "move claims older than claim_timeout to needs_continuation"},
+	{Verb: ActionReopen, From: []taskfile.Queue{taskfile.Failed}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "send a failed task back to incoming (branch, feedback and counts kept; the reason is noted in the task)"},
+	{Verb: ActionArchive, From: []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded}, To: nil, Who: "human", Summary: "remove a finished task's file from the state branch (history keeps it)"},
 }
 
 // agentMay reports whether an agent may use the verb on a task in q: not a
@@ -56,7 +56,7 @@ func (t *Transition) agentMay(q taskfile.Queue) bool {
 }
 
 // TransitionFor returns the row of a verb.
-func TransitionFor(verb string) *Transition {
+func TransitionFor(verb Action) *Transition {
 	for i := range Transitions {
 		if Transitions[i].Verb == verb {
 			return &Transitions[i]
@@ -105,7 +105,8 @@ func joinQueues(qs []taskfile.Queue) string {
 	return strings.Join(s, ", ")
 }
 
-// LegalVerbs lists the verbs that may act on a task in q.
+// LegalVerbs lists the verbs that may act on a task in q, as a person types
+// them.
 func LegalVerbs(q taskfile.Queue) []string {
 	var out []string
 	for _, t := range Transitions {
@@ -113,7 +114,7 @@ func LegalVerbs(q taskfile.Queue) []string {
 			continue
 		}
 		if t.Allows(q) {
-			out = append(out, t.Verb)
+			out = append(out, string(t.Verb))
 		}
 	}
 	return out
@@ -121,13 +122,13 @@ func LegalVerbs(q taskfile.Queue) []string {
 
 // CheckTransition returns an IllegalTransitionError unless verb may act on
 // a task in q.
-func CheckTransition(verb, id string, q taskfile.Queue) error {
+func CheckTransition(verb Action, id string, q taskfile.Queue) error {
 	t := TransitionFor(verb)
 	if t == nil {
 		return fmt.Errorf("unknown verb %q", verb)
 	}
 	if !t.Allows(q) {
-		return &IllegalTransitionError{Task: id, Queue: q, Verb: verb, Legal: LegalVerbs(q)}
+		return &IllegalTransitionError{Task: id, Queue: q, Verb: string(verb), Legal: LegalVerbs(q)}
 	}
 	return nil
 }
@@ -143,7 +144,7 @@ func TransitionTable() string {
 }
 
 // TransitionHelp is the one-line rule of a verb, for its help text.
-func TransitionHelp(verb string) string {
+func TransitionHelp(verb Action) string {
 	t := TransitionFor(verb)
 	if t == nil {
 		return ""

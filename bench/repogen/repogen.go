@@ -19,7 +19,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/workflow"
 )
 
 // Options say what to generate.
@@ -349,14 +351,17 @@ func Generate(dir string, o Options) (*Result, error) {
 		when := commitTime(slot)
 		var msg string
 		var actions []string
+		actor := gitstore.Trailer{Key: gitstore.TrailerActor, Value: "lead"}
 		switch {
 		case slot == 0 && !o.Append:
-			msg = "orch: init\n\nCreate the orch state branch.\n\nOrch-Action: init\nOrch-Actor: lead\n"
+			msg = gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(workflow.ActionInit)}, actor}.Message("orch: init", "Create the orch state branch.")
 		case len(born[slot]) == 1 && len(final[slot]) == 0:
 			t := born[slot][0]
-			msg = fmt.Sprintf("orch(%s): new\n\nNew task: %s\n\nOrch-Task: %s\nOrch-Action: new\nOrch-To: incoming\nOrch-Actor: lead\n", t.ID, t.title, t.ID)
+			msg = gitstore.Trailers{{Key: gitstore.TrailerTask, Value: t.ID}, {Key: gitstore.TrailerAction, Value: string(workflow.ActionNew)}, {Key: gitstore.TrailerTo, Value: string(taskfile.Incoming)}, actor}.
+				Message(fmt.Sprintf("orch(%s): new", t.ID), "New task: "+t.title)
 		default:
-			msg = fmt.Sprintf("orch: import %d tasks, %d transitions\n\nGenerated history (bench/gen), commit %d of %d.\n\nOrch-Action: import\nOrch-Actor: lead\n", len(born[slot]), len(final[slot]), slot+1, o.Commits)
+			msg = gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(importAction)}, actor}.
+				Message(fmt.Sprintf("orch: import %d tasks, %d transitions", len(born[slot]), len(final[slot])), fmt.Sprintf("Generated history (bench/gen), commit %d of %d.", slot+1, o.Commits))
 		}
 		from := ""
 		if slot == 0 && o.Append {
@@ -370,16 +375,16 @@ func Generate(dir string, o Options) (*Result, error) {
 			data := t.render(rng, t.final == t.born, when)
 			validate(t, data)
 			inline(t.Path, data)
-			actions = append(actions, eventLine(when, t.ID, "new", "", "incoming", "lead"))
+			actions = append(actions, eventLine(when, t.ID, workflow.ActionNew, "", taskfile.Incoming, "lead"))
 			if t.final == t.born && t.Queue != taskfile.Incoming {
-				actions = append(actions, eventLine(when, t.ID, "import", "incoming", string(t.Queue), "lead"))
+				actions = append(actions, eventLine(when, t.ID, importAction, taskfile.Incoming, t.Queue, "lead"))
 			}
 		}
 		for _, t := range final[slot] {
 			data := t.render(rng, true, when)
 			validate(t, data)
 			inline(t.Path, data)
-			actions = append(actions, eventLine(when, t.ID, "import", "incoming", string(t.Queue), pick(rng, agents)))
+			actions = append(actions, eventLine(when, t.ID, importAction, taskfile.Incoming, t.Queue, pick(rng, agents)))
 		}
 		if len(actions) > 0 {
 			p, data := events.add(when, actions)
@@ -548,15 +553,12 @@ func (e *eventLog) add(when time.Time, lines []string) (string, []byte) {
 	return name, e.data
 }
 
-func eventLine(when time.Time, id, action, from, to, actor string) string {
-	b, _ := json.Marshal(struct {
-		TS     string `json:"ts"`
-		Task   string `json:"task"`
-		Action string `json:"action"`
-		From   string `json:"from,omitempty"`
-		To     string `json:"to,omitempty"`
-		Actor  string `json:"actor"`
-	}{taskfile.FormatTime(when), id, action, from, to, actor})
+// importAction is the action of the generated history's commits and
+// events: a task put in its queue by the generator, not by a verb.
+const importAction workflow.Action = "import"
+
+func eventLine(when time.Time, id string, action workflow.Action, from, to taskfile.Queue, actor string) string {
+	b, _ := json.Marshal(workflow.Event{Time: taskfile.FormatTime(when), Task: id, Action: action, From: from, To: to, Actor: actor})
 	return string(b)
 }
 

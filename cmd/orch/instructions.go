@@ -252,7 +252,7 @@ func instructionsMarkdown(root *cobra.Command, role string, cfg *config.Config) 
 	b.WriteString("### Commands\n\n")
 	for _, v := range verbs {
 		fmt.Fprintf(&b, "- `%s`: %s.", v.Usage, strings.TrimSuffix(v.Short, "."))
-		if t := workflow.TransitionFor(v.Name); t != nil {
+		if t := workflow.TransitionFor(workflow.Action(v.Name)); t != nil {
 			fmt.Fprintf(&b, " Moves a task from %s to %s.", t.FromText(), t.ToText())
 		}
 		if v.Example != "" {

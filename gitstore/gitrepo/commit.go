@@ -54,29 +54,6 @@ func (c *CommitInfo) Subject() string {
 	return s
 }
 
-// Trailers returns the "Key: value" lines of the last paragraph.
-func (c *CommitInfo) Trailers() map[string]string {
-	return ParseTrailers(c.Message)
-}
-
-// ParseTrailers reads git-style trailers from the last paragraph of msg.
-func ParseTrailers(msg string) map[string]string {
-	msg = strings.TrimRight(msg, "\n ")
-	i := strings.LastIndex(msg, "\n\n")
-	if i < 0 {
-		return nil
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(msg[i+2:], "\n") {
-		k, v, ok := strings.Cut(line, ": ")
-		if !ok || strings.ContainsAny(k, " \t") {
-			return nil
-		}
-		out[k] = strings.TrimSpace(v)
-	}
-	return out
-}
-
 // ParseCommit parses a commit object.
 func ParseCommit(raw []byte) (*CommitInfo, error) {
 	c := &CommitInfo{}
