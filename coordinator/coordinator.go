@@ -395,19 +395,11 @@ func (c *Coordinator) fill(now time.Time) bool {
 		c.lastLook = now
 	}
 	busy := false
-	// Slots alike (reviewers, or agents of the same roles) find the same
-	// nothing: once one did, the others of its kind skip this look.
-	empty := map[string]bool{}
 	for _, s := range c.slots {
 		if s.proc != nil || now.Before(s.backoff) {
 			continue
 		}
 		if s.nothing && !moved && !recheck {
-			continue
-		}
-		kind := fmt.Sprint(s.Reviewer, s.Roles, s.Labels)
-		if empty[kind] {
-			s.nothing = true
 			continue
 		}
 		if !s.Reviewer && c.tooManyWaiting() {
@@ -443,7 +435,7 @@ func (c *Coordinator) fill(now time.Time) bool {
 			continue
 		}
 		if job == nil {
-			s.nothing, empty[kind] = true, true
+			s.nothing = true
 			c.saveState()
 			continue
 		}
