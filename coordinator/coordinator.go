@@ -9,9 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/orch-tool/orch/internal/text"
 )
 
 // Job is one run of one agent on one task: an implementer's attempt, or a
@@ -688,15 +689,7 @@ func (c *Coordinator) backOff(s *slotState) {
 	}
 	s.backoffStep++
 	s.backoff = now.Add(d)
-	c.emit(Event{Event: "backoff", Slot: s.Name, Reason: "rate_limit", Until: s.backoff.UTC().Format(time.RFC3339), Text: fmt.Sprintf("%s backs off for %s (rate limited, no reset time given: %s)", s.Name, d, oneLine(line))})
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 120 {
-		s = string(r[:120]) + "…"
-	}
-	return s
+	c.emit(Event{Event: "backoff", Slot: s.Name, Reason: "rate_limit", Until: s.backoff.UTC().Format(time.RFC3339), Text: fmt.Sprintf("%s backs off for %s (rate limited, no reset time given: %s)", s.Name, d, text.Clip(text.OneLine(line), 120))})
 }
 
 // Status is one slot as the live view shows it.

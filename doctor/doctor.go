@@ -13,6 +13,7 @@ import (
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -317,7 +318,6 @@ func summarizeItems(n int, what string, items []string) string {
 
 // oneLine puts a text that may span lines (an error, a conflicting value)
 // on one line of the report.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func clip(l []string, n int) []string {
 	if len(l) <= n {
@@ -560,9 +560,9 @@ func (d *diagnosis) checkView() {
 	var items []string
 	broken := 0
 	for _, v := range drift {
-		text := driftText[v.Kind]
+		what := driftText[v.Kind]
 		if v.Kind == gitstore.DriftUnreadable {
-			text = fmt.Sprintf("cannot be read: %v", v.Err)
+			what = fmt.Sprintf("cannot be read: %v", v.Err)
 			broken++
 		}
 		if v.Kind == gitstore.DriftStaleIndex {
@@ -570,11 +570,11 @@ func (d *diagnosis) checkView() {
 		}
 		if v.Data != nil {
 			if err := checkViewFile(v.Path, v.Data); err != nil {
-				text += "; but it does not parse, so it stays uncommitted until fixed: " + oneLine(err.Error())
+				what += "; but it does not parse, so it stays uncommitted until fixed: " + text.OneLine(err.Error())
 				broken++
 			}
 		}
-		items = append(items, d.showView(v.Path)+": "+text)
+		items = append(items, d.showView(v.Path)+": "+what)
 	}
 	d.reconcile = true
 	hint := "run orch doctor --fix: it runs the reconcile every orch command runs (restores, updates and removes view files, commits hand edits)"
@@ -662,7 +662,7 @@ func describeConflicts(cf gitstore.ConflictedFile) string {
 		if c.Key == "" {
 			parts = append(parts, "the body")
 		} else {
-			parts = append(parts, fmt.Sprintf("%s (yours: %s, branch: %s)", c.Key, oneLine(c.Ours), oneLine(c.Theirs)))
+			parts = append(parts, fmt.Sprintf("%s (yours: %s, branch: %s)", c.Key, text.OneLine(c.Ours), text.OneLine(c.Theirs)))
 		}
 	}
 	if len(parts) == 0 {

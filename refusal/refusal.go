@@ -16,6 +16,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/orch-tool/orch/internal/text"
 )
 
 // Reason is one of the protocol's five reasons for refusing a task.
@@ -297,7 +299,7 @@ func (p *parser) object(where string, known []string, field func(key string) err
 			return p.errAt(off, "malformed JSON: expected a field name in %s", where)
 		}
 		if !slices.Contains(known, key) {
-			return p.errAt(off, "unknown field %q in %s; the known fields are %s", clip(key, 60), where, strings.Join(known, ", "))
+			return p.errAt(off, "unknown field %q in %s; the known fields are %s", text.Clip(key, 60), where, strings.Join(known, ", "))
 		}
 		if seen[key] {
 			return p.errAt(off, "duplicate field %q in %s", key, where)
@@ -340,7 +342,7 @@ func (p *parser) number(name string) (float64, error) {
 	case json.Number:
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
-			return 0, p.errAt(off, "%s is out of range: %s", name, clip(string(v), 40))
+			return 0, p.errAt(off, "%s is out of range: %s", name, text.Clip(string(v), 40))
 		}
 		return f, nil
 	}
@@ -515,14 +517,6 @@ func validUTF8(s string) string {
 	return b.String()
 }
 
-// clip shortens s to at most n characters for a message.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "..."
-}
-
 // The validator's messages, in the protocol's exact wording where it has
 // them (RejectionValidator in agent-refusal-protocol.md).
 const (
@@ -678,7 +672,7 @@ func reasonIssues(r *Record) []string {
 		add(!strings.Contains(r.ReasonDetail, "?"), msgUnclearQuestions)
 		add(!strings.Contains(detail, "interpreted as"), msgUnclearInterpretation)
 	default:
-		add(true, fmt.Sprintf(msgBadReason, strconv.Quote(clip(string(r.ReasonType), 40))))
+		add(true, fmt.Sprintf(msgBadReason, strconv.Quote(text.Clip(string(r.ReasonType), 40))))
 	}
 	return issues
 }

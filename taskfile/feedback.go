@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/internal/lazyregexp"
+	"github.com/orch-tool/orch/internal/text"
 )
 
 // The review feedback format. Each round of review is a level-2 section
@@ -337,11 +338,11 @@ func RenderIssue(is Issue) string {
 	}
 	fmt.Fprintf(&b, "- [%s] **%s** %s", box, is.ID, is.Severity)
 	// One line, or the issue line would not read back as an issue at all.
-	if loc := oneLine(strings.ReplaceAll(is.Location, "`", "'")); loc != "" {
+	if loc := text.OneLine(strings.ReplaceAll(is.Location, "`", "'")); loc != "" {
 		fmt.Fprintf(&b, " `%s`", loc)
 	}
 	if is.Title != "" {
-		b.WriteString(" — " + oneLine(is.Title))
+		b.WriteString(" — " + text.OneLine(is.Title))
 	}
 	b.WriteString("\n")
 	for _, l := range strings.Split(strings.TrimSpace(is.Problem), "\n") {
@@ -353,12 +354,12 @@ func RenderIssue(is Issue) string {
 		}
 	}
 	if is.Fix != "" {
-		b.WriteString("  Fix: " + oneLine(is.Fix) + "\n")
+		b.WriteString("  Fix: " + text.OneLine(is.Fix) + "\n")
 	}
 	if is.Why != "" {
-		b.WriteString("  Why: " + oneLine(is.Why) + "\n")
+		b.WriteString("  Why: " + text.OneLine(is.Why) + "\n")
 	}
-	if id := oneLine(is.ReviewerIssueID); id != "" {
+	if id := text.OneLine(is.ReviewerIssueID); id != "" {
 		b.WriteString("  " + reviewerIDLabel + " " + id + "\n")
 	}
 	if p := RenderPatch(is.FixPatch, "  "); p != "" {
@@ -376,7 +377,7 @@ func RenderResponse(r Response) string {
 	if r.Commit != "" {
 		s += " (" + r.Commit + ")"
 	}
-	if t := oneLine(r.Text); t != "" {
+	if t := text.OneLine(r.Text); t != "" {
 		s += " — " + t
 	}
 	return s + "\n"
@@ -385,7 +386,7 @@ func RenderResponse(r Response) string {
 // RenderSource writes a "### From ..." subsection.
 func RenderSource(s Source) string {
 	var b strings.Builder
-	b.WriteString("### From " + oneLine(s.From))
+	b.WriteString("### From " + text.OneLine(s.From))
 	if !s.Time.IsZero() {
 		b.WriteString(" (" + FormatTime(s.Time) + ")")
 	}

@@ -6,6 +6,7 @@ import (
 	"unicode"
 
 	"github.com/orch-tool/orch/internal/lazyregexp"
+	"github.com/orch-tool/orch/internal/text"
 )
 
 // Render writes a new task file: the frontmatter in KeyOrder (then any extra
@@ -38,7 +39,7 @@ func Render(path string, fields []Edit, body string) (*File, error) {
 	}
 	b.WriteString("---\n")
 	if title != "" {
-		b.WriteString("# " + oneLine(title) + "\n")
+		b.WriteString("# " + text.OneLine(title) + "\n")
 	}
 	if body = strings.Trim(body, "\n"); body != "" {
 		if title != "" {
@@ -52,10 +53,6 @@ func Render(path string, fields []Edit, body string) (*File, error) {
 var keyRE = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 
 func validKey(k string) bool { return keyRE().MatchString(k) }
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
 
 // Slug turns a title into the lowercase, dash-separated part of a file name.
 func Slug(title string) string {

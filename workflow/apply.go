@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -217,9 +218,7 @@ func commitMessage(id string, action Action, from, to taskfile.Queue, actor, bod
 	}
 	tr.Add(gitstore.TrailerActor, actor)
 	for _, x := range extra {
-		tr.Add(x.Key, oneLine(x.Value))
+		tr.Add(x.Key, text.OneLine(x.Value))
 	}
 	return tr.Message(subject, body)
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

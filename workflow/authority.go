@@ -261,7 +261,7 @@ func (e *Engine) checkReviewer(t *Task, verb Action) (ground string, err error) 
 			fmt.Sprintf("%s is being reviewed by %s (a review claim, until %s): one reviewer reviews a submission at a time", t.Task.ID, t.Task.ReviewClaimedBy, taskfile.FormatTime(e.reviewLeaseEnd(&t.Task))),
 			"orch list --queue provisional shows the other submitted work; orch claim takes other work")
 	}
-	if contains(workers(&t.Task), e.Actor) {
+	if slices.Contains(workers(&t.Task), e.Actor) {
 		return "", e.refuseAuthority(string(verb), t.Task.ID, "self_review",
 			fmt.Sprintf("%s worked on %s and may not %s it: nobody reviews their own work, in any round", e.Actor, t.Task.ID, verb),
 			"someone who did not work on it reviews it; orch claim takes other work")

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,7 +33,7 @@ type ClaimResult struct {
 func (e *Engine) agentRoles(role string) ([]string, error) {
 	r := e.Config.RolesOf(e.Actor)
 	switch {
-	case role != "" && len(r) > 0 && !contains(r, role):
+	case role != "" && len(r) > 0 && !slices.Contains(r, role):
 		return nil, &RuleError{Rule: "role", Msg: fmt.Sprintf("%s claims as %s (agents: in config.yaml); --role may narrow that, never widen it", e.Actor, strings.Join(r, ", ")),
 			Hint: "orch list --ready shows what you can claim"}
 	case role != "":
@@ -75,23 +76,14 @@ func (e *Engine) whyNot(s *gitstore.Summary, roles []string) (rule, msg string) 
 // lookup among other tasks, so a claim checks it first.
 func (e *Engine) notForActor(t *taskfile.Task, roles []string) (rule, msg string) {
 	switch {
-	case t.Role != "" && !contains(roles, t.Role):
+	case t.Role != "" && !slices.Contains(roles, t.Role):
 		return "role", fmt.Sprintf("it is for role %s, and you claim as %s", t.Role, strings.Join(roles, ", "))
 	case t.AssignedTo != "" && t.AssignedTo != e.Actor:
 		return "assigned", "it is assigned to " + t.AssignedTo
-	case contains(t.LockedOut, e.Actor):
+	case slices.Contains(t.LockedOut, e.Actor):
 		return "lockout", e.Actor + " is locked out of it after a rejection"
 	}
 	return "", ""
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Claim takes the next ready task (or the named one) for the actor.
@@ -168,7 +160,7 @@ func (e *Engine) claimStep(roles []string, branchOf func(*Task) (string, bool, s
 			taskfile.Set(taskfile.KeyAttempts, taskfile.Int(out.Attempt)),
 			taskfile.Set(taskfile.KeyBranch, taskfile.String(branch)),
 		}
-		if !contains(t.Task.WorkedBy, e.Actor) {
+		if !slices.Contains(t.Task.WorkedBy, e.Actor) {
 			edits = append(edits, taskfile.Set(taskfile.KeyWorkedBy, taskfile.ListOf(append(append([]string(nil), t.Task.WorkedBy...), e.Actor))))
 		}
 		f := t.File

@@ -2,9 +2,11 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -115,7 +117,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 		decision = refusal.DefaultDecision(rec.Record.ReasonType)
 	}
 	decision = strings.ToLower(strings.TrimSpace(decision))
-	if !contains(Decisions, decision) {
+	if !slices.Contains(Decisions, decision) {
 		return nil, &UsageError{Msg: fmt.Sprintf("%q is not a decision: use one of %s, or --auto", printable(decision), strings.Join(Decisions, ", "))}
 	}
 	text = strings.TrimSpace(text)
@@ -180,7 +182,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 				c.created = append(c.created, createdTask{nf.Task.ID, nf.Task.Title})
 				created = append(created, nf.Task.ID)
 			}
-			if !contains(deps, dep) {
+			if !slices.Contains(deps, dep) {
 				deps = append(deps, dep)
 			}
 			if f, err = f.AddSection(fmt.Sprintf("## Decision (%s, %s)\n\n%s\n", e.Actor, now, strings.TrimSpace("Deferred behind "+dep+". "+demote(text)))); err != nil {
@@ -240,13 +242,7 @@ func inherit(t *Task, title, body string, deps []string) NewTask {
 	return NewTask{Title: title, Priority: t.Task.Priority, Role: t.Task.Role, Labels: t.Task.Labels, DependsOn: deps, Body: body}
 }
 
-func clipTitle(s string) string {
-	s = oneLine(s)
-	if r := []rune(s); len(r) > 120 {
-		s = string(r[:117]) + "..."
-	}
-	return s
-}
+func clipTitle(s string) string { return text.Clip(text.OneLine(s), 117) }
 
 // deferTasks returns the task(s) the original is deferred behind, and the id
 // it will depend on. A MISSING_DEPENDENCY that names an existing task adds
@@ -263,13 +259,13 @@ func (e *Engine) deferTasks(t *Task, r *refusal.Record) ([]*taskfile.File, strin
 			return nil, id, nil
 		}
 		nt = inherit(t, clipTitle("Provide "+name+" (needed by "+t.Task.ID+")"),
-			fmt.Sprintf("## Context\n\n%s depends on it: %s\n\n%s\n", t.Task.ID, oneLine(r.BlockingFactor), demote(strings.TrimSpace(r.ReasonDetail))), nil)
+			fmt.Sprintf("## Context\n\n%s depends on it: %s\n\n%s\n", t.Task.ID, text.OneLine(r.BlockingFactor), demote(strings.TrimSpace(r.ReasonDetail))), nil)
 	case refusal.UnclearRequirements:
 		nt = inherit(t, clipTitle("Clarify the requirements of "+t.Task.ID+": "+t.Task.Title),
 			fmt.Sprintf("## Questions\n\n%s\n\n## Suggested\n\n%s\n", demote(strings.TrimSpace(r.ReasonDetail)), demote(strings.TrimSpace(r.SuggestedAlternative))), nil)
 	default:
-		nt = inherit(t, clipTitle("Resolve the blocker of "+t.Task.ID+": "+oneLine(r.BlockingFactor)),
-			fmt.Sprintf("## Context\n\n%s is blocked: %s\n\n%s\n\n## Evidence\n\n%s\n## Suggested\n\n%s\n", t.Task.ID, oneLine(r.BlockingFactor), demote(strings.TrimSpace(r.ReasonDetail)), evidenceList(r), demote(strings.TrimSpace(r.SuggestedAlternative))), nil)
+		nt = inherit(t, clipTitle("Resolve the blocker of "+t.Task.ID+": "+text.OneLine(r.BlockingFactor)),
+			fmt.Sprintf("## Context\n\n%s is blocked: %s\n\n%s\n\n## Evidence\n\n%s\n## Suggested\n\n%s\n", t.Task.ID, text.OneLine(r.BlockingFactor), demote(strings.TrimSpace(r.ReasonDetail)), evidenceList(r), demote(strings.TrimSpace(r.SuggestedAlternative))), nil)
 	}
 	// The refusal protocol makes blocker, dependency and clarification
 	// tasks high priority: the original waits on them. A P0 original keeps
@@ -305,7 +301,7 @@ func (e *Engine) existingTaskIn(text, self string) string {
 func evidenceList(r *refusal.Record) string {
 	var b strings.Builder
 	for _, ev := range r.Evidence {
-		fmt.Fprintf(&b, "- %s: %s\n", ev.Type, oneLine(ev.Data))
+		fmt.Fprintf(&b, "- %s: %s\n", ev.Type, text.OneLine(ev.Data))
 	}
 	if b.Len() == 0 {
 		return "(none given)\n"
@@ -333,15 +329,15 @@ func (e *Engine) decomposeTasks(t *Task, r *refusal.Record) ([]*taskfile.File, e
 			deps = append(deps, out[i-1].Task.ID)
 		}
 		var body strings.Builder
-		fmt.Fprintf(&body, "## Context\n\nPart %d of %d of %s (%s), decomposed after a SCOPE_CREEP refusal.\n", i+1, len(r.AlternativeTasks), t.Task.ID, oneLine(t.Task.Title))
+		fmt.Fprintf(&body, "## Context\n\nPart %d of %d of %s (%s), decomposed after a SCOPE_CREEP refusal.\n", i+1, len(r.AlternativeTasks), t.Task.ID, text.OneLine(t.Task.Title))
 		if at.Scope != "" {
 			fmt.Fprintf(&body, "\n## Scope\n\n%s\n", demote(strings.TrimSpace(at.Scope)))
 		}
 		if at.Estimate != "" {
-			fmt.Fprintf(&body, "\nEstimate: %s\n", oneLine(at.Estimate))
+			fmt.Fprintf(&body, "\nEstimate: %s\n", text.OneLine(at.Estimate))
 		}
 		if at.Dependencies != "" {
-			fmt.Fprintf(&body, "\nDepends on: %s\n", oneLine(at.Dependencies))
+			fmt.Fprintf(&body, "\nDepends on: %s\n", text.OneLine(at.Dependencies))
 		}
 		f, err := e.renderTask(inherit(t, clipTitle(at.Title), body.String(), deps), taken)
 		if err != nil {
@@ -356,7 +352,7 @@ func (e *Engine) decomposeTasks(t *Task, r *refusal.Record) ([]*taskfile.File, e
 // reformulateTask creates the feasible reformulation of an infeasible task.
 func (e *Engine) reformulateTask(t *Task, r *refusal.Record) ([]*taskfile.File, error) {
 	body := fmt.Sprintf("## Context\n\nReformulation of %s (%s), which was refused as %s: %s\n\n## Task\n\n%s\n",
-		t.Task.ID, oneLine(t.Task.Title), r.ReasonType, oneLine(r.BlockingFactor), demote(strings.TrimSpace(r.SuggestedAlternative)))
+		t.Task.ID, text.OneLine(t.Task.Title), r.ReasonType, text.OneLine(r.BlockingFactor), demote(strings.TrimSpace(r.SuggestedAlternative)))
 	f, err := e.renderTask(inherit(t, clipTitle(t.Task.Title+" (reformulated)"), body, t.Task.DependsOn), nil)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,3 @@
-// Package workflow is orch's domain: the queues and the transitions between
-// them, claim order, review and refusal policies, and the operations every
-// verb performs on the state branch. It never prints, exits or parses flags;
-// it returns typed errors that cmd/orch maps to exit codes and hints.
 package workflow
 
 import (

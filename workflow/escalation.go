@@ -2,10 +2,12 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -88,11 +90,11 @@ func (e *Engine) deadlocked(t *taskfile.Task, locked []string) bool {
 			if len(roles) == 0 {
 				roles = []string{e.Config.DefaultRole} // as agentRoles claims
 			}
-			if !contains(roles, role) {
+			if !slices.Contains(roles, role) {
 				continue
 			}
 			capable++
-			if !contains(locked, a.Name) {
+			if !slices.Contains(locked, a.Name) {
 				return false
 			}
 		}
@@ -104,11 +106,11 @@ func (e *Engine) deadlocked(t *taskfile.Task, locked []string) bool {
 			return true
 		}
 		for _, w := range workers(tk) {
-			if contains(e.Config.Humans, w) {
+			if slices.Contains(e.Config.Humans, w) {
 				continue
 			}
 			capable = true
-			if !contains(locked, w) {
+			if !slices.Contains(locked, w) {
 				free = true
 				return false // someone can still take it: stop looking
 			}
@@ -127,7 +129,7 @@ func (e *Engine) escalationMessage(t *taskfile.Task, path, reason, why string) g
 	name := fmt.Sprintf("%s/%s-%s.md", gitstore.MessagesDir, now.Format("20060102T150405.000Z"), t.ID)
 	var b strings.Builder
 	fmt.Fprintf(&b, "---\ntask: %s\nreason: %s\ncreated: %s\nby: %q\n---\n", t.ID, reason, taskfile.FormatTime(now), e.Actor)
-	fmt.Fprintf(&b, "# %s escalated: %s\n\n", t.ID, oneLine(t.Title))
+	fmt.Fprintf(&b, "# %s escalated: %s\n\n", t.ID, text.OneLine(t.Title))
 	b.WriteString("## Why\n\n" + why + "\n\n")
 	fmt.Fprintf(&b, "Rejections so far: %d. Locked out: %s. Branch: %s.\n\n", t.RejectionCount, orNone(t.LockedOut), orDash(t.Branch))
 	b.WriteString("## Options\n\n")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -118,7 +119,7 @@ func (e *Engine) Inbox() ([]InboxItem, error) {
 				r := rec.Record
 				out[i].Refusal = pendingRefusal(out[i].Task, rec)
 				out[i].Created, _ = taskfile.ParseTime(rec.Time)
-				out[i].Summary = fmt.Sprintf("%s by %s: %s (default decision: %s)", r.ReasonType, rec.Agent, oneLine(r.ReasonSummary), refusal.DefaultDecision(r.ReasonType))
+				out[i].Summary = fmt.Sprintf("%s by %s: %s (default decision: %s)", r.ReasonType, rec.Agent, text.OneLine(r.ReasonSummary), refusal.DefaultDecision(r.ReasonType))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -260,7 +261,7 @@ func (e *Engine) Requeue(id, to string) (*Result, error) {
 		return nil, err
 	}
 	return e.transition(id, ActionRequeue, func(t *Task) (*change, error) {
-		if to != "" && contains(t.Task.LockedOut, to) {
+		if to != "" && slices.Contains(t.Task.LockedOut, to) {
 			return nil, &RuleError{Rule: "lockout", Msg: fmt.Sprintf("%s is locked out of %s", to, id), Hint: fmt.Sprintf("unlock first: orch unlock %s %s", id, to)}
 		}
 		edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)}

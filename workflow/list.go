@@ -97,7 +97,7 @@ func (e *Engine) List(f ListFilter) []*gitstore.Summary {
 func (e *Engine) listMatch(s *gitstore.Summary, f *ListFilter) bool {
 	t := &s.Task
 	for _, l := range f.Labels {
-		if !contains(t.Labels, l) {
+		if !slices.Contains(t.Labels, l) {
 			return false
 		}
 	}
@@ -107,7 +107,7 @@ func (e *Engine) listMatch(s *gitstore.Summary, f *ListFilter) bool {
 	if f.ClaimedBy != "" && t.ClaimedBy != f.ClaimedBy {
 		return false
 	}
-	if len(f.Priorities) > 0 && !contains(f.Priorities, t.Priority) {
+	if len(f.Priorities) > 0 && !slices.Contains(f.Priorities, t.Priority) {
 		return false
 	}
 	return true

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
 	var out []LogEntry
 	err := e.Store.Walk(func(c *gitrepo.CommitInfo) bool {
 		tr := gitstore.ParseTrailers(c.Message)
-		if id != "" && tr.Get(gitstore.TrailerTask) != id && !contains(strings.Fields(tr.Get(gitstore.TrailerCreated)), id) {
+		if id != "" && tr.Get(gitstore.TrailerTask) != id && !slices.Contains(strings.Fields(tr.Get(gitstore.TrailerCreated)), id) {
 			return true
 		}
 		out = append(out, logEntry(c, tr))

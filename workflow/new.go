@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -53,7 +54,7 @@ func (e *Engine) New(nt NewTask) (*Result, error) {
 // renderTask validates a new task and renders its file (Path is the path on
 // the state branch). taken lists IDs minted earlier in the same commit.
 func (e *Engine) renderTask(nt NewTask, taken map[string]bool) (*taskfile.File, error) {
-	title := oneLine(nt.Title)
+	title := text.OneLine(nt.Title)
 	if title == "" {
 		return nil, &UsageError{Msg: "a task needs a title", Hint: `orch new "Fix the login redirect"`}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -64,7 +65,7 @@ func (e *Engine) Refuse(id string, r *refusal.Record) (*Result, error) {
 		if f, err = f.Apply(taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)); err != nil {
 			return nil, err
 		}
-		return &change{file: f, to: taskfile.Blocked, body: fmt.Sprintf("Refused by %s: %s: %s", e.Actor, r.ReasonType, oneLine(r.ReasonSummary)),
+		return &change{file: f, to: taskfile.Blocked, body: fmt.Sprintf("Refused by %s: %s: %s", e.Actor, r.ReasonType, text.OneLine(r.ReasonSummary)),
 			data:     &RefuseData{Refusal: r, Reason: r.ReasonType, BlockingFactor: r.BlockingFactor, DefaultDecision: refusal.DefaultDecision(r.ReasonType)},
 			trailers: gitstore.Trailers{{Key: gitstore.TrailerReason, Value: string(r.ReasonType)}}}, nil
 	})
@@ -92,22 +93,22 @@ func RefusalText(r *refusal.Record) string {
 			fmt.Fprintf(&b, "%s: %s\n\n", label, demote(text))
 		}
 	}
-	fmt.Fprintf(&b, "%s: %s\n\n", r.ReasonType, demote(oneLine(r.ReasonSummary)))
+	fmt.Fprintf(&b, "%s: %s\n\n", r.ReasonType, demote(text.OneLine(r.ReasonSummary)))
 	para("Blocking factor", r.BlockingFactor)
 	para("Detail", r.ReasonDetail)
 	if len(r.WhatAttempted) > 0 {
 		fmt.Fprintf(&b, "What was attempted (%d):\n\n", len(r.WhatAttempted))
 		for i, a := range r.WhatAttempted {
-			fmt.Fprintf(&b, "%d. %s\n", i+1, demote(oneLine(a)))
+			fmt.Fprintf(&b, "%d. %s\n", i+1, demote(text.OneLine(a)))
 		}
 		b.WriteString("\n")
 	}
 	if len(r.Evidence) > 0 {
 		fmt.Fprintf(&b, "Evidence (%d):\n\n", len(r.Evidence))
 		for _, ev := range r.Evidence {
-			fmt.Fprintf(&b, "- %s", demote(oneLine(ev.Type)))
+			fmt.Fprintf(&b, "- %s", demote(text.OneLine(ev.Type)))
 			if ev.Source != "" {
-				fmt.Fprintf(&b, " (%s)", demote(oneLine(ev.Source)))
+				fmt.Fprintf(&b, " (%s)", demote(text.OneLine(ev.Source)))
 			}
 			data := strings.TrimSpace(ev.Data)
 			if !strings.Contains(data, "\n") {
@@ -137,16 +138,16 @@ func RefusalText(r *refusal.Record) string {
 	if len(r.AlternativeTasks) > 0 {
 		b.WriteString("Alternative tasks:\n\n")
 		for i, t := range r.AlternativeTasks {
-			fmt.Fprintf(&b, "%d. %s", i+1, demote(oneLine(t.Title)))
+			fmt.Fprintf(&b, "%d. %s", i+1, demote(text.OneLine(t.Title)))
 			var extra []string
 			if t.Scope != "" {
-				extra = append(extra, oneLine(t.Scope))
+				extra = append(extra, text.OneLine(t.Scope))
 			}
 			if t.Dependencies != "" {
-				extra = append(extra, "depends on: "+oneLine(t.Dependencies))
+				extra = append(extra, "depends on: "+text.OneLine(t.Dependencies))
 			}
 			if t.Estimate != "" {
-				extra = append(extra, oneLine(t.Estimate))
+				extra = append(extra, text.OneLine(t.Estimate))
 			}
 			if len(extra) > 0 {
 				b.WriteString(" (" + demote(strings.Join(extra, "; ")) + ")")

@@ -2,9 +2,11 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -84,10 +86,7 @@ func amendHint(t *Task) string {
 
 func firstSentence(s string) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if len(l) > 120 {
-		l = l[:117] + "..."
-	}
-	return l
+	return text.Clip(l, 117)
 }
 
 // reject is the one path for every rejection: the feedback round at the top
@@ -124,7 +123,7 @@ func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
 	}
 	locked := append([]string{}, t.Task.LockedOut...)
 	lockedNow := false
-	if e.Config.Review.LockoutOn() && author != "" && !contains(locked, author) {
+	if e.Config.Review.LockoutOn() && author != "" && !slices.Contains(locked, author) {
 		locked = append(locked, author)
 		lockedNow = true
 	}
@@ -187,7 +186,7 @@ func (e *Engine) Unlock(id, agent string) (*Result, error) {
 		return nil, err
 	}
 	id = s.Task.ID
-	if !contains(s.Task.LockedOut, agent) {
+	if !slices.Contains(s.Task.LockedOut, agent) {
 		return nil, &RuleError{Rule: "not_locked_out", Msg: fmt.Sprintf("%s is not locked out of %s (locked out: %s)", printable(agent), id, orNone(s.Task.LockedOut)), Hint: "orch show " + id + " shows the task"}
 	}
 	return e.transitionAny(id, ActionUnlock, func(t *Task) (*change, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -223,13 +224,7 @@ func mergeChange(changes []gitstore.Change, c gitstore.Change) []gitstore.Change
 	return append(changes, c)
 }
 
-func clipText(s string) string {
-	s = oneLine(s)
-	if len(s) > 60 {
-		s = s[:57] + "..."
-	}
-	return s
-}
+func clipText(s string) string { return text.Clip(text.OneLine(s), 57) }
 
 // AfterMove brings the view in step after the branch moved under it.
 func (e *Engine) AfterMove() error {

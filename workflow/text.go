@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/ghreview"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -125,19 +126,12 @@ func orDash(s string) string {
 }
 
 // clipArg shortens a hostile argument for a message that quotes it with %q.
-func clipArg(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
-}
+func clipArg(s string) string { return text.Clip(s, 80) }
 
 // printable quotes control characters so that a hostile argument cannot
 // write escape sequences to the terminal through an error message.
 func printable(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "..."
-	}
+	s = text.Clip(s, 80)
 	q := fmt.Sprintf("%q", s)
 	return q[1 : len(q)-1]
 }
