@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
@@ -227,16 +228,17 @@ type boardAnswer struct {
 }
 
 type boardColumnJSON struct {
-	Queue string     `json:"queue"`
-	Count int        `json:"count"`
-	Tasks []taskJSON `json:"tasks"`
+	Queue string        `json:"queue"`
+	Count int           `json:"count"`
+	Tasks []answer.Task `json:"tasks"`
 }
 
 // appendBoardJSON writes the board as one JSON document on one line:
 // {"schema_version":2,"count":N,"queues":[{"queue":Q,"count":N,"tasks":[...]}...]},
 // each task as orch list --json prints it.
 func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []boardColumn) []byte {
-	b = append(b, schemaHead+`,"count":`...)
+	b = answer.AppendHead(b)
+	b = append(b, `,"count":`...)
 	b = strconv.AppendInt(b, int64(len(cols)), 10)
 	b = append(b, `,"queues":[`...)
 	var all []*gitstore.Summary
@@ -249,7 +251,7 @@ func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []boa
 			b = append(b, ',')
 		}
 		b = append(b, `{"queue":`...)
-		b = appendJSONString(b, string(c.Queue))
+		b = answer.AppendString(b, string(c.Queue))
 		b = append(b, `,"count":`...)
 		b = strconv.AppendInt(b, int64(len(c.Tasks)), 10)
 		b = append(b, `,"tasks":[`...)
@@ -257,7 +259,7 @@ func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []boa
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = tjs[0].appendJSON(b)
+			b = tjs[0].AppendJSON(b)
 			tjs = tjs[1:]
 		}
 		b = append(b, "]}"...)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -195,7 +196,7 @@ func sortedCounts(m map[string]int) string {
 // reviews.recent) it gives task_id and the task object (null when the task
 // is no longer on the state branch).
 type statsAnswer struct {
-	Since               jsonTime               `json:"since"` // null without --since
+	Since               answer.Time            `json:"since"` // null without --since
 	Events              int                    `json:"events"`
 	Rejections          breakdownJSON          `json:"rejections"`
 	Refusals            breakdownJSON          `json:"refusals"`
@@ -219,9 +220,9 @@ type breakdownJSON struct {
 }
 
 type taskCountJSON struct {
-	TaskID string    `json:"task_id"`
-	Task   *taskJSON `json:"task"`
-	Count  int       `json:"count"`
+	TaskID string       `json:"task_id"`
+	Task   *answer.Task `json:"task"`
+	Count  int          `json:"count"`
 }
 
 type reviewStatsJSON struct {
@@ -241,17 +242,17 @@ type reviewStatsJSON struct {
 }
 
 type reviewCountJSON struct {
-	TaskID      string    `json:"task_id"`
-	Task        *taskJSON `json:"task"`
-	Round       int       `json:"round"`
-	Reviewer    string    `json:"reviewer"`
-	Time        jsonTime  `json:"time"`
-	Verdict     string    `json:"verdict"`
-	Issues      int       `json:"issues"`
-	Blocking    int       `json:"blocking"`
-	Suggestions int       `json:"suggestions"`
-	Reopened    int       `json:"reopened"`
-	Resolved    int       `json:"resolved"`
+	TaskID      string       `json:"task_id"`
+	Task        *answer.Task `json:"task"`
+	Round       int          `json:"round"`
+	Reviewer    string       `json:"reviewer"`
+	Time        answer.Time  `json:"time"`
+	Verdict     string       `json:"verdict"`
+	Issues      int          `json:"issues"`
+	Blocking    int          `json:"blocking"`
+	Suggestions int          `json:"suggestions"`
+	Reopened    int          `json:"reopened"`
+	Resolved    int          `json:"resolved"`
 }
 
 func (g *globalOptions) statsJSON(e *workflow.Engine, st *workflow.Stats) statsAnswer {
@@ -281,7 +282,7 @@ func (g *globalOptions) statsJSON(e *workflow.Engine, st *workflow.Stats) statsA
 		reviews.ByReviewer = []workflow.ReviewerStats{}
 	}
 	for _, c := range rv.Recent {
-		reviews.Recent = append(reviews.Recent, reviewCountJSON{c.Task, refs[c.Task], c.Round, c.Reviewer, jsonTimeText(c.Time), c.Verdict,
+		reviews.Recent = append(reviews.Recent, reviewCountJSON{c.Task, refs[c.Task], c.Round, c.Reviewer, answer.TimeText(c.Time), c.Verdict,
 			c.Issues, c.Blocking, c.Suggestions, c.Reopened, c.Resolved})
 	}
 	responses := st.Responses
@@ -295,9 +296,9 @@ func (g *globalOptions) statsJSON(e *workflow.Engine, st *workflow.Stats) statsA
 	if warnings == nil {
 		warnings = []workflow.Warning{}
 	}
-	since := jsonTime{}
+	since := answer.Time{}
 	if st.Since != "" {
-		since = jsonTimeText(st.Since)
+		since = answer.TimeText(st.Since)
 	}
 	return statsAnswer{since, st.Events, breakdown(&st.Rejections), breakdown(&st.Refusals), st.InvalidRefusals, nonNilCounts(st.CommonBlockers),
 		nonNilMap(st.Decisions), st.OverrideRate, st.Approvals, st.AvgRoundsToApproval, reviews, responses, warnings, breakdown(&st.Escalations)}
