@@ -16,6 +16,7 @@ import (
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/internal/termboard"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
@@ -162,7 +163,7 @@ func (o *boardOptions) draw(qs []taskfile.Queue, n int) (tip plumbing.Hash, ref 
 		if err := e.RequireInit(); err != nil {
 			return nil, err
 		}
-		cols := groupBoard(qs, e.List(workflow.ListFilter{Queues: qs}))
+		cols := termboard.Group(qs, e.List(workflow.ListFilter{Queues: qs}))
 		trace.Phase("board")
 		if g.JSON {
 			b := g.appendBoardJSON(nil, e, cols)
@@ -178,17 +179,14 @@ func (o *boardOptions) draw(qs []taskfile.Queue, n int) (tip plumbing.Hash, ref 
 			var b strings.Builder
 			switch {
 			case o.Watch && g.io.OutTTY:
-				// Home, clear the screen, and say what is going on.
-				b.WriteString("\x1b[H\x1b[2J")
-				status := clipWidth(fmt.Sprintf("orch board: %s at %s, %s (Ctrl-C quits)", strings.TrimPrefix(ref, "refs/heads/"), shortHash(tip), time.Now().Format("15:04:05")), width)
-				if color {
-					status = ansiDim + status + ansiReset
-				}
-				b.WriteString(status + "\n\n")
+				// Clear the screen, and say what is going on.
+				b.WriteString(termboard.ClearScreen)
+				status := fmt.Sprintf("orch board: %s at %s, %s (Ctrl-C quits)", strings.TrimPrefix(ref, "refs/heads/"), shortHash(tip), time.Now().Format("15:04:05"))
+				b.WriteString(termboard.Status(status, width, color) + "\n\n")
 			case n > 0:
 				b.WriteString("\n" + strings.Repeat("=", width) + "\n\n")
 			}
-			b.WriteString(renderBoard(cols, width, color))
+			b.WriteString(termboard.Render(cols, width, color))
 			_, err := g.io.Out.Write([]byte(b.String()))
 			return err
 		}, nil
@@ -236,7 +234,7 @@ type boardColumnJSON struct {
 // appendBoardJSON writes the board as one JSON document on one line:
 // {"schema_version":2,"count":N,"queues":[{"queue":Q,"count":N,"tasks":[...]}...]},
 // each task as orch list --json prints it.
-func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []boardColumn) []byte {
+func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []termboard.Column) []byte {
 	b = answer.AppendHead(b)
 	b = append(b, `,"count":`...)
 	b = strconv.AppendInt(b, int64(len(cols)), 10)
