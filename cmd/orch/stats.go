@@ -225,20 +225,13 @@ type taskCountJSON struct {
 	Count  int          `json:"count"`
 }
 
+// reviewStatsJSON is workflow.ReviewStats as it is, but for recent: each
+// review with its task object.
 type reviewStatsJSON struct {
-	Total                  int                      `json:"total"`
-	ByVerdict              map[string]int           `json:"by_verdict"`
-	Issues                 int                      `json:"issues"`
-	BySeverity             map[string]int           `json:"by_severity"`
-	Blocking               int                      `json:"blocking"`
-	Suggestions            int                      `json:"suggestions"`
-	AvgIssuesPerReview     float64                  `json:"avg_issues_per_review"`
-	Recent                 []reviewCountJSON        `json:"recent"`
-	SuggestionsAdopted     int                      `json:"suggestions_adopted"`
-	SuggestionsSkipped     int                      `json:"suggestions_skipped"`
-	SuggestionAdoptionRate float64                  `json:"suggestion_adoption_rate"`
-	AllSuggestionsSkipped  int                      `json:"all_suggestions_skipped"`
-	ByReviewer             []workflow.ReviewerStats `json:"by_reviewer"`
+	workflow.ReviewTotals
+	Recent []reviewCountJSON `json:"recent"`
+	workflow.SuggestionUptake
+	ByReviewer []workflow.ReviewerStats `json:"by_reviewer"`
 }
 
 type reviewCountJSON struct {
@@ -274,10 +267,8 @@ func (g *globalOptions) statsJSON(e *workflow.Engine, st *workflow.Stats) statsA
 		return out
 	}
 	rv := &st.Reviews
-	reviews := reviewStatsJSON{Total: rv.Total, ByVerdict: nonNilMap(rv.ByVerdict), Issues: rv.Issues, BySeverity: nonNilMap(rv.BySeverity),
-		Blocking: rv.Blocking, Suggestions: rv.Suggestions, AvgIssuesPerReview: rv.AvgIssuesPerReview, Recent: []reviewCountJSON{},
-		SuggestionsAdopted: rv.SuggestionsAdopted, SuggestionsSkipped: rv.SuggestionsSkipped, SuggestionAdoptionRate: rv.SuggestionAdoptionRate,
-		AllSuggestionsSkipped: rv.AllSuggestionsSkipped, ByReviewer: rv.ByReviewer}
+	reviews := reviewStatsJSON{rv.ReviewTotals, []reviewCountJSON{}, rv.SuggestionUptake, rv.ByReviewer}
+	reviews.ByVerdict, reviews.BySeverity = nonNilMap(rv.ByVerdict), nonNilMap(rv.BySeverity)
 	if reviews.ByReviewer == nil {
 		reviews.ByReviewer = []workflow.ReviewerStats{}
 	}
