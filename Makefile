@@ -58,7 +58,7 @@ race:
 # claim selection and the web board of 10,000 tasks: a fixed count, to
 # compare runs (benchstat).
 gobench:
-	$(GO) test -run '^$$' -bench . -benchtime 100x ./taskfile ./gitstore ./workflow ./web
+	$(GO) test -run '^$$' -bench . -benchtime 100x ./taskfile ./gitstore ./workflow ./web ./internal/answer
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -15,7 +15,7 @@ func taskCases() []Task {
 	when := time.Date(2026, 2, 6, 10, 0, 0, 123456789, time.UTC)
 	east := time.Date(2026, 2, 6, 12, 0, 0, 0, time.FixedZone("EET", 2*3600))
 	return []Task{
-		NewTask(&gitstore.Summary{}, false, nil, 0),
+		{}, // the zero Task: as a task with nothing set
 		NewTask(&gitstore.Summary{Path: "tasks/x.md", Problem: "bad \xff utf8", Task: taskfile.Task{
 			ID: "T-4k9x2m", Title: "Snap <fork> & \"start\"\n\t\\ \u2028 \x01 é 日本", Queue: "claimed", Priority: "P1", Role: "implementer",
 			Branch: "task/x", BaseBranch: "main", PRNumber: 48, RejectionCount: 2, NoProgress: 1, Attempts: 3, ClaimedBy: "agent-a",
@@ -37,7 +37,7 @@ func encodingJSON(t *testing.T, task Task, keep func(name string) bool) string {
 		if !keep(f.name) {
 			continue
 		}
-		v, err := json.Marshal(f.value(task.src))
+		v, err := json.Marshal(f.value(task.from()))
 		if err != nil {
 			t.Fatal(err)
 		}
