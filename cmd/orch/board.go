@@ -232,7 +232,7 @@ type boardColumnJSON struct {
 }
 
 // appendBoardJSON writes the board as one JSON document on one line:
-// {"schema_version":2,"count":N,"queues":[{"queue":Q,"count":N,"tasks":[...]}...]},
+// {"schema_version":V,"count":N,"queues":[{"queue":Q,"count":N,"tasks":[...]}...]},
 // each task as orch list --json prints it.
 func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []termboard.Column) []byte {
 	b = answer.AppendHead(b)

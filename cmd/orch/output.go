@@ -58,20 +58,6 @@ func (g *globalOptions) tasks(e *workflow.Engine, sums []*gitstore.Summary) []an
 	return out
 }
 
-// taskOrNil is the task object of the task with this ID, or nil when it
-// is not on the state branch (archived) or id is "".
-func (g *globalOptions) taskOrNil(e *workflow.Engine, id string) *answer.Task {
-	if id == "" {
-		return nil
-	}
-	s := e.Store.SummaryByID(id)
-	if s == nil {
-		return nil
-	}
-	j := g.task(e, s)
-	return &j
-}
-
 // taskRefs returns the task objects of the tasks with these IDs (nil for
 // an ID not on the state branch), each task looked up and read once.
 func (g *globalOptions) taskRefs(e *workflow.Engine, ids []string) map[string]*answer.Task {
