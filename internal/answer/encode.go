@@ -18,14 +18,27 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	return AppendTime(nil, time.Time(t)), nil
 }
 
-// AppendTime writes t as Time writes it.
+// AppendTime writes t as Time writes it. Years 0 to 9999 are written digit
+// by digit rather than by time.AppendFormat, which reads its layout on every
+// call: orch list --json writes a few times for each task.
 func AppendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
 		return append(b, "null"...)
 	}
-	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, timeLayout)
-	return append(b, '"')
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		b = append(b, '"')
+		b = t.AppendFormat(b, timeLayout)
+		return append(b, '"')
+	}
+	hour, min, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	return append(b, '"',
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+month/10), byte('0'+month%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+min/10), byte('0'+min%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
 }
 
 // TimeText turns a time written as text (event logs) into a Time (unset

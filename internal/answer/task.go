@@ -12,18 +12,15 @@ import (
 // Task is a task as every JSON answer shows it: every frontmatter field
 // orch knows, always present (an unset time is null, an unset text "", an
 // empty list []), the custom frontmatter keys in fields, the file, whether
-// it can be claimed, and why its file is invalid (problem). Its keys are
-// taskFields'. It reads its summary when it is written: a verb that
-// changes the summary in between (archive) gives it a copy.
+// it can be claimed, and why its file is invalid (problem); its keys are
+// those visit goes through. It reads its summary when it is written: a
+// verb that changes the summary in between (archive) gives it a copy.
 type Task struct {
 	src  source
 	mask Mask // the keys --json=FIELDS asked for (0: all)
 }
 
-// source is what a task object is written from. The table's functions take
-// it by value: a pointer to the Task would make each Task a heap
-// allocation (they are called through a function value), and orch list
-// writes 10,000 of them.
+// source is what a task object is written from.
 type source struct {
 	sum    *gitstore.Summary
 	ready  bool            // a claim could take it now
@@ -55,125 +52,157 @@ func (t *Task) from() source {
 	return t.src
 }
 
-// field is one key of the task object: its name, and the function that
-// reads its value, of one of six types.
-type field struct {
-	name   string
-	key    string // `,"name":`
-	text   func(source) string
-	number func(source) int
-	flag   func(source) bool
-	time   func(source) time.Time // null when unset
-	list   func(source) []string  // [] when nil, never null
-	object func(source) json.RawMessage
+// visit goes through the task object's keys, in order, each with its
+// value: the one list of them. The encoder, the names --json=FIELDS takes
+// and the task in docs/schema/ all come from it. The visitor is a concrete
+// type, so that writing 10,000 tasks calls no function through a value.
+func (x source) visit(v *visitor) {
+	t := &x.sum.Task
+	v.text("id", t.ID)
+	v.text("title", t.Title)
+	v.text("queue", string(t.Queue))
+	v.text("priority", t.Priority)
+	v.text("role", t.Role)
+	v.text("branch", t.Branch)
+	v.text("base_branch", t.BaseBranch)
+	v.number("pr_number", t.PRNumber)
+	v.number("rejection_count", t.RejectionCount)
+	v.number("no_progress_count", t.NoProgress)
+	v.number("attempts", t.Attempts)
+	v.text("claimed_by", t.ClaimedBy)
+	v.time("claimed_at", t.ClaimedAt)
+	v.time("heartbeat_at", t.HeartbeatAt)
+	v.text("submitted_by", t.SubmittedBy)
+	v.time("submitted_at", t.SubmittedAt)
+	v.text("assigned_to", t.AssignedTo)
+	v.list("locked_out", t.LockedOut)
+	v.list("worked_by", t.WorkedBy)
+	v.list("github_reviews", t.GitHubReviews)
+	v.list("depends_on", t.DependsOn)
+	v.list("labels", t.Labels)
+	v.time("created", t.Created)
+	v.text("rejected_at_commit", t.RejectedAt)
+	v.object("fields", x.fields)
+	v.text("path", gitstore.ViewDirName+"/"+x.sum.Path) // branch paths are clean and slash-separated
+	v.flag("ready", x.ready)
+	v.text("problem", x.sum.Problem)
 }
 
-// taskFields are the keys of the task object, in order, and how each is
-// written: the one list of them. The encoder, the names --json=FIELDS
-// takes and the task in docs/schema/ all come from it.
-var taskFields = [...]field{
-	text("id", func(x source) string { return x.sum.Task.ID }),
-	text("title", func(x source) string { return x.sum.Task.Title }),
-	text("queue", func(x source) string { return string(x.sum.Task.Queue) }),
-	text("priority", func(x source) string { return x.sum.Task.Priority }),
-	text("role", func(x source) string { return x.sum.Task.Role }),
-	text("branch", func(x source) string { return x.sum.Task.Branch }),
-	text("base_branch", func(x source) string { return x.sum.Task.BaseBranch }),
-	number("pr_number", func(x source) int { return x.sum.Task.PRNumber }),
-	number("rejection_count", func(x source) int { return x.sum.Task.RejectionCount }),
-	number("no_progress_count", func(x source) int { return x.sum.Task.NoProgress }),
-	number("attempts", func(x source) int { return x.sum.Task.Attempts }),
-	text("claimed_by", func(x source) string { return x.sum.Task.ClaimedBy }),
-	when("claimed_at", func(x source) time.Time { return x.sum.Task.ClaimedAt }),
-	when("heartbeat_at", func(x source) time.Time { return x.sum.Task.HeartbeatAt }),
-	text("submitted_by", func(x source) string { return x.sum.Task.SubmittedBy }),
-	when("submitted_at", func(x source) time.Time { return x.sum.Task.SubmittedAt }),
-	text("assigned_to", func(x source) string { return x.sum.Task.AssignedTo }),
-	list("locked_out", func(x source) []string { return x.sum.Task.LockedOut }),
-	list("worked_by", func(x source) []string { return x.sum.Task.WorkedBy }),
-	list("github_reviews", func(x source) []string { return x.sum.Task.GitHubReviews }),
-	list("depends_on", func(x source) []string { return x.sum.Task.DependsOn }),
-	list("labels", func(x source) []string { return x.sum.Task.Labels }),
-	when("created", func(x source) time.Time { return x.sum.Task.Created }),
-	text("rejected_at_commit", func(x source) string { return x.sum.Task.RejectedAt }),
-	object("fields", func(x source) json.RawMessage { return x.fields }),
-	text("path", func(x source) string { return gitstore.ViewDirName + "/" + x.sum.Path }), // branch paths are clean and slash-separated
-	flag("ready", func(x source) bool { return x.ready }),
-	text("problem", func(x source) string { return x.sum.Problem }),
+// visitor writes the keys visit goes through, those of its mask, or, to
+// describe the task object, keeps each key's value as encoding/json would
+// be given it.
+type visitor struct {
+	b       []byte
+	keys    []string // keyText (handed in: it is made from what visit describes)
+	mask    Mask
+	i       int      // the key being visited
+	written int      // the keys written
+	values  *[]value // describing: the keys and their values (nil: writing)
 }
 
-// A Mask has a bit for each key of the task object.
-var _ [64 - len(taskFields)]struct{}
-
-func text(name string, get func(source) string) field {
-	return field{name: name, key: "," + strconv.Quote(name) + ":", text: get}
+// value is one key of the task object and its value as encoding/json
+// would be given it (its Go type is the JSON Schema's).
+type value struct {
+	name string
+	v    any
 }
 
-func number(name string, get func(source) int) field {
-	return field{name: name, key: "," + strconv.Quote(name) + ":", number: get}
-}
-
-func flag(name string, get func(source) bool) field {
-	return field{name: name, key: "," + strconv.Quote(name) + ":", flag: get}
-}
-
-func when(name string, get func(source) time.Time) field {
-	return field{name: name, key: "," + strconv.Quote(name) + ":", time: get}
-}
-
-func list(name string, get func(source) []string) field {
-	return field{name: name, key: "," + strconv.Quote(name) + ":", list: get}
-}
-
-func object(name string, get func(source) json.RawMessage) field {
-	return field{name: name, key: "," + strconv.Quote(name) + ":", object: get}
-}
-
-// appendValue writes the field's value as encoding/json writes value's.
-func (f *field) appendValue(b []byte, x source) []byte {
-	switch {
-	case f.text != nil:
-		return AppendString(b, f.text(x))
-	case f.number != nil:
-		return strconv.AppendInt(b, int64(f.number(x)), 10)
-	case f.flag != nil:
-		return strconv.AppendBool(b, f.flag(x))
-	case f.time != nil:
-		return AppendTime(b, f.time(x))
-	case f.list != nil:
-		l := f.list(x)
-		if l == nil {
-			return append(b, "[]"...)
-		}
-		return appendList(b, l)
+// key starts the next key, and says whether to write its value.
+func (v *visitor) key() bool {
+	i := v.i
+	v.i++
+	if v.mask != 0 && v.mask&(1<<i) == 0 {
+		return false
 	}
-	return appendRaw(b, f.object(x))
+	k := v.keys[i]
+	if v.written == 0 {
+		k = k[1:]
+	}
+	v.written++
+	v.b = append(v.b, k...)
+	return true
 }
 
-// value is the field's value as encoding/json would be given it: the
-// Go type of the task object's key (the JSON Schema's), and what a test
-// compares appendValue with.
-func (f *field) value(x source) any {
-	switch {
-	case f.text != nil:
-		return f.text(x)
-	case f.number != nil:
-		return f.number(x)
-	case f.flag != nil:
-		return f.flag(x)
-	case f.time != nil:
-		return Time(f.time(x))
-	case f.list != nil:
-		if l := f.list(x); l != nil {
-			return l
-		}
-		return []string{}
+func (v *visitor) describe(name string, x any) { *v.values = append(*v.values, value{name, x}) }
+
+func (v *visitor) text(name, s string) {
+	if v.values != nil {
+		v.describe(name, s)
+	} else if v.key() {
+		v.b = AppendString(v.b, s)
 	}
-	return f.object(x)
 }
+
+func (v *visitor) number(name string, n int) {
+	if v.values != nil {
+		v.describe(name, n)
+	} else if v.key() {
+		v.b = strconv.AppendInt(v.b, int64(n), 10)
+	}
+}
+
+func (v *visitor) flag(name string, f bool) {
+	if v.values != nil {
+		v.describe(name, f)
+	} else if v.key() {
+		v.b = strconv.AppendBool(v.b, f)
+	}
+}
+
+// time is a time: null when unset.
+func (v *visitor) time(name string, t time.Time) {
+	if v.values != nil {
+		v.describe(name, Time(t))
+	} else if v.key() {
+		v.b = AppendTime(v.b, t)
+	}
+}
+
+// list is a list of strings: [] when empty, never null.
+func (v *visitor) list(name string, l []string) {
+	if l == nil {
+		l = []string{}
+	}
+	if v.values != nil {
+		v.describe(name, l)
+	} else if v.key() {
+		v.b = appendList(v.b, l)
+	}
+}
+
+// object is JSON made by encoding/json.
+func (v *visitor) object(name string, raw json.RawMessage) {
+	if v.values != nil {
+		v.describe(name, raw)
+	} else if v.key() {
+		v.b = appendRaw(v.b, raw)
+	}
+}
+
+// values are the task object's keys, in order, with their values.
+func (x source) values() []value {
+	var out []value
+	x.visit(&visitor{values: &out})
+	return out
+}
+
+// taskKeys are the task object's keys, in order.
+var taskKeys = source{sum: &noSummary}.values()
+
+// keyText is `,"name":` for each key.
+var keyText = func() []string {
+	if len(taskKeys) > 64 {
+		panic("a Mask has 64 bits, and the task object more keys")
+	}
+	out := make([]string, len(taskKeys))
+	for i, k := range taskKeys {
+		out[i] = "," + strconv.Quote(k.name) + ":"
+	}
+	return out
+}()
 
 // Mask says which keys of a task object an answer shows: bit i for
-// taskFields[i]; 0 shows them all.
+// the task object's key i (taskKeys[i]); 0 shows them all.
 type Mask uint64
 
 // fieldsBit is the bit of the custom keys (fields).
@@ -186,8 +215,8 @@ func (m Mask) ShowsFields() bool { return m == 0 || m&fieldsBit != 0 }
 // taskBit is the bit of the task key name (0 when the task has no such
 // key).
 func taskBit(name string) Mask {
-	for i, f := range taskFields {
-		if f.name == name {
+	for i, k := range taskKeys {
+		if k.name == name {
 			return 1 << i
 		}
 	}
@@ -196,9 +225,9 @@ func taskBit(name string) Mask {
 
 // TaskFieldNames are the keys of a task object, in order.
 func TaskFieldNames() []string {
-	out := make([]string, len(taskFields))
-	for i, f := range taskFields {
-		out[i] = f.name
+	out := make([]string, len(taskKeys))
+	for i, k := range taskKeys {
+		out[i] = k.name
 	}
 	return out
 }
@@ -211,22 +240,9 @@ func (t Task) MarshalJSON() ([]byte, error) { return t.AppendJSON(nil), nil }
 // list --json` at 10,000 tasks spent most of its time in encoding/json.
 // A test checks the two agree byte for byte.
 func (t *Task) AppendJSON(b []byte) []byte {
-	x := t.from()
-	b = append(b, '{')
-	start := len(b)
-	for i := range taskFields {
-		if t.mask != 0 && t.mask&(1<<i) == 0 {
-			continue
-		}
-		f := &taskFields[i]
-		key := f.key
-		if len(b) == start {
-			key = key[1:]
-		}
-		b = append(b, key...)
-		b = f.appendValue(b, x)
-	}
-	return append(b, '}')
+	v := visitor{b: append(b, '{'), keys: keyText, mask: t.mask}
+	t.from().visit(&v)
+	return append(v.b, '}')
 }
 
 // Key is one key of an answer's JSON object: its name, the Go type its
@@ -239,10 +255,9 @@ type Key struct {
 
 // TaskKeys are the keys of the task object (for its JSON Schema).
 func TaskKeys() []Key {
-	zero := source{sum: &noSummary}
-	out := make([]Key, len(taskFields))
-	for i := range taskFields {
-		out[i] = Key{Name: taskFields[i].name, Type: reflect.TypeOf(taskFields[i].value(zero))}
+	out := make([]Key, len(taskKeys))
+	for i, k := range taskKeys {
+		out[i] = Key{Name: k.name, Type: reflect.TypeOf(k.v)}
 	}
 	return out
 }

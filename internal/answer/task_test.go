@@ -32,19 +32,18 @@ func taskCases() []Task {
 func encodingJSON(t *testing.T, task Task, keep func(name string) bool) string {
 	var b strings.Builder
 	b.WriteByte('{')
-	for i := range taskFields {
-		f := &taskFields[i]
-		if !keep(f.name) {
+	for _, k := range task.from().values() {
+		if !keep(k.name) {
 			continue
 		}
-		v, err := json.Marshal(f.value(task.from()))
+		v, err := json.Marshal(k.v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%q:%s", f.name, v)
+		fmt.Fprintf(&b, "%q:%s", k.name, v)
 	}
 	b.WriteByte('}')
 	return b.String()
