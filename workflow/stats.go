@@ -44,9 +44,24 @@ type Stats struct {
 
 // ReviewStats are the review loop's metrics (review-feedback-loop.md,
 // "Metrics to track"): issues per structured review, suggestions adopted or
-// skipped, and each reviewer's rate of requested changes.
+// skipped, and each reviewer's rate of requested changes. Its parts are
+// types of their own so that orch stats --json prints them as they are,
+// beside its own form of Recent (each review with its task).
 type ReviewStats struct {
-	// Total counts structured reviews (orch review), by verdict.
+	ReviewTotals
+	// Recent is the issue count of each review, newest first (--top of
+	// them).
+	Recent []ReviewCount `json:"recent"`
+	SuggestionUptake
+	// ByReviewer counts every review decision (orch review, reject,
+	// approve, and GitHub reviews that requested changes) by reviewer.
+	ByReviewer []ReviewerStats `json:"by_reviewer"`
+}
+
+// ReviewTotals count the structured reviews (orch review) and the issues
+// they raised.
+type ReviewTotals struct {
+	// Total counts structured reviews, by verdict.
 	Total     int            `json:"total"`
 	ByVerdict map[string]int `json:"by_verdict"`
 	// Issues counts the new issues they raised, by severity.
@@ -55,19 +70,16 @@ type ReviewStats struct {
 	Blocking           int            `json:"blocking"`
 	Suggestions        int            `json:"suggestions"`
 	AvgIssuesPerReview float64        `json:"avg_issues_per_review"`
-	// Recent is the issue count of each review, newest first (--top of
-	// them).
-	Recent []ReviewCount `json:"recent"`
-	// On re-reviews: the open suggestions the developer fixed (adopted) or
-	// not (skipped: deferred, rejected, unanswered), and the re-reviews that
-	// noted "All suggestions skipped".
+}
+
+// SuggestionUptake is, on re-reviews, the open suggestions the developer
+// fixed (adopted) or not (skipped: deferred, rejected, unanswered), and
+// the re-reviews that noted "All suggestions skipped".
+type SuggestionUptake struct {
 	SuggestionsAdopted     int     `json:"suggestions_adopted"`
 	SuggestionsSkipped     int     `json:"suggestions_skipped"`
 	SuggestionAdoptionRate float64 `json:"suggestion_adoption_rate"`
 	AllSuggestionsSkipped  int     `json:"all_suggestions_skipped"`
-	// ByReviewer counts every review decision (orch review, reject,
-	// approve, and GitHub reviews that requested changes) by reviewer.
-	ByReviewer []ReviewerStats `json:"by_reviewer"`
 }
 
 // ReviewCount is one structured review's issues.
@@ -178,7 +190,7 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
-	st := &Stats{Decisions: map[string]int{}, Reviews: ReviewStats{ByVerdict: map[string]int{}, BySeverity: map[string]int{}}}
+	st := &Stats{Decisions: map[string]int{}, Reviews: ReviewStats{ReviewTotals: ReviewTotals{ByVerdict: map[string]int{}, BySeverity: map[string]int{}}}}
 	rv := &reviewerTally{by: map[string]*ReviewerStats{}}
 	answers := map[answerKey]answer{}
 	if !since.IsZero() {

@@ -63,7 +63,7 @@ func TestReviewerFlag(t *testing.T) {
 		for i := 0; i < c.approvals; i++ {
 			rv.add(&Event{Action: ActionApprove, Actor: "lead"}, &ApproveData{})
 		}
-		s := ReviewStats{ByVerdict: map[string]int{}, BySeverity: map[string]int{}}
+		s := ReviewStats{ReviewTotals: ReviewTotals{ByVerdict: map[string]int{}, BySeverity: map[string]int{}}}
 		s.finish(rv, 10)
 		if len(s.ByReviewer) != 1 || s.ByReviewer[0].Flagged != c.flagged || s.ByReviewer[0].Reviews != c.changes+c.approvals {
 			t.Errorf("%d changes, %d approvals: %+v, want flagged=%v", c.changes, c.approvals, s.ByReviewer, c.flagged)
@@ -97,7 +97,7 @@ func TestReviewStatsRecent(t *testing.T) {
 	for _, ts := range []string{"2026-01-01T10:00:00Z", "2026-01-01T10:00:00.5Z", "2026-01-01T09:00:00Z"} {
 		rv.reviews = append(rv.reviews, ReviewCount{Task: ts, Issues: 2, Blocking: 1, Suggestions: 1, Verdict: VerdictChangesRequested, Time: ts})
 	}
-	s := ReviewStats{ByVerdict: map[string]int{}, BySeverity: map[string]int{}}
+	s := ReviewStats{ReviewTotals: ReviewTotals{ByVerdict: map[string]int{}, BySeverity: map[string]int{}}}
 	s.finish(rv, 2)
 	var order []string
 	for _, r := range s.Recent {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -28,9 +29,9 @@ does not delete the task: orch restores it.`,
 
 // archiveAnswer is orch archive's JSON answer: the task as it was.
 type archiveAnswer struct {
-	Task     taskJSON `json:"task"`
-	Archived bool     `json:"archived"`
-	Commit   string   `json:"commit"`
+	Task     answer.Task `json:"task"`
+	Archived bool        `json:"archived"`
+	Commit   string      `json:"commit"`
 }
 
 func runArchive(o *archiveOptions, ref string) error {
@@ -40,7 +41,7 @@ func runArchive(o *archiveOptions, ref string) error {
 			return err
 		}
 		snapshot := *s
-		var before taskJSON
+		var before answer.Task
 		if o.g.JSON {
 			before = o.g.task(e, &snapshot)
 		}

@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/internal/termboard"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
@@ -161,7 +163,7 @@ func (o *boardOptions) draw(qs []taskfile.Queue, n int) (tip plumbing.Hash, ref 
 		if err := e.RequireInit(); err != nil {
 			return nil, err
 		}
-		cols := groupBoard(qs, e.List(workflow.ListFilter{Queues: qs}))
+		cols := termboard.Group(qs, e.List(workflow.ListFilter{Queues: qs}))
 		trace.Phase("board")
 		if g.JSON {
 			b := g.appendBoardJSON(nil, e, cols)
@@ -177,17 +179,14 @@ func (o *boardOptions) draw(qs []taskfile.Queue, n int) (tip plumbing.Hash, ref 
 			var b strings.Builder
 			switch {
 			case o.Watch && g.io.OutTTY:
-				// Home, clear the screen, and say what is going on.
-				b.WriteString("\x1b[H\x1b[2J")
-				status := clipWidth(fmt.Sprintf("orch board: %s at %s, %s (Ctrl-C quits)", strings.TrimPrefix(ref, "refs/heads/"), shortHash(tip), time.Now().Format("15:04:05")), width)
-				if color {
-					status = ansiDim + status + ansiReset
-				}
-				b.WriteString(status + "\n\n")
+				// Clear the screen, and say what is going on.
+				b.WriteString(termboard.ClearScreen)
+				status := fmt.Sprintf("orch board: %s at %s, %s (Ctrl-C quits)", strings.TrimPrefix(ref, "refs/heads/"), shortHash(tip), time.Now().Format("15:04:05"))
+				b.WriteString(termboard.Status(status, width, color) + "\n\n")
 			case n > 0:
 				b.WriteString("\n" + strings.Repeat("=", width) + "\n\n")
 			}
-			b.WriteString(renderBoard(cols, width, color))
+			b.WriteString(termboard.Render(cols, width, color))
 			_, err := g.io.Out.Write([]byte(b.String()))
 			return err
 		}, nil
@@ -227,16 +226,17 @@ type boardAnswer struct {
 }
 
 type boardColumnJSON struct {
-	Queue string     `json:"queue"`
-	Count int        `json:"count"`
-	Tasks []taskJSON `json:"tasks"`
+	Queue string        `json:"queue"`
+	Count int           `json:"count"`
+	Tasks []answer.Task `json:"tasks"`
 }
 
 // appendBoardJSON writes the board as one JSON document on one line:
-// {"schema_version":2,"count":N,"queues":[{"queue":Q,"count":N,"tasks":[...]}...]},
+// {"schema_version":V,"count":N,"queues":[{"queue":Q,"count":N,"tasks":[...]}...]},
 // each task as orch list --json prints it.
-func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []boardColumn) []byte {
-	b = append(b, schemaHead+`,"count":`...)
+func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []termboard.Column) []byte {
+	b = answer.AppendHead(b)
+	b = append(b, `,"count":`...)
 	b = strconv.AppendInt(b, int64(len(cols)), 10)
 	b = append(b, `,"queues":[`...)
 	var all []*gitstore.Summary
@@ -249,7 +249,7 @@ func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []boa
 			b = append(b, ',')
 		}
 		b = append(b, `{"queue":`...)
-		b = appendJSONString(b, string(c.Queue))
+		b = answer.AppendString(b, string(c.Queue))
 		b = append(b, `,"count":`...)
 		b = strconv.AppendInt(b, int64(len(c.Tasks)), 10)
 		b = append(b, `,"tasks":[`...)
@@ -257,7 +257,7 @@ func (g *globalOptions) appendBoardJSON(b []byte, e *workflow.Engine, cols []boa
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = tjs[0].appendJSON(b)
+			b = tjs[0].AppendJSON(b)
 			tjs = tjs[1:]
 		}
 		b = append(b, "]}"...)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -94,16 +95,16 @@ func runClaimSync(o *claimOptions) error {
 
 // claimAnswer is orch claim's JSON answer.
 type claimAnswer struct {
-	Task         taskJSON `json:"task"`
-	Branch       string   `json:"branch"`
-	BranchReused bool     `json:"branch_reused"`
-	BranchNote   string   `json:"branch_note"`
-	PRNumber     int      `json:"pr_number"`
-	Attempt      int      `json:"attempt"`
-	Commit       string   `json:"commit"`
-	Worktree     string   `json:"worktree"`     // with --worktree: its absolute path
-	NewWorktree  bool     `json:"new_worktree"` // with --worktree: made by this claim
-	Prompt       string   `json:"prompt"`       // with --prompt
+	Task         answer.Task `json:"task"`
+	Branch       string      `json:"branch"`
+	BranchReused bool        `json:"branch_reused"`
+	BranchNote   string      `json:"branch_note"`
+	PRNumber     int         `json:"pr_number"`
+	Attempt      int         `json:"attempt"`
+	Commit       string      `json:"commit"`
+	Worktree     string      `json:"worktree"`     // with --worktree: its absolute path
+	NewWorktree  bool        `json:"new_worktree"` // with --worktree: made by this claim
+	Prompt       string      `json:"prompt"`       // with --prompt
 }
 
 func printClaim(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) error {

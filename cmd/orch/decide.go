@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -58,8 +59,8 @@ UNCLEAR_REQUIREMENTS defer; SCOPE_CREEP decomposes; INFEASIBLE reformulates.
 // transition, and the tasks the decision created.
 type decideAnswer struct {
 	transitionJSON
-	Decision     string     `json:"decision"`
-	CreatedTasks []taskJSON `json:"created_tasks"`
+	Decision     string        `json:"decision"`
+	CreatedTasks []answer.Task `json:"created_tasks"`
 }
 
 func runDecide(o *decideOptions, ref, decision string) error {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -37,11 +38,11 @@ worktree ID may be omitted.`,
 // diffAnswer is orch diff's JSON answer: base and head are the two
 // revisions compared (from and to are queues in a transition's answer).
 type diffAnswer struct {
-	Task  taskJSON `json:"task"`
-	Base  string   `json:"base"`  // the base branch, or the commit rejected last
-	Head  string   `json:"head"`  // the task's branch
-	Since string   `json:"since"` // base | rejection
-	Diff  string   `json:"diff"`  // git diff's output (--stat: the summary)
+	Task  answer.Task `json:"task"`
+	Base  string      `json:"base"`  // the base branch, or the commit rejected last
+	Head  string      `json:"head"`  // the task's branch
+	Since string      `json:"since"` // base | rejection
+	Diff  string      `json:"diff"`  // git diff's output (--stat: the summary)
 }
 
 func runDiff(o *diffOptions, ref string) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -53,10 +54,10 @@ the path is printed (.git/orch/edits/) with the command that retries it.`,
 // a prompt), the commit ("" when nothing changed), and the task when the
 // file is one.
 type editAnswer struct {
-	Changed bool      `json:"changed"`
-	Path    string    `json:"path"`
-	Commit  string    `json:"commit"`
-	Task    *taskJSON `json:"task"`
+	Changed bool         `json:"changed"`
+	Path    string       `json:"path"`
+	Commit  string       `json:"commit"`
+	Task    *answer.Task `json:"task"`
 }
 
 // viewPath is the path, relative to the repository, of a file of the

@@ -12,6 +12,7 @@ import (
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/web"
 	"github.com/orch-tool/orch/workflow"
@@ -81,7 +82,7 @@ func classify(err error) classified {
 		rewritten *workflow.RemoteRewrittenError
 		listen    *web.ListenError
 	)
-	var jqErr *jqError
+	var jqErr *answer.JQError
 	switch {
 	case errors.As(err, &jqErr):
 		return classified{exitFailure, "jq", jqErr.Error(), "the command ran, and what it changed stands: only its answer failed the --jq expression (orch log and orch show tell what it did)", nil}
@@ -203,7 +204,7 @@ func reportError(g *globalOptions, err error) int {
 		body := errorAnswer{errorJSON{c.code, msg, c.hint, nonNil(c.details), nonNil(g.notes)}}
 		g.notes = nil
 		b, _ := json.Marshal(body)
-		_, _ = g.io.Err.Write(withSchemaVersion(b))
+		_, _ = g.io.Err.Write(answer.Envelope(b))
 		return c.exit
 	}
 	fmt.Fprintln(g.io.Err, "orch: "+c.msg)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -51,10 +52,10 @@ if that push went through), and the exit code says what was not shared.`,
 
 // heartbeatAnswer is orch heartbeat's JSON answer.
 type heartbeatAnswer struct {
-	Task       taskJSON `json:"task"`
-	LeaseUntil jsonTime `json:"lease_until"` // when the lease runs out unless renewed
-	Commit     string   `json:"commit"`
-	Synced     bool     `json:"synced"` // --sync shared it through the remote
+	Task       answer.Task `json:"task"`
+	LeaseUntil answer.Time `json:"lease_until"` // when the lease runs out unless renewed
+	Commit     string      `json:"commit"`
+	Synced     bool        `json:"synced"` // --sync shared it through the remote
 }
 
 func runHeartbeat(o *heartbeatOptions, ref string) error {
@@ -85,7 +86,7 @@ func runHeartbeat(o *heartbeatOptions, ref string) error {
 
 func printHeartbeat(o *heartbeatOptions, e *workflow.Engine, res *workflow.HeartbeatResult) error {
 	if o.g.JSON {
-		return o.g.writeJSON(heartbeatAnswer{o.g.task(e, res.Task), jsonTime(res.LeaseUntil), res.Commit.String(), o.Sync})
+		return o.g.writeJSON(heartbeatAnswer{o.g.task(e, res.Task), answer.Time(res.LeaseUntil), res.Commit.String(), o.Sync})
 	}
 	text := fmt.Sprintf("%s: lease renewed until %s", res.Task.Task.ID, taskfile.FormatTime(res.LeaseUntil))
 	if o.Sync {

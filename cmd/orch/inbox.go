@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -41,11 +42,11 @@ type inboxAnswer struct {
 // refusal, or a refused attempt at what was not the actor's to do.
 type inboxItemJSON struct {
 	TaskID      string              `json:"task_id"` // "" when it concerns no task
-	Task        *taskJSON           `json:"task"`    // null when the task is not on the state branch
+	Task        *answer.Task        `json:"task"`    // null when the task is not on the state branch
 	Reason      string              `json:"reason"`  // the escalation's reason, "refused" or "authority"
 	Summary     string              `json:"summary"`
 	MessagePath string              `json:"message_path"` // the message file, relative to the repository ("" when none)
-	Time        jsonTime            `json:"time"`         // when it happened (null when unknown)
+	Time        answer.Time         `json:"time"`         // when it happened (null when unknown)
 	Refusal     *pendingRefusalJSON `json:"refusal"`      // a refusal awaiting orch decide
 }
 
@@ -53,7 +54,7 @@ type inboxItemJSON struct {
 // who refused and when, and the protocol's default decision.
 type pendingRefusalJSON struct {
 	By              string          `json:"by"`
-	Time            jsonTime        `json:"time"`
+	Time            answer.Time     `json:"time"`
 	DefaultDecision string          `json:"default_decision"`
 	Decide          string          `json:"decide"`
 	Record          *refusal.Record `json:"record"` // the refusal protocol's record, as the agent gave it
@@ -63,7 +64,7 @@ func pendingRefusal(r *workflow.PendingRefusal) *pendingRefusalJSON {
 	if r == nil {
 		return nil
 	}
-	return &pendingRefusalJSON{By: r.By, Time: jsonTimeText(r.Time), DefaultDecision: r.DefaultDecision, Decide: r.Decide, Record: r.Record}
+	return &pendingRefusalJSON{By: r.By, Time: answer.TimeText(r.Time), DefaultDecision: r.DefaultDecision, Decide: r.Decide, Record: r.Record}
 }
 
 func runInbox(o *inboxOptions) error {
@@ -81,7 +82,7 @@ func runInbox(o *inboxOptions) error {
 			out := make([]inboxItemJSON, len(items))
 			for i, it := range items {
 				out[i] = inboxItemJSON{TaskID: it.Task, Task: refs[it.Task], Reason: it.Reason, Summary: it.Summary,
-					MessagePath: it.Message, Time: jsonTime(it.Created), Refusal: pendingRefusal(it.Refusal)}
+					MessagePath: it.Message, Time: answer.Time(it.Created), Refusal: pendingRefusal(it.Refusal)}
 			}
 			return o.g.writeJSON(inboxAnswer{len(out), out})
 		}

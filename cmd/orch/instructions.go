@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/config"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -237,10 +238,10 @@ func instructionsMarkdown(root *cobra.Command, role string, cfg *config.Config) 
 	b.WriteString("orch is the work queue of this repository: tasks are markdown files on a git branch, and every\n" +
 		"change is one git commit. Run orch from any worktree of the repository. You act under one name,\n" +
 		"yours: `ORCH_AGENT` (your harness sets it) or `--agent <your name>`, never anyone else's. Add\n" +
-		"`--json` to read the answers: on success stdout holds one JSON document with\n" +
-		"`\"schema_version\": 2`; on failure stdout is empty and stderr holds\n" +
-		"`{\"schema_version\":2,\"error\":{\"code\",\"message\",\"hint\",\"details\",\"notes\"}}`. The hint says what you may do next.\n\n" +
-		"Some things are a human's, not yours: unlocking, requeueing, deciding on refusals, archiving,\n" +
+		"`--json` to read the answers: on success stdout holds one JSON document with\n")
+	fmt.Fprintf(&b, "`\"schema_version\": %d`; on failure stdout is empty and stderr holds\n", answer.Version)
+	fmt.Fprintf(&b, "`{\"schema_version\":%d,\"error\":{\"code\",\"message\",\"hint\",\"details\",\"notes\"}}`. The hint says what you may do next.\n\n", answer.Version)
+	b.WriteString("Some things are a human's, not yours: unlocking, requeueing, deciding on refusals, archiving,\n" +
 		"sweeping, failing a task you did not claim, and changing `config.yaml` or `prompts/`. orch refuses\n" +
 		"them (exit 4) and records the attempt for the lead. When you need one, ask:\n" +
 		"`orch escalate <id> -m \"what you need and why\"`.\n\n")

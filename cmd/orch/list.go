@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
@@ -121,8 +122,8 @@ func runList(o *listOptions) error {
 
 // listAnswer is orch list's JSON answer (written by taskListJSON).
 type listAnswer struct {
-	Count int        `json:"count"`
-	Tasks []taskJSON `json:"tasks"`
+	Count int           `json:"count"`
+	Tasks []answer.Task `json:"tasks"`
 }
 
 // taskListJSON renders the list document in pieces, written one after the
@@ -139,7 +140,7 @@ func (g *globalOptions) taskListJSON(e *workflow.Engine, tasks []*gitstore.Summa
 		}
 	}
 	var fields []json.RawMessage
-	if g.fields.has(fieldFields) {
+	if g.fields.ShowsFields() {
 		fields = e.TaskFieldsOf(tasks)
 	}
 	render := func(b []byte, lo, hi int) []byte {
@@ -151,8 +152,8 @@ func (g *globalOptions) taskListJSON(e *workflow.Engine, tasks []*gitstore.Summa
 			if fields != nil {
 				f = fields[i]
 			}
-			j := newTaskJSON(tasks[i], ready[i], f, g.fields)
-			b = j.appendJSON(b)
+			j := answer.NewTask(tasks[i], ready[i], f, g.fields)
+			b = j.AppendJSON(b)
 		}
 		return b
 	}
@@ -169,7 +170,7 @@ func (g *globalOptions) taskListJSON(e *workflow.Engine, tasks []*gitstore.Summa
 		second = render(make([]byte, 0, perTask*(len(tasks)-half)+4), half, len(tasks))
 		second = append(second, "]}\n"...)
 	}()
-	first := []byte(schemaHead + `,"count":` + strconv.Itoa(len(tasks)) + `,"tasks":[`)
+	first := append(answer.AppendHead(nil), `,"count":`+strconv.Itoa(len(tasks))+`,"tasks":[`...)
 	first = render(append(make([]byte, 0, len(first)+perTask*half), first...), 0, half)
 	<-done
 	return [][]byte{first, second}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -44,17 +45,17 @@ type logAnswer struct {
 // task is the task as it is now (null when it is no longer on the state
 // branch, or the commit concerns no task).
 type logEntryJSON struct {
-	Commit    string    `json:"commit"`
-	Time      jsonTime  `json:"time"`
-	TaskID    string    `json:"task_id"`
-	Task      *taskJSON `json:"task"`
-	Action    string    `json:"action"`
-	From      string    `json:"from"`
-	To        string    `json:"to"`
-	Actor     string    `json:"actor"`
-	Subject   string    `json:"subject"`
-	LockedOut string    `json:"locked_out"` // the author a rejection locked out
-	Unlocked  string    `json:"unlocked"`   // the agent an unlock let back in
+	Commit    string       `json:"commit"`
+	Time      answer.Time  `json:"time"`
+	TaskID    string       `json:"task_id"`
+	Task      *answer.Task `json:"task"`
+	Action    string       `json:"action"`
+	From      string       `json:"from"`
+	To        string       `json:"to"`
+	Actor     string       `json:"actor"`
+	Subject   string       `json:"subject"`
+	LockedOut string       `json:"locked_out"` // the author a rejection locked out
+	Unlocked  string       `json:"unlocked"`   // the agent an unlock let back in
 }
 
 func runLog(o *logOptions, ref string) error {
@@ -82,7 +83,7 @@ func runLog(o *logOptions, ref string) error {
 			refs := o.g.taskRefs(e, ids)
 			out := make([]logEntryJSON, len(entries))
 			for i, en := range entries {
-				out[i] = logEntryJSON{Commit: en.Commit, Time: jsonTime(en.Time), TaskID: en.Task, Task: refs[en.Task], Action: en.Action,
+				out[i] = logEntryJSON{Commit: en.Commit, Time: answer.Time(en.Time), TaskID: en.Task, Task: refs[en.Task], Action: en.Action,
 					From: en.From, To: en.To, Actor: en.Actor, Subject: en.Subject, LockedOut: en.LockedOut, Unlocked: en.Unlocked}
 			}
 			return o.g.writeJSON(logAnswer{len(out), out})

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/coordinator"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -46,31 +47,31 @@ chosen. Inside a task's worktree ID may be omitted.`,
 
 // logsAnswer is orch logs's JSON answer.
 type logsAnswer struct {
-	Task taskJSON  `json:"task"`
-	Logs []logJSON `json:"logs"`
-	Log  string    `json:"log"`  // the chosen log's path
-	Text string    `json:"text"` // its text
+	Task answer.Task `json:"task"`
+	Logs []logJSON   `json:"logs"`
+	Log  string      `json:"log"`  // the chosen log's path
+	Text string      `json:"text"` // its text
 }
 
 // logJSON is one run's log (coordinator.LogFile).
 type logJSON struct {
-	Path     string   `json:"path"`
-	Attempt  int      `json:"attempt"`
-	Reviewer bool     `json:"reviewer"`
-	Size     int64    `json:"size"`
-	Modified jsonTime `json:"modified"`
+	Path     string      `json:"path"`
+	Attempt  int         `json:"attempt"`
+	Reviewer bool        `json:"reviewer"`
+	Size     int64       `json:"size"`
+	Modified answer.Time `json:"modified"`
 }
 
 func logsJSON(logs []coordinator.LogFile) []logJSON {
 	out := []logJSON{}
 	for _, l := range logs {
-		out = append(out, logJSON{l.Path, l.Attempt, l.Reviewer, l.Size, jsonTime(l.Modified)})
+		out = append(out, logJSON{l.Path, l.Attempt, l.Reviewer, l.Size, answer.Time(l.Modified)})
 	}
 	return out
 }
 
 func runLogs(o *logsOptions, ref string) error {
-	var task taskJSON
+	var task answer.Task
 	var id string
 	err := o.g.withEngine(func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)

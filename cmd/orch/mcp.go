@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -266,5 +267,5 @@ func mcpCall(globals []string, verb string, args []mcpArg, doc string, flags map
 
 func mcpError(code, msg, hint string) *mcp.CallToolResult {
 	b, _ := json.Marshal(errorAnswer{errorJSON{code, msg, hint, []string{}, []string{}}})
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(string(withSchemaVersion(b)))}}}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(string(answer.Envelope(b)))}}}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -124,6 +125,6 @@ func hashOrEmpty(h plumbing.Hash) string {
 
 // newAnswer is orch new's JSON answer.
 type newAnswer struct {
-	Task   taskJSON `json:"task"`
-	Commit string   `json:"commit"`
+	Task   answer.Task `json:"task"`
+	Commit string      `json:"commit"`
 }

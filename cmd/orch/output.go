@@ -1,46 +1,21 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
-
-// schemaVersion is the version of every JSON answer (docs/agents.md lists
-// what changed from one to the next).
-const schemaVersion = 2
-
-// schemaHead starts every JSON document.
-const schemaHead = `{"schema_version":2`
 
 // writeJSON prints v (a struct or map) as one JSON document with
 // schema_version first.
 func (g *globalOptions) writeJSON(v any) error {
-	b, err := json.Marshal(v)
+	doc, err := answer.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return g.emitJSON(withSchemaVersion(b))
-}
-
-// withSchemaVersion splices schema_version in front of a JSON object and
-// ends it with a newline.
-func withSchemaVersion(b []byte) []byte {
-	out := make([]byte, 0, len(schemaHead)+len(b)+2)
-	out = append(out, schemaHead...)
-	if len(b) > 2 && b[0] == '{' {
-		out = append(out, ',')
-	}
-	if len(b) >= 2 && b[0] == '{' {
-		out = append(out, b[1:]...)
-	} else {
-		out = append(out, '}')
-	}
-	return append(out, '\n')
+	return g.emitJSON(doc)
 }
 
 // emitJSON writes one finished JSON document (ending in a newline).
@@ -49,140 +24,44 @@ func (g *globalOptions) emitJSON(doc []byte) error {
 	return err
 }
 
-// jsonTime is a time in a JSON answer: RFC 3339 in UTC with exactly three
-// fraction digits (2026-11-25T20:02:29.960Z), or null when unset.
-type jsonTime time.Time
-
-// jsonTimeLayout is the one format of times in JSON answers.
-const jsonTimeLayout = "2006-01-02T15:04:05.000Z"
-
-func (t jsonTime) MarshalJSON() ([]byte, error) {
-	return appendJSONTime(nil, time.Time(t)), nil
-}
-
-func appendJSONTime(b []byte, t time.Time) []byte {
-	if t.IsZero() {
-		return append(b, "null"...)
-	}
-	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, jsonTimeLayout)
-	return append(b, '"')
-}
-
-// jsonTimeText turns a time written as text (event logs) into a jsonTime
-// (unset when it does not parse).
-func jsonTimeText(s string) jsonTime {
-	t, err := taskfile.ParseTime(s)
-	if err != nil {
-		return jsonTime{}
-	}
-	return jsonTime(t)
-}
-
-// taskJSON is a task as every JSON answer shows it: every frontmatter field
-// orch knows, always present (an unset time is null, an unset text "", an
-// empty list []), the custom frontmatter keys in fields, the file, whether
-// it can be claimed, and why its file is invalid (problem). jsonfast.go
-// writes the same bytes without reflection.
-type taskJSON struct {
-	ID             string          `json:"id"`
-	Title          string          `json:"title"`
-	Queue          string          `json:"queue"`
-	Priority       string          `json:"priority"`
-	Role           string          `json:"role"`
-	Branch         string          `json:"branch"`
-	BaseBranch     string          `json:"base_branch"`
-	PRNumber       int             `json:"pr_number"`
-	RejectionCount int             `json:"rejection_count"`
-	NoProgress     int             `json:"no_progress_count"`
-	Attempts       int             `json:"attempts"`
-	ClaimedBy      string          `json:"claimed_by"`
-	ClaimedAt      jsonTime        `json:"claimed_at"`
-	HeartbeatAt    jsonTime        `json:"heartbeat_at"`
-	SubmittedBy    string          `json:"submitted_by"`
-	SubmittedAt    jsonTime        `json:"submitted_at"`
-	AssignedTo     string          `json:"assigned_to"`
-	LockedOut      []string        `json:"locked_out"`
-	WorkedBy       []string        `json:"worked_by"`
-	GitHubReviews  []string        `json:"github_reviews"`
-	DependsOn      []string        `json:"depends_on"`
-	Labels         []string        `json:"labels"`
-	Created        jsonTime        `json:"created"`
-	RejectedAt     string          `json:"rejected_at_commit"`
-	Fields         json.RawMessage `json:"fields"`
-	Path           string          `json:"path"`
-	Ready          bool            `json:"ready"`
-	Problem        string          `json:"problem"`
-
-	mask taskMask // the fields --json FIELDS asked for (0: all)
-}
-
-// MarshalJSON writes the task as jsonfast.go does, cut to the fields
-// asked for.
-func (j taskJSON) MarshalJSON() ([]byte, error) { return j.appendJSON(nil), nil }
-
-// noStrings is the empty list of a task field: [] in JSON, never null.
-var noStrings = []string{}
-
-func listOrEmpty(l []string) []string {
-	if l == nil {
-		return noStrings
-	}
-	return l
-}
-
 // task returns the task object of a summary, with its custom keys read
 // from its file when the answer shows them.
-func (g *globalOptions) task(e *workflow.Engine, s *gitstore.Summary) taskJSON {
+func (g *globalOptions) task(e *workflow.Engine, s *gitstore.Summary) answer.Task {
 	j := g.taskBase(e, s)
-	if j.mask.has(fieldFields) {
-		j.Fields = e.TaskFields(s)
+	if g.fields.ShowsFields() {
+		j.SetFields(e.TaskFields(s))
 	}
 	return j
 }
 
 // loadedTask is task for a task whose file is loaded already.
-func (g *globalOptions) loadedTask(e *workflow.Engine, t *workflow.Task) taskJSON {
+func (g *globalOptions) loadedTask(e *workflow.Engine, t *workflow.Task) answer.Task {
 	j := g.taskBase(e, t.Summary)
-	if j.mask.has(fieldFields) {
-		j.Fields = workflow.FileFields(t)
+	if g.fields.ShowsFields() {
+		j.SetFields(workflow.FileFields(t))
 	}
 	return j
 }
 
 // tasks returns the task objects of many summaries (their custom keys
 // through the engine's cache).
-func (g *globalOptions) tasks(e *workflow.Engine, sums []*gitstore.Summary) []taskJSON {
-	out := make([]taskJSON, len(sums))
+func (g *globalOptions) tasks(e *workflow.Engine, sums []*gitstore.Summary) []answer.Task {
+	out := make([]answer.Task, len(sums))
 	for i, s := range sums {
 		out[i] = g.taskBase(e, s)
 	}
-	if len(out) > 0 && out[0].mask.has(fieldFields) {
+	if len(out) > 0 && g.fields.ShowsFields() {
 		for i, f := range e.TaskFieldsOf(sums) {
-			out[i].Fields = f
+			out[i].SetFields(f)
 		}
 	}
 	return out
 }
 
-// taskOrNil is the task object of the task with this ID, or nil when it
-// is not on the state branch (archived) or id is "".
-func (g *globalOptions) taskOrNil(e *workflow.Engine, id string) *taskJSON {
-	if id == "" {
-		return nil
-	}
-	s := e.Store.SummaryByID(id)
-	if s == nil {
-		return nil
-	}
-	j := g.task(e, s)
-	return &j
-}
-
 // taskRefs returns the task objects of the tasks with these IDs (nil for
 // an ID not on the state branch), each task looked up and read once.
-func (g *globalOptions) taskRefs(e *workflow.Engine, ids []string) map[string]*taskJSON {
-	out := map[string]*taskJSON{}
+func (g *globalOptions) taskRefs(e *workflow.Engine, ids []string) map[string]*answer.Task {
+	out := map[string]*answer.Task{}
 	var sums []*gitstore.Summary
 	for _, id := range ids {
 		if _, done := out[id]; done || id == "" {
@@ -194,43 +73,25 @@ func (g *globalOptions) taskRefs(e *workflow.Engine, ids []string) map[string]*t
 		}
 	}
 	for _, j := range g.tasks(e, sums) {
-		out[j.ID] = &j
+		out[j.ID()] = &j
 	}
 	return out
 }
 
-func (g *globalOptions) taskBase(e *workflow.Engine, s *gitstore.Summary) taskJSON {
+func (g *globalOptions) taskBase(e *workflow.Engine, s *gitstore.Summary) answer.Task {
 	ready := false
 	if s.Problem == "" {
 		ready = e.Ready(&s.Task)
 	}
-	return newTaskJSON(s, ready, workflow.NoFields, g.fields)
-}
-
-// newTaskJSON is the task object of a summary, given what needs the
-// engine: whether it is ready and its custom keys.
-func newTaskJSON(s *gitstore.Summary, ready bool, fields json.RawMessage, mask taskMask) taskJSON {
-	t := &s.Task
-	return taskJSON{
-		ID: t.ID, Title: t.Title, Queue: string(t.Queue), Priority: t.Priority, Role: t.Role, Branch: t.Branch,
-		BaseBranch: t.BaseBranch, PRNumber: t.PRNumber, RejectionCount: t.RejectionCount, NoProgress: t.NoProgress, Attempts: t.Attempts,
-		ClaimedBy: t.ClaimedBy, ClaimedAt: jsonTime(t.ClaimedAt), HeartbeatAt: jsonTime(t.HeartbeatAt), SubmittedBy: t.SubmittedBy, SubmittedAt: jsonTime(t.SubmittedAt),
-		AssignedTo: t.AssignedTo, LockedOut: listOrEmpty(t.LockedOut), WorkedBy: listOrEmpty(t.WorkedBy),
-		GitHubReviews: listOrEmpty(t.GitHubReviews), DependsOn: listOrEmpty(t.DependsOn), Labels: listOrEmpty(t.Labels),
-		Created: jsonTime(t.Created), RejectedAt: t.RejectedAt, Fields: fields,
-		Path:    gitstore.ViewDirName + "/" + s.Path, // branch paths are clean and slash-separated
-		Ready:   ready,
-		Problem: s.Problem,
-		mask:    mask,
-	}
+	return answer.NewTask(s, ready, workflow.NoFields, g.fields)
 }
 
 // transitionJSON is the result of a verb that moved a task.
 type transitionJSON struct {
-	Task   taskJSON `json:"task"`
-	From   string   `json:"from"`
-	To     string   `json:"to"`
-	Commit string   `json:"commit"`
+	Task   answer.Task `json:"task"`
+	From   string      `json:"from"`
+	To     string      `json:"to"`
+	Commit string      `json:"commit"`
 }
 
 func (g *globalOptions) transition(e *workflow.Engine, res *workflow.Result) transitionJSON {

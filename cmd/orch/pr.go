@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/ghreview"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -132,18 +133,18 @@ type prAnswer struct {
 
 // prJSON is one pull request of a submitted task.
 type prJSON struct {
-	TaskID   string    `json:"task_id"`
-	Task     *taskJSON `json:"task"`
-	PRNumber int       `json:"pr_number"` // 0 for pr import of a task without a pr_number
-	Imported bool      `json:"imported"`  // a review requesting changes was imported
-	Outcome  string    `json:"outcome"`   // changes requested, approved, no reviews, only comments, already imported; refused
-	ReviewID int64     `json:"review_id"`
-	Reviewer string    `json:"reviewer"`
-	Blocking int       `json:"blocking"`
-	Comments int       `json:"comments"`
-	To       string    `json:"to"`      // the task's new queue when imported
-	Commit   string    `json:"commit"`  // the import's commit
-	Message  string    `json:"message"` // why it was refused
+	TaskID   string       `json:"task_id"`
+	Task     *answer.Task `json:"task"`
+	PRNumber int          `json:"pr_number"` // 0 for pr import of a task without a pr_number
+	Imported bool         `json:"imported"`  // a review requesting changes was imported
+	Outcome  string       `json:"outcome"`   // changes requested, approved, no reviews, only comments, already imported; refused
+	ReviewID int64        `json:"review_id"`
+	Reviewer string       `json:"reviewer"`
+	Blocking int          `json:"blocking"`
+	Comments int          `json:"comments"`
+	To       string       `json:"to"`      // the task's new queue when imported
+	Commit   string       `json:"commit"`  // the import's commit
+	Message  string       `json:"message"` // why it was refused
 }
 
 // prDetails are the lines of a poll's outcome, for an error's details
@@ -170,7 +171,7 @@ func printPoll(g *globalOptions, e *workflow.Engine, res []*workflow.PRImport, r
 		for _, r := range refused {
 			ids = append(ids, r.Task)
 		}
-		refs := map[string]*taskJSON{}
+		refs := map[string]*answer.Task{}
 		if e != nil {
 			refs = g.taskRefs(e, ids)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -33,15 +34,15 @@ also when orch is not set up here, so that a hook never fails a session.`,
 
 // primeAnswer is orch prime's JSON answer.
 type primeAnswer struct {
-	Agent       string      `json:"agent"`
-	SetUp       bool        `json:"set_up"`       // orch is set up in this repository (prime exits 0 either way)
-	Task        *taskJSON   `json:"task"`         // the task worked on; null when none is claimed
-	OtherClaims []string    `json:"other_claims"` // IDs of the other tasks the agent has claimed
-	Worktree    string      `json:"worktree"`     // the task's worktree ("" when none)
-	Round       int         `json:"round"`        // the newest review round (0: none)
-	OpenIssues  []issueJSON `json:"open_issues"`  // its blocking issues not yet answered
-	Notes       []string    `json:"notes"`        // its notes, one line each
-	Next        string      `json:"next"`         // what to run next
+	Agent       string       `json:"agent"`
+	SetUp       bool         `json:"set_up"`       // orch is set up in this repository (prime exits 0 either way)
+	Task        *answer.Task `json:"task"`         // the task worked on; null when none is claimed
+	OtherClaims []string     `json:"other_claims"` // IDs of the other tasks the agent has claimed
+	Worktree    string       `json:"worktree"`     // the task's worktree ("" when none)
+	Round       int          `json:"round"`        // the newest review round (0: none)
+	OpenIssues  []issueJSON  `json:"open_issues"`  // its blocking issues not yet answered
+	Notes       []string     `json:"notes"`        // its notes, one line each
+	Next        string       `json:"next"`         // what to run next
 }
 
 func runPrime(o *primeOptions) error {

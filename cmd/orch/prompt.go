@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -36,9 +37,9 @@ reviewer for a submitted task and to the task's role otherwise.`,
 
 // promptAnswer is orch prompt's JSON answer.
 type promptAnswer struct {
-	Task   taskJSON `json:"task"`
-	Role   string   `json:"role"`
-	Prompt string   `json:"prompt"`
+	Task   answer.Task `json:"task"`
+	Role   string      `json:"role"`
+	Prompt string      `json:"prompt"`
 }
 
 func runPrompt(o *promptOptions, ref string) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/orch-tool/orch/coordinator"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -36,9 +37,9 @@ type globalOptions struct {
 	io          *streams
 	Dir         string
 	JSON        bool
-	jsonNames   []string // --json=FIELDS: the fields named (nil: --json alone)
-	jq          string   // --jq EXPR
-	fields      taskMask // the task fields --json=FIELDS names (0: all)
+	jsonNames   []string    // --json=FIELDS: the fields named (nil: --json alone)
+	jq          string      // --jq EXPR
+	fields      answer.Mask // the task fields --json=FIELDS names (0: all)
 	Agent       string
 	StateBranch string
 	repo        *gitrepo.Repo // discovered once, in resolveAgent
@@ -86,8 +87,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
-	if out, ok := g.io.Out.(*jsonOutput); ok && err == nil {
-		err = out.finish()
+	if out, ok := g.io.Out.(*answer.Filter); ok && err == nil {
+		err = out.Finish()
 	}
 	if err == nil {
 		g.flushNotes()

@@ -19,6 +19,8 @@ import (
 
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/coordinator"
+	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/internal/termboard"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -88,18 +90,18 @@ On a terminal it shows one live line per slot; otherwise one line per event;
 // runEvent is one line of orch run --json: one thing the coordinator did
 // or saw (coordinator.Event).
 type runEvent struct {
-	Time     jsonTime `json:"time"`
-	Event    string   `json:"event"` // slot, claimed, started, exited, submitted, paused, escalated, reviewed, released, backoff, killing, ...
-	Slot     string   `json:"slot"`
-	Role     string   `json:"role"` // implementer or reviewer
-	Task     string   `json:"task"`
-	Attempt  int      `json:"attempt"`
-	ExitCode *int     `json:"exit_code"` // exited: the agent's exit code
-	Duration string   `json:"duration"`
-	Reason   string   `json:"reason"`
-	Until    string   `json:"until"` // backoff: when the slot claims again
-	Log      string   `json:"log"`
-	Text     string   `json:"text"`
+	Time     answer.Time `json:"time"`
+	Event    string      `json:"event"` // slot, claimed, started, exited, submitted, paused, escalated, reviewed, released, backoff, killing, ...
+	Slot     string      `json:"slot"`
+	Role     string      `json:"role"` // implementer or reviewer
+	Task     string      `json:"task"`
+	Attempt  int         `json:"attempt"`
+	ExitCode *int        `json:"exit_code"` // exited: the agent's exit code
+	Duration string      `json:"duration"`
+	Reason   string      `json:"reason"`
+	Until    string      `json:"until"` // backoff: when the slot claims again
+	Log      string      `json:"log"`
+	Text     string      `json:"text"`
 }
 
 func runRun(o *runOptions) error {
@@ -228,7 +230,7 @@ func (p *runPrinter) event(ev coordinator.Event) {
 		ev.Time = time.Now()
 	}
 	if p.g.JSON {
-		j := runEvent{jsonTime(ev.Time), ev.Event, ev.Slot, ev.Role, ev.Task, ev.Attempt, ev.ExitCode, ev.Duration, ev.Reason, ev.Until, ev.Log, ev.Text}
+		j := runEvent{answer.Time(ev.Time), ev.Event, ev.Slot, ev.Role, ev.Task, ev.Attempt, ev.ExitCode, ev.Duration, ev.Reason, ev.Until, ev.Log, ev.Text}
 		if err := p.g.writeJSON(j); err != nil {
 			fmt.Fprintln(p.g.io.Err, "orch: "+err.Error())
 		}
@@ -302,7 +304,7 @@ func (p *runPrinter) draw() {
 		default:
 			line += "idle"
 		}
-		fmt.Fprintln(p.g.io.Out, clipWidth(line, width-1))
+		fmt.Fprintln(p.g.io.Out, termboard.Clip(line, width-1))
 		p.shown++
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -63,7 +64,7 @@ func (o obj) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// timePattern is the one format of a time in an answer (jsonTime).
+// timePattern is the one format of a time in an answer (answer.Time).
 const timePattern = `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$`
 
 // schemaGen turns Go types into JSON Schema (draft 2020-12). The task
@@ -81,10 +82,10 @@ func (g *schemaGen) fail(format string, a ...any) obj {
 }
 
 var (
-	jsonTimeType   = reflect.TypeOf(jsonTime{})
+	answerTimeType = reflect.TypeOf(answer.Time{})
 	timeType       = reflect.TypeOf(time.Time{})
 	rawMessageType = reflect.TypeOf(json.RawMessage{})
-	taskType       = reflect.TypeOf(taskJSON{})
+	taskType       = reflect.TypeOf(answer.Task{})
 )
 
 func nullable(s obj) obj {
@@ -93,10 +94,10 @@ func nullable(s obj) obj {
 
 func (g *schemaGen) of(t reflect.Type) obj {
 	switch t {
-	case jsonTimeType:
+	case answerTimeType:
 		return obj{{"type", []string{"string", "null"}}, {"format", "date-time"}, {"pattern", timePattern}}
 	case timeType:
-		return g.fail("%s: a time.Time in an answer (use jsonTime: one format, null when unset)", t)
+		return g.fail("%s: a time.Time in an answer (use answer.Time: one format, null when unset)", t)
 	case rawMessageType:
 		return obj{{"type", "object"}} // the custom keys of a task
 	case taskType:
@@ -136,21 +137,25 @@ type fieldSchema struct {
 	required bool
 }
 
-// fields lists a struct's keys as encoding/json writes them (jsonFields),
-// each with its schema.
-func (g *schemaGen) fields(t reflect.Type) []fieldSchema {
+// fields are the schemas of an object's keys.
+func (g *schemaGen) fields(keys []answer.Key) []fieldSchema {
 	var out []fieldSchema
-	for _, f := range jsonFields(t) {
-		omit := strings.Contains(f.opts, "omitempty") || strings.Contains(f.opts, "omitzero")
-		out = append(out, fieldSchema{f.name, g.of(f.field.Type), !omit})
+	for _, k := range keys {
+		out = append(out, fieldSchema{k.Name, g.of(k.Type), !k.Optional})
 	}
 	return out
 }
 
+// object is the schema of a struct (its keys as encoding/json writes
+// them), or of the task object (its keys from its table).
 func (g *schemaGen) object(t reflect.Type) obj {
+	keys := answer.TaskKeys()
+	if t != taskType {
+		keys = answer.KeysOf(t)
+	}
 	var props obj
 	required := []string{}
-	for _, f := range g.fields(t) {
+	for _, f := range g.fields(keys) {
 		props = append(props, kv{f.name, f.schema})
 		if f.required {
 			required = append(required, f.name)
@@ -167,7 +172,7 @@ func answerSchema(name, title string, typ any) ([]byte, error) {
 	if g.err != nil {
 		return nil, g.err
 	}
-	props := obj{{"schema_version", obj{{"const", schemaVersion}}}}
+	props := obj{{"schema_version", obj{{"const", answer.Version}}}}
 	required := []string{"schema_version"}
 	for _, p := range body {
 		switch p.k {
@@ -271,12 +276,12 @@ func updateSchemas(t *testing.T, update bool) {
 // a time in another format or a wrong schema_version does not pass.
 func TestSchemasAreStrict(t *testing.T) {
 	path := filepath.Join(schemaDir, "approve.json")
-	task := newTaskJSON(&gitstore.Summary{Task: taskfile.Task{ID: "T-1", Title: "t", Queue: "done", Created: time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)}, Path: "tasks/T-1-t.md"}, false, workflow.NoFields, 0)
+	task := answer.NewTask(&gitstore.Summary{Task: taskfile.Task{ID: "T-1", Title: "t", Queue: "done", Created: time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)}, Path: "tasks/T-1-t.md"}, false, workflow.NoFields, 0)
 	good, err := json.Marshal(transitionJSON{Task: task, From: "provisional", To: "done", Commit: "abc"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(withSchemaVersion(good))
+	doc := string(answer.Envelope(good))
 	if err := checkSchema(path, doc); err != nil {
 		t.Fatalf("a good answer fails: %v\n%s", err, doc)
 	}

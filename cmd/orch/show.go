@@ -3,6 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/coordinator"
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -54,7 +56,7 @@ type roundJSON struct {
 // sourceJSON is one "### From ..." subsection of a round.
 type sourceJSON struct {
 	From   string      `json:"from"`
-	Time   jsonTime    `json:"time"`
+	Time   answer.Time `json:"time"`
 	Text   string      `json:"text"` // free text, without the issues
 	Issues []issueJSON `json:"issues"`
 }
@@ -99,7 +101,7 @@ func roundsJSON(rs []taskfile.Round) []roundJSON {
 	for i, r := range rs {
 		srcs := make([]sourceJSON, len(r.Sources))
 		for k, src := range r.Sources {
-			srcs[k] = sourceJSON{src.From, jsonTime(src.Time), src.Text, issuesJSON(src.Issues)}
+			srcs[k] = sourceJSON{src.From, answer.Time(src.Time), src.Text, issuesJSON(src.Issues)}
 		}
 		out[i] = roundJSON{r.Number, r.Verdict, r.Approval, r.Line, srcs}
 	}
@@ -134,17 +136,19 @@ func runShow(o *showOptions, ref string) error {
 // refusal awaiting a decision, its feedback rounds and sections, and its
 // file.
 type showAnswer struct {
-	Task       taskJSON            `json:"task"`
+	Task       answer.Task         `json:"task"`
 	WaitingFor []string            `json:"waiting_for"` // IDs of the dependencies not done yet
 	Refusal    *pendingRefusalJSON `json:"refusal"`     // null unless a refusal awaits orch decide
 	Rounds     []roundJSON         `json:"rounds"`
 	Sections   []sectionJSON       `json:"sections"`
 	Body       string              `json:"body"`    // the markdown after the frontmatter
 	Content    string              `json:"content"` // the whole file
+	Logs       []logJSON           `json:"logs"`    // orch run's logs of the task's runs on this clone (orch logs)
 }
 
 func (g *globalOptions) showJSON(e *workflow.Engine, t *workflow.Task) showAnswer {
-	d := showAnswer{Task: g.loadedTask(e, t), WaitingFor: []string{}, Body: string(t.File.Body()), Content: string(t.File.Src)}
+	d := showAnswer{Task: g.loadedTask(e, t), WaitingFor: []string{}, Body: string(t.File.Body()), Content: string(t.File.Src),
+		Logs: logsJSON(coordinator.Logs(g.privDir(), t.Task.ID))}
 	if ok, pending := e.DepsDone(&t.Summary.Task); !ok {
 		d.WaitingFor = nonNil(pending)
 	}

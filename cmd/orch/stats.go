@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -195,7 +196,7 @@ func sortedCounts(m map[string]int) string {
 // reviews.recent) it gives task_id and the task object (null when the task
 // is no longer on the state branch).
 type statsAnswer struct {
-	Since               jsonTime               `json:"since"` // null without --since
+	Since               answer.Time            `json:"since"` // null without --since
 	Events              int                    `json:"events"`
 	Rejections          breakdownJSON          `json:"rejections"`
 	Refusals            breakdownJSON          `json:"refusals"`
@@ -219,39 +220,32 @@ type breakdownJSON struct {
 }
 
 type taskCountJSON struct {
-	TaskID string    `json:"task_id"`
-	Task   *taskJSON `json:"task"`
-	Count  int       `json:"count"`
+	TaskID string       `json:"task_id"`
+	Task   *answer.Task `json:"task"`
+	Count  int          `json:"count"`
 }
 
+// reviewStatsJSON is workflow.ReviewStats as it is, but for recent: each
+// review with its task object.
 type reviewStatsJSON struct {
-	Total                  int                      `json:"total"`
-	ByVerdict              map[string]int           `json:"by_verdict"`
-	Issues                 int                      `json:"issues"`
-	BySeverity             map[string]int           `json:"by_severity"`
-	Blocking               int                      `json:"blocking"`
-	Suggestions            int                      `json:"suggestions"`
-	AvgIssuesPerReview     float64                  `json:"avg_issues_per_review"`
-	Recent                 []reviewCountJSON        `json:"recent"`
-	SuggestionsAdopted     int                      `json:"suggestions_adopted"`
-	SuggestionsSkipped     int                      `json:"suggestions_skipped"`
-	SuggestionAdoptionRate float64                  `json:"suggestion_adoption_rate"`
-	AllSuggestionsSkipped  int                      `json:"all_suggestions_skipped"`
-	ByReviewer             []workflow.ReviewerStats `json:"by_reviewer"`
+	workflow.ReviewTotals
+	Recent []reviewCountJSON `json:"recent"`
+	workflow.SuggestionUptake
+	ByReviewer []workflow.ReviewerStats `json:"by_reviewer"`
 }
 
 type reviewCountJSON struct {
-	TaskID      string    `json:"task_id"`
-	Task        *taskJSON `json:"task"`
-	Round       int       `json:"round"`
-	Reviewer    string    `json:"reviewer"`
-	Time        jsonTime  `json:"time"`
-	Verdict     string    `json:"verdict"`
-	Issues      int       `json:"issues"`
-	Blocking    int       `json:"blocking"`
-	Suggestions int       `json:"suggestions"`
-	Reopened    int       `json:"reopened"`
-	Resolved    int       `json:"resolved"`
+	TaskID      string       `json:"task_id"`
+	Task        *answer.Task `json:"task"`
+	Round       int          `json:"round"`
+	Reviewer    string       `json:"reviewer"`
+	Time        answer.Time  `json:"time"`
+	Verdict     string       `json:"verdict"`
+	Issues      int          `json:"issues"`
+	Blocking    int          `json:"blocking"`
+	Suggestions int          `json:"suggestions"`
+	Reopened    int          `json:"reopened"`
+	Resolved    int          `json:"resolved"`
 }
 
 func (g *globalOptions) statsJSON(e *workflow.Engine, st *workflow.Stats) statsAnswer {
@@ -273,15 +267,13 @@ func (g *globalOptions) statsJSON(e *workflow.Engine, st *workflow.Stats) statsA
 		return out
 	}
 	rv := &st.Reviews
-	reviews := reviewStatsJSON{Total: rv.Total, ByVerdict: nonNilMap(rv.ByVerdict), Issues: rv.Issues, BySeverity: nonNilMap(rv.BySeverity),
-		Blocking: rv.Blocking, Suggestions: rv.Suggestions, AvgIssuesPerReview: rv.AvgIssuesPerReview, Recent: []reviewCountJSON{},
-		SuggestionsAdopted: rv.SuggestionsAdopted, SuggestionsSkipped: rv.SuggestionsSkipped, SuggestionAdoptionRate: rv.SuggestionAdoptionRate,
-		AllSuggestionsSkipped: rv.AllSuggestionsSkipped, ByReviewer: rv.ByReviewer}
+	reviews := reviewStatsJSON{rv.ReviewTotals, []reviewCountJSON{}, rv.SuggestionUptake, rv.ByReviewer}
+	reviews.ByVerdict, reviews.BySeverity = nonNilMap(rv.ByVerdict), nonNilMap(rv.BySeverity)
 	if reviews.ByReviewer == nil {
 		reviews.ByReviewer = []workflow.ReviewerStats{}
 	}
 	for _, c := range rv.Recent {
-		reviews.Recent = append(reviews.Recent, reviewCountJSON{c.Task, refs[c.Task], c.Round, c.Reviewer, jsonTimeText(c.Time), c.Verdict,
+		reviews.Recent = append(reviews.Recent, reviewCountJSON{c.Task, refs[c.Task], c.Round, c.Reviewer, answer.TimeText(c.Time), c.Verdict,
 			c.Issues, c.Blocking, c.Suggestions, c.Reopened, c.Resolved})
 	}
 	responses := st.Responses
@@ -295,9 +287,9 @@ func (g *globalOptions) statsJSON(e *workflow.Engine, st *workflow.Stats) statsA
 	if warnings == nil {
 		warnings = []workflow.Warning{}
 	}
-	since := jsonTime{}
+	since := answer.Time{}
 	if st.Since != "" {
-		since = jsonTimeText(st.Since)
+		since = answer.TimeText(st.Since)
 	}
 	return statsAnswer{since, st.Events, breakdown(&st.Rejections), breakdown(&st.Refusals), st.InvalidRefusals, nonNilCounts(st.CommonBlockers),
 		nonNilMap(st.Decisions), st.OverrideRate, st.Approvals, st.AvgRoundsToApproval, reviews, responses, warnings, breakdown(&st.Escalations)}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -108,13 +109,13 @@ type syncAnswer struct {
 // syncConflictJSON is one conflict the merge resolved by the rule (the
 // remote's version wins; a local body that lost is kept in the task).
 type syncConflictJSON struct {
-	Path   string    `json:"path"`
-	TaskID string    `json:"task_id"` // "" when the file is not a task
-	Task   *taskJSON `json:"task"`
-	Key    string    `json:"key"` // the frontmatter key; "" for the body or a whole file
-	Local  string    `json:"local"`
-	Remote string    `json:"remote"`
-	Kept   string    `json:"kept"` // remote, local, or both (bodies)
+	Path   string       `json:"path"`
+	TaskID string       `json:"task_id"` // "" when the file is not a task
+	Task   *answer.Task `json:"task"`
+	Key    string       `json:"key"` // the frontmatter key; "" for the body or a whole file
+	Local  string       `json:"local"`
+	Remote string       `json:"remote"`
+	Kept   string       `json:"kept"` // remote, local, or both (bodies)
 }
 
 func (g *globalOptions) syncJSON(res *workflow.SyncResult) syncAnswer {
@@ -123,7 +124,7 @@ func (g *globalOptions) syncJSON(res *workflow.SyncResult) syncAnswer {
 	for _, p := range res.Changed {
 		out.Changed = append(out.Changed, viewPath(p))
 	}
-	refs := map[string]*taskJSON{}
+	refs := map[string]*answer.Task{}
 	var ids []string
 	for _, c := range res.Conflicts {
 		ids = append(ids, c.Task)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -40,10 +41,10 @@ On any error nothing is printed on stdout, so use the form that fails closed:
 
 // worktreeAnswer is orch worktree's JSON answer.
 type worktreeAnswer struct {
-	Task        taskJSON `json:"task"`
-	Branch      string   `json:"branch"`
-	Worktree    string   `json:"worktree"`     // its absolute path
-	NewWorktree bool     `json:"new_worktree"` // made by this command
+	Task        answer.Task `json:"task"`
+	Branch      string      `json:"branch"`
+	Worktree    string      `json:"worktree"`     // its absolute path
+	NewWorktree bool        `json:"new_worktree"` // made by this command
 }
 
 func runWorktree(o *worktreeOptions, ref string) error {
@@ -102,15 +103,15 @@ type pruneAnswer struct {
 
 // prunedJSON is one worktree of a finished task.
 type prunedJSON struct {
-	Worktree string     `json:"worktree"` // its absolute path
-	Branch   string     `json:"branch"`
-	TaskID   string     `json:"task_id"`
-	Task     *taskJSON  `json:"task"`  // null when the task is archived
-	Queue    string     `json:"queue"` // "archived" when the task file is gone
-	Removed  bool       `json:"removed"`
-	Kept     string     `json:"kept"`  // why it was kept ("" when removed, or would be)
-	Hint     string     `json:"hint"`  // what to do about what kept it ("" when nothing did)
-	Files    []keptFile `json:"files"` // what it holds beyond its commits, which kept it
+	Worktree string       `json:"worktree"` // its absolute path
+	Branch   string       `json:"branch"`
+	TaskID   string       `json:"task_id"`
+	Task     *answer.Task `json:"task"`  // null when the task is archived
+	Queue    string       `json:"queue"` // "archived" when the task file is gone
+	Removed  bool         `json:"removed"`
+	Kept     string       `json:"kept"`  // why it was kept ("" when removed, or would be)
+	Hint     string       `json:"hint"`  // what to do about what kept it ("" when nothing did)
+	Files    []keptFile   `json:"files"` // what it holds beyond its commits, which kept it
 }
 
 // keptFile is one path that keeps a worktree.

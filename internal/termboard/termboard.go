@@ -1,4 +1,9 @@
-package main
+// Package termboard draws orch board on a terminal: one column per queue,
+// in board order, each task a card (ID, priority, rejections, title, who
+// holds it), the columns wrapped into bands when they do not fit, with
+// ANSI colour when asked. cmd/orch/board.go parses the flags, finds the
+// terminal's width, watches the state branch and writes the JSON board.
+package termboard
 
 import (
 	"strconv"
@@ -10,7 +15,7 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// Board layout: one column per queue, in board order. Columns never get
+// Layout: one column per queue, in board order. Columns never get
 // narrower than boardMinCol; when they would, the queues wrap into bands
 // (rows of columns), and the bands share one column width so that they line
 // up.
@@ -21,16 +26,16 @@ const (
 	boardTiny   = 12 // the width used when the terminal is narrower still
 )
 
-// boardColumn is one queue and its tasks, in claim order.
-type boardColumn struct {
+// Column is one queue and its tasks, in claim order.
+type Column struct {
 	Queue taskfile.Queue
 	Tasks []*gitstore.Summary
 }
 
-// groupBoard puts tasks (already filtered and sorted by orch list's rules)
+// Group puts tasks (already filtered and sorted by orch list's rules)
 // into one column per queue of queues, keeping empty queues.
-func groupBoard(queues []taskfile.Queue, tasks []*gitstore.Summary) []boardColumn {
-	cols := make([]boardColumn, len(queues))
+func Group(queues []taskfile.Queue, tasks []*gitstore.Summary) []Column {
+	cols := make([]Column, len(queues))
 	at := map[taskfile.Queue]int{}
 	for i, q := range queues {
 		cols[i].Queue = q
@@ -44,9 +49,9 @@ func groupBoard(queues []taskfile.Queue, tasks []*gitstore.Summary) []boardColum
 	return cols
 }
 
-// boardLayout decides how many columns go in a band and how wide they are
+// layout decides how many columns go in a band and how wide they are
 // for n columns in width characters.
-func boardLayout(n, width int) (perBand, colW int) {
+func layout(n, width int) (perBand, colW int) {
 	if n <= 0 {
 		return 0, 0
 	}
@@ -75,6 +80,20 @@ const (
 	ansiYellow = "\x1b[33m"
 )
 
+// ClearScreen moves the cursor home and clears the screen (before each
+// board of orch board --watch on a terminal).
+const ClearScreen = "\x1b[H\x1b[2J"
+
+// Status is a line of text above the board: clipped to width, and dimmed
+// with color.
+func Status(text string, width int, color bool) string {
+	s := Clip(text, width)
+	if color {
+		s = ansiDim + s + ansiReset
+	}
+	return s
+}
+
 // seg is a run of text in one style.
 type seg struct {
 	text  string
@@ -85,12 +104,12 @@ type seg struct {
 // clipped to the column width.
 type cellLine []seg
 
-// renderBoard lays the columns out in width characters; with color, it
+// Render lays the columns out in width characters; with color, it
 // styles them with ANSI escapes (escalated tasks in bold red). Escalated
 // tasks are also marked with "!" before their ID, so plain output shows
 // them too.
-func renderBoard(cols []boardColumn, width int, color bool) string {
-	perBand, colW := boardLayout(len(cols), width)
+func Render(cols []Column, width int, color bool) string {
+	perBand, colW := layout(len(cols), width)
 	var b strings.Builder
 	for start := 0; start < len(cols); start += perBand {
 		if start > 0 {
@@ -137,7 +156,7 @@ func writeCell(b *strings.Builder, l cellLine, w int, color bool, pad int) int {
 		if used >= w {
 			break
 		}
-		text := clipWidth(s.text, w-used)
+		text := Clip(s.text, w-used)
 		if text == "" {
 			continue
 		}
@@ -161,7 +180,7 @@ func writeCell(b *strings.Builder, l cellLine, w int, color bool, pad int) int {
 }
 
 // columnLines are a column's header and its task cards.
-func columnLines(c boardColumn, w int, color bool) []cellLine {
+func columnLines(c Column, w int, color bool) []cellLine {
 	headStyle := ansiBold
 	if c.Queue == taskfile.Escalated && len(c.Tasks) > 0 {
 		headStyle = ansiRed
@@ -169,7 +188,7 @@ func columnLines(c boardColumn, w int, color bool) []cellLine {
 	count := " (" + strconv.Itoa(len(c.Tasks)) + ")"
 	name := string(c.Queue)
 	if displayWidth(name)+len(count) > w {
-		name = clipWidth(name, max(w-len(count), 1))
+		name = Clip(name, max(w-len(count), 1))
 	}
 	rule := "-"
 	if color {
@@ -242,7 +261,7 @@ func taskCard(s *gitstore.Summary, w int) []cellLine {
 // longer than a line is cut, and the last line ends with "…" when text is
 // left over.
 func wrapText(s string, w, n int) []string {
-	s = clipWidth(s, displayWidth(s)+1) // only make it safe
+	s = Clip(s, displayWidth(s)+1) // only make it safe
 	words := strings.Fields(s)
 	if w < 1 {
 		w = 1
@@ -276,14 +295,14 @@ func wrapText(s string, w, n int) []string {
 		lines = append(lines, line)
 	}
 	if len(words) > 0 {
-		lines = append(lines, clipWidth(strings.Join(words, " "), w))
+		lines = append(lines, Clip(strings.Join(words, " "), w))
 	}
 	return lines
 }
 
-// clipWidth makes s safe for a terminal (control characters become "?")
+// Clip makes s safe for a terminal (control characters become "?")
 // and cuts it to w display columns, ending with "…" when cut.
-func clipWidth(s string, w int) string {
+func Clip(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package main
+package termboard
 
 import (
 	"regexp"
@@ -9,7 +9,7 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-func TestBoardLayout(t *testing.T) {
+func TestLayout(t *testing.T) {
 	for _, tc := range []struct {
 		n, width      int
 		perBand, colW int
@@ -25,14 +25,14 @@ func TestBoardLayout(t *testing.T) {
 		{3, 10, 1, 12},   // narrower than anything: one column a band
 		{0, 100, 0, 0},
 	} {
-		p, w := boardLayout(tc.n, tc.width)
+		p, w := layout(tc.n, tc.width)
 		if p != tc.perBand || w != tc.colW {
-			t.Errorf("boardLayout(%d, %d) = %d, %d; want %d, %d", tc.n, tc.width, p, w, tc.perBand, tc.colW)
+			t.Errorf("layout(%d, %d) = %d, %d; want %d, %d", tc.n, tc.width, p, w, tc.perBand, tc.colW)
 		}
 	}
 }
 
-func TestClipWidth(t *testing.T) {
+func TestClip(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		w    int
@@ -48,12 +48,12 @@ func TestClipWidth(t *testing.T) {
 		{"日本語", 6, "日本語"},
 		{"bad \xff byte", 20, "bad ? byte"},
 	} {
-		got := clipWidth(tc.in, tc.w)
+		got := Clip(tc.in, tc.w)
 		if got != tc.want {
-			t.Errorf("clipWidth(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
 		}
 		if displayWidth(got) > tc.w {
-			t.Errorf("clipWidth(%q, %d) = %q is %d wide", tc.in, tc.w, got, displayWidth(got))
+			t.Errorf("Clip(%q, %d) = %q is %d wide", tc.in, tc.w, got, displayWidth(got))
 		}
 	}
 }
@@ -102,14 +102,14 @@ func boardFixture() []*gitstore.Summary {
 
 var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
-func TestRenderBoard(t *testing.T) {
+func TestRender(t *testing.T) {
 	open := []taskfile.Queue{taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated}
-	cols := groupBoard(open, boardFixture())
+	cols := Group(open, boardFixture())
 	if len(cols) != 7 || len(cols[0].Tasks) != 2 || len(cols[2].Tasks) != 0 || len(cols[6].Tasks) != 1 {
-		t.Fatalf("groupBoard: %+v", cols)
+		t.Fatalf("Group: %+v", cols)
 	}
 
-	plain := renderBoard(cols, 60, false)
+	plain := Render(cols, 60, false)
 	want := `incoming (2)        claimed (1)         provisional (0)
 ------------------  ------------------  ------------------
 T-aaaaaa P1         T-cccccc P2         (none)
@@ -136,7 +136,7 @@ escalated (1)
 
 	for _, width := range []int{30, 60, 80, 100, 140, 250} {
 		for _, color := range []bool{false, true} {
-			out := renderBoard(cols, width, color)
+			out := Render(cols, width, color)
 			if !color && ansiRE.MatchString(out) {
 				t.Errorf("width %d: escape codes without colour", width)
 			}
@@ -159,7 +159,7 @@ escalated (1)
 	}
 
 	// --all: done shows up in its own column.
-	all := renderBoard(groupBoard(taskfile.Queues, boardFixture()), 100, false)
+	all := Render(Group(taskfile.Queues, boardFixture()), 100, false)
 	if !strings.Contains(all, "done (1)") || !strings.Contains(all, "T-ffffff P3") {
 		t.Errorf("--all board lacks the done task:\n%s", all)
 	}
