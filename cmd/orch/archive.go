@@ -35,10 +35,10 @@ type archiveAnswer struct {
 }
 
 func runArchive(o *archiveOptions, ref string) error {
-	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		s, err := e.Lookup(ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		snapshot := *s
 		var before answer.Task
@@ -47,12 +47,14 @@ func runArchive(o *archiveOptions, ref string) error {
 		}
 		res, err := e.Archive(s.Task.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if o.g.JSON {
-			return o.g.writeJSON(archiveAnswer{before, true, res.Commit.String()})
-		}
-		fmt.Fprintf(o.g.io.Out, "%s archived (%s)\n", snapshot.Task.ID, short(res.Commit))
-		return nil
+		return func(out *output) error {
+			if o.g.JSON {
+				return out.writeJSON(archiveAnswer{before, true, res.Commit.String()})
+			}
+			fmt.Fprintf(out.Out, "%s archived (%s)\n", snapshot.Task.ID, short(res.Commit))
+			return nil
+		}, nil
 	})
 }

@@ -159,7 +159,7 @@ func (o *boardOptions) watch(qs []taskfile.Queue) error {
 // the tip it shows and the state branch's ref.
 func (o *boardOptions) draw(qs []taskfile.Queue, n int) (tip plumbing.Hash, ref string, err error) {
 	g := o.g
-	err = g.withEngineDeferred(func(e *workflow.Engine) (func() error, error) {
+	err = g.run(func(e *workflow.Engine) (printer, error) {
 		if err := e.RequireInit(); err != nil {
 			return nil, err
 		}
@@ -167,12 +167,12 @@ func (o *boardOptions) draw(qs []taskfile.Queue, n int) (tip plumbing.Hash, ref 
 		trace.Phase("board")
 		if g.JSON {
 			b := g.appendBoardJSON(nil, e, cols)
-			return func() error {
+			return func(out *output) error {
 				tip, ref = e.Store.Snapshot().Tip, e.Store.Ref
-				return g.emitJSON(b)
+				return out.emitJSON(b)
 			}, nil
 		}
-		return func() error {
+		return func(out *output) error {
 			tip, ref = e.Store.Snapshot().Tip, e.Store.Ref
 			width := o.width()
 			color := g.io.OutTTY && !g.io.NoColor
@@ -187,7 +187,7 @@ func (o *boardOptions) draw(qs []taskfile.Queue, n int) (tip plumbing.Hash, ref 
 				b.WriteString("\n" + strings.Repeat("=", width) + "\n\n")
 			}
 			b.WriteString(termboard.Render(cols, width, color))
-			_, err := g.io.Out.Write([]byte(b.String()))
+			_, err := out.Out.Write([]byte(b.String()))
 			return err
 		}, nil
 	})

@@ -42,7 +42,7 @@ type checkAnswer struct {
 
 func runCheck(o *checkOptions) error {
 	var problems []workflow.Problem
-	err := o.g.withEngine(func(e *workflow.Engine) error {
+	err := o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		if err := e.RequireInit(); err != nil {
 			return err
 		}
@@ -58,7 +58,7 @@ func runCheck(o *checkOptions) error {
 		if problems == nil {
 			problems = []workflow.Problem{}
 		}
-		return o.g.writeJSON(checkAnswer{len(problems) == 0, len(problems), problems})
+		return o.g.out().writeJSON(checkAnswer{len(problems) == 0, len(problems), problems})
 	} else {
 		for _, p := range problems {
 			fmt.Fprintln(o.g.io.Out, p.String())

@@ -69,28 +69,30 @@ func runClaim(o *claimOptions) error {
 	if o.Sync {
 		return runClaimSync(o)
 	}
-	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		res, err := e.Claim(workflow.ClaimOptions{Task: o.Task, Role: o.Role})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return printClaim(o, e, res)
+		return claimed(o, e, res)
 	})
 }
 
 // runClaimSync claims through the remote (workflow.ClaimSync) and prints
 // the answer from the engine it leaves open.
 func runClaimSync(o *claimOptions) error {
-	e, res, notes, err := workflow.ClaimSync(o.g.engineOptions(false), workflow.ClaimOptions{Task: o.Task, Role: o.Role}, syncOptionsOf(o.Remote))
-	o.g.printNoteList(notes)
-	if err != nil {
-		return err
-	}
-	perr := printClaim(o, e, res)
-	if cerr := o.g.close(e); perr == nil {
-		perr = cerr
-	}
-	return perr
+	var res *workflow.ClaimResult
+	return o.g.runRemote(func(opts workflow.Options) (*workflow.Engine, []string, error) {
+		e, r, notes, err := workflow.ClaimSync(opts, workflow.ClaimOptions{Task: o.Task, Role: o.Role}, syncOptionsOf(o.Remote))
+		res = r
+		return e, notes, err
+	}, func(e *workflow.Engine) printer {
+		p, err := claimed(o, e, res)
+		if err != nil {
+			return func(*output) error { return err }
+		}
+		return p
+	})
 }
 
 // claimAnswer is orch claim's JSON answer.
@@ -107,45 +109,49 @@ type claimAnswer struct {
 	Prompt       string      `json:"prompt"`       // with --prompt
 }
 
-func printClaim(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) error {
+// claimed finishes a claim: its worktree (made or reused: again on a
+// second run) and prompt, and the printer of its answer.
+func claimed(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) (printer, error) {
 	var err error
 	worktree, newWorktree := "", false
 	if o.Worktree {
 		w, err := e.TaskWorktree(res.Task.Task.ID, "")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		worktree, newWorktree = w.Path, w.Created
 	}
 	text := ""
 	if o.Prompt {
 		if text, _, err = e.Prompt(res.Task.Task.ID, o.Role); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if o.g.JSON {
-		return o.g.writeJSON(claimAnswer{o.g.task(e, res.Task), res.Branch, res.BranchReused, res.BranchNote, res.Task.Task.PRNumber, res.Attempt,
-			res.Commit.String(), worktree, newWorktree, text})
-	}
-	t := res.Task.Task
-	how := "new branch"
-	if res.BranchReused {
-		how = "existing branch"
-	}
-	fmt.Fprintf(o.g.io.Out, "%s claimed by %s: %s\n", t.ID, e.Actor, t.Title)
-	fmt.Fprintf(o.g.io.Out, "branch: %s (%s)\n", res.Branch, how)
-	if worktree != "" {
-		fmt.Fprintf(o.g.io.Out, "worktree: %s\n", worktree)
-	}
-	if t.PRNumber > 0 {
-		fmt.Fprintf(o.g.io.Out, "PR: #%d (push to it; do not open a new one)\n", t.PRNumber)
-	}
-	if res.BranchNote != "" {
-		fmt.Fprintln(o.g.io.Err, "orch: "+res.BranchNote)
-	}
-	if o.Prompt {
-		fmt.Fprintln(o.g.io.Out)
-		fmt.Fprint(o.g.io.Out, text)
-	}
-	return nil
+	return func(out *output) error {
+		if o.g.JSON {
+			return out.writeJSON(claimAnswer{o.g.task(e, res.Task), res.Branch, res.BranchReused, res.BranchNote, res.Task.Task.PRNumber, res.Attempt,
+				res.Commit.String(), worktree, newWorktree, text})
+		}
+		t := res.Task.Task
+		how := "new branch"
+		if res.BranchReused {
+			how = "existing branch"
+		}
+		fmt.Fprintf(out.Out, "%s claimed by %s: %s\n", t.ID, e.Actor, t.Title)
+		fmt.Fprintf(out.Out, "branch: %s (%s)\n", res.Branch, how)
+		if worktree != "" {
+			fmt.Fprintf(out.Out, "worktree: %s\n", worktree)
+		}
+		if t.PRNumber > 0 {
+			fmt.Fprintf(out.Out, "PR: #%d (push to it; do not open a new one)\n", t.PRNumber)
+		}
+		if res.BranchNote != "" {
+			fmt.Fprintln(out.Err, "orch: "+res.BranchNote)
+		}
+		if o.Prompt {
+			fmt.Fprintln(out.Out)
+			fmt.Fprint(out.Out, text)
+		}
+		return nil
+	}, nil
 }

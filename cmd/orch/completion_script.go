@@ -68,7 +68,7 @@ func setupCompletion(g *globalOptions, c *cobra.Command) {
 				return err
 			}
 			if g.JSON {
-				return g.writeJSON(completionAnswer{shell, b.String()})
+				return g.out().writeJSON(completionAnswer{shell, b.String()})
 			}
 			_, err = g.io.Out.Write(b.Bytes())
 			return err

@@ -65,21 +65,23 @@ type decideAnswer struct {
 
 func runDecide(o *decideOptions, ref, decision string) error {
 	var res *workflow.DecideResult
-	return o.step.run(o.g, "decide", true, func(e *workflow.Engine) error {
+	return o.step.run(o.g, "decide", func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}
 		res, err = e.Decide(s.Task.ID, decision, o.Text, o.Auto)
 		return err
-	}, func(e *workflow.Engine) error {
-		if o.g.JSON {
-			return o.g.writeJSON(decideAnswer{o.g.transition(e, &res.Result), res.Decision, o.g.tasks(e, res.Created)})
+	}, func(e *workflow.Engine) printer {
+		return func(out *output) error {
+			if o.g.JSON {
+				return out.writeJSON(decideAnswer{o.g.transition(e, &res.Result), res.Decision, o.g.tasks(e, res.Created)})
+			}
+			fmt.Fprintf(out.Out, "%s: %s: %s -> %s\n", res.Task.Task.ID, res.Decision, res.From, res.To)
+			for _, c := range res.Created {
+				fmt.Fprintf(out.Out, "  created %s: %s\n", c.Task.ID, c.Task.Title)
+			}
+			return nil
 		}
-		fmt.Fprintf(o.g.io.Out, "%s: %s: %s -> %s\n", res.Task.Task.ID, res.Decision, res.From, res.To)
-		for _, c := range res.Created {
-			fmt.Fprintf(o.g.io.Out, "  created %s: %s\n", c.Task.ID, c.Task.Title)
-		}
-		return nil
 	})
 }

@@ -46,19 +46,21 @@ type diffAnswer struct {
 }
 
 func runDiff(o *diffOptions, ref string) error {
-	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		s, err := e.Lookup(ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d, err := e.Diff(s.Task.ID, o.SinceRejection, o.Stat)
 		if err != nil {
+			return nil, err
+		}
+		return func(out *output) error {
+			if o.g.JSON {
+				return out.writeJSON(diffAnswer{o.g.task(e, s), d.From, d.To, d.Since, d.Diff})
+			}
+			_, err := fmt.Fprint(out.Out, d.Diff)
 			return err
-		}
-		if o.g.JSON {
-			return o.g.writeJSON(diffAnswer{o.g.task(e, s), d.From, d.To, d.Since, d.Diff})
-		}
-		_, err = fmt.Fprint(o.g.io.Out, d.Diff)
-		return err
+		}, nil
 	})
 }

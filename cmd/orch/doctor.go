@@ -94,7 +94,7 @@ func runDoctor(o *doctorOptions) error {
 			Hint: "this is for a human: ask one with orch escalate ID -m \"what you need and why\""}
 	}
 	if o.MigrateClaims {
-		err := g.withEngine(func(e *workflow.Engine) error {
+		err := g.runPrinting(func(e *workflow.Engine, out *output) error {
 			res, err := e.MigrateClaims()
 			if err != nil {
 				return err
@@ -128,7 +128,7 @@ func runDoctor(o *doctorOptions) error {
 			checks[i].Items = nonNil(checks[i].Items)
 		}
 		// The report is the answer, problems or not: ok says which.
-		return g.writeJSON(doctorAnswer{rep.OK && problems == 0, len(checks), checks})
+		return g.out().writeJSON(doctorAnswer{rep.OK && problems == 0, len(checks), checks})
 	}
 	width := 0
 	for _, c := range rep.Checks {

@@ -68,7 +68,7 @@ func runEdit(o *editOptions, ref string) error {
 	// Phase 1: read what to edit, under the lock.
 	var target *workflow.EditTarget
 	var privDir string
-	err := o.g.withEngine(func(e *workflow.Engine) error {
+	err := o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		var err error
 		target, err = e.EditStart(ref)
 		privDir = e.Store.PrivDir()
@@ -91,7 +91,7 @@ func runEdit(o *editOptions, ref string) error {
 	}
 	if bytes.Equal(edited, target.Data) {
 		if o.g.JSON {
-			return o.g.writeJSON(editAnswer{Changed: false, Path: viewPath(target.Path)})
+			return o.g.out().writeJSON(editAnswer{Changed: false, Path: viewPath(target.Path)})
 		}
 		fmt.Fprintln(o.g.io.Err, "no changes")
 		return nil
@@ -100,7 +100,7 @@ func runEdit(o *editOptions, ref string) error {
 	// was typed is never lost (DESIGN §2): whatever stops the commit (an
 	// invalid file, a conflict, a rule, a locked ref, a full disk), the
 	// buffer is kept and the hint says how to retry it.
-	err = o.g.withEngine(func(e *workflow.Engine) error {
+	err = o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		res, err := e.EditFinish(target, edited)
 		if err != nil {
 			return err
@@ -111,7 +111,7 @@ func runEdit(o *editOptions, ref string) error {
 				tj := o.g.task(e, res.Task)
 				doc.Task = &tj
 			}
-			return o.g.writeJSON(doc)
+			return o.g.out().writeJSON(doc)
 		}
 		fmt.Fprintf(o.g.io.Err, "committed %s (%s)\n", target.Path, short(res.Commit))
 		return nil

@@ -60,38 +60,36 @@ type heartbeatAnswer struct {
 
 func runHeartbeat(o *heartbeatOptions, ref string) error {
 	if o.Sync {
-		e, res, notes, err := workflow.HeartbeatSync(o.g.engineOptions(false), syncOptionsOf(o.Remote), ref)
-		o.g.printNoteList(notes)
-		if err != nil {
-			return err
-		}
-		perr := printHeartbeat(o, e, res)
-		if cerr := o.g.close(e); perr == nil {
-			perr = cerr
-		}
-		return perr
+		var res *workflow.HeartbeatResult
+		return o.g.runRemote(func(opts workflow.Options) (*workflow.Engine, []string, error) {
+			e, r, notes, err := workflow.HeartbeatSync(opts, syncOptionsOf(o.Remote), ref)
+			res = r
+			return e, notes, err
+		}, func(e *workflow.Engine) printer { return heartbeatPrinter(o, e, res) })
 	}
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		s, err := e.Lookup(ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		res, err := e.Heartbeat(s.Task.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return printHeartbeat(o, e, res)
+		return heartbeatPrinter(o, e, res), nil
 	})
 }
 
-func printHeartbeat(o *heartbeatOptions, e *workflow.Engine, res *workflow.HeartbeatResult) error {
-	if o.g.JSON {
-		return o.g.writeJSON(heartbeatAnswer{o.g.task(e, res.Task), answer.Time(res.LeaseUntil), res.Commit.String(), o.Sync})
+func heartbeatPrinter(o *heartbeatOptions, e *workflow.Engine, res *workflow.HeartbeatResult) printer {
+	return func(out *output) error {
+		if o.g.JSON {
+			return out.writeJSON(heartbeatAnswer{o.g.task(e, res.Task), answer.Time(res.LeaseUntil), res.Commit.String(), o.Sync})
+		}
+		text := fmt.Sprintf("%s: lease renewed until %s", res.Task.Task.ID, taskfile.FormatTime(res.LeaseUntil))
+		if o.Sync {
+			text += ", shared through " + o.Remote
+		}
+		fmt.Fprintln(out.Out, text)
+		return nil
 	}
-	text := fmt.Sprintf("%s: lease renewed until %s", res.Task.Task.ID, taskfile.FormatTime(res.LeaseUntil))
-	if o.Sync {
-		text += ", shared through " + o.Remote
-	}
-	fmt.Fprintln(o.g.io.Out, text)
-	return nil
 }

@@ -68,7 +68,7 @@ func pendingRefusal(r *workflow.PendingRefusal) *pendingRefusalJSON {
 }
 
 func runInbox(o *inboxOptions) error {
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		items, err := e.Inbox()
 		if err != nil {
 			return err
@@ -84,7 +84,7 @@ func runInbox(o *inboxOptions) error {
 				out[i] = inboxItemJSON{TaskID: it.Task, Task: refs[it.Task], Reason: it.Reason, Summary: it.Summary,
 					MessagePath: it.Message, Time: answer.Time(it.Created), Refusal: pendingRefusal(it.Refusal)}
 			}
-			return o.g.writeJSON(inboxAnswer{len(out), out})
+			return o.g.out().writeJSON(inboxAnswer{len(out), out})
 		}
 		if len(items) == 0 {
 			fmt.Fprintln(o.g.io.Err, "inbox empty: nothing waits for a human")

@@ -50,7 +50,7 @@ type initAnswer struct {
 }
 
 func runInit(o *initOptions) error {
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		var example fs.FS
 		if o.Example {
 			example = orch.Example()
@@ -64,32 +64,31 @@ func runInit(o *initOptions) error {
 			for i, p := range res.Added {
 				added[i] = viewPath(p)
 			}
-			return o.g.writeJSON(initAnswer{res.Created, added, hashOrEmpty(res.Commit), res.View, res.ExcludeAdded, res.BaseBranch})
+			return o.g.out().writeJSON(initAnswer{res.Created, added, hashOrEmpty(res.Commit), res.View, res.ExcludeAdded, res.BaseBranch})
 		}
-		out := o.g.io.Out
 		switch {
 		case res.Created:
-			fmt.Fprintf(out, "Created the state branch %s (%d files, commit %s).\n", e.Store.Ref, len(res.Added), short(res.Commit))
+			fmt.Fprintf(out.Out, "Created the state branch %s (%d files, commit %s).\n", e.Store.Ref, len(res.Added), short(res.Commit))
 		case len(res.Added) > 0:
-			fmt.Fprintf(out, "Added %d example files to %s (commit %s).\n", len(res.Added), e.Store.Ref, short(res.Commit))
+			fmt.Fprintf(out.Out, "Added %d example files to %s (commit %s).\n", len(res.Added), e.Store.Ref, short(res.Commit))
 		default:
-			fmt.Fprintln(out, "orch is already set up here; nothing changed.")
+			fmt.Fprintln(out.Out, "orch is already set up here; nothing changed.")
 		}
 		if res.View != "" {
-			fmt.Fprintf(out, "View: %s\n", res.View)
+			fmt.Fprintf(out.Out, "View: %s\n", res.View)
 		} else if e.Store.ViewOwner != "" {
-			fmt.Fprintf(out, "The view .orchestrator/ belongs to %s; this state branch has no view: use orch edit ID for hand edits.\n", e.Store.ViewOwner)
+			fmt.Fprintf(out.Out, "The view .orchestrator/ belongs to %s; this state branch has no view: use orch edit ID for hand edits.\n", e.Store.ViewOwner)
 		} else {
-			fmt.Fprintln(out, "Bare repository: no view; use orch edit ID for hand edits.")
+			fmt.Fprintln(out.Out, "Bare repository: no view; use orch edit ID for hand edits.")
 		}
 		if res.ExcludeAdded {
-			fmt.Fprintln(out, "Added /.orchestrator/ to .git/info/exclude.")
+			fmt.Fprintln(out.Out, "Added /.orchestrator/ to .git/info/exclude.")
 		}
 		if res.BaseBranch != "" {
-			fmt.Fprintf(out, "Task branches start from %s (base_branch in config.yaml).\n", res.BaseBranch)
+			fmt.Fprintf(out.Out, "Task branches start from %s (base_branch in config.yaml).\n", res.BaseBranch)
 		}
 		if res.Created {
-			fmt.Fprintln(out, `Next: orch new "My first task", then orch claim from a worktree.`)
+			fmt.Fprintln(out.Out, `Next: orch new "My first task", then orch claim from a worktree.`)
 		}
 		return nil
 	})

@@ -137,7 +137,7 @@ func runInstructions(o *instructionsOptions, root *cobra.Command) error {
 	}
 	md, verbs := instructionsMarkdown(root, role, cfg)
 	if o.g.JSON {
-		return o.g.writeJSON(instructionsAnswer{role, md, verbs})
+		return o.g.out().writeJSON(instructionsAnswer{role, md, verbs})
 	}
 	_, err := fmt.Fprint(o.g.io.Out, md)
 	return err

@@ -98,7 +98,7 @@ func runList(o *listOptions) error {
 			f.Priorities = append(f.Priorities, n)
 		}
 	}
-	return o.g.withEngineDeferred(func(e *workflow.Engine) (func() error, error) {
+	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		if err := e.RequireInit(); err != nil {
 			return nil, err
 		}
@@ -107,16 +107,16 @@ func runList(o *listOptions) error {
 		if o.g.JSON {
 			doc := o.g.taskListJSON(e, tasks)
 			trace.Phase("output")
-			return func() error {
+			return func(out *output) error {
 				for _, b := range doc {
-					if _, err := o.g.io.Out.Write(b); err != nil {
+					if _, err := out.Out.Write(b); err != nil {
 						return err
 					}
 				}
 				return nil
 			}, nil
 		}
-		return func() error { return printTaskTable(o.g, e, tasks) }, nil
+		return func(out *output) error { return printTaskTable(out, e, tasks) }, nil
 	})
 }
 
@@ -176,12 +176,12 @@ func (g *globalOptions) taskListJSON(e *workflow.Engine, tasks []*gitstore.Summa
 	return [][]byte{first, second}
 }
 
-func printTaskTable(g *globalOptions, e *workflow.Engine, tasks []*gitstore.Summary) error {
+func printTaskTable(out *output, e *workflow.Engine, tasks []*gitstore.Summary) error {
 	if len(tasks) == 0 {
-		fmt.Fprintln(g.io.Err, "no tasks")
+		fmt.Fprintln(out.Err, "no tasks")
 		return nil
 	}
-	tw := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(out.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tQUEUE\tPRI\tTITLE\tNOTE")
 	for _, s := range tasks {
 		t := s.Task

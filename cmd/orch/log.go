@@ -59,7 +59,7 @@ type logEntryJSON struct {
 }
 
 func runLog(o *logOptions, ref string) error {
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		if err := e.RequireInit(); err != nil {
 			return err
 		}
@@ -86,7 +86,7 @@ func runLog(o *logOptions, ref string) error {
 				out[i] = logEntryJSON{Commit: en.Commit, Time: answer.Time(en.Time), TaskID: en.Task, Task: refs[en.Task], Action: en.Action,
 					From: en.From, To: en.To, Actor: en.Actor, Subject: en.Subject, LockedOut: en.LockedOut, Unlocked: en.Unlocked}
 			}
-			return o.g.writeJSON(logAnswer{len(out), out})
+			return o.g.out().writeJSON(logAnswer{len(out), out})
 		}
 		tw := tabwriter.NewWriter(o.g.io.Out, 0, 4, 2, ' ', 0)
 		for _, en := range entries {

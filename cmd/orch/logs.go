@@ -73,7 +73,7 @@ func logsJSON(logs []coordinator.LogFile) []logJSON {
 func runLogs(o *logsOptions, ref string) error {
 	var task answer.Task
 	var id string
-	err := o.g.withEngine(func(e *workflow.Engine) error {
+	err := o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
@@ -105,7 +105,7 @@ func runLogs(o *logsOptions, ref string) error {
 		if err != nil {
 			return err
 		}
-		return o.g.writeJSON(logsAnswer{task, logsJSON(logs), chosen.Path, string(b)})
+		return o.g.out().writeJSON(logsAnswer{task, logsJSON(logs), chosen.Path, string(b)})
 	}
 	f, err := os.Open(chosen.Path)
 	if err != nil {

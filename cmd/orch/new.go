@@ -59,17 +59,19 @@ func runNew(o *newOptions, title string) error {
 		}
 		body = string(b)
 	}
-	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		res, err := e.New(workflow.NewTask{Title: title, Priority: o.Priority, Role: o.Role, Assign: o.Assign, DependsOn: o.DependsOn, Labels: o.Labels, Body: body})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if o.g.JSON {
-			return o.g.writeJSON(newAnswer{o.g.task(e, res.Task), res.Commit.String()})
-		}
-		fmt.Fprintln(o.g.io.Out, res.Task.Task.ID)
-		fmt.Fprintf(o.g.io.Err, "created %s (%s, %s): %s\n", res.Task.Task.ID, res.Task.Task.Queue, res.Task.Task.Priority, res.Task.Task.Title)
-		return nil
+		return func(out *output) error {
+			if o.g.JSON {
+				return out.writeJSON(newAnswer{o.g.task(e, res.Task), res.Commit.String()})
+			}
+			fmt.Fprintln(out.Out, res.Task.Task.ID)
+			fmt.Fprintf(out.Err, "created %s (%s, %s): %s\n", res.Task.Task.ID, res.Task.Task.Queue, res.Task.Task.Priority, res.Task.Task.Title)
+			return nil
+		}, nil
 	})
 }
 
@@ -80,6 +82,11 @@ const maxInput = 16 << 20
 // readInput is readInput from this command's stdin, which it keeps when it
 // read it (stdinText), for a failure to save.
 func (g *globalOptions) readInput(name string) ([]byte, error) {
+	if g.optimistic {
+		// The body may run twice (runner.go): stdin would be read empty
+		// the second time.
+		return nil, fmt.Errorf("internal error: orch %s reads %s inside a body that may run twice; read it before g.run", g.verb, name)
+	}
 	b, err := readInput(g.io.In, name)
 	if name == "-" {
 		g.stdinText = b

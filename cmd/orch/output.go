@@ -1,28 +1,10 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
-
-// writeJSON prints v (a struct or map) as one JSON document with
-// schema_version first.
-func (g *globalOptions) writeJSON(v any) error {
-	doc, err := answer.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return g.emitJSON(doc)
-}
-
-// emitJSON writes one finished JSON document (ending in a newline).
-func (g *globalOptions) emitJSON(doc []byte) error {
-	_, err := g.io.Out.Write(doc)
-	return err
-}
 
 // task returns the task object of a summary, with its custom keys read
 // from its file when the answer shows them.
@@ -96,35 +78,6 @@ type transitionJSON struct {
 
 func (g *globalOptions) transition(e *workflow.Engine, res *workflow.Result) transitionJSON {
 	return transitionJSON{Task: g.task(e, res.Task), From: string(res.From), To: string(res.To), Commit: res.Commit.String()}
-}
-
-// printTransition reports a moved task: the JSON document, or one line.
-func (g *globalOptions) printTransition(e *workflow.Engine, verb string, res *workflow.Result) error {
-	if g.JSON {
-		return g.writeJSON(g.transition(e, res))
-	}
-	if res.From != res.To {
-		fmt.Fprintf(g.io.Out, "%s: %s -> %s\n", res.Task.Task.ID, res.From, res.To)
-	} else {
-		fmt.Fprintf(g.io.Out, "%s: %s (%s)\n", res.Task.Task.ID, verb, res.To)
-	}
-	return nil
-}
-
-// taskVerb resolves the task argument (or the current worktree's task) and
-// runs a transition on it.
-func (g *globalOptions) taskVerb(ref, verb string, fn func(e *workflow.Engine, id string) (*workflow.Result, error)) error {
-	return g.withEngineOptimistic(func(e *workflow.Engine) error {
-		s, err := e.Lookup(ref)
-		if err != nil {
-			return err
-		}
-		res, err := fn(e, s.Task.ID)
-		if err != nil {
-			return err
-		}
-		return g.printTransition(e, verb, res)
-	})
 }
 
 // textArg returns the text of -m, or of -F FILE|- (one of them is needed

@@ -69,7 +69,7 @@ the output of gh api repos/OWNER/REPO/pulls/N/reviews and .../comments
 	}
 	imp.Flags().StringVar(&o.Reviews, "reviews", "", "the pull request's reviews (`FILE`, - for stdin)")
 	imp.Flags().StringVar(&o.Comments, "comments", "", "the pull request's review comments (`FILE`)")
-	cmd.AddCommand(poll, imp)
+	cmd.AddCommand(declare(kindInteractive, poll), declare(kindInteractive, imp))
 	return cmd
 }
 
@@ -95,7 +95,7 @@ func runPRImport(o *prOptions, ref string) error {
 			return &workflow.UsageError{Msg: o.Comments + ": " + err.Error(), Hint: "save it with: gh api --paginate repos/OWNER/REPO/pulls/N/comments > FILE"}
 		}
 	}
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
@@ -185,7 +185,7 @@ func printPoll(g *globalOptions, e *workflow.Engine, res []*workflow.PRImport, r
 		}
 		// The answer says what was imported and what was not: ok is
 		// false when a pull request was refused (exit 0, as every answer).
-		return g.writeJSON(prAnswer{len(refused) == 0, len(prs), prs})
+		return g.out().writeJSON(prAnswer{len(refused) == 0, len(prs), prs})
 	}
 	for _, r := range res {
 		what := fmt.Sprintf("%s: PR #%d", r.Task, r.PR)
@@ -223,7 +223,7 @@ func runPRPoll(o *prOptions) error {
 	for i, r := range poll.Refused {
 		refused[i] = prRefusal(r)
 	}
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		if poll.Stopped != nil {
 			// The repository itself failed: what was imported before is
 			// committed: say so.

@@ -46,59 +46,18 @@ type primeAnswer struct {
 }
 
 func runPrime(o *primeOptions) error {
-	err := o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+	err := o.g.run(func(e *workflow.Engine) (printer, error) {
 		p, err := e.Prime()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if o.g.JSON {
-			doc := primeAnswer{Agent: e.Actor, SetUp: true, OtherClaims: nonNil(p.Others), Worktree: p.Worktree, Round: p.Round,
-				OpenIssues: issuesJSON(p.Open), Notes: nonNil(p.Notes), Next: primeNext(p)}
-			if p.Task != nil {
-				tj := o.g.task(e, p.Task)
-				doc.Task = &tj
-			}
-			return o.g.writeJSON(doc)
-		}
-		w := o.g.io.Out
-		if p.Task == nil {
-			fmt.Fprintf(w, "orch: %s has no task claimed. %s\n", e.Actor, primeNext(p))
-			return nil
-		}
-		t := p.Task.Task
-		fmt.Fprintf(w, "orch: %s is working on %s: %s (attempt %d", e.Actor, t.ID, t.Title, max(t.Attempts, 1))
-		if t.RejectionCount > 0 {
-			fmt.Fprintf(w, ", rejected %d time(s)", t.RejectionCount)
-		}
-		fmt.Fprintln(w, ")")
-		fmt.Fprintf(w, "branch: %s\n", t.Branch)
-		if p.Worktree != "" {
-			fmt.Fprintf(w, "worktree: %s (cd %q: all the work happens there)\n", p.Worktree, p.Worktree)
-		}
-		if p.Round > 0 {
-			fmt.Fprintf(w, "newest review (rejection #%d): %d blocking issue(s) to answer\n", p.Round, len(p.Open))
-			for _, is := range p.Open {
-				what := is.Title
-				if what == "" {
-					what = is.Problem
-				}
-				fmt.Fprintf(w, "  %s %s %s\n", is.ID, is.Location, oneLineText(what))
-			}
-			for _, n := range p.Notes {
-				fmt.Fprintf(w, "  %s\n", oneLineText(n))
-			}
-		}
-		if len(p.Others) > 0 {
-			fmt.Fprintf(w, "also claimed by you: %s\n", strings.Join(p.Others, ", "))
-		}
-		fmt.Fprintln(w, "next: "+primeNext(p))
-		return nil
+		return func(out *output) error { return printPrime(o, out, e, p) }, nil
 	})
 	var notInit *workflow.NotInitializedError
 	if errors.As(err, &notInit) {
 		// A session hook must not fail the session.
 		if o.g.JSON {
-			return o.g.writeJSON(primeAnswer{Agent: o.g.Agent, OtherClaims: []string{}, OpenIssues: []issueJSON{}, Notes: []string{},
+			return o.g.out().writeJSON(primeAnswer{Agent: o.g.Agent, OtherClaims: []string{}, OpenIssues: []issueJSON{}, Notes: []string{},
 				Next: "orch is not set up in this repository: orch init sets it up"})
 		}
 		fmt.Fprintln(o.g.io.Out, "orch: not set up in this repository (orch init sets it up)")
@@ -116,4 +75,50 @@ func primeNext(p *workflow.Prime) string {
 		return fmt.Sprintf("orch prompt %s has the whole feedback; answer each blocking issue (orch respond %s ISSUE fixed|rejected -m ...), then orch submit %s", id, id, id)
 	}
 	return fmt.Sprintf("orch prompt %s has the whole task; when done: orch submit %s -m \"what changed\"", id, id)
+}
+
+// printPrime prints what orch prime found.
+func printPrime(o *primeOptions, out *output, e *workflow.Engine, p *workflow.Prime) error {
+	if o.g.JSON {
+		doc := primeAnswer{Agent: e.Actor, SetUp: true, OtherClaims: nonNil(p.Others), Worktree: p.Worktree, Round: p.Round,
+			OpenIssues: issuesJSON(p.Open), Notes: nonNil(p.Notes), Next: primeNext(p)}
+		if p.Task != nil {
+			tj := o.g.task(e, p.Task)
+			doc.Task = &tj
+		}
+		return out.writeJSON(doc)
+	}
+	w := out.Out
+	if p.Task == nil {
+		fmt.Fprintf(w, "orch: %s has no task claimed. %s\n", e.Actor, primeNext(p))
+		return nil
+	}
+	t := p.Task.Task
+	fmt.Fprintf(w, "orch: %s is working on %s: %s (attempt %d", e.Actor, t.ID, t.Title, max(t.Attempts, 1))
+	if t.RejectionCount > 0 {
+		fmt.Fprintf(w, ", rejected %d time(s)", t.RejectionCount)
+	}
+	fmt.Fprintln(w, ")")
+	fmt.Fprintf(w, "branch: %s\n", t.Branch)
+	if p.Worktree != "" {
+		fmt.Fprintf(w, "worktree: %s (cd %q: all the work happens there)\n", p.Worktree, p.Worktree)
+	}
+	if p.Round > 0 {
+		fmt.Fprintf(w, "newest review (rejection #%d): %d blocking issue(s) to answer\n", p.Round, len(p.Open))
+		for _, is := range p.Open {
+			what := is.Title
+			if what == "" {
+				what = is.Problem
+			}
+			fmt.Fprintf(w, "  %s %s %s\n", is.ID, is.Location, oneLineText(what))
+		}
+		for _, n := range p.Notes {
+			fmt.Fprintf(w, "  %s\n", oneLineText(n))
+		}
+	}
+	if len(p.Others) > 0 {
+		fmt.Fprintf(w, "also claimed by you: %s\n", strings.Join(p.Others, ", "))
+	}
+	fmt.Fprintln(w, "next: "+primeNext(p))
+	return nil
 }

@@ -43,19 +43,21 @@ type promptAnswer struct {
 }
 
 func runPrompt(o *promptOptions, ref string) error {
-	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		s, err := e.Lookup(ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		text, role, err := e.Prompt(s.Task.ID, o.Role)
 		if err != nil {
+			return nil, err
+		}
+		return func(out *output) error {
+			if o.g.JSON {
+				return out.writeJSON(promptAnswer{o.g.task(e, s), role, text})
+			}
+			_, err := fmt.Fprint(out.Out, text)
 			return err
-		}
-		if o.g.JSON {
-			return o.g.writeJSON(promptAnswer{o.g.task(e, s), role, text})
-		}
-		_, err = fmt.Fprint(o.g.io.Out, text)
-		return err
+		}, nil
 	})
 }

@@ -135,18 +135,18 @@ func runRefuse(o *refuseOptions, ref string) error {
 	}
 	if ref == "" && r.TaskID != "" {
 		// Outside a task's worktree, the record says which task it is about.
-		return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+		return o.g.run(func(e *workflow.Engine) (printer, error) {
 			s, err := e.Lookup("")
 			if err != nil {
 				if s, err = e.Lookup(refusal.TaskRef(r.TaskID)); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			res, err := e.Refuse(s.Task.ID, r)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return o.g.printTransition(e, "refuse", res)
+			return func(out *output) error { return out.printTransition(e, "refuse", res) }, nil
 		})
 	}
 	return o.g.taskVerb(ref, "refuse", func(e *workflow.Engine, id string) (*workflow.Result, error) {

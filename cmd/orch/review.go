@@ -90,33 +90,35 @@ func runReview(o *reviewOptions, ref string) error {
 		in.Reopen, in.Notes = o.Reopen, o.Notes
 	}
 	var res *workflow.ReviewResult
-	return o.step.run(o.g, "review", false, func(e *workflow.Engine) error {
+	return o.step.run(o.g, "review", func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}
 		res, err = e.Review(s.Task.ID, in)
 		return err
-	}, func(e *workflow.Engine) error {
-		if o.g.JSON {
-			return o.g.writeJSON(reviewAnswer{o.g.transition(e, &res.Result), res.Verdict, res.Round, issuesJSON(res.NewIssues),
-				nonNil(res.Resolved), nonNil(res.Reopened), res.Progress, res.NoProgressCount, res.Escalated,
-				nonNil(res.SuggestionsAdopted), nonNil(res.SuggestionsSkipped), res.AllSuggestionsSkipped})
+	}, func(e *workflow.Engine) printer {
+		return func(out *output) error {
+			if o.g.JSON {
+				return out.writeJSON(reviewAnswer{o.g.transition(e, &res.Result), res.Verdict, res.Round, issuesJSON(res.NewIssues),
+					nonNil(res.Resolved), nonNil(res.Reopened), res.Progress, res.NoProgressCount, res.Escalated,
+					nonNil(res.SuggestionsAdopted), nonNil(res.SuggestionsSkipped), res.AllSuggestionsSkipped})
+			}
+			fmt.Fprintf(out.Out, "%s: %s (round %d): %s -> %s\n", res.Task.Task.ID, res.Verdict, res.Round, res.From, res.To)
+			for _, is := range res.NewIssues {
+				fmt.Fprintf(out.Out, "  %s %s %s\n", is.ID, is.Severity, is.Title)
+			}
+			if len(res.Resolved) > 0 {
+				fmt.Fprintf(out.Out, "  resolved: %s\n", strings.Join(res.Resolved, ", "))
+			}
+			if len(res.Reopened) > 0 {
+				fmt.Fprintf(out.Out, "  re-opened: %s\n", strings.Join(res.Reopened, ", "))
+			}
+			if res.AllSuggestionsSkipped {
+				fmt.Fprintf(out.Out, "  %s: %s\n", strings.ToLower(workflow.AllSuggestionsSkipped), strings.Join(res.SuggestionsSkipped, ", "))
+			}
+			return nil
 		}
-		fmt.Fprintf(o.g.io.Out, "%s: %s (round %d): %s -> %s\n", res.Task.Task.ID, res.Verdict, res.Round, res.From, res.To)
-		for _, is := range res.NewIssues {
-			fmt.Fprintf(o.g.io.Out, "  %s %s %s\n", is.ID, is.Severity, is.Title)
-		}
-		if len(res.Resolved) > 0 {
-			fmt.Fprintf(o.g.io.Out, "  resolved: %s\n", strings.Join(res.Resolved, ", "))
-		}
-		if len(res.Reopened) > 0 {
-			fmt.Fprintf(o.g.io.Out, "  re-opened: %s\n", strings.Join(res.Reopened, ", "))
-		}
-		if res.AllSuggestionsSkipped {
-			fmt.Fprintf(o.g.io.Out, "  %s: %s\n", strings.ToLower(workflow.AllSuggestionsSkipped), strings.Join(res.SuggestionsSkipped, ", "))
-		}
-		return nil
 	})
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +46,8 @@ type globalOptions struct {
 	agentSource string        // where Agent came from (--agent, ORCH_AGENT, ...)
 	verb        string        // the command being run ("pr poll")
 	longRunning bool          // opens the store again and again (board --watch)
+	kind        verbKind      // how the command runs (runner.go)
+	optimistic  bool          // a read or transition body is running: it may run twice
 	stdinText   []byte        // what -F - (or another "-" input) read, kept if the command fails
 }
 
@@ -141,6 +142,7 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		Version:       versionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			g.verb = strings.TrimPrefix(cmd.CommandPath(), "orch ")
+			g.kind = kindOf(cmd)
 			if err := g.setUpJSON(); err != nil {
 				return err
 			}
@@ -158,48 +160,49 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &workflow.UsageError{Msg: err.Error(), Hint: "orch " + cmd.Name() + " --help shows the flags"}
 	})
+	// Each command and how it runs (runner.go).
 	root.AddCommand(
-		newInitCmd(g),
-		newNewCmd(g),
-		newListCmd(g),
-		newBoardCmd(g),
-		newServeCmd(g),
-		newShowCmd(g),
-		newEditCmd(g),
-		newCheckCmd(g),
-		newLogCmd(g),
-		newVersionCmd(g),
-		newClaimCmd(g),
-		newSubmitCmd(g),
-		newRejectCmd(g),
-		newApproveCmd(g),
-		newPauseCmd(g),
-		newFailCmd(g),
-		newEscalateCmd(g),
-		newRequeueCmd(g),
-		newReopenCmd(g),
-		newDiffCmd(g),
-		newPrimeCmd(g),
-		newSetupCmd(g),
-		newMCPCmd(g),
-		newHeartbeatCmd(g),
-		newUnlockCmd(g),
-		newSweepCmd(g),
-		newArchiveCmd(g),
-		newInboxCmd(g),
-		newPromptCmd(g),
-		newReviewCmd(g),
-		newRespondCmd(g),
-		newRefuseCmd(g),
-		newDecideCmd(g),
-		newStatsCmd(g),
-		newPRCmd(g),
-		newWorktreeCmd(g),
-		newSyncCmd(g),
-		newDoctorCmd(g),
-		newInstructionsCmd(g),
-		newRunCmd(g),
-		newLogsCmd(g),
+		declare(kindInteractive, newInitCmd(g)),
+		declare(kindTransition, newNewCmd(g)),
+		declare(kindRead, newListCmd(g)),
+		declare(kindRead, newBoardCmd(g)),
+		declare(kindLong, newServeCmd(g)),
+		declare(kindRead, newShowCmd(g)),
+		declare(kindInteractive, newEditCmd(g)),
+		declare(kindRead, newCheckCmd(g)),
+		declare(kindRead, newLogCmd(g)),
+		declare(kindNone, newVersionCmd(g)),
+		declare(kindTransition, newClaimCmd(g)),
+		declare(kindTransition, newSubmitCmd(g)),
+		declare(kindTransition, newRejectCmd(g)),
+		declare(kindTransition, newApproveCmd(g)),
+		declare(kindTransition, newPauseCmd(g)),
+		declare(kindTransition, newFailCmd(g)),
+		declare(kindTransition, newEscalateCmd(g)),
+		declare(kindTransition, newRequeueCmd(g)),
+		declare(kindTransition, newReopenCmd(g)),
+		declare(kindRead, newDiffCmd(g)),
+		declare(kindRead, newPrimeCmd(g)),
+		declare(kindInteractive, newSetupCmd(g)),
+		declare(kindLong, newMCPCmd(g)),
+		declare(kindTransition, newHeartbeatCmd(g)),
+		declare(kindTransition, newUnlockCmd(g)),
+		declare(kindTransition, newSweepCmd(g)),
+		declare(kindTransition, newArchiveCmd(g)),
+		declare(kindRead, newInboxCmd(g)),
+		declare(kindRead, newPromptCmd(g)),
+		declare(kindInteractive, newReviewCmd(g)),
+		declare(kindTransition, newRespondCmd(g)),
+		declare(kindTransition, newRefuseCmd(g)),
+		declare(kindTransition, newDecideCmd(g)),
+		declare(kindRead, newStatsCmd(g)),
+		declare(kindNone, newPRCmd(g)), // poll and import declare theirs
+		declare(kindRead, newWorktreeCmd(g)),
+		declare(kindRemote, newSyncCmd(g)),
+		declare(kindRead, newDoctorCmd(g)),
+		declare(kindRead, newInstructionsCmd(g)),
+		declare(kindLong, newRunCmd(g)),
+		declare(kindRead, newLogsCmd(g)),
 	)
 	addCompletions(g, root)
 	root.InitDefaultCompletionCmd()
@@ -276,14 +279,6 @@ func (g *globalOptions) open() (*workflow.Engine, error) {
 	return workflow.Open(g.engineOptions(false))
 }
 
-// readOnlyVerbs change nothing on the state branch (beyond the reconcile
-// every command runs), so the rule of a claimed task's worktree does not
-// bind them (DESIGN §4a).
-var readOnlyVerbs = map[string]bool{
-	"list": true, "show": true, "diff": true, "prime": true, "prompt": true, "log": true, "stats": true, "inbox": true, "board": true,
-	"check": true, "instructions": true, "version": true, "worktree": true, "doctor": true,
-}
-
 // engineOptions are the options every command opens the engine with: the
 // actor, and the signals it is judged by (DESIGN §4a).
 func (g *globalOptions) engineOptions(optimistic bool) workflow.Options {
@@ -291,9 +286,8 @@ func (g *globalOptions) engineOptions(optimistic bool) workflow.Options {
 	if r := g.discover(); r != nil && r.WorkTree != "" && r.WorkTree != r.MainWorkTree {
 		sig.Worktree = r.WorkTree
 	}
-	verb, _, _ := strings.Cut(g.verb, " ")
 	return workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(),
-		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: readOnlyVerbs[verb], InMemoryCache: g.longRunning, Fence: runFence()}
+		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: g.kind == kindRead || g.kind == kindNone, InMemoryCache: g.longRunning, Fence: runFence()}
 }
 
 // runFence is the run of orch run this process's agent belongs to, from
@@ -338,72 +332,6 @@ func (g *globalOptions) flushNotes() {
 		fmt.Fprintln(g.io.Err, "orch: "+n)
 	}
 	g.notes = nil
-}
-
-// withEngineDeferred runs fn while the view is still being scanned, on the
-// branch as it is (see gitstore.Store.Defer): fn does the verb's work and
-// returns the function that prints its answer. When the reconcile, settled
-// at fn's first commit or after fn, finds a hand edit (or a broken or
-// conflicted file), fn's answer is dropped and fn runs again on the
-// reconciled state, so the answer printed is the one a reconcile-first run
-// gives. Verbs that read stdin inside fn, open an editor or talk to a
-// remote must not use it.
-func (g *globalOptions) withEngineDeferred(fn func(e *workflow.Engine) (func() error, error)) error {
-	e, err := workflow.Open(g.engineOptions(true))
-	if err != nil {
-		return err
-	}
-	print, ferr := fn(e)
-	ferr = e.ForActor(ferr)
-	serr := e.Settle()
-	if errors.Is(ferr, gitstore.ErrViewChanged) || errors.Is(serr, gitstore.ErrViewChanged) {
-		e.ViewChanged()
-		print, ferr = fn(e)
-		ferr = e.ForActor(ferr)
-	} else if ferr == nil {
-		ferr = serr
-	}
-	if print != nil {
-		if perr := print(); ferr == nil {
-			ferr = perr
-		}
-	}
-	cerr := g.close(e)
-	if ferr != nil {
-		return ferr
-	}
-	return cerr
-}
-
-// withEngineOptimistic is withEngineDeferred for verbs that print as they
-// go: their output is held back until the reconcile has settled.
-func (g *globalOptions) withEngineOptimistic(fn func(e *workflow.Engine) error) error {
-	return g.withEngineDeferred(func(e *workflow.Engine) (func() error, error) {
-		out, errOut := g.io.Out, g.io.Err
-		var heldOut, heldErr bytes.Buffer
-		g.io.Out, g.io.Err = &heldOut, &heldErr
-		err := fn(e)
-		g.io.Out, g.io.Err = out, errOut
-		return func() error {
-			_, _ = errOut.Write(heldErr.Bytes())
-			_, err := out.Write(heldOut.Bytes())
-			return err
-		}, err
-	})
-}
-
-// withEngine runs fn with an open engine and always closes it.
-func (g *globalOptions) withEngine(fn func(e *workflow.Engine) error) error {
-	e, err := g.open()
-	if err != nil {
-		return err
-	}
-	ferr := e.ForActor(fn(e))
-	cerr := g.close(e)
-	if ferr != nil {
-		return ferr
-	}
-	return cerr
 }
 
 // exactArgs and friends turn cobra's argument errors into usage errors.

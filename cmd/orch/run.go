@@ -108,7 +108,7 @@ func runRun(o *runOptions) error {
 	g := o.g
 	var run *config.Run
 	var claimTimeout time.Duration
-	err := g.withEngine(func(e *workflow.Engine) error {
+	err := g.runPrinting(func(e *workflow.Engine, out *output) error {
 		var err error
 		run, err = e.StartRun()
 		claimTimeout = time.Duration(e.Config.ClaimTimeout)
@@ -231,7 +231,7 @@ func (p *runPrinter) event(ev coordinator.Event) {
 	}
 	if p.g.JSON {
 		j := runEvent{answer.Time(ev.Time), ev.Event, ev.Slot, ev.Role, ev.Task, ev.Attempt, ev.ExitCode, ev.Duration, ev.Reason, ev.Until, ev.Log, ev.Text}
-		if err := p.g.writeJSON(j); err != nil {
+		if err := p.g.out().writeJSON(j); err != nil {
 			fmt.Fprintln(p.g.io.Err, "orch: "+err.Error())
 		}
 		return

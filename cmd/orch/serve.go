@@ -155,7 +155,7 @@ func runServe(o *serveOptions) error {
 		fmt.Fprintf(g.io.Err, "orch: warning: orch serve listens on %s, beyond this machine: anyone who can reach it reads every task (the board is read-only)\n", where)
 	}
 	if g.JSON {
-		if err := g.writeJSON(serveAnswer{url, login, g.Agent, srv.Actions(), srv.ReadOnly()}); err != nil {
+		if err := g.out().writeJSON(serveAnswer{url, login, g.Agent, srv.Actions(), srv.ReadOnly()}); err != nil {
 			return err
 		}
 	} else {

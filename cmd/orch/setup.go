@@ -149,7 +149,7 @@ func runSetup(o *setupOptions, root *cobra.Command, harness string) error {
 		files = append(files, setupFile{Path: e.shown, Action: e.action})
 	}
 	if o.g.JSON {
-		return o.g.writeJSON(setupAnswer{harness, o.Role, files, len(files)})
+		return o.g.out().writeJSON(setupAnswer{harness, o.Role, files, len(files)})
 	}
 	for _, f := range files {
 		fmt.Fprintf(o.g.io.Out, "%s: %s\n", f.Path, f.Action)

@@ -109,26 +109,25 @@ func roundsJSON(rs []taskfile.Round) []roundJSON {
 }
 
 func runShow(o *showOptions, ref string) error {
-	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		s, err := e.Lookup(ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		t, err := e.Load(s)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if o.g.JSON {
-			d := o.g.showJSON(e, t)
-			r, err := e.RefusalAwaiting(t.Summary)
-			if err != nil {
-				return err
-			}
-			d.Refusal = pendingRefusal(r)
-			return o.g.writeJSON(d)
+		if !o.g.JSON {
+			return func(out *output) error { _, err := out.Out.Write(t.File.Src); return err }, nil
 		}
-		_, err = o.g.io.Out.Write(t.File.Src)
-		return err
+		d := o.g.showJSON(e, t)
+		r, err := e.RefusalAwaiting(t.Summary)
+		if err != nil {
+			return nil, err
+		}
+		d.Refusal = pendingRefusal(r)
+		return func(out *output) error { return out.writeJSON(d) }, nil
 	})
 }
 

@@ -59,13 +59,13 @@ func runStats(o *statsOptions) error {
 			return &workflow.UsageError{Msg: fmt.Sprintf("--since %q is not a date", o.Since), Hint: "like 2026-02-01 or 2026-02-01T10:00:00Z"}
 		}
 	}
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		st, err := e.Stats(since, o.Top)
 		if err != nil {
 			return err
 		}
 		if o.g.JSON {
-			return o.g.writeJSON(o.g.statsJSON(e, st))
+			return o.g.out().writeJSON(o.g.statsJSON(e, st))
 		}
 		w := o.g.io.Out
 		fmt.Fprintf(w, "events: %d", st.Events)

@@ -19,44 +19,35 @@ func (r *remoteStep) addFlags(cmd *cobra.Command) {
 }
 
 // run does the verb (do), then prints its answer (print) from the same
-// engine: with --sync through the remote, else here (optimistic: see
-// withEngineOptimistic).
-func (r *remoteStep) run(g *globalOptions, verb string, optimistic bool, do, print func(e *workflow.Engine) error) error {
-	both := func(e *workflow.Engine) error {
-		if err := do(e); err != nil {
-			return err
-		}
-		return print(e)
+// engine: with --sync through the remote, else here as the command's kind
+// says (runner.go).
+func (r *remoteStep) run(g *globalOptions, verb string, do func(e *workflow.Engine) error, print func(e *workflow.Engine) printer) error {
+	if !r.Sync {
+		return g.run(func(e *workflow.Engine) (printer, error) {
+			if err := do(e); err != nil {
+				return nil, err
+			}
+			return print(e), nil
+		})
 	}
-	switch {
-	case !r.Sync && optimistic:
-		return g.withEngineOptimistic(both)
-	case !r.Sync:
-		return g.withEngine(both)
-	}
-	e, notes, err := workflow.StepSync(g.engineOptions(false), syncOptionsOf(r.Remote), verb, do)
-	g.printNoteList(notes)
-	if err != nil {
-		return err
-	}
-	perr := print(e)
-	if cerr := g.close(e); perr == nil {
-		perr = cerr
-	}
-	return perr
+	return g.runRemote(func(opts workflow.Options) (*workflow.Engine, []string, error) {
+		return workflow.StepSync(opts, syncOptionsOf(r.Remote), verb, do)
+	}, print)
 }
 
 // taskStep is taskVerb with --sync: a verb whose answer is the transition.
 func (r *remoteStep) taskStep(g *globalOptions, ref, verb string, fn func(e *workflow.Engine, id string) (*workflow.Result, error)) error {
 	var res *workflow.Result
-	return r.run(g, verb, true, func(e *workflow.Engine) error {
+	return r.run(g, verb, func(e *workflow.Engine) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
 		}
 		res, err = fn(e, s.Task.ID)
 		return err
-	}, func(e *workflow.Engine) error { return g.printTransition(e, verb, res) })
+	}, func(e *workflow.Engine) printer {
+		return func(out *output) error { return out.printTransition(e, verb, res) }
+	})
 }
 
 // stepSyncHelp says what --sync does, in the help of each verb that has it.

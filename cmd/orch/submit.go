@@ -66,14 +66,15 @@ func runSubmit(o *submitOptions, ref string) error {
 func createPR(o *submitOptions, ref string) (int, string, error) {
 	var branch, base, title, id, repoCfg, dir string
 	prNow := 0
-	err := o.g.withEngine(func(e *workflow.Engine) error {
+	// The check reads only: it may run twice (runner.go).
+	err := o.g.run(func(e *workflow.Engine) (printer, error) {
 		s, err := e.Lookup(ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		t, err := e.SubmitCheck(s.Task.ID, workflow.SubmitOptions{Note: o.Note})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		id, branch, title, prNow = t.Task.ID, t.Task.Branch, t.Task.Title, t.Task.PRNumber
 		base = t.Task.BaseBranch
@@ -85,7 +86,7 @@ func createPR(o *submitOptions, ref string) (int, string, error) {
 		if dir == "" {
 			dir = e.Store.Repo.GitDir
 		}
-		return nil
+		return nil, nil
 	})
 	if err != nil {
 		return 0, "", err

@@ -47,24 +47,26 @@ func runSweep(o *sweepOptions) error {
 			return &workflow.UsageError{Msg: fmt.Sprintf("--older-than: %q is not a duration", o.OlderThan), Hint: "like 90m, 2h or 1d"}
 		}
 	}
-	return o.g.withEngineOptimistic(func(e *workflow.Engine) error {
+	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		res, err := e.Sweep(d)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if o.g.JSON {
-			out := make([]transitionJSON, len(res))
-			for i, r := range res {
-				out[i] = o.g.transition(e, r)
+		return func(out *output) error {
+			if o.g.JSON {
+				ts := make([]transitionJSON, len(res))
+				for i, r := range res {
+					ts[i] = o.g.transition(e, r)
+				}
+				return out.writeJSON(sweepAnswer{len(ts), ts})
 			}
-			return o.g.writeJSON(sweepAnswer{len(out), out})
-		}
-		for _, r := range res {
-			fmt.Fprintf(o.g.io.Out, "%s: %s -> %s\n", r.Task.Task.ID, r.From, r.To)
-		}
-		if len(res) == 0 {
-			fmt.Fprintln(o.g.io.Err, "no stale claims")
-		}
-		return nil
+			for _, r := range res {
+				fmt.Fprintf(out.Out, "%s: %s -> %s\n", r.Task.Task.ID, r.From, r.To)
+			}
+			if len(res) == 0 {
+				fmt.Fprintln(out.Err, "no stale claims")
+			}
+			return nil
+		}, nil
 	})
 }

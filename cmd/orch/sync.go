@@ -78,7 +78,7 @@ func runSync(o *syncOptions, remote string) error {
 		return err
 	}
 	if o.g.JSON {
-		return o.g.writeJSON(o.g.syncJSON(res))
+		return o.g.out().writeJSON(o.g.syncJSON(res))
 	}
 	fmt.Fprintf(o.g.io.Out, "sync %s: %s (local %s)\n", res.Remote, res.Action, shortText(res.Local))
 	for _, c := range res.Conflicts {

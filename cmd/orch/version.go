@@ -56,7 +56,7 @@ type versionAnswer struct {
 
 func runVersion(o *versionOptions) error {
 	if o.g.JSON {
-		return o.g.writeJSON(versionAnswer{version, buildRevision(), runtime.Version(), runtime.GOOS, runtime.GOARCH})
+		return o.g.out().writeJSON(versionAnswer{version, buildRevision(), runtime.Version(), runtime.GOOS, runtime.GOARCH})
 	}
 	fmt.Fprintf(o.g.io.Out, "orch %s %s %s/%s\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return nil

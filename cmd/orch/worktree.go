@@ -35,7 +35,7 @@ On any error nothing is printed on stdout, so use the form that fails closed:
 		RunE: func(cmd *cobra.Command, args []string) error { return runWorktree(o, argOr(args, 0)) },
 	}
 	cmd.Flags().StringVar(&o.Path, "path", "", "create the worktree at `DIR`")
-	cmd.AddCommand(newWorktreePruneCmd(g))
+	cmd.AddCommand(declare(kindRead, newWorktreePruneCmd(g)))
 	return cmd
 }
 
@@ -48,7 +48,7 @@ type worktreeAnswer struct {
 }
 
 func runWorktree(o *worktreeOptions, ref string) error {
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		s, err := e.Lookup(ref)
 		if err != nil {
 			return err
@@ -58,7 +58,7 @@ func runWorktree(o *worktreeOptions, ref string) error {
 			return err
 		}
 		if o.g.JSON {
-			return o.g.writeJSON(worktreeAnswer{o.g.task(e, s), w.Branch, w.Path, w.Created})
+			return o.g.out().writeJSON(worktreeAnswer{o.g.task(e, s), w.Branch, w.Path, w.Created})
 		}
 		fmt.Fprintln(o.g.io.Out, w.Path)
 		if w.Created {
@@ -121,7 +121,7 @@ type keptFile struct {
 }
 
 func runWorktreePrune(o *worktreePruneOptions) error {
-	return o.g.withEngine(func(e *workflow.Engine) error {
+	return o.g.runPrinting(func(e *workflow.Engine, out *output) error {
 		if err := e.RequireInit(); err != nil {
 			return err
 		}
@@ -149,7 +149,7 @@ func runWorktreePrune(o *worktreePruneOptions) error {
 				}
 				out[i] = prunedJSON{w.Path, w.Branch, w.Task, refs[w.Task], w.Queue, w.Removed, w.Kept, w.Hint, files}
 			}
-			if err := o.g.writeJSON(pruneAnswer{o.DryRun, len(out), out}); err != nil {
+			if err := o.g.out().writeJSON(pruneAnswer{o.DryRun, len(out), out}); err != nil {
 				return err
 			}
 		} else {
