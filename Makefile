@@ -23,7 +23,7 @@ install:
 # under the name orch) is then static like the one that ships, and starts
 # about 0.5 ms sooner, which is 7 % of the scripts' time. -race needs cgo.
 test: lint
-	ORCH_E2E_FULL=1 CGO_ENABLED=0 $(GO) test -count=1 ./...
+	ORCH_E2E_FULL=1 CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) race
 	$(MAKE) fuzz
 
@@ -52,7 +52,7 @@ fuzz:
 # progress) run under -race in the package tests, and the e2e tests drive
 # real processes.
 race:
-	$(GO) test -race -count=1 -skip '^(TestScripts|TestHostileFiles)$$' ./...
+	$(GO) test -race -count=1 -timeout 30m -skip '^(TestScripts|TestHostileFiles)$$' ./...
 
 # Go benchmarks of the parser, the surgical editor, the tree-surgery commit,
 # claim selection and the web board of 10,000 tasks: a fixed count, to
