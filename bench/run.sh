@@ -29,6 +29,7 @@
 #
 # Environment: BENCH_RUNS (20), BENCH_WARMUP (2), BENCH_HISTORY (1000),
 # BENCH_LONG_HISTORY (10000; 0 skips), BENCH_SWARM (16; 0 skips),
+# BENCH_COORD (200 tasks through orch run; 0 skips), BENCH_COORD_MEM (1000),
 # BENCH_SIZES ("10000 1000"), BENCH_OUT (a directory to keep the
 # repositories in; default a temp dir, removed at the end), GO (go).
 set -eu
@@ -74,7 +75,7 @@ mkdir -p "$HOME"
 printf '[user]\n\tname = bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n' >"$HOME/.gitconfig"
 
 echo "bench: building bench/gen and bench/runner" >&2
-(cd "$ROOT" && "$GO" build -o "$OUT/gen" ./bench/gen && "$GO" build -o "$OUT/runner" ./bench/runner && "$GO" build -o "$OUT/swarm" ./bench/swarm)
+(cd "$ROOT" && "$GO" build -o "$OUT/gen" ./bench/gen && "$GO" build -o "$OUT/runner" ./bench/runner && "$GO" build -o "$OUT/swarm" ./bench/swarm && "$GO" build -o "$OUT/coord" ./bench/coord)
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
 ROWS=$OUT/rows.md
@@ -193,6 +194,19 @@ if has_verb claim && [ "${BENCH_SWARM:-16}" != 0 ]; then
 	fi
 fi
 
+# The coordinator (orch run, DESIGN §11): its cost per task with 16 slots of
+# instant scripted agents, against the same claim, submit and approve run
+# back to back by a script; and its peak memory over 100 and 1,000 tasks.
+COORD_LINE=
+if has_verb run && [ "${BENCH_COORD:-200}" != 0 ]; then
+	echo "bench: orch run over ${BENCH_COORD:-200} tasks, 16 slots" >&2
+	if fig=$("$OUT/coord" -orch "$BIN" -tasks "${BENCH_COORD:-200}" -memtasks "${BENCH_COORD_MEM:-1000}" -tsv); then
+		COORD_LINE=$(echo "$fig" | awk -F'\t' -v n="${BENCH_COORD:-200}" -v m="${BENCH_COORD_MEM:-1000}" '{ printf "orch run, 16 slots, instant agents, %s tasks: **%s ms a task** against %s ms for claim + submit + approve by a script (**%s×**); peak RSS %s MB over 100 tasks, %s MB over %s", n, $2, $1, $3, $4, $5, m }')
+	else
+		COORD_LINE="orch run: FAILED ($fig)"
+	fi
+fi
+
 echo
 echo "orch $("$BIN" version 2>/dev/null | head -n 1 || echo '?'); $(git --version); $(nproc 2>/dev/null || echo '?') cores; history $HISTORY commits unless noted; $RUNS runs after $WARM warm-ups; load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') at the end"
 echo
@@ -204,4 +218,8 @@ cat "$ROWS"
 if [ -n "$SWARM_LINE" ]; then
 	echo
 	echo "$SWARM_LINE"
+fi
+if [ -n "$COORD_LINE" ]; then
+	echo
+	echo "$COORD_LINE"
 fi
