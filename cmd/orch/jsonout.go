@@ -10,6 +10,7 @@ import (
 
 	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
+	"github.com/spf13/cobra"
 )
 
 // The JSON printer's options, as gh has them: --json alone prints the
@@ -132,6 +133,34 @@ func fieldsAsArgument(args []string) string {
 	}
 	return ""
 }
+
+// jsonFieldsWithSpace reads gh's habit, --json FIELDS with a space, as
+// --json=FIELDS where the word can be nothing else: the verb takes no
+// argument, or the word is a list (a comma is in no task ID). Elsewhere
+// (orch show --json title: a task called title?) the word stays an
+// argument, and a failure says how to write it (fieldsAsArgument).
+func jsonFieldsWithSpace(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == root {
+		return args
+	}
+	takesArg := cmd.Args == nil || cmd.Args(cmd, []string{"x"}) == nil
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--" {
+			break
+		}
+		w := args[i+1]
+		if args[i] != "--json" || !fieldWords.MatchString(w) || (takesArg && !strings.Contains(w, ",")) {
+			continue
+		}
+		out := append(append(append([]string(nil), args[:i]...), "--json="+w), args[i+2:]...)
+		return out
+	}
+	return args
+}
+
+// fieldWords is a word that can be fields: names, comma-separated.
+var fieldWords = regexp.MustCompile(`^[a-z_]+(,[a-z_]+)*$`)
 
 // fieldList matches a list of fields, or one field of a task.
 func fieldList() *regexp.Regexp {

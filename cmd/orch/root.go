@@ -83,6 +83,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	g := &globalOptions{io: s}
 	root := newRootCmd(g)
+	args = jsonFieldsWithSpace(root, args)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)

@@ -363,6 +363,7 @@ func mainCheckingSchemas(dir string, args []string) int {
 	// for as long as it runs) and is kept to be checked at the end.
 	var out, errb bytes.Buffer
 	code := Main(args, os.Stdin, io.MultiWriter(os.Stdout, &out), io.MultiWriter(os.Stderr, &errb))
+	args = jsonFieldsWithSpace(newRootCmd(&globalOptions{io: &streams{}}), args) // as Main read them
 	whole := false
 	for _, a := range args {
 		if a == "--" {
