@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,10 +30,14 @@ func newMCPCmd(g *globalOptions) *cobra.Command {
 		Long: `Run a Model Context Protocol server on stdin/stdout for one agent. Its tools
 are orch's verbs: for the agent claim, show, prompt, prime, list, worktree,
 diff, respond, submit, pause, refuse and escalate; for a reviewer review,
-approve and reject. Each tool's input schema is built from the verb's own
-flags and arguments, and a call runs the verb exactly as the command line
-does (same rules, same authority, same answer as --json); a refused call is a
-tool error whose text is the JSON error envelope (code, message, hint).
+approve and reject, listed only when the agent may review (review.reviewers
+names it, or names nobody). A tool takes what an agent uses of the verb (its
+arguments and main flags, each described by the flag's usage), and its
+description is the verb's summary: the whole list stays under 8 KB of an
+agent's context (DESIGN §11; orch prime and orch instructions teach the
+loop). A call runs the verb exactly as the command line does (same rules,
+same authority, same answer as --json); a refused call is a tool error whose
+text is the JSON error envelope (code, message, hint).
 
 The actor is fixed when the server starts: --agent, else ORCH_AGENT (one of
 them is required), and it is an agent for every call; a tool takes no
@@ -57,30 +62,42 @@ type mcpArg struct {
 }
 
 // mcpVerbs are the verbs served as tools, with their positional arguments
-// (the flags come from the commands themselves). doc is the -F flag a
-// "document" parameter feeds through stdin.
+// and the flags a tool takes (each described by the flag's own usage). doc
+// is the -F flag a "document" parameter feeds through stdin. An agent's
+// harness pays for every byte of the tool list in context on every session
+// (DESIGN §11: 8 KB): a tool's description is the verb's one-line summary
+// (the agent learns the loop from orch prime and orch instructions), and it
+// takes what an agent uses of the verb, not every flag.
 var mcpVerbs = []struct {
 	Verb     string
 	Args     []mcpArg
+	Flags    []string
 	Doc      string
 	Reviewer bool
 }{
-	{Verb: "claim"},
+	{Verb: "claim", Flags: []string{"task", "role", "worktree", "prompt"}},
 	{Verb: "prime"},
-	{Verb: "show", Args: []mcpArg{{Name: "id", Desc: "the task (ID or unique prefix); default: the task of the worktree"}}},
-	{Verb: "prompt", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}},
-	{Verb: "list"},
-	{Verb: "worktree", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}},
-	{Verb: "diff", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}},
-	{Verb: "respond", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}, {Name: "issue", Desc: "the review issue, e.g. R1.2", Required: true}, {Name: "status", Desc: "the answer", Required: true, Enum: []string{"fixed", "deferred", "rejected"}}}},
-	{Verb: "submit", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}},
-	{Verb: "pause", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}},
-	{Verb: "refuse", Args: []mcpArg{{Name: "id", Desc: "the task; default: the task of the worktree"}}, Doc: "file"},
-	{Verb: "escalate", Args: []mcpArg{{Name: "id", Desc: "the task", Required: true}}},
-	{Verb: "review", Args: []mcpArg{{Name: "id", Desc: "the task", Required: true}}, Doc: "file", Reviewer: true},
-	{Verb: "approve", Args: []mcpArg{{Name: "id", Desc: "the task", Required: true}}, Reviewer: true},
-	{Verb: "reject", Args: []mcpArg{{Name: "id", Desc: "the task", Required: true}}, Doc: "file", Reviewer: true},
+	{Verb: "show", Args: []mcpArg{mcpID}},
+	{Verb: "prompt", Args: []mcpArg{mcpID}, Flags: []string{"role"}},
+	{Verb: "list", Flags: []string{"queue", "ready"}},
+	{Verb: "worktree", Args: []mcpArg{mcpID}},
+	{Verb: "diff", Args: []mcpArg{mcpID}, Flags: []string{"since-rejection", "stat"}},
+	{Verb: "respond", Args: []mcpArg{mcpID, {Name: "issue", Desc: "e.g. R1.2", Required: true}, {Name: "status", Required: true, Enum: []string{"fixed", "deferred", "rejected"}}},
+		Flags: []string{"message", "commit"}},
+	{Verb: "submit", Args: []mcpArg{mcpID}, Flags: []string{"message", "pr"}},
+	{Verb: "pause", Args: []mcpArg{mcpID}, Flags: []string{"message"}},
+	{Verb: "refuse", Args: []mcpArg{mcpID}, Doc: "file"},
+	{Verb: "escalate", Args: []mcpArg{mcpIDRequired}, Flags: []string{"message"}},
+	{Verb: "review", Args: []mcpArg{mcpIDRequired}, Doc: "file", Reviewer: true},
+	{Verb: "approve", Args: []mcpArg{mcpIDRequired}, Flags: []string{"message"}, Reviewer: true},
+	{Verb: "reject", Args: []mcpArg{mcpIDRequired}, Flags: []string{"message"}, Doc: "file", Reviewer: true},
 }
+
+// The task argument of the tools.
+var (
+	mcpID         = mcpArg{Name: "id", Desc: "task ID; default: this worktree's"}
+	mcpIDRequired = mcpArg{Name: "id", Desc: "task ID", Required: true}
+)
 
 // mcpSkipFlags are flags a tool does not take: the server fixes the actor,
 // the repository and the answer's form.
@@ -94,14 +111,18 @@ func runMCP(o *mcpOptions, root *cobra.Command) error {
 	// gives (DESIGN §4a).
 	os.Setenv("ORCH_AGENT", o.g.Agent)
 	globals := mcpGlobals(root)
+	reviewer := o.mayReview()
 	server := mcp.NewServer(&mcp.Implementation{Name: "orch", Version: version}, nil)
 	for _, v := range mcpVerbs {
+		if v.Reviewer && !reviewer {
+			continue // listed only to an agent that may review (DESIGN §11)
+		}
 		cmd, _, err := root.Find([]string{v.Verb})
 		if err != nil || cmd == root {
 			return fmt.Errorf("mcp: no verb %s", v.Verb)
 		}
-		schema, flags := mcpSchema(cmd, v.Args, v.Doc)
-		desc := cmd.Short + "\n\n" + cmd.Long
+		schema, flags := mcpSchema(cmd, v.Args, v.Flags, v.Doc)
+		desc := cmd.Short
 		if v.Reviewer {
 			desc = "For reviewers. " + desc
 		}
@@ -137,13 +158,31 @@ func mcpGlobals(root *cobra.Command) []string {
 	return args
 }
 
+// mayReview says whether the agent may review under config.yaml as the
+// server starts: review.reviewers (and run.reviewers) name who reviews, or
+// anyone may. Without a repository orch has set up, the reviewer's tools
+// are listed (their calls say what is missing).
+func (o *mcpOptions) mayReview() bool {
+	opts := o.g.engineOptions(false)
+	opts.NoReconcile, opts.Verb = true, ""
+	e, err := workflow.Open(opts)
+	if err != nil {
+		return true
+	}
+	defer e.Close()
+	return e.Config.IsReviewer(o.g.Agent)
+}
+
 // mcpSchema builds a tool's input schema from the verb's positional
 // arguments and its own flags.
-func mcpSchema(cmd *cobra.Command, args []mcpArg, doc string) (map[string]any, map[string]*pflag.Flag) {
+func mcpSchema(cmd *cobra.Command, args []mcpArg, served []string, doc string) (map[string]any, map[string]*pflag.Flag) {
 	props := map[string]any{}
 	var required []string
 	for _, a := range args {
-		p := map[string]any{"type": "string", "description": a.Desc}
+		p := map[string]any{"type": "string"}
+		if a.Desc != "" {
+			p["description"] = a.Desc
+		}
 		if len(a.Enum) > 0 {
 			p["enum"] = a.Enum
 		}
@@ -154,7 +193,7 @@ func mcpSchema(cmd *cobra.Command, args []mcpArg, doc string) (map[string]any, m
 	}
 	flags := map[string]*pflag.Flag{}
 	cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
-		if f.Hidden || mcpSkipFlags[f.Name] || f.Name == doc {
+		if f.Hidden || mcpSkipFlags[f.Name] || f.Name == doc || !slices.Contains(served, f.Name) {
 			return
 		}
 		p := map[string]any{"description": f.Usage}
@@ -173,7 +212,11 @@ func mcpSchema(cmd *cobra.Command, args []mcpArg, doc string) (map[string]any, m
 		flags[f.Name] = f
 	})
 	if doc != "" {
-		props["document"] = map[string]any{"type": "string", "description": "the document orch " + cmd.Name() + " reads with -F (the text itself, e.g. the JSON record)"}
+		what := "the JSON record (orch " + cmd.Name() + " --help)"
+		if cmd.Name() == "reject" {
+			what = "the feedback, as a text"
+		}
+		props["document"] = map[string]any{"type": "string", "description": what}
 	}
 	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {

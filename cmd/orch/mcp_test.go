@@ -120,10 +120,16 @@ func mcpRepo(t *testing.T) (string, func(args ...string) string) {
 // client to it over a real stdio pipe.
 func mcpClient(t *testing.T, args ...string) (context.Context, *mcp.ClientSession) {
 	t.Helper()
+	return mcpClientAs(t, "agent-a", args...)
+}
+
+// mcpClientAs is mcpClient as another agent.
+func mcpClientAs(t *testing.T, agent string, args ...string) (context.Context, *mcp.ClientSession) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	server := exec.Command("orch", append([]string{"mcp"}, args...)...)
-	server.Env = append(os.Environ(), "ORCH_AGENT=agent-a")
+	server.Env = append(os.Environ(), "ORCH_AGENT="+agent)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v1"}, nil)
 	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: server}, nil)
 	if err != nil {
