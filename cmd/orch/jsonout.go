@@ -145,12 +145,21 @@ func jsonFieldsWithSpace(root *cobra.Command, args []string) []string {
 		return args
 	}
 	takesArg := cmd.Args == nil || cmd.Args(cmd, []string{"x"}) == nil
+	// A word that names the verb or one of its parents is the verb, not
+	// fields: orch --json init.
+	verbWords := map[string]bool{}
+	for c := cmd; c != nil; c = c.Parent() {
+		verbWords[c.Name()] = true
+		for _, a := range c.Aliases {
+			verbWords[a] = true
+		}
+	}
 	for i := 0; i+1 < len(args); i++ {
 		if args[i] == "--" {
 			break
 		}
 		w := args[i+1]
-		if args[i] != "--json" || !fieldWords.MatchString(w) || (takesArg && !strings.Contains(w, ",")) {
+		if args[i] != "--json" || !fieldWords.MatchString(w) || verbWords[w] || (takesArg && !strings.Contains(w, ",")) {
 			continue
 		}
 		out := append(append(append([]string(nil), args[:i]...), "--json="+w), args[i+2:]...)
