@@ -129,8 +129,8 @@ type listAnswer struct {
 // taskListJSON renders the list document in pieces, written one after the
 // other. Readiness and the custom keys need the engine (dependency lookups,
 // the fields cache), so they are computed first; the rest is pure
-// formatting of 10,000 tasks (6 MB), its second half on another goroutine:
-// by then the view scan is done and a core is idle. No task object is
+// formatting, most of the work for a large list, its second half on
+// another goroutine: by then the view scan is done and a core is idle. No task object is
 // kept: each is made and written in turn.
 func (g *globalOptions) taskListJSON(e *workflow.Engine, tasks []*gitstore.Summary) [][]byte {
 	ready := make([]bool, len(tasks))

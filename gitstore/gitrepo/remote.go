@@ -165,8 +165,8 @@ func lostPushRace(stderr string) bool {
 
 // MergeBase returns a best common ancestor of a and b (ZeroHash if none),
 // as git merge-base computes it. (go-git's MergeBase lives in its object
-// package, whose OpenPGP dependencies cost every orch process about 0.8 ms
-// of initialisation and the binary 1.9 MB; sync, the only caller, runs git
+// package, whose OpenPGP dependencies add to every orch process's
+// initialisation and to the binary's size; sync, the only caller, runs git
 // for fetch and push anyway. See docs/storage.md.)
 func (r *Repo) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) {
 	if a.IsZero() || b.IsZero() {
