@@ -181,13 +181,6 @@ func (e *ErrCheckedOut) Error() string {
 	return fmt.Sprintf("%s is checked out in %s; orch will not move a checked-out branch", e.Ref, strings.Join(e.Worktrees, ", "))
 }
 
-// ErrNoStateBranch is returned by operations that need an initialised store.
-type ErrNoStateBranch struct{ Ref string }
-
-func (e *ErrNoStateBranch) Error() string {
-	return fmt.Sprintf("no state branch %s in this repository", e.Ref)
-}
-
 // Open finds the repository and prepares the store. It takes no lock; the
 // view scan starts at once in the background so that its stat calls overlap
 // with waiting for the lock.
