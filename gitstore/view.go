@@ -104,7 +104,7 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 		}
 		st.pre = nil
 		err := st.reconcilePaths(paths, pol, rep)
-		if errors.Is(err, gitrepo.ErrRefMoved) && attempt < MaxRetries {
+		if errors.Is(err, gitrepo.ErrRefMoved) && attempt < maxRetries {
 			// Another writer moved the branch while we committed a hand
 			// edit: look at every path again against the new tip.
 			continue

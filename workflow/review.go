@@ -424,7 +424,7 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 		}
 		tt := *t
 		tt.File = f
-		c, err := e.rejectChange(&tt, Rejection{Sources: []taskfile.Source{src}, Verdict: verdict, Data: data, NoProgress: noProgress,
+		c, err := e.rejectChange(&tt, rejection{Sources: []taskfile.Source{src}, Verdict: verdict, Data: data, NoProgress: noProgress,
 			Summary: fmt.Sprintf("%d new blocking issue(s), %d re-opened", countBlocking(news), len(reopenedList))})
 		if err != nil {
 			return nil, err
