@@ -16,6 +16,7 @@ import (
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -254,7 +255,7 @@ func checkReviewInput(in *ReviewInput) error {
 
 // reviewerID is a reviewer's issue ID as it is kept: one line, spacing
 // folded.
-func reviewerID(id string) string { return strings.Join(strings.Fields(id), " ") }
+func reviewerID(id string) string { return text.OneLine(id) }
 
 var orchIssueIDRE = lazyregexp.New(`^[Rr]\d+\.\d+$`)
 
