@@ -43,10 +43,7 @@ func KeepText(privDir, name string, data []byte) string {
 				break
 			}
 			_, werr := f.Write(data)
-			if cerr := f.Close(); werr == nil {
-				werr = cerr
-			}
-			if werr != nil {
+			if err := errors.Join(werr, f.Close()); err != nil {
 				_ = os.Remove(p)
 				break
 			}
