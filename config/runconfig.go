@@ -107,8 +107,8 @@ var Harnesses = map[string]Harness{
 	"opencode": {Cmd: `opencode run "$(cat "$ORCH_PROMPT_FILE")"`, RateLimit: `(?i)usage limit|rate.?limit|\b429\b`},
 }
 
-// HarnessNames lists the presets, sorted.
-func HarnessNames() []string {
+// harnessNames lists the presets, sorted.
+func harnessNames() []string {
 	var out []string
 	for n := range Harnesses {
 		out = append(out, n)
@@ -159,9 +159,9 @@ func (r *Run) check(c *Config, path string, data []byte) error {
 			case slices.Contains(c.Humans, s.Name):
 				return problem(s.line, "%s: %s is in humans too: a slot is an agent", list.key, s.Name)
 			case s.Harness != "" && Harnesses[s.Harness] == Harness{}:
-				return problem(s.line, "%s: %s: harness %q is not one of %v", list.key, s.Name, s.Harness, HarnessNames())
+				return problem(s.line, "%s: %s: harness %q is not one of %v", list.key, s.Name, s.Harness, harnessNames())
 			case s.Cmd == "" && s.Harness == "":
-				return problem(s.line, "%s: %s needs a cmd (run by sh -c in the task's worktree) or a harness (%v)", list.key, s.Name, HarnessNames())
+				return problem(s.line, "%s: %s needs a cmd (run by sh -c in the task's worktree) or a harness (%v)", list.key, s.Name, harnessNames())
 			}
 			seen[s.Name] = true
 			if rs := s.Resolved().RateLimit; rs != "" {

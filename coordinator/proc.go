@@ -36,12 +36,11 @@ type proc struct {
 	started time.Time
 	log     *os.File
 
-	mu       sync.Mutex
-	pgid     int
-	last     time.Time // when the last output came
-	tail     []string  // the last tailLines lines
-	partial  []byte
-	killedAt time.Time
+	mu      sync.Mutex
+	pgid    int
+	last    time.Time // when the last output came
+	tail    []string  // the last tailLines lines
+	partial []byte
 
 	done     chan struct{}
 	exitCode int
@@ -200,32 +199,17 @@ func (p *proc) lastLines(n int) []string {
 // terminate asks the supervisor to end the agent's group (SIGTERM, then
 // SIGKILL after the grace period); kill, past that, ends both at once.
 func (p *proc) terminate() {
-	p.mu.Lock()
-	if p.killedAt.IsZero() {
-		p.killedAt = time.Now()
-	}
-	p.mu.Unlock()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 }
 
 func (p *proc) kill() {
 	p.mu.Lock()
 	pgid := p.pgid
-	if p.killedAt.IsZero() {
-		p.killedAt = time.Now()
-	}
 	p.mu.Unlock()
 	if pgid > 0 {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 	_ = p.cmd.Process.Kill()
-}
-
-// killed reports whether the coordinator ended the agent.
-func (p *proc) killed() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return !p.killedAt.IsZero()
 }
 
 // exited returns the exit code once the agent has ended.

@@ -34,8 +34,8 @@ const (
 	CheckClaims      = "claims"
 )
 
-// Checks lists every check, in report order.
-var Checks = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude, CheckPrivate, CheckClaims}
+// checkOrder lists every check, in report order.
+var checkOrder = []string{CheckStateBranch, CheckHistory, CheckObjects, CheckStaleLock, CheckTempFiles, CheckCache, CheckView, CheckConflicts, CheckCheckedOut, CheckExclude, CheckPrivate, CheckClaims}
 
 // Check statuses.
 const (

@@ -97,11 +97,11 @@ func TestDoctorHealthy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !rep.OK || len(rep.Checks) != len(Checks) {
+		if !rep.OK || len(rep.Checks) != len(checkOrder) {
 			t.Fatalf("fix=%v: %+v", fix, rep)
 		}
 		for i, c := range rep.Checks {
-			if c.Check != Checks[i] || c.Status != StatusOK {
+			if c.Check != checkOrder[i] || c.Status != StatusOK {
 				t.Errorf("fix=%v: %+v", fix, c)
 			}
 		}

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// EditsDir is the directory of the private state (<git common dir>/orch/)
+// editsDir is the directory of the private state (<git common dir>/orch/)
 // that keeps text a person gave and a failed command did not commit.
-const EditsDir = "edits"
+const editsDir = "edits"
 
 // KeepText keeps text a person gave that a failed command did not commit
 // (an edited file, what came on stdin, what was typed into the board), in
@@ -23,7 +23,7 @@ func KeepText(privDir, name string, data []byte) string {
 	stamp := time.Now().UTC().Format("20060102T150405.000Z")
 	dirs := []string{filepath.Join(os.TempDir(), "orch-edits")}
 	if privDir != "" {
-		dirs = append([]string{filepath.Join(privDir, EditsDir)}, dirs...)
+		dirs = append([]string{filepath.Join(privDir, editsDir)}, dirs...)
 	}
 	for _, dir := range dirs {
 		if err := os.MkdirAll(dir, 0o777); err != nil {
@@ -43,10 +43,7 @@ func KeepText(privDir, name string, data []byte) string {
 				break
 			}
 			_, werr := f.Write(data)
-			if cerr := f.Close(); werr == nil {
-				werr = cerr
-			}
-			if werr != nil {
+			if err := errors.Join(werr, f.Close()); err != nil {
 				_ = os.Remove(p)
 				break
 			}

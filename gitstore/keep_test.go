@@ -17,8 +17,8 @@ func TestKeepText(t *testing.T) {
 		if p == "" {
 			t.Fatalf("no copy of %q", text)
 		}
-		if filepath.Dir(p) != filepath.Join(priv, EditsDir) {
-			t.Errorf("%s is not in %s", p, filepath.Join(priv, EditsDir))
+		if filepath.Dir(p) != filepath.Join(priv, editsDir) {
+			t.Errorf("%s is not in %s", p, filepath.Join(priv, editsDir))
 		}
 		if seen[p] {
 			t.Errorf("%s was written twice", p)

@@ -12,9 +12,9 @@ import (
 	"github.com/orch-tool/orch/gitstore/privfile"
 )
 
-// DefaultLockTimeout bounds how long a command waits for another orch
+// defaultLockTimeout bounds how long a command waits for another orch
 // process (Options.LockTimeout overrides it).
-const DefaultLockTimeout = 60 * time.Second
+const defaultLockTimeout = 60 * time.Second
 
 // ErrLockTimeout is returned when the store lock stays held too long.
 type ErrLockTimeout struct {

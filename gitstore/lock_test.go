@@ -30,12 +30,18 @@ func TestLockTimeoutLeavesNothingBehind(t *testing.T) {
 			t.Errorf("holder %q", to.Holder)
 		}
 	}
-	buf := make([]byte, 1<<20)
-	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "Flock") {
+	if stacks := allStacks(); strings.Contains(stacks, "Flock") {
 		t.Errorf("a goroutine still waits in flock after the waits gave up:\n%s", stacks)
 	}
+	// Only a descriptor of the lock file can take the lock: the holder's
+	// must be the only one left.
+	if n := descriptorsOf(t, path); n != 1 {
+		t.Errorf("%d descriptors of the lock file are open with one holder, want 1", n)
+	}
 	holder.release()
-	time.Sleep(20 * time.Millisecond) // a leaked waiter would take it now
+	if n := descriptorsOf(t, path); n != 0 {
+		t.Fatalf("%d descriptors of the lock file are open after the release, want 0", n)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -53,13 +59,60 @@ func TestLockWaiterTakesReleasedLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := make(chan error, 1)
 	go func() {
-		time.Sleep(30 * time.Millisecond)
-		holder.release()
+		l, err := acquireLock(path, time.Minute)
+		l.release()
+		got <- err
 	}()
-	l, err := acquireLock(path, 5*time.Second)
-	if err != nil {
+	// Release only once the waiter has found the lock held and waits.
+	deadline := time.Now().Add(time.Minute)
+	for !waitsForFlock(allStacks()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiter never waited:\n%s", allStacks())
+		}
+		runtime.Gosched()
+	}
+	holder.release()
+	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	l.release()
+}
+
+// allStacks is the stack of every goroutine.
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// waitsForFlock reports whether a goroutine sleeps between two tries of
+// waitFlock: it found the lock held.
+func waitsForFlock(stacks string) bool {
+	for _, g := range strings.Split(stacks, "\n\n") {
+		if strings.Contains(g, "gitstore.waitFlock") && strings.Contains(g, "time.Sleep") {
+			return true
+		}
+	}
+	return false
+}
+
+// descriptorsOf counts this process's open descriptors of the file at path.
+func descriptorsOf(t *testing.T, path string) int {
+	t.Helper()
+	var want syscall.Stat_t
+	if err := syscall.Stat(path, &want); err != nil {
+		t.Fatal(err)
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for fd := 0; uint64(fd) < min(lim.Cur, 1<<16); fd++ {
+		var st syscall.Stat_t
+		if syscall.Fstat(fd, &st) == nil && st.Dev == want.Dev && st.Ino == want.Ino {
+			n++
+		}
+	}
+	return n
 }

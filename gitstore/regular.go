@@ -19,7 +19,7 @@ func (st *Store) NotRegularPrivateFiles() []*privfile.ErrNotRegular {
 	}
 	var out []*privfile.ErrNotRegular
 	for _, e := range ents {
-		if e.Name() == EditsDir && e.IsDir() {
+		if e.Name() == editsDir && e.IsDir() {
 			continue
 		}
 		if e.Type().IsRegular() {

@@ -199,7 +199,7 @@ func (f *scanFiles) each(fn func(name string)) {
 		return
 	}
 	for i := range f.entries {
-		if f.stats[i].ok && MirroredName(f.dir, f.entries[i].Name) {
+		if f.stats[i].ok && mirroredName(f.dir, f.entries[i].Name) {
 			fn(f.entries[i].Name)
 		}
 	}
@@ -323,7 +323,7 @@ func (f *scanFiles) addUnlisted(fd int, dir string) {
 	var st unix.Stat_t
 	var buf []byte
 	eachName(fd, func(name string, ino uint64) {
-		if !MirroredName(dir, name) {
+		if !mirroredName(dir, name) {
 			return
 		}
 		if i, ok := byIno[ino]; ok && f.entries[i].Name == name {
@@ -351,28 +351,28 @@ func ignoredName(name string) bool {
 		strings.HasSuffix(name, ".swx") || strings.HasSuffix(name, ".tmp") || strings.HasPrefix(name, "#")
 }
 
-// maybeMirrored is MirroredName without the look at every byte: true for
-// every name MirroredName accepts, and for the rare name it then refuses
+// maybeMirrored is mirroredName without the look at every byte: true for
+// every name mirroredName accepts, and for the rare name it then refuses
 // (control characters, separators, invalid UTF-8). The scan counts and
 // stats by it, on both sides of its comparison (the listing's names and the
 // branch's), so the counts still agree; what it reports is filtered by
-// MirroredName (each), and what the reconcile looks at is the branch's
-// mirrored files. At 10,000 names the byte loop cost 0.5 ms of the scan.
+// mirroredName (each), and what the reconcile looks at is the branch's
+// mirrored files. The byte loop was a visible part of the scan.
 func maybeMirrored(dir, name string) bool {
 	return len(name) <= 200 && !ignoredName(name) && (dir != TasksDir || strings.HasSuffix(name, ".md")) &&
 		strings.IndexByte(name, '/') < 0 // never a path: the scan stats in its directory only
 }
 
-// MirroredName reports whether a file name in a mirrored directory is one
+// mirroredName reports whether a file name in a mirrored directory is one
 // the view holds. Names that could not be a safe file name everywhere (control
 // characters, path separators, dot files) are kept on the branch but never
 // written to disk.
-func MirroredName(dir, name string) bool {
+func mirroredName(dir, name string) bool {
 	if ignoredName(name) || len(name) > 200 {
 		return false
 	}
 	// One pass over the bytes for the usual all-ASCII name (the scan asks
-	// this of every file in the view: 10,000 names cost 1 ms the long way).
+	// this of every file in the view, and the long way costs).
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if c >= 0x80 {
@@ -385,7 +385,7 @@ func MirroredName(dir, name string) bool {
 	return dir != TasksDir || strings.HasSuffix(name, ".md")
 }
 
-// mirroredNameSlow is MirroredName's check for names with non-ASCII bytes.
+// mirroredNameSlow is mirroredName's check for names with non-ASCII bytes.
 func mirroredNameSlow(name, dir string) bool {
 	if !utf8.ValidString(name) || strings.ContainsAny(name, "/\\") {
 		return false
@@ -406,7 +406,7 @@ func Mirrored(path string) bool {
 	dir, name := splitPath(path)
 	for _, d := range mirroredDirs {
 		if d == dir {
-			return MirroredName(dir, name)
+			return mirroredName(dir, name)
 		}
 	}
 	return false
@@ -433,9 +433,9 @@ func lstatPath(p string) (fileStat, bool) {
 //
 // The window matters for speed as well as safety: every racy entry costs
 // the next command a read, and its index entry a rewrite in the journal.
-// With a 2 s window for every file, a burst of transitions (a bench, or
-// agents working at once) re-read the 20-40 task files written in the last
-// 2 s on every command.
+// With racyWindowCoarse for every file, a burst of transitions (a bench, or
+// agents working at once) re-read every task file written within that
+// window on every command.
 const (
 	racyWindowFine   = 50 * time.Millisecond
 	racyWindowCoarse = 2 * time.Second

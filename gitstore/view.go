@@ -104,7 +104,7 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 		}
 		st.pre = nil
 		err := st.reconcilePaths(paths, pol, rep)
-		if errors.Is(err, gitrepo.ErrRefMoved) && attempt < MaxRetries {
+		if errors.Is(err, gitrepo.ErrRefMoved) && attempt < maxRetries {
 			// Another writer moved the branch while we committed a hand
 			// edit: look at every path again against the new tip.
 			continue
@@ -646,7 +646,7 @@ func (st *Store) staleBuffer(p string, wf, rf *taskfile.File, base plumbing.Hash
 	if base.IsZero() {
 		out := wf
 		for _, k := range taskfile.OrchOwned {
-			if !sameField(wf, rf, k) {
+			if !taskfile.SameField(wf, rf, k) {
 				var err error
 				out, err = taskfile.TakeField(out, rf, k)
 				if err != nil {
@@ -674,18 +674,9 @@ func (st *Store) staleBuffer(p string, wf, rf *taskfile.File, base plumbing.Hash
 	return nil, false, nil, nil
 }
 
-func sameField(a, b *taskfile.File, k string) bool {
-	ra, oka := a.Raw(k)
-	rb, okb := b.Raw(k)
-	if oka != okb {
-		return false
-	}
-	return ra == rb || taskfile.SameValue(a, b, k)
-}
-
 func sameOrchFields(a, b *taskfile.File) bool {
 	for _, k := range taskfile.OrchOwned {
-		if !sameField(a, b, k) {
+		if !taskfile.SameField(a, b, k) {
 			return false
 		}
 	}
@@ -695,7 +686,7 @@ func sameOrchFields(a, b *taskfile.File) bool {
 func changedOrchFields(a, b *taskfile.File) []string {
 	var out []string
 	for _, k := range taskfile.OrchOwned {
-		if !sameField(a, b, k) {
+		if !taskfile.SameField(a, b, k) {
 			out = append(out, k)
 		}
 	}
@@ -930,7 +921,7 @@ func (st *Store) resolutionBase(p string, b, seenR plumbing.Hash, wdata []byte) 
 	}
 	out := rf
 	for _, k := range taskfile.OrchOwned {
-		if !sameField(out, bf, k) && sameField(wf, bf, k) {
+		if !taskfile.SameField(out, bf, k) && taskfile.SameField(wf, bf, k) {
 			var err error
 			if out, err = taskfile.TakeField(out, bf, k); err != nil {
 				return nil

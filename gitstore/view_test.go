@@ -843,7 +843,7 @@ func TestReconcileStaleBufferTwoVersionsOld(t *testing.T) {
 	}
 }
 
-// mirroredNameOracle is MirroredName as first written, one rule at a time:
+// mirroredNameOracle is mirroredName as first written, one rule at a time:
 // the fast path must agree with it.
 func mirroredNameOracle(dir, name string) bool {
 	if ignoredName(name) || len(name) > 200 || !utf8.ValidString(name) || strings.ContainsAny(name, "/\\") {
@@ -880,16 +880,16 @@ func TestMirroredName(t *testing.T) {
 		{"messages", strings.Repeat("a", 201), false},
 	}
 	for _, c := range cases {
-		if got := MirroredName(c.dir, c.name); got != c.want {
-			t.Errorf("MirroredName(%q, %q) = %v, want %v", c.dir, c.name, got, c.want)
+		if got := mirroredName(c.dir, c.name); got != c.want {
+			t.Errorf("mirroredName(%q, %q) = %v, want %v", c.dir, c.name, got, c.want)
 		}
 	}
 	// Every byte in every position of a short name, against the oracle.
 	for _, dir := range []string{TasksDir, "messages"} {
 		for b := 0; b < 256; b++ {
 			for _, name := range []string{string(rune(b)) + "x.md", "x" + string([]byte{byte(b)}) + ".md", "é" + string([]byte{byte(b)}) + ".md", string([]byte{byte(b)})} {
-				if got, want := MirroredName(dir, name), mirroredNameOracle(dir, name); got != want {
-					t.Errorf("MirroredName(%q, %q) = %v, oracle says %v", dir, name, got, want)
+				if got, want := mirroredName(dir, name), mirroredNameOracle(dir, name); got != want {
+					t.Errorf("mirroredName(%q, %q) = %v, oracle says %v", dir, name, got, want)
 				}
 			}
 		}

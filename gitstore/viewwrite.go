@@ -61,9 +61,9 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// RecoveredDir is the view directory (not mirrored) where orch keeps the
+// recoveredDir is the view directory (not mirrored) where orch keeps the
 // text of a save it could neither leave in place nor merge.
-const RecoveredDir = "recovered"
+const recoveredDir = "recovered"
 
 // openRegular opens path for reading without following a symlink or
 // blocking on a FIFO, refuses anything but a regular file, and returns its
@@ -532,7 +532,7 @@ func (st *Store) checkWatched() {
 
 // recoveredName is a new path in recovered/ for a save of branch path p.
 func (st *Store) recoveredName(p string) (string, error) {
-	dir := filepath.Join(st.View, RecoveredDir)
+	dir := filepath.Join(st.View, recoveredDir)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return "", err
 	}
@@ -572,13 +572,13 @@ func (st *Store) Recovered() []string {
 	if st.View == "" {
 		return nil
 	}
-	ents, err := os.ReadDir(filepath.Join(st.View, RecoveredDir))
+	ents, err := os.ReadDir(filepath.Join(st.View, recoveredDir))
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range ents {
-		out = append(out, filepath.ToSlash(filepath.Join(ViewDirName, RecoveredDir, e.Name())))
+		out = append(out, filepath.ToSlash(filepath.Join(ViewDirName, recoveredDir, e.Name())))
 	}
 	sort.Strings(out)
 	return out
@@ -627,7 +627,7 @@ func (st *Store) IgnoredViewFiles() []IgnoredFile {
 			why = "a directory: tasks are the .md files directly in tasks/; it is not on the state branch"
 		case !t.IsRegular():
 			why = "not a regular file (a FIFO or device): orch does not read it; it is not on the state branch"
-		case !MirroredName(TasksDir, name):
+		case !mirroredName(TasksDir, name):
 			why = "not a task file name (tasks/<id>-<slug>.md, lower-case .md, no control characters): orch does not read it; it is not on the state branch"
 		}
 		if why != "" {

@@ -16,9 +16,6 @@ var known = func() map[string]bool {
 	return m
 }()
 
-// IsKnownKey reports whether orch reads or writes the frontmatter key.
-func IsKnownKey(key string) bool { return known[key] }
-
 // customLimit bounds the values CustomFields builds: an alias may name a
 // large node many times ("billion laughs"); past the limit the rest of a
 // value is dropped.

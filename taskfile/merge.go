@@ -73,8 +73,18 @@ func unionKeys(files ...*File) []string {
 // removed when other lacks it).
 func TakeField(f, other *File, key string) (*File, error) { return f.takeField(other, key) }
 
-// SameValue reports whether key means the same in a and b.
-func SameValue(a, b *File, key string) bool { return nodeEqual(a.Node(key), b.Node(key), 0) }
+// SameField reports whether key is in both a and b, or in neither, and
+// means the same in both: written alike, or with values that compare equal
+// (a value too large or deep to compare is the same only when written
+// alike).
+func SameField(a, b *File, key string) bool {
+	ra, oka := a.Raw(key)
+	rb, okb := b.Raw(key)
+	if oka != okb {
+		return false
+	}
+	return ra == rb || nodeEqual(a.Node(key), b.Node(key), 0)
+}
 
 // takeField copies key, as written in other, into f (or removes it when
 // other lacks it).

@@ -158,7 +158,7 @@ func TestMerge3NoFrontmatter(t *testing.T) {
 	}
 }
 
-func TestTakeFieldAndSameValue(t *testing.T) {
+func TestTakeFieldAndSameField(t *testing.T) {
 	a := mustParse(t, "---\nid: T-abcd12\nqueue: incoming # c\n---\n")
 	b := mustParse(t, "---\nid: T-abcd12\nqueue: 'done'\nrole: x\n---\n")
 	out, err := TakeField(a, b, KeyQueue)
@@ -173,11 +173,20 @@ func TestTakeFieldAndSameValue(t *testing.T) {
 	if err != nil || out.Has(KeyRole) {
 		t.Errorf("TakeField of a missing key = %q, %v", out.Src, err)
 	}
-	if !SameValue(a, b, KeyID) || SameValue(a, b, KeyQueue) || SameValue(a, b, KeyRole) || !SameValue(a, b, "absent") {
-		t.Error("SameValue is wrong")
+	if !SameField(a, b, KeyID) || SameField(a, b, KeyQueue) || SameField(a, b, KeyRole) || !SameField(a, b, "absent") {
+		t.Error("SameField is wrong")
 	}
-	if !SameValue(mustParse(t, "---\nq: 'x'\n---\n"), mustParse(t, "---\nq: \"x\"  # c\n---\n"), "q") {
-		t.Error("SameValue compares spelling, not meaning")
+	if !SameField(mustParse(t, "---\nq: 'x'\n---\n"), mustParse(t, "---\nq: \"x\"  # c\n---\n"), "q") {
+		t.Error("SameField compares spelling, not meaning")
+	}
+	if SameField(mustParse(t, "---\nq:\n---\n"), mustParse(t, "---\n---\n"), "q") {
+		t.Error("SameField takes a key set to nothing for a missing key")
+	}
+	// A value too deep to compare node by node is the same when written
+	// alike.
+	deep := "---\nq: " + strings.Repeat("[", 80) + strings.Repeat("]", 80) + "\n---\n"
+	if !SameField(mustParse(t, deep), mustParse(t, deep), "q") {
+		t.Error("SameField: a deep value written alike differs")
 	}
 }
 
@@ -240,11 +249,11 @@ func TestMerge3Disjoint(t *testing.T) {
 						if err != nil || len(conflicts) > 0 {
 							t.Fatalf("%s + %s: %v %v", describeEdit(e1), describeEdit(e2), conflicts, err)
 						}
-						if !SameValue(out, ours, k1) || !SameValue(out, theirs, k2) || string(out.Body()) != string(base.Body()) {
+						if !SameField(out, ours, k1) || !SameField(out, theirs, k2) || string(out.Body()) != string(base.Body()) {
 							t.Fatalf("%s + %s merged to\n%s", describeEdit(e1), describeEdit(e2), out.Src)
 						}
 						for _, k := range base.Keys() {
-							if k != k1 && k != k2 && !SameValue(out, base, k) {
+							if k != k1 && k != k2 && !SameField(out, base, k) {
 								t.Fatalf("%s + %s changed %s:\n%s", describeEdit(e1), describeEdit(e2), k, out.Src)
 							}
 						}

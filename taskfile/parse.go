@@ -45,8 +45,8 @@ type File struct {
 
 	// A File does not change once parsed (edits make a new one), so its
 	// sections are read once: one command asks for them several times
-	// (rounds, the title, where to insert), and a 1 MiB body costs a
-	// markdown parse of hundreds of milliseconds each time.
+	// (rounds, the title, where to insert), and a large body costs a slow
+	// markdown parse each time.
 	sectionsOnce sync.Once
 	sections     []Section
 }

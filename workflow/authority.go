@@ -232,15 +232,8 @@ func workers(t *taskfile.Task) []string {
 	return out
 }
 
-// kindText is "agent" or "human", for messages.
+// String is "agent" or "human", for messages.
 func (k ActorKind) String() string { return string(k) }
-
-func namesList(l []string) string {
-	if len(l) == 0 {
-		return "nobody"
-	}
-	return strings.Join(l, ", ")
-}
 
 // checkReviewer applies review authority (DESIGN §4a): with
 // review.reviewers set only they review among agents (a human always may),

@@ -65,7 +65,7 @@ func BenchmarkClaimOrder(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				copy(list, all)
-				SortClaimOrder(list, false)
+				sortClaimOrder(list, false)
 			}
 		})
 	}

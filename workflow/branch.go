@@ -10,8 +10,8 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// BranchName is the branch a task's work goes on.
-func (e *Engine) BranchName(t *taskfile.Task, path string) string {
+// branchName is the branch a task's work goes on.
+func (e *Engine) branchName(t *taskfile.Task, path string) string {
 	slug := strings.TrimSuffix(filepath.Base(path), ".md")
 	slug = strings.TrimPrefix(slug, t.ID)
 	slug = strings.TrimPrefix(slug, "-")
@@ -28,7 +28,7 @@ func (e *Engine) BranchName(t *taskfile.Task, path string) string {
 func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string, create func() error, err error) {
 	branch = t.Task.Branch
 	if branch == "" {
-		branch = e.BranchName(&t.Task, t.Path)
+		branch = e.branchName(&t.Task, t.Path)
 	}
 	if !taskfile.ValidBranch(branch) {
 		return "", false, "", nil, &RuleError{Rule: "branch", Msg: fmt.Sprintf("%q is not a valid branch name", branch), Hint: "fix branch: in the task file"}

@@ -12,18 +12,18 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// ClaimQueueOrder is the claim order's first key, and the one place it is
+// claimQueueOrder is the claim order's first key, and the one place it is
 // written: a claim takes rejected work first (the branch and the feedback
 // are waiting), then work another agent paused, then new work. Within a
 // queue: priority (P0 first), then age (oldest first), then id
 // (cmpClaimKeys). The help text and the docs are built from it
 // (ClaimOrderText).
-var ClaimQueueOrder = []taskfile.Queue{taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Incoming}
+var claimQueueOrder = []taskfile.Queue{taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Incoming}
 
 // ClaimOrderText says the claim order in words.
 func ClaimOrderText() string {
-	s := make([]string, len(ClaimQueueOrder))
-	for i, q := range ClaimQueueOrder {
+	s := make([]string, len(claimQueueOrder))
+	for i, q := range claimQueueOrder {
 		s[i] = string(q)
 	}
 	return strings.Join(s, ", then ") + " (with it, a claim whose lease ran out); within a queue by priority (P0 first), then age (oldest first), then id"
@@ -31,7 +31,7 @@ func ClaimOrderText() string {
 
 var claimQueueRank = func() map[taskfile.Queue]int {
 	m := map[taskfile.Queue]int{}
-	for i, q := range ClaimQueueOrder {
+	for i, q := range claimQueueOrder {
 		m[q] = i
 	}
 	// A claim whose lease ran out is work another agent stopped: it comes
@@ -125,9 +125,9 @@ func cmpClaimKeys(a, b claimKey) int {
 	return cmp.Compare(a.path, b.path)
 }
 
-// SortClaimOrder sorts tasks in claim order (cmpClaimKeys), by queue in board
+// sortClaimOrder sorts tasks in claim order (cmpClaimKeys), by queue in board
 // order first when byQueue is set.
-func SortClaimOrder(list []*gitstore.Summary, byQueue bool) {
+func sortClaimOrder(list []*gitstore.Summary, byQueue bool) {
 	keys := make([]claimKey, len(list))
 	for i, s := range list {
 		keys[i] = newClaimKey(s.Task.Queue, s.Task.Priority, s.Task.Created, s.Task.ID, s.Path, byQueue)

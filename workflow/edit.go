@@ -43,7 +43,7 @@ func (e *Engine) EditStart(ref string) (*EditTarget, error) {
 		}
 		p = clean
 	default:
-		s, err := e.Resolve(ref)
+		s, err := e.resolve(ref)
 		if err != nil {
 			return nil, err
 		}

@@ -304,7 +304,7 @@ func (e *Engine) prepareHandMadeTask(path string, data []byte, taken func(string
 		return nil, "", &taskfile.ParseError{Path: path, Line: f.Line(taskfile.KeyID), Msg: fmt.Sprintf("id: %q is not a task ID; remove the line and orch assigns one", id)}
 	case id == "" || taken(id):
 		// No id yet, or a copy of another task's file: mint one.
-		id = e.NewID(taken)
+		id = e.newID(taken)
 		edits = append(edits, taskfile.Set(taskfile.KeyID, taskfile.String(id)))
 	}
 	if !f.Has(taskfile.KeyTitle) && f.Task.Title == "" {
@@ -338,9 +338,9 @@ func (e *Engine) prepareHandMadeTask(path string, data []byte, taken func(string
 // survive being read aloud or typed from a screenshot.
 const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 
-// NewID mints a random task ID. IDs are random, never counted from a local
+// newID mints a random task ID. IDs are random, never counted from a local
 // maximum, so two clones never mint the same one.
-func (e *Engine) NewID(taken func(string) bool) string {
+func (e *Engine) newID(taken func(string) bool) string {
 	prefix := "T"
 	if e.Config != nil && e.Config.IDPrefix != "" {
 		prefix = e.Config.IDPrefix
@@ -405,9 +405,9 @@ func (e *Engine) Find(ref string) (*gitstore.Summary, error) {
 	return nil, &AmbiguousError{Prefix: clipArg(ref), Matches: ids}
 }
 
-// FindForWorktree finds the task whose branch is checked out in the current
+// findForWorktree finds the task whose branch is checked out in the current
 // worktree, for verbs whose task argument is omitted.
-func (e *Engine) FindForWorktree() (*gitstore.Summary, error) {
+func (e *Engine) findForWorktree() (*gitstore.Summary, error) {
 	br := e.Store.Repo.HeadBranch()
 	if s := e.taskOfBranch(br, nil); s != nil {
 		return s, nil
@@ -442,11 +442,11 @@ func (e *Engine) taskOfBranch(br string, queues map[taskfile.Queue]bool) *gitsto
 	return found
 }
 
-// Resolve finds a task by reference, or by the current worktree's branch
+// resolve finds a task by reference, or by the current worktree's branch
 // when ref is empty.
-func (e *Engine) Resolve(ref string) (*gitstore.Summary, error) {
+func (e *Engine) resolve(ref string) (*gitstore.Summary, error) {
 	if ref == "" {
-		return e.FindForWorktree()
+		return e.findForWorktree()
 	}
 	return e.Find(ref)
 }
@@ -457,7 +457,7 @@ func (e *Engine) Lookup(ref string) (*gitstore.Summary, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
-	return e.Resolve(ref)
+	return e.resolve(ref)
 }
 
 // Load parses the committed file of a task.

@@ -30,21 +30,11 @@ func (e *Engine) protectedFields() []string {
 	})
 }
 
-// fieldDiffers reports whether key means something else in a and b.
-func fieldDiffers(a, b *taskfile.File, key string) bool {
-	ra, oka := a.Raw(key)
-	rb, okb := b.Raw(key)
-	if oka != okb {
-		return true
-	}
-	return ra != rb && !taskfile.SameValue(a, b, key)
-}
-
 // handChangedFields lists the protected fields edited changes against cur.
 func (e *Engine) handChangedFields(edited, cur *taskfile.File) []string {
 	var out []string
 	for _, k := range e.protectedFields() {
-		if fieldDiffers(edited, cur, k) {
+		if !taskfile.SameField(edited, cur, k) {
 			out = append(out, k)
 		}
 	}
@@ -136,7 +126,7 @@ func (e *Engine) editBase(path string, copy *taskfile.File) *taskfile.File {
 			return true
 		}
 		for _, k := range taskfile.OrchOwned {
-			if fieldDiffers(f, copy, k) {
+			if !taskfile.SameField(f, copy, k) {
 				return true
 			}
 		}

@@ -137,7 +137,7 @@ func HeartbeatSync(opts Options, so SyncOptions, ref string) (*Engine, *Heartbea
 			return fail(ferr)
 		}
 		e.remoteClaims = readRemoteClaims(e.Store, fs.Claims)
-		if err := e.ForActor(e.MergeRemote(remote, fs.Tip, &SyncResult{Remote: remote})); err != nil {
+		if err := e.ForActor(e.mergeRemote(remote, fs.Tip, &SyncResult{Remote: remote})); err != nil {
 			return fail(err)
 		}
 		if err := e.claimEnded(id, &was, remote); err != nil {
@@ -155,7 +155,7 @@ func HeartbeatSync(opts Options, so SyncOptions, ref string) (*Engine, *Heartbea
 			if err := e.Store.MoveTo(before, e.Signature(), "orch: undo heartbeat (another clone moved "+remote+" first)"); err != nil {
 				return fail(err)
 			}
-			if err := e.AfterMove(); err != nil {
+			if err := e.afterMove(); err != nil {
 				return fail(err)
 			}
 			if _, _, _, err := fail(nil); err != nil {

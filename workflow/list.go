@@ -75,7 +75,7 @@ func (e *Engine) List(f ListFilter) []*gitstore.Summary {
 		}
 		out = append(out, s)
 	})
-	SortClaimOrder(out, !f.Ready)
+	sortClaimOrder(out, !f.Ready)
 	switch f.Sort {
 	case "priority":
 		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int {

@@ -97,7 +97,7 @@ func (e *Engine) renderTask(nt NewTask, taken map[string]bool) (*taskfile.File, 
 	if strings.ContainsRune(nt.Body, 0) {
 		return nil, &UsageError{Msg: "the body contains a NUL byte"}
 	}
-	id := e.NewID(func(id string) bool { return taken[id] })
+	id := e.newID(func(id string) bool { return taken[id] })
 	p := gitstore.TasksDir + "/" + id + "-" + taskfile.Slug(title) + ".md"
 	fields := []taskfile.Edit{
 		taskfile.Set(taskfile.KeyID, taskfile.String(id)),

@@ -12,18 +12,18 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// PRTarget is a submitted task with a pull request to poll.
-type PRTarget struct {
+// prTarget is a submitted task with a pull request to poll.
+type prTarget struct {
 	ID string
 	PR int
 }
 
-// PRTargets lists the provisional tasks that have a pr_number.
-func (e *Engine) PRTargets() []PRTarget {
-	var out []PRTarget
+// prTargets lists the provisional tasks that have a pr_number.
+func (e *Engine) prTargets() []prTarget {
+	var out []prTarget
 	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Provisional: true}, func(s *gitstore.Summary) {
 		if s.Task.PRNumber > 0 && s.Problem == "" {
-			out = append(out, PRTarget{ID: s.Task.ID, PR: s.Task.PRNumber})
+			out = append(out, prTarget{ID: s.Task.ID, PR: s.Task.PRNumber})
 		}
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -93,7 +93,7 @@ func (e *Engine) ImportPR(id string, reviews []ghreview.Review, comments []ghrev
 				ids = append(ids, s)
 			}
 		}
-		return e.rejectChange(t, Rejection{Sources: fb.Sources, Verdict: "CHANGES_REQUESTED",
+		return e.rejectChange(t, rejection{Sources: fb.Sources, Verdict: "CHANGES_REQUESTED",
 			Edits:   []taskfile.Edit{taskfile.Set(taskfile.KeyGitHubReviews, taskfile.ListOf(ids))},
 			Summary: fmt.Sprintf("GitHub review %d by %s requested changes (%d blocking, %d comment(s)).", fb.Review.ID, fb.Review.User.Login, fb.Blocking, fb.Comments),
 			Data:    &RejectData{Source: "github", ReviewID: fb.Review.ID, Reviewer: fb.Review.User.Login}})
@@ -161,7 +161,7 @@ type PRPoll struct {
 // may take seconds). The error is gh's when it failed for every pull
 // request (no network, not logged in): nothing was changed.
 func PollPRs(opts Options) (*PRPoll, error) {
-	var targets []PRTarget
+	var targets []prTarget
 	var repoCfg, dir string
 	e, err := Open(opts)
 	if err != nil {
@@ -171,7 +171,7 @@ func PollPRs(opts Options) (*PRPoll, error) {
 		e.Close()
 		return nil, err
 	}
-	targets, repoCfg = e.PRTargets(), e.Config.GitHub.Repo
+	targets, repoCfg = e.prTargets(), e.Config.GitHub.Repo
 	if dir = e.Store.Repo.WorkTree; dir == "" {
 		dir = e.Store.Repo.GitDir
 	}
@@ -188,7 +188,7 @@ func PollPRs(opts Options) (*PRPoll, error) {
 		return nil, GitHubFailure(err)
 	}
 	type prData struct {
-		target   PRTarget
+		target   prTarget
 		reviews  []ghreview.Review
 		comments []ghreview.Comment
 	}

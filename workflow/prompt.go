@@ -58,7 +58,7 @@ func (e *Engine) promptData(t *Task, role string) prompt.Data {
 	}
 	branch := task.Branch
 	if branch == "" {
-		branch = e.BranchName(task, t.Path)
+		branch = e.branchName(task, t.Path)
 	}
 	d := prompt.Data{
 		Agent: e.Actor, Role: role,

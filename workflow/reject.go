@@ -10,8 +10,8 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// Rejection is what reject (and review with blocking issues) adds to a task.
-type Rejection struct {
+// rejection is what reject (and review with blocking issues) adds to a task.
+type rejection struct {
 	Sources []taskfile.Source // at least one
 	Verdict string
 	// Data is the event's data when it records more than the rejection: a
@@ -36,7 +36,7 @@ func (e *Engine) Reject(id, text string) (*Result, error) {
 		return nil, &UsageError{Msg: "a rejection needs feedback", Hint: `orch reject ` + id + ` -m "what must change"`}
 	}
 	src := taskfile.Source{From: e.Actor + " via orch reject", Time: e.Now(), Text: text}
-	return e.reject(id, ActionReject, Rejection{Sources: []taskfile.Source{src}, Summary: firstSentence(text)})
+	return e.reject(id, ActionReject, rejection{Sources: []taskfile.Source{src}, Summary: firstSentence(text)})
 }
 
 // AmendRejection adds a reviewer's note to the newest rejection round
@@ -91,13 +91,13 @@ func firstSentence(s string) string {
 
 // reject is the one path for every rejection: the feedback round at the top
 // of the body, the count, the lockout, and escalation by policy.
-func (e *Engine) reject(id string, verb Action, rj Rejection) (*Result, error) {
+func (e *Engine) reject(id string, verb Action, rj rejection) (*Result, error) {
 	return e.transition(id, verb, e.rejectStep(verb, rj))
 }
 
 // rejectStep is the rejection's transition: review authority, then the
 // rejection.
-func (e *Engine) rejectStep(verb Action, rj Rejection) func(t *Task) (*change, error) {
+func (e *Engine) rejectStep(verb Action, rj rejection) func(t *Task) (*change, error) {
 	return func(t *Task) (*change, error) {
 		ground, err := e.checkReviewer(t, verb)
 		if err != nil {
@@ -111,7 +111,7 @@ func (e *Engine) rejectStep(verb Action, rj Rejection) func(t *Task) (*change, e
 	}
 }
 
-func (e *Engine) rejectChange(t *Task, rj Rejection) (*change, error) {
+func (e *Engine) rejectChange(t *Task, rj rejection) (*change, error) {
 	n := t.Task.RejectionCount + 1
 	f, err := t.File.AddRound(taskfile.Round{Number: n, Verdict: rj.Verdict, Sources: rj.Sources})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/lazyregexp"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -254,7 +255,7 @@ func checkReviewInput(in *ReviewInput) error {
 
 // reviewerID is a reviewer's issue ID as it is kept: one line, spacing
 // folded.
-func reviewerID(id string) string { return strings.Join(strings.Fields(id), " ") }
+func reviewerID(id string) string { return text.OneLine(id) }
 
 var orchIssueIDRE = lazyregexp.New(`^[Rr]\d+\.\d+$`)
 
@@ -424,7 +425,7 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 		}
 		tt := *t
 		tt.File = f
-		c, err := e.rejectChange(&tt, Rejection{Sources: []taskfile.Source{src}, Verdict: verdict, Data: data, NoProgress: noProgress,
+		c, err := e.rejectChange(&tt, rejection{Sources: []taskfile.Source{src}, Verdict: verdict, Data: data, NoProgress: noProgress,
 			Summary: fmt.Sprintf("%d new blocking issue(s), %d re-opened", countBlocking(news), len(reopenedList))})
 		if err != nil {
 			return nil, err

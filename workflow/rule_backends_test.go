@@ -178,7 +178,7 @@ func (w *memWorld) claim(by who, opts ClaimOptions) (string, error) {
 		if t.Task.Branch != "" {
 			return t.Task.Branch, true, "", nil, nil
 		}
-		return e.BranchName(&t.Task, t.Path), false, "", nil, nil
+		return e.branchName(&t.Task, t.Path), false, "", nil, nil
 	}
 	if _, _, err := w.run(e, id, ActionClaim, e.claimStep(roles, branch, &ClaimResult{})); err != nil {
 		return "", err
@@ -199,7 +199,7 @@ func (w *memWorld) whyNot(by who, id string) string {
 func (w *memWorld) reject(by who, id string) (*ruleOutcome, error) {
 	e := w.engine(by)
 	text := "Not yet: the start does not snap."
-	rj := Rejection{Sources: []taskfile.Source{{From: by.name + " via orch reject", Time: ruleNow, Text: text}}, Summary: text}
+	rj := rejection{Sources: []taskfile.Source{{From: by.name + " via orch reject", Time: ruleNow, Text: text}}, Summary: text}
 	c, inbox, err := w.run(e, id, ActionReject, e.rejectStep(ActionReject, rj))
 	if err != nil {
 		return nil, err

@@ -488,7 +488,7 @@ func hintOf(err error) string {
 }
 
 // TestClaimQueueMatchesSort: the heap a claim walks must give exactly the
-// order SortClaimOrder (orch list) gives, ties (same priority and time)
+// order sortClaimOrder (orch list) gives, ties (same priority and time)
 // included. The suite checks the order a claim takes; this, over random
 // lists, that the two implementations of it agree.
 func TestClaimQueueMatchesSort(t *testing.T) {
@@ -511,7 +511,7 @@ func TestClaimQueueMatchesSort(t *testing.T) {
 			sums = append(sums, &gitstore.Summary{Path: path, Task: taskfile.Task{ID: id, Queue: q, Priority: p, Created: created}})
 			heads = append(heads, &gitstore.SummaryHeader{Path: path, ID: id, Queue: q, Priority: p, Created: created})
 		}
-		SortClaimOrder(sums, false)
+		sortClaimOrder(sums, false)
 		order := newClaimQueue(heads)
 		for i, s := range sums {
 			h := order.next()

@@ -112,7 +112,7 @@ func (e *Engine) ClaimReview(id string) (*ReviewClaim, error) {
 		e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Provisional: true}, func(s *gitstore.Summary) {
 			candidates = append(candidates, s)
 		})
-		SortClaimOrder(candidates, false)
+		sortClaimOrder(candidates, false)
 	}
 	for _, s := range candidates {
 		t := &s.Task

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -268,10 +269,10 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 			refAgent[ev.Actor]++
 			refTask[ev.Task]++
 			if b := strings.TrimSpace(d.BlockingFactor); b != "" {
-				k := strings.ToLower(strings.Join(strings.Fields(b), " "))
+				k := strings.ToLower(text.OneLine(b))
 				blockers[k]++
 				if _, ok := blockerText[k]; !ok { // shown as first written, spacing folded
-					blockerText[k] = strings.Join(strings.Fields(b), " ")
+					blockerText[k] = text.OneLine(b)
 				}
 			}
 		case *DecideData:

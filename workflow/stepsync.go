@@ -54,7 +54,7 @@ func StepSync(opts Options, so SyncOptions, verb string, do func(e *Engine) erro
 			}
 			return nil, notes, err
 		}
-		if err := e.ForActor(e.MergeRemote(remote, fs.Tip, &SyncResult{Remote: remote})); err != nil {
+		if err := e.ForActor(e.mergeRemote(remote, fs.Tip, &SyncResult{Remote: remote})); err != nil {
 			return fail(err)
 		}
 		before := e.Store.Snapshot().Tip
@@ -80,7 +80,7 @@ func StepSync(opts Options, so SyncOptions, verb string, do func(e *Engine) erro
 		if err := e.Store.MoveTo(before, e.Signature(), "orch: undo "+verb+" (another clone moved "+remote+" first)"); err != nil {
 			return fail(err)
 		}
-		if err := e.AfterMove(); err != nil {
+		if err := e.afterMove(); err != nil {
 			return fail(err)
 		}
 		if _, _, err := fail(nil); err != nil {

@@ -50,9 +50,9 @@ type SyncResult struct {
 	Attempts  int            `json:"attempts"`
 }
 
-// BranchPrefixOf returns the task-branch prefix of the config at the state
+// branchPrefixOf returns the task-branch prefix of the config at the state
 // branch's tip, read without the lock (the default when it cannot be read).
-func BranchPrefixOf(st *gitstore.Store) string {
+func branchPrefixOf(st *gitstore.Store) string {
 	if data, err := st.ReadAtTip(gitstore.ConfigFile); err == nil {
 		if cfg, err := config.Parse(gitstore.ConfigFile, data); err == nil && cfg.BranchPrefix != "" {
 			return cfg.BranchPrefix
@@ -61,11 +61,11 @@ func BranchPrefixOf(st *gitstore.Store) string {
 	return config.Default().BranchPrefix
 }
 
-// AcceptRemoteRewrite moves the local state branch to a remote's rewritten
+// acceptRemoteRewrite moves the local state branch to a remote's rewritten
 // tip (orch sync --accept-rewrite): what the remote dropped is dropped
 // here too. prev is what the tracking ref held before the fetch; this
 // clone's transitions since are kept. It is a human's decision.
-func (e *Engine) AcceptRemoteRewrite(remote string, prev, rtip plumbing.Hash) error {
+func (e *Engine) acceptRemoteRewrite(remote string, prev, rtip plumbing.Hash) error {
 	if err := e.requireHuman("sync --accept-rewrite", "", "accepting a rewritten remote"); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (e *Engine) AcceptRemoteRewrite(remote string, prev, rtip plumbing.Hash) er
 		if err := st.MoveTo(rtip, e.Signature(), "orch: accept the rewritten "+remote); err != nil {
 			return err
 		}
-		return e.AfterMove()
+		return e.afterMove()
 	}
 	// This clone has transitions of its own since it last fetched: keep
 	// them, and take the rewrite, by merging from what the remote held
@@ -88,13 +88,13 @@ func (e *Engine) AcceptRemoteRewrite(remote string, prev, rtip plumbing.Hash) er
 	if err := e.mergeFrom(remote, prev, rtip, res); err != nil {
 		return err
 	}
-	return e.AfterMove()
+	return e.afterMove()
 }
 
-// MergeRemote brings the remote tip into the local state branch, under the
+// mergeRemote brings the remote tip into the local state branch, under the
 // lock: fast-forward when local is behind, a merge commit when both moved.
 // It returns what it did ("up_to_date", "ahead", "fast_forward", "merged").
-func (e *Engine) MergeRemote(remote string, rtip plumbing.Hash, res *SyncResult) error {
+func (e *Engine) mergeRemote(remote string, rtip plumbing.Hash, res *SyncResult) error {
 	st := e.Store
 	ltip := st.Snapshot().Tip
 	res.RemoteTip = hashText(rtip)
@@ -116,7 +116,7 @@ func (e *Engine) MergeRemote(remote string, rtip plumbing.Hash, res *SyncResult)
 				return err
 			}
 		}
-		return e.AfterMove()
+		return e.afterMove()
 	}
 	base, err := st.MergeBase(ltip, rtip)
 	if err != nil {
@@ -131,7 +131,7 @@ func (e *Engine) MergeRemote(remote string, rtip plumbing.Hash, res *SyncResult)
 			return err
 		}
 		res.Action = "fast_forward"
-		return e.AfterMove()
+		return e.afterMove()
 	}
 	// Both moved: merge on top of the local tip.
 	return e.mergeFrom(remote, base, rtip, res)
@@ -226,8 +226,8 @@ func mergeChange(changes []gitstore.Change, c gitstore.Change) []gitstore.Change
 
 func clipText(s string) string { return text.Clip(text.OneLine(s), 57) }
 
-// AfterMove brings the view in step after the branch moved under it.
-func (e *Engine) AfterMove() error {
+// afterMove brings the view in step after the branch moved under it.
+func (e *Engine) afterMove() error {
 	rep, err := e.Store.Reconcile(e.policy())
 	if err != nil {
 		return err

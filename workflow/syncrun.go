@@ -92,7 +92,7 @@ func fetchRemote(opts Options, remote string, allowRewrite bool) (fs *gitrepo.Fe
 	}
 	track := gitrepo.TrackingRef(remote, st.Ref)
 	prev, _ = st.Repo.ReadRef(track)
-	fs, err = st.Repo.FetchState(remote, st.Ref, BranchPrefixOf(st))
+	fs, err = st.Repo.FetchState(remote, st.Ref, branchPrefixOf(st))
 	if err != nil {
 		return nil, prev, remoteFailure(err)
 	}
@@ -194,7 +194,7 @@ func (e *Engine) syncAttempt(remote string, so SyncOptions, prev, rtip plumbing.
 		return &NotInitializedError{Ref: e.Store.Ref}
 	}
 	if so.AcceptRewrite {
-		if err := e.AcceptRemoteRewrite(remote, prev, rtip); err != nil {
+		if err := e.acceptRemoteRewrite(remote, prev, rtip); err != nil {
 			// Not accepted: the tracking ref keeps what the remote
 			// dropped, so the next sync still sees the rewrite.
 			if !prev.IsZero() && !e.Store.Contains(rtip, prev) {
@@ -204,7 +204,7 @@ func (e *Engine) syncAttempt(remote string, so SyncOptions, prev, rtip plumbing.
 			return err
 		}
 	}
-	return e.MergeRemote(remote, rtip, res)
+	return e.mergeRemote(remote, rtip, res)
 }
 
 // ClaimSync makes a claim atomic across clones. One fetch (without the
@@ -301,7 +301,7 @@ func (c *claimSync) claimFrom(fs *gitrepo.FetchedState) (e *Engine, res *ClaimRe
 		if e, err = c.open(fs); err != nil {
 			return nil, nil, false, err
 		}
-		if err = e.ForActor(e.MergeRemote(c.remote, fs.Tip, &SyncResult{Remote: c.remote})); err != nil {
+		if err = e.ForActor(e.mergeRemote(c.remote, fs.Tip, &SyncResult{Remote: c.remote})); err != nil {
 			return nil, nil, false, c.fail(e, err)
 		}
 		before := e.Store.Snapshot().Tip
@@ -398,7 +398,7 @@ func (e *Engine) undoClaim(res *ClaimResult, before plumbing.Hash, why error) er
 		return err
 	}
 	e.dropClaimBranch(res)
-	return e.AfterMove()
+	return e.afterMove()
 }
 
 // dropClaimBranch deletes the branch an undone claim created (only if it

@@ -23,10 +23,10 @@ type WorktreeResult struct {
 	Created bool
 }
 
-// WorktreePath is where a task's worktree goes when none exists:
+// worktreePath is where a task's worktree goes when none exists:
 // <worktree_dir>/<repo>-<id>, worktree_dir resolved against the main
 // worktree (default: beside it).
-func (e *Engine) WorktreePath(id string) string {
+func (e *Engine) worktreePath(id string) string {
 	main := e.Store.Repo.MainWorkTree
 	if main == "" {
 		main = e.Store.Repo.CommonDir
@@ -49,7 +49,7 @@ func (e *Engine) WorktreePath(id string) string {
 }
 
 // TaskWorktree returns the worktree that has the task's branch checked
-// out, creating it (at path, else WorktreePath) when there is none.
+// out, creating it (at path, else worktreePath) when there is none.
 func (e *Engine) TaskWorktree(id, path string) (*WorktreeResult, error) {
 	s := e.Store.SummaryByID(id)
 	if s == nil {
@@ -85,7 +85,7 @@ func (e *Engine) TaskWorktree(id, path string) (*WorktreeResult, error) {
 		return res, nil
 	}
 	if path == "" {
-		path = e.WorktreePath(id)
+		path = e.worktreePath(id)
 	}
 	if res.Path, err = filepath.Abs(path); err != nil {
 		return nil, err

@@ -43,6 +43,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/orch-tool/orch/internal/text"
 )
 
 // Exit codes of orch (DESIGN §9) the loop tells apart.
@@ -292,7 +294,7 @@ func (c *config) runRow(n int, lat time.Duration) (*row, error) {
 				// agent, start and end (ms since the row started), exit
 				// code, stdout, stderr: the evidence when a check fails.
 				fmt.Fprintf(callLog, "%s\t%.1f\t%.1f\t%d\t%s\t%s\n", agent, msSince(start, t0), msSince(start, t0)+ms, code,
-					flat(out.String()), flat(errb.String()))
+					text.OneLine(out.String()), text.OneLine(errb.String()))
 				r.retries += strings.Count(errb.String(), "undid the claim")
 				switch {
 				case code == exitNothing:
@@ -742,19 +744,8 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// flat puts s on one line.
-func flat(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// oneLine puts s on one line, cut at 300 bytes.
-func oneLine(s string) string {
-	s = flat(s)
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
-}
+// oneLine puts s on one line, cut at 300 characters.
+func oneLine(s string) string { return text.Clip(text.OneLine(s), 300) }
 
 func short(s string) string {
 	s = strings.TrimSpace(s)

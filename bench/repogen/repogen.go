@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -401,8 +402,8 @@ func Generate(dir string, o Options) (*Result, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("generated task files do not validate:\n%s", strings.Join(problems, "\n"))
 	}
-	if ferr != nil || werr != nil {
-		return nil, fmt.Errorf("git fast-import: %v %v: %s", ferr, werr, strings.TrimSpace(errb.String()))
+	if err := errors.Join(ferr, werr); err != nil {
+		return nil, fmt.Errorf("git fast-import: %v: %s", err, strings.TrimSpace(errb.String()))
 	}
 	res := &Result{Commits: o.Commits, Bytes: cw.n}
 	for _, t := range tasks {

@@ -91,3 +91,21 @@ func TestGenerate(t *testing.T) {
 		t.Errorf("manifest rejected.txt = %q, %v", b, err)
 	}
 }
+
+// A git fast-import that fails is reported with its error and what it
+// said, and without a "<nil>" for the write that did not fail.
+func TestGenerateFastImportFails(t *testing.T) {
+	git := filepath.Join(t.TempDir(), "git")
+	script := "#!/bin/sh\ncat >/dev/null\necho 'fatal: no room' >&2\nexit 3\n"
+	if err := os.WriteFile(git, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Generate(t.TempDir(), Options{Tasks: 3, Commits: 1, Git: git})
+	if err == nil {
+		t.Fatal("Generate succeeded with a failing git fast-import")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "exit status 3") || !strings.Contains(msg, "fatal: no room") || strings.Contains(msg, "<nil>") {
+		t.Errorf("error %q: want git's exit status and message, and no <nil>", msg)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/doctor"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -136,7 +137,7 @@ func runDoctor(o *doctorOptions) error {
 	}
 	fixed := 0
 	for _, c := range rep.Checks {
-		fmt.Fprintf(g.io.Out, "%-7s  %-*s  %s\n", c.Status, width, c.Check, oneLineText(c.Detail))
+		fmt.Fprintf(g.io.Out, "%-7s  %-*s  %s\n", c.Status, width, c.Check, text.OneLine(c.Detail))
 		if c.Status == doctor.StatusFixed {
 			fixed++
 		}

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/internal/termboard"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -92,7 +94,7 @@ func runInbox(o *inboxOptions) error {
 		}
 		tw := tabwriter.NewWriter(o.g.io.Out, 0, 4, 2, ' ', 0)
 		for _, it := range items {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", orDashText(it.Task), it.Reason, clip(it.Title, 40), clip(oneLineText(it.Summary), 80))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", orDashText(it.Task), it.Reason, termboard.Clip(it.Title, 40), termboard.Clip(text.OneLine(it.Summary), 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -101,7 +103,7 @@ func runInbox(o *inboxOptions) error {
 		// table (orch show has it too).
 		for _, it := range items {
 			if r := it.Refusal; r != nil {
-				fmt.Fprintf(o.g.io.Out, "\n%s refused by %s at %s: %s\n\n%s", it.Task, r.By, r.Time, oneLineText(it.Title), workflow.RefusalText(r.Record))
+				fmt.Fprintf(o.g.io.Out, "\n%s refused by %s at %s: %s\n\n%s", it.Task, r.By, r.Time, text.OneLine(it.Title), workflow.RefusalText(r.Record))
 				fmt.Fprintf(o.g.io.Out, "Decide: %s (the protocol's default: %s)\n", r.Decide, r.DefaultDecision)
 			}
 		}

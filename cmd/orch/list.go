@@ -12,6 +12,7 @@ import (
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/internal/termboard"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
@@ -129,8 +130,8 @@ type listAnswer struct {
 // taskListJSON renders the list document in pieces, written one after the
 // other. Readiness and the custom keys need the engine (dependency lookups,
 // the fields cache), so they are computed first; the rest is pure
-// formatting of 10,000 tasks (6 MB), its second half on another goroutine:
-// by then the view scan is done and a core is idle. No task object is
+// formatting, most of the work for a large list, its second half on
+// another goroutine: by then the view scan is done and a core is idle. No task object is
 // kept: each is made and written in turn.
 func (g *globalOptions) taskListJSON(e *workflow.Engine, tasks []*gitstore.Summary) [][]byte {
 	ready := make([]bool, len(tasks))
@@ -208,26 +209,7 @@ func printTaskTable(out *output, e *workflow.Engine, tasks []*gitstore.Summary) 
 		if id == "" {
 			id = "?"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, t.Queue, t.Priority, clip(t.Title, 60), note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, t.Queue, t.Priority, termboard.Clip(t.Title, 60), note)
 	}
 	return tw.Flush()
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	for i, c := range r {
-		// A title from a hand-made file may hold terminal escapes: never
-		// send them to the terminal.
-		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
-			r[i] = '?'
-			s = ""
-		}
-	}
-	if s == "" {
-		s = string(r)
-	}
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -17,15 +17,14 @@ func main() {
 // milliseconds (the test scripts' orch calls it too, so that they run orch
 // as it ships).
 func tuneRuntime() {
-	// orch lives for tens of milliseconds and allocates a few tens of MB:
-	// collecting garbage would cost more than it frees. The soft memory
-	// limit makes the collector run only when a command nears DESIGN's 50 MB
-	// budget (building a cold cache); it counts the Go heap, not the binary
-	// and stacks that RSS adds (about 8 MB), hence 40 and not 50. GOGC in
-	// the environment wins.
+	// orch lives briefly and allocates little: collecting garbage would
+	// cost more than it frees. The soft memory limit makes the collector
+	// run only when a command nears DESIGN's memory budget (building a cold
+	// cache); it counts the Go heap, not the binary and stacks that RSS
+	// adds, hence a limit below the budget. GOGC in the environment wins.
 	// No allocation sampling (ORCH_MEMPROFILE turns it back on): each
-	// sample of a large allocation walks the stack, half a millisecond of
-	// every command at 10,000 tasks.
+	// sample of a large allocation walks the stack, a cost every command
+	// at DESIGN's scale paid.
 	runtime.MemProfileRate = 0
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(-1)

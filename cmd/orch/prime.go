@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -110,10 +111,10 @@ func printPrime(o *primeOptions, out *output, e *workflow.Engine, p *workflow.Pr
 			if what == "" {
 				what = is.Problem
 			}
-			fmt.Fprintf(w, "  %s %s %s\n", is.ID, is.Location, oneLineText(what))
+			fmt.Fprintf(w, "  %s %s %s\n", is.ID, is.Location, text.OneLine(what))
 		}
 		for _, n := range p.Notes {
-			fmt.Fprintf(w, "  %s\n", oneLineText(n))
+			fmt.Fprintf(w, "  %s\n", text.OneLine(n))
 		}
 	}
 	if len(p.Others) > 0 {

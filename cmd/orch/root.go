@@ -355,5 +355,3 @@ func maxArgs(n int, form string) cobra.PositionalArgs {
 }
 
 var errSilent = errors.New("")
-
-func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }

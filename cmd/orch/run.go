@@ -21,6 +21,7 @@ import (
 	"github.com/orch-tool/orch/coordinator"
 	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/internal/termboard"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -298,7 +299,7 @@ func (p *runPrinter) draw() {
 		line := fmt.Sprintf("  %-12s ", st.Slot)
 		switch {
 		case st.Task != "":
-			line += fmt.Sprintf("%s #%d %6s  %s", st.Task, st.Attempt, now.Sub(st.Started).Round(time.Second), strings.Join(strings.Fields(st.LastLine), " "))
+			line += fmt.Sprintf("%s #%d %6s  %s", st.Task, st.Attempt, now.Sub(st.Started).Round(time.Second), text.OneLine(st.LastLine))
 		case now.Before(st.Until):
 			line += "waiting until " + st.Until.Format("15:04:05") + " (rate limit)"
 		default:

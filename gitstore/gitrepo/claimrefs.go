@@ -15,11 +15,11 @@ import (
 // never touch the same ref, so they never wait for each other; the state
 // branch records the claim afterwards (DESIGN §8, docs/storage.md).
 
-// ClaimRefPrefix is where claim refs live on a remote.
-const ClaimRefPrefix = "refs/orch/claims/"
+// claimRefPrefix is where claim refs live on a remote.
+const claimRefPrefix = "refs/orch/claims/"
 
 // ClaimRef is the remote's claim ref of a task.
-func ClaimRef(id string) string { return ClaimRefPrefix + id }
+func ClaimRef(id string) string { return claimRefPrefix + id }
 
 // claimTrackingPrefix is where a fetch keeps the remote's claim refs.
 func claimTrackingPrefix(remote string) string { return "refs/orch/remotes/" + remote + "/claims/" }
@@ -44,7 +44,7 @@ func (r *Repo) FetchState(remote, ref, prefix string) (*FetchedState, error) {
 	}
 	specs := []string{
 		"+" + ref + ":" + track,
-		"+" + ClaimRefPrefix + "*:" + claimTrackingPrefix(remote) + "*",
+		"+" + claimRefPrefix + "*:" + claimTrackingPrefix(remote) + "*",
 		"+refs/heads/" + prefix + "*:refs/remotes/" + remote + "/" + prefix + "*",
 	}
 	stderr, err := r.fetchRetrying(remote, true, specs...)

@@ -148,7 +148,7 @@ type pendingObject struct {
 
 // Batch collects the objects of one commit, so that they are compressed,
 // written and fsynced in parallel instead of one after the other (a
-// transition writes five or six, one of them the ~700 KB tasks tree).
+// transition writes five or six, one of them the large tasks tree).
 type Batch struct {
 	objs *ObjectStore
 	list []pendingObject
@@ -315,12 +315,11 @@ func (o *ObjectStore) writeOne(t plumbing.ObjectType, data []byte, h plumbing.Ha
 
 // writeStored writes an object's header and data as a zlib stream of
 // stored (uncompressed) deflate blocks. Compression bought nothing worth its
-// cost: a loose object takes whole 4 KB disk blocks, so compressing the
-// 1-2 KB blobs and commits of a transition saves no space, and Huffman-coding
-// the one large object, the ~700 KB tasks tree at 10,000 tasks that every
-// transition rewrites, cost 4 ms of CPU (a tenth of the command, measured
-// with perf) to save a fifth of its size until git gc packs it, which
-// recompresses it anyway. Stored blocks cost a copy and a checksum. git and
+// cost: a loose object takes whole disk blocks, so compressing the small
+// blobs and commits of a transition saves no space, and Huffman-coding the
+// one large object, the tasks tree that every transition rewrites, cost a
+// visible share of the command's CPU to save a little space until git gc
+// packs it, which recompresses it anyway. Stored blocks cost a copy and a checksum. git and
 // go-git read such objects like any other (core.looseCompression=0 makes
 // git write the same).
 func (o *ObjectStore) writeStored(w io.Writer, hdr, data []byte) error {

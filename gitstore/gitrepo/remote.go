@@ -89,18 +89,6 @@ func (r *Repo) Fetch(remote, ref string) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, err
 }
 
-// FetchBranches fetches every branch of the remote whose name starts with
-// prefix (the task branches, task/) into refs/remotes/<remote>/<prefix>*,
-// so that a claim on this clone can continue the work another clone
-// pushed. A remote with none is no error.
-func (r *Repo) FetchBranches(remote, prefix string) error {
-	if !ValidRemote(remote) || prefix == "" || !ValidRefName("refs/heads/"+prefix+"x") {
-		return fmt.Errorf("invalid remote %q or prefix %q", remote, prefix)
-	}
-	_, err := r.fetchRetrying(remote, false, "+refs/heads/"+prefix+"*:refs/remotes/"+remote+"/"+prefix+"*")
-	return err
-}
-
 // IsAncestor reports whether commit a is b or an ancestor of b, asking git
 // (its commit-graph answers it without walking a code branch's whole
 // history, which can be long).
@@ -165,8 +153,8 @@ func lostPushRace(stderr string) bool {
 
 // MergeBase returns a best common ancestor of a and b (ZeroHash if none),
 // as git merge-base computes it. (go-git's MergeBase lives in its object
-// package, whose OpenPGP dependencies cost every orch process about 0.8 ms
-// of initialisation and the binary 1.9 MB; sync, the only caller, runs git
+// package, whose OpenPGP dependencies add to every orch process's
+// initialisation and to the binary's size; sync, the only caller, runs git
 // for fetch and push anyway. See docs/storage.md.)
 func (r *Repo) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) {
 	if a.IsZero() || b.IsZero() {

@@ -16,9 +16,9 @@ import (
 // Revisions. orch resolves the commit-ish a person or an agent types (orch
 // respond --commit HEAD, abc1234, task/T-x~1) itself, on go-git's object
 // storage and orch's own ref reading. go-git's Repository.ResolveRevision
-// would do it, but its package pulls in go-git's transports and OpenPGP:
-// the binary grows by more than half and every orch process starts about
-// 2 ms later, against budgets of 20 ms a verb. Its revision parser is
+// would do it, but its package pulls in go-git's transports and OpenPGP,
+// which make the binary much larger and every orch process start later,
+// by a large share of DESIGN's budget for a verb. Its revision parser is
 // internal to go-git. So the forms git rev-parse takes for a commit are read
 // here, and the rest are refused by name.
 

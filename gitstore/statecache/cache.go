@@ -312,8 +312,8 @@ func encodeSummary(e *enc, s *Summary) {
 
 // record reads the length of a length-prefixed record and returns a decoder
 // of its bytes and where it ends; ok is false on a corrupt length. (The
-// decoder is a value: one allocation per record was a tenth of decoding
-// 10,000 summaries.)
+// decoder is a value: one allocation per record was a visible part of
+// decoding the summaries.)
 func (d *dec) record() (body dec, end int, ok bool) {
 	n := d.uv()
 	if n > uint64(len(d.buf)-d.pos) {
@@ -455,9 +455,9 @@ func (c *Cache) encode() []byte {
 }
 
 // checksum guards the cache file and each journal batch. CRC-32 (IEEE):
-// Go computes it with carry-less multiplication at some 20 GB/s here, and
-// sets it up in 20 µs; CRC-32C cost 0.15 ms of set-up in every process and
-// four times as long over a 4 MB cache.
+// Go computes it with carry-less multiplication, with next to no set-up;
+// CRC-32C cost more set-up in every process and was slower over the
+// cache.
 func checksum(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
 
 func decodeCache(b []byte) (*Cache, error) {
@@ -644,8 +644,8 @@ func Load(path, ref string, mapped bool) *Cache {
 
 // readFile maps the cache file into memory read-only instead of reading
 // it: its pages come straight from the page cache (a few faults each
-// mapping sixteen pages), where reading would zero and copy 4 MB at 10,000
-// tasks. orch replaces the file by rename and never writes it in place, so
+// mapping sixteen pages), where reading would zero and copy the whole
+// file. orch replaces the file by rename and never writes it in place, so
 // the mapped bytes cannot change. mapping is the mapping to release (nil
 // when the file was read into the heap: mapped false, or mmap failed).
 func readFile(path string, mapped bool) (b, mapping []byte, err error) {

@@ -31,13 +31,12 @@
 // keeps it while any of its strings is in use.
 //
 // Unmapping while decoded strings are still in use would need every one
-// of them copied out of the mapping as it is decoded. Measured at 10,000
-// tasks (bench/gen's repository, perf stat, 3 rounds of 30 runs), copying
-// them into the heap added about 1 ms of CPU time to orch show (3%) and
-// 4 ms to orch list --json (7%), which decodes every summary; reading the
-// whole file into the heap instead of mapping it added 5 ms to orch show.
-// The benefit would go to long-running processes only, which read into
-// the heap anyway. So nothing is copied: the store does not close its
+// of them copied out of the mapping as it is decoded. Measured (figures in
+// bench/README.md), copying them into the heap slowed orch show and orch
+// list --json, which decodes every summary, and reading the whole file
+// into the heap instead of mapping it slowed orch show more. The benefit
+// would go to long-running processes only, which read into the heap
+// anyway. So nothing is copied: the store does not close its
 // mapped cache, which lasts as long as the process (its callers use what it
 // decoded after closing the store: the reconcile's report is printed after
 // it), and a process that opens the store again and again reads the cache

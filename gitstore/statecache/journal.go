@@ -11,8 +11,8 @@ import (
 	"github.com/orch-tool/orch/gitstore/privfile"
 )
 
-// The cache journal. Rewriting the whole cache (4 MB at 10,000 tasks) after
-// every transition cost more than the transition; instead a command appends
+// The cache journal. Rewriting the whole cache after every transition cost
+// more than the transition; instead a command appends
 // one batch describing what it changed, and a command that finds the
 // journal large writes a new base. A batch is all or nothing: length,
 // CRC-32, then its operations; a torn or damaged batch, and everything after
@@ -25,10 +25,9 @@ const (
 
 // journalLimit is the journal size at which the next save writes a base.
 func journalLimit(base int) int64 {
-	// Every load replays the whole journal (about 4 ms per 700 KB), and a
-	// new base costs one write of the base's size: at a sixteenth, a
-	// 10,000-task cache (3.8 MB) is rewritten every few hundred commands
-	// and replay stays under a millisecond or two.
+	// Every load replays the whole journal, and a new base costs one write
+	// of the base's size: at a sixteenth, a 10,000-task cache is rewritten
+	// every few hundred commands and replay stays a small part of a load.
 	l := int64(base / 16)
 	if l < 64<<10 {
 		l = 64 << 10

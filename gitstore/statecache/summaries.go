@@ -42,10 +42,9 @@ func (h *SummaryHeader) Summary() *Summary { return h.rec.Summary() }
 
 // Record is one task summary as the state cache holds it. A loaded cache
 // decodes only each record's header; the rest stays as bytes in the mapped
-// file until a command asks for the summary. A transition at 10,000 tasks
-// uses a handful of summaries, and decoding every one into a Summary (448
-// bytes each, 4.5 MB of fresh memory faulted in page by page) was the
-// largest part of loading the cache.
+// file until a command asks for the summary. A transition uses a handful
+// of summaries, and decoding every one into a Summary (fresh memory
+// faulted in page by page) was the largest part of loading the cache.
 type Record struct {
 	SummaryHeader
 	blob plumbing.Hash

@@ -15,13 +15,13 @@ type Time time.Time
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
 func (t Time) MarshalJSON() ([]byte, error) {
-	return AppendTime(nil, time.Time(t)), nil
+	return appendTime(nil, time.Time(t)), nil
 }
 
-// AppendTime writes t as Time writes it. Years 0 to 9999 are written digit
+// appendTime writes t as Time writes it. Years 0 to 9999 are written digit
 // by digit rather than by time.AppendFormat, which reads its layout on every
 // call: orch list --json writes a few times for each task.
-func AppendTime(b []byte, t time.Time) []byte {
+func appendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
 		return append(b, "null"...)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// AppendTime writes what time.Format writes with the one layout of times
+// appendTime writes what time.Format writes with the one layout of times
 // in answers.
 func TestAppendTime(t *testing.T) {
 	times := []time.Time{
@@ -26,11 +26,11 @@ func TestAppendTime(t *testing.T) {
 	}
 	for _, tm := range times {
 		want := `"` + tm.UTC().Format(timeLayout) + `"`
-		if got := string(AppendTime(nil, tm)); got != want {
+		if got := string(appendTime(nil, tm)); got != want {
 			t.Errorf("%v: got %s, want %s", tm, got, want)
 		}
 	}
-	if got := string(AppendTime(nil, time.Time{})); got != "null" {
+	if got := string(appendTime(nil, time.Time{})); got != "null" {
 		t.Errorf("the zero time: got %s, want null", got)
 	}
 }

@@ -39,10 +39,12 @@ func KeysOf(t reflect.Type) []Key {
 
 var taskType = reflect.TypeFor[Task]()
 
-// ShowsTasks says whether an answer of type t shows task objects.
-func ShowsTasks(t reflect.Type) bool { return showsTasks(t, map[reflect.Type]bool{}) }
-
+// showsTasks says whether an answer of type t shows task objects (seen:
+// the types looked at already, nil at first).
 func showsTasks(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen == nil {
+		seen = map[reflect.Type]bool{}
+	}
 	if t == taskType {
 		return true
 	}
@@ -91,7 +93,7 @@ func Select(t reflect.Type, names []string) (Selection, error) {
 	for _, k := range KeysOf(t) {
 		keys = append(keys, k.Name)
 	}
-	tasks := ShowsTasks(t)
+	tasks := showsTasks(t, nil)
 	for _, n := range names {
 		if n == "schema_version" || slices.Contains(keys, n) {
 			sel.Keys = append(sel.Keys, n)
@@ -109,7 +111,7 @@ func Select(t reflect.Type, names []string) (Selection, error) {
 	}
 	if sel.Tasks != 0 && sel.Keys != nil {
 		for _, k := range KeysOf(t) {
-			if ShowsTasks(k.Type) && !slices.Contains(sel.Keys, k.Name) {
+			if showsTasks(k.Type, nil) && !slices.Contains(sel.Keys, k.Name) {
 				sel.Keys = append(sel.Keys, k.Name)
 			}
 		}

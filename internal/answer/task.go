@@ -158,7 +158,7 @@ func (v *visitor) time(name string, t time.Time) {
 	if v.values != nil {
 		v.describe(name, Time(t))
 	} else if v.key() {
-		v.b = AppendTime(v.b, t)
+		v.b = appendTime(v.b, t)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package lazyregexp compiles a regular expression the first time it is
-// used: compiling every pattern at start-up cost a few milliseconds in a
-// program that runs for a few dozen (as Go's own internal/lazyregexp).
+// used: compiling every pattern at start-up cost a large share of the
+// run time of a program that lives briefly (as Go's own
+// internal/lazyregexp).
 package lazyregexp
 
 import (

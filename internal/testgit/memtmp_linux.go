@@ -14,8 +14,7 @@ import (
 // memory file system with at least 2 GB free, and returns what removes it
 // and puts TMPDIR back. The tests' scratch repositories are tens of
 // thousands of small files made and deleted; on a disk file system that was
-// most of the suite's system time (the testscripts: 27 s against 18 s on 2
-// cores). ORCH_TEST_TMPDIR=disk keeps TMPDIR as it is. The e2e tests, which
+// most of the suite's system time. ORCH_TEST_TMPDIR=disk keeps TMPDIR as it is. The e2e tests, which
 // test durability and a full disk, do not call it. The directory's name
 // carries the process ID, so that the directories of test runs that were
 // killed (an interrupted go test) are removed by the next run instead of
