@@ -2,13 +2,17 @@
 // and mirrors it in the view directory (.orchestrator/ in the main
 // worktree) for people to read and edit by hand.
 //
-// The Store serialises orch processes with a lock in the git common dir
-// (lock.go), loads the branch as a Snapshot, commits by tree surgery, never
-// touching an index or a worktree (snapshot.go, store.go), and moves the
-// branch with compare-and-swap. On every command it reconciles the view
-// with the branch: it scans the view (scan.go), commits, merges or reports
-// hand edits and writes out what the branch changed (view.go), without
-// losing a save that races it (viewwrite.go). It answers the workflow's
+// The Store opens the repository and its private state (open.go),
+// serialises orch processes with a lock in the git common dir (lock.go),
+// loads the branch as a Snapshot (snapshot.go) with the index of every
+// task's summary (index.go), commits by tree surgery, never touching an
+// index or a worktree, and moves the branch with compare-and-swap
+// (commit.go). On every command it reconciles the view with the branch: it
+// scans the view (scan.go), walks DESIGN §2's reconcile table
+// (reconcile.go), commits hand edits and hand-made tasks (handedit.go),
+// merges what both sides changed or marks the conflict (merge.go), and
+// writes out what the branch changed (view.go) without losing a save that
+// races it (viewwrite.go). It answers the workflow's
 // questions about tasks from their summaries, and walks the branch's
 // history (history.go). trailers.go spells the trailers that end orch's
 // commit messages, and writes and reads them. doctor.go is orch doctor's
