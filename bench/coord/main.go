@@ -7,7 +7,11 @@
 //
 // Each measurement runs in a repository of its own (made with git init and
 // orch init in a temp dir): the script claims, submits and approves -tasks
-// tasks one after another; orch run --until-idle takes -tasks others
+// tasks one after another, its claim the hand-written loop's of
+// docs/agents.md (orch claim --worktree --prompt: an agent needs the
+// worktree and the prompt, and orch run makes both for each claim; git
+// worktree add alone is most of a claim's cost); orch run --until-idle
+// takes -tasks others
 // through the same loop with -slots slots (three implementers to one
 // reviewer), its agents doing nothing but orch submit and orch approve. The
 // per-task figure is the wall time over the tasks. Then orch run takes
@@ -34,12 +38,23 @@ func main() {
 	memTasks := flag.Int("memtasks", 1000, "tasks of the memory measurement (0 skips it)")
 	tsv := flag.Bool("tsv", false, "print script_ms_per_task, run_ms_per_task, ratio, rss_100_mb, rss_N_mb tab-separated")
 	flag.Parse()
-	if abs, err := filepath.Abs(*bin); err == nil && strings.ContainsRune(*bin, os.PathSeparator) {
-		*bin = abs
+	if !strings.ContainsRune(*bin, os.PathSeparator) {
+		p, err := exec.LookPath(*bin)
+		check(err)
+		*bin = p
 	}
+	abs, err := filepath.Abs(*bin)
+	check(err)
+	*bin = abs
 	tmp, err := os.MkdirTemp("", "orch-coord-bench-")
 	check(err)
 	defer os.RemoveAll(tmp)
+	// The agents' commands call "orch": put the binary on their PATH under
+	// that name, whatever the file is called.
+	binDir := filepath.Join(tmp, "bin")
+	check(os.Mkdir(binDir, 0o777))
+	check(os.Symlink(*bin, filepath.Join(binDir, "orch")))
+	*bin = filepath.Join(binDir, "orch")
 
 	script := perTask(scriptLoop(*bin, tmp, *tasks), *tasks)
 	dur, _ := runLoop(*bin, tmp, "run", *tasks, *slots)
@@ -89,7 +104,7 @@ func scriptLoop(bin, tmp string, n int) time.Duration {
 	dir := repo(bin, tmp, "script", n, "")
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		id := strings.TrimSpace(must(dir, bin, "claim", "--agent", "impl-1", "--json", "--jq", ".task.id"))
+		id := strings.TrimSpace(must(dir, bin, "claim", "--worktree", "--prompt", "--agent", "impl-1", "--json", "--jq", ".task.id"))
 		must(dir, bin, "submit", id, "--agent", "impl-1", "-m", "done")
 		must(dir, bin, "approve", id, "--agent", "lead", "-m", "ok")
 	}
