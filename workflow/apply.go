@@ -52,7 +52,7 @@ func (e *Engine) apply(id string, verb Action, checkQueue bool, fn func(t *Task)
 	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
 		s := e.Store.SummaryByID(id)
 		if s == nil {
-			return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+			return nil, &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
 		}
 		c, from, to, err := e.step(s, e.Load, verb, checkQueue, fn)
 		if err != nil || c == nil {
@@ -182,10 +182,10 @@ type createdTask struct {
 func (e *Engine) editable(s *gitstore.Summary) error {
 	view := filepath.Join(gitstore.ViewDirName, s.Path)
 	if err := e.tasks().BrokenFile(s.Path); err != nil {
-		return &ConflictError{Msg: fmt.Sprintf("%s has a hand edit that does not parse (%v); orch will not change the task until it is fixed", view, err), Hint: "fix the file (orch check shows the line), or delete it to restore the committed version"}
+		return &ConflictError{Msg: fmt.Sprintf("%s has a hand edit that does not parse (%v); orch will not change the task until it is fixed", view, err), Next: Next{Advice: AdviseFixOrDelete}}
 	}
 	if cs := e.tasks().Conflicted(s.Path); cs != nil {
-		return &ConflictError{Msg: conflictText(s.Task.ID, cs), Hint: "edit " + view + " to the version you want (orch commits it), or delete it to take the branch's version"}
+		return &ConflictError{Msg: conflictText(s.Task.ID, cs), Next: Next{Advice: AdviseEditOrDelete, Path: view}}
 	}
 	if s.Problem != "" {
 		return &InvalidFileError{Problems: []*taskfile.ParseError{{Path: view, Line: s.ProblemLine, Msg: s.Problem}}}

@@ -67,15 +67,6 @@ func KindOf(c *config.Config, name string, sig ActorSignals) ActorKind {
 // IsHuman reports whether the engine's actor is a human.
 func (e *Engine) IsHuman() bool { return e.Kind == KindHuman }
 
-// humanOnly is the hint every refusal of a human's verb carries: how to
-// ask one, never how to become one.
-func askHumanHint(id string) string {
-	if id == "" {
-		id = "ID"
-	}
-	return fmt.Sprintf("this is for a human: ask one with orch escalate %s -m \"what you need and why\" (it lands in orch inbox), or take other work with orch claim", id)
-}
-
 // requireHuman refuses an agent a verb that is a human's (unlock, requeue,
 // decide, archive, sweep, failing another's task, changing config.yaml or
 // prompts/). The refusal is recorded as an event for the lead.
@@ -83,7 +74,9 @@ func (e *Engine) requireHuman(verb, id, what string) error {
 	if e.IsHuman() {
 		return nil
 	}
-	return e.refuseAuthority(verb, id, "authority", fmt.Sprintf("%s is an agent, and %s is for a human", e.Actor, what), askHumanHint(id))
+	return e.refuseAuthority(verb, id, "authority", fmt.Sprintf("%s is an agent, and %s is for a human", e.Actor, what),
+		// How to ask a human, never how to become one.
+		Next{Advice: AdviseAskHuman, Task: id})
 }
 
 // refuseAuthority records a refused attempt (an event, and a note in the
@@ -93,11 +86,11 @@ func (e *Engine) requireHuman(verb, id, what string) error {
 // Only agents' attempts are recorded (and a process claiming another's
 // worktree): a person's slip is not evidence of anything, and a refusal
 // otherwise changes nothing.
-func (e *Engine) refuseAuthority(verb, id, rule, msg, hint string) error {
+func (e *Engine) refuseAuthority(verb, id, rule, msg string, next Next) error {
 	if !e.IsHuman() || rule == "identity" {
 		e.recordAuthorityRefusal(verb, id, rule, msg)
 	}
-	return &RuleError{Rule: rule, Msg: msg, Hint: hint}
+	return &RuleError{Rule: rule, Msg: msg, Next: next}
 }
 
 func (e *Engine) recordAuthorityRefusal(verb, id, rule, msg string) {
@@ -159,7 +152,7 @@ func (e *Engine) checkIdentity(readOnly bool) error {
 		e.Actor, e.Kind = sig.EnvAgent, KindAgent // the record names who tried
 		return e.refuseAuthority(e.Verb, "", "identity",
 			fmt.Sprintf("ORCH_AGENT is %s: this process acts as %s, and --agent may not name anyone else (it named %s)", sig.EnvAgent, sig.EnvAgent, named),
-			fmt.Sprintf("every orch command of this process acts as %s; to ask a human for something: orch escalate ID -m \"...\"", sig.EnvAgent))
+			Next{Advice: AdviseActAsYourself, Agent: sig.EnvAgent})
 	}
 	if readOnly || sig.WorktreeTask == "" {
 		return nil
@@ -170,7 +163,7 @@ func (e *Engine) checkIdentity(readOnly bool) error {
 	}
 	return e.refuseAuthority(e.Verb, s.Task.ID, "identity",
 		fmt.Sprintf("this is the worktree of %s, claimed by %s: orch changes nothing here as %s", s.Task.ID, s.Task.ClaimedBy, e.Actor),
-		"orch escalate "+s.Task.ID+" -m \"...\" asks a human")
+		Next{Advice: AdviseEscalate, Task: s.Task.ID})
 }
 
 // ForActor fits an error to the actor before it is shown: an illegal
@@ -216,7 +209,7 @@ func (e *Engine) requireClaimant(t *taskfile.Task, verb string) error {
 		return nil
 	}
 	return e.refuseAuthority(verb, t.ID, "not_claimer", fmt.Sprintf("%s is claimed by %s, not %s: only the agent working on it may %s it", t.ID, t.ClaimedBy, e.Actor, verb),
-		"orch claim takes other work; orch escalate "+t.ID+" -m \"...\" asks a human")
+		Next{Advice: AdviseOtherWork, Task: t.ID})
 }
 
 // workers are the actors that worked on a task in any round: those who
@@ -244,7 +237,7 @@ func (e *Engine) checkReviewer(t *Task, verb Action) (ground string, err error) 
 	if !e.IsHuman() && !e.Config.IsReviewer(e.Actor) {
 		return "", e.refuseAuthority(string(verb), t.Task.ID, "reviewer",
 			fmt.Sprintf("%s may not %s %s: review.reviewers names who reviews, and %s is not among them", e.Actor, verb, t.Task.ID, e.Actor),
-			"a reviewer or a human reviews it; orch claim takes other work")
+			Next{Advice: AdviseNotReviewer})
 	}
 	if ground, err = e.checkReviewerScope(t, verb); err != nil {
 		return "", err
@@ -252,12 +245,12 @@ func (e *Engine) checkReviewer(t *Task, verb Action) (ground string, err error) 
 	if !e.IsHuman() && e.reviewClaimedByOther(&t.Task) {
 		return "", e.refuseAuthority(string(verb), t.Task.ID, "review_claimed",
 			fmt.Sprintf("%s is being reviewed by %s (a review claim, until %s): one reviewer reviews a submission at a time", t.Task.ID, t.Task.ReviewClaimedBy, taskfile.FormatTime(e.reviewLeaseEnd(&t.Task))),
-			"orch list --queue provisional shows the other submitted work; orch claim takes other work")
+			Next{Advice: AdviseReviewClaimed})
 	}
 	if slices.Contains(workers(&t.Task), e.Actor) {
 		return "", e.refuseAuthority(string(verb), t.Task.ID, "self_review",
 			fmt.Sprintf("%s worked on %s and may not %s it: nobody reviews their own work, in any round", e.Actor, t.Task.ID, verb),
-			"someone who did not work on it reviews it; orch claim takes other work")
+			Next{Advice: AdviseSelfReview})
 	}
 	return ground, nil
 }
@@ -284,5 +277,5 @@ func (e *Engine) checkReviewerScope(t *Task, verb Action) (ground string, err er
 	}
 	return "", e.refuseAuthority(string(verb), t.Task.ID, "reviewer_scope",
 		fmt.Sprintf("%s may not %s %s: review.reviewers scopes %s to %s, and %s is of role %s, %s", e.Actor, verb, t.Task.ID, e.Actor, r.ScopeText(), t.Task.ID, role, labels),
-		"it is outside your review scope: a reviewer whose scope covers it, or a human, reviews it; orch list --queue provisional shows the other submitted work")
+		Next{Advice: AdviseOutsideScope})
 }

@@ -31,7 +31,7 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 		branch = e.branchName(&t.Task, t.Path)
 	}
 	if !taskfile.ValidBranch(branch) {
-		return "", false, "", nil, &RuleError{Rule: "branch", Msg: fmt.Sprintf("%q is not a valid branch name", branch), Hint: "fix branch: in the task file"}
+		return "", false, "", nil, &RuleError{Rule: "branch", Msg: fmt.Sprintf("%q is not a valid branch name", branch), Next: Next{Advice: AdviseFixBranchField}}
 	}
 	ref := "refs/heads/" + branch
 	base := t.Task.BaseBranch
@@ -45,7 +45,7 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 		if branch == base {
 			what = "the base branch"
 		}
-		return "", false, "", nil, &RuleError{Rule: "branch", Msg: fmt.Sprintf("%s's branch %q is %s; a task needs a branch of its own", t.Task.ID, branch, what), Hint: "remove branch: from the task file (orch edit " + t.Task.ID + "), and orch names one"}
+		return "", false, "", nil, &RuleError{Rule: "branch", Msg: fmt.Sprintf("%s's branch %q is %s; a task needs a branch of its own", t.Task.ID, branch, what), Next: Next{Advice: AdviseDropBranchField, Task: t.Task.ID}}
 	}
 	cur, err := e.Store.ReadRef(ref)
 	if err != nil {
@@ -97,15 +97,15 @@ func (e *Engine) ensureBranch(t *Task) (branch string, reused bool, note string,
 		}
 	}
 	if baseHash.IsZero() {
-		hint := "create it (git branch " + base + "), or set base_branch in config.yaml (orch edit config) or in the task"
+		next := Next{Advice: AdviseCreateBase, Base: base}
 		if here := e.Store.Repo.HeadBranch(); here != "" && here != base {
-			hint = fmt.Sprintf("the branch checked out here is %s: if tasks start from it, set base_branch: %s in config.yaml (orch edit config); or create %s", here, here, base)
+			next = Next{Advice: AdviseBaseFromHere, Base: base, Branch: here}
 		}
 		if !e.IsHuman() {
 			// config.yaml is a person's to change.
-			hint = fmt.Sprintf("a person sets up the base branch: ask one with orch escalate %s -m \"the base branch %s does not exist\"", t.Task.ID, base)
+			next = Next{Advice: AdviseAskForBase, Task: t.Task.ID, Base: base}
 		}
-		return "", false, "", nil, &SetupError{Msg: fmt.Sprintf("the base branch %s does not exist, so the task's branch cannot be created", base), Hint: hint}
+		return "", false, "", nil, &SetupError{Msg: fmt.Sprintf("the base branch %s does not exist, so the task's branch cannot be created", base), Next: next}
 	}
 	create = func() error {
 		if err := e.Store.CreateRef(ref, baseHash, e.Signature(), "orch: branch for "+t.Task.ID+" from "+baseFrom); err != nil && !errors.Is(err, gitrepo.ErrRefMoved) {

@@ -35,7 +35,7 @@ func (e *Engine) agentRoles(role string) ([]string, error) {
 	switch {
 	case role != "" && len(r) > 0 && !slices.Contains(r, role):
 		return nil, &RuleError{Rule: "role", Msg: fmt.Sprintf("%s claims as %s (agents: in config.yaml); --role may narrow that, never widen it", e.Actor, strings.Join(r, ", ")),
-			Hint: "orch list --ready shows what you can claim"}
+			Next: Next{Advice: AdviseListReady}}
 	case role != "":
 		return []string{role}, nil
 	case len(r) > 0:
@@ -133,7 +133,7 @@ func (e *Engine) claimTarget(opts ClaimOptions) (string, []string, error) {
 		return "", nil, err // a broken or conflicted file: the same answer as every verb
 	}
 	if rule, msg := e.whyNot(s, roles); rule != "" {
-		return "", nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", s.Task.ID, msg), Hint: claimHint(rule, s.Task.ID)}
+		return "", nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", s.Task.ID, msg), Next: claimNext(rule, s.Task.ID)}
 	}
 	return s.Task.ID, roles, nil
 }
@@ -145,7 +145,7 @@ func (e *Engine) claimTarget(opts ClaimOptions) (string, []string, error) {
 func (e *Engine) claimStep(roles []string, branchOf func(*Task) (string, bool, string, func() error, error), out *ClaimResult) func(t *Task) (*change, error) {
 	return func(t *Task) (*change, error) {
 		if rule, msg := e.whyNot(t.Summary, roles); rule != "" {
-			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", t.Task.ID, msg), Hint: claimHint(rule, t.Task.ID)}
+			return nil, &RuleError{Rule: rule, Msg: fmt.Sprintf("cannot claim %s: %s", t.Task.ID, msg), Next: claimNext(rule, t.Task.ID)}
 		}
 		branch, reused, note, create, err := branchOf(t)
 		if err != nil {
@@ -194,18 +194,18 @@ func (e *Engine) claimStep(roles []string, branchOf func(*Task) (string, bool, s
 	}
 }
 
-// claimHint says what to do when a task cannot be claimed: never how to
+// claimNext says what to do when a task cannot be claimed: never how to
 // become someone who may (DESIGN §4a).
-func claimHint(rule, id string) string {
+func claimNext(rule, id string) Next {
 	switch rule {
 	case "lockout":
-		return "your work on it was rejected, so another agent takes it; orch list --ready shows what you can claim (orch escalate " + id + " -m \"...\" asks a human)"
+		return Next{Advice: AdviseLockedOut, Task: id}
 	case "dependencies":
-		return "orch show " + id + " lists what it waits for"
+		return Next{Advice: AdviseShowWaitsFor, Task: id}
 	case "hand_edit":
-		return "orch check shows the problem"
+		return Next{Advice: AdviseCheckProblem}
 	}
-	return "orch list --ready shows what you can claim"
+	return Next{Advice: AdviseListReady}
 }
 
 // nextClaimable picks the first task in claim order the actor may take, and

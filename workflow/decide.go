@@ -112,7 +112,7 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 	}
 	if auto {
 		if rec == nil {
-			return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log, so there is no default decision", id), Hint: "decide explicitly: orch decide " + id + " override|accept -m TEXT"}
+			return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log, so there is no default decision", id), Next: Next{Advice: AdviseDecideExplicit, Task: id}}
 		}
 		decision = refusal.DefaultDecision(rec.Record.ReasonType)
 	}
@@ -122,13 +122,13 @@ func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, er
 	}
 	text = strings.TrimSpace(text)
 	if decision == "override" && text == "" {
-		return nil, &UsageError{Msg: "an override needs a message for the agent (-m TEXT): it is shown in the agent's next prompt", Hint: `orch decide ` + id + ` override -m "The API key is in the vault; try again"`}
+		return nil, &UsageError{Msg: "an override needs a message for the agent (-m TEXT): it is shown in the agent's next prompt", Next: Next{Advice: AdviseOverrideText, Task: id}}
 	}
 	if rec == nil && decision == "override" {
-		return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log, so there is no agent to send it back to", id), Hint: "orch requeue " + id + " --to AGENT gives it to someone"}
+		return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log, so there is no agent to send it back to", id), Next: Next{Advice: AdviseRequeueTo, Task: id}}
 	}
 	if rec == nil && decision != "override" && decision != "accept" {
-		return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log: %s needs the refusal's record", id, decision), Hint: "use override or accept, or create the tasks by hand"}
+		return nil, &RuleError{Rule: "no_refusal_record", Msg: fmt.Sprintf("no refusal of %s in the event log: %s needs the refusal's record", id, decision), Next: Next{Advice: AdviseOverrideAccept}}
 	}
 	out := &DecideResult{Decision: decision}
 	var created []string
@@ -317,7 +317,7 @@ var noDeps = map[string]bool{"": true, "none": true, "n/a": true, "na": true, "-
 // first inherits the original's dependencies.
 func (e *Engine) decomposeTasks(t *Task, r *refusal.Record) ([]*taskfile.File, error) {
 	if len(r.AlternativeTasks) == 0 {
-		return nil, &RuleError{Rule: "no_alternative_tasks", Msg: "the refusal suggests no alternative tasks to decompose into", Hint: "decide defer or reformulate, or create the tasks with orch new"}
+		return nil, &RuleError{Rule: "no_alternative_tasks", Msg: "the refusal suggests no alternative tasks to decompose into", Next: Next{Advice: AdviseDeferReform}}
 	}
 	taken := map[string]bool{}
 	var out []*taskfile.File

@@ -36,4 +36,6 @@
 //	sync, --sync steps                  sync.go, syncrun.go, stepsync.go
 //	task fields (custom keys)           fields.go
 //	errors                              errors.go
+//	what a refused caller can do next   next.go (Next: an Advice and its facts;
+//	                                      cmd/orch/hints.go words it)
 package workflow

@@ -39,7 +39,7 @@ func (e *Engine) EditStart(ref string) (*EditTarget, error) {
 	case strings.Contains(ref, "/"):
 		clean := path.Clean(ref)
 		if clean != ref || !gitstore.Mirrored(clean) || strings.HasPrefix(clean, gitstore.TasksDir+"/") {
-			return nil, &UsageError{Msg: fmt.Sprintf("%q is not a file orch edits", printable(ref)), Hint: "edit a task by ID, or config, or prompts/<role>.md"}
+			return nil, &UsageError{Msg: fmt.Sprintf("%q is not a file orch edits", printable(ref)), Next: Next{Advice: AdviseEditWhat}}
 		}
 		p = clean
 	default:
@@ -97,11 +97,11 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{perr}}
 		}
 		if !curOK {
-			return nil, &ConflictError{Msg: fmt.Sprintf("%s was removed from the state branch while you edited it", t.ID), Hint: "orch log " + t.ID + " shows what happened"}
+			return nil, &ConflictError{Msg: fmt.Sprintf("%s was removed from the state branch while you edited it", t.ID), Next: Next{Advice: AdviseLogTask, Task: t.ID}}
 		}
 		rf, err := taskfile.Parse(view, curData)
 		if err != nil {
-			return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it", t.ID), Hint: "run orch edit " + t.ID + " again"}
+			return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it", t.ID), Next: Next{Advice: AdviseEditAgain, Task: t.ID}}
 		}
 		// One rule for every hand edit (DESIGN §2): a three-way merge from
 		// the version the person started from. For an editor that is the
@@ -122,7 +122,7 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 				return nil, err
 			}
 			if len(conflicts) > 0 {
-				return nil, &ConflictError{Msg: conflictText(t.ID, conflicts), Hint: "run orch edit " + t.ID + " again: it starts from the new version"}
+				return nil, &ConflictError{Msg: conflictText(t.ID, conflicts), Next: Next{Advice: AdviseEditAgainFromNew, Task: t.ID}}
 			}
 			result = merged.Src
 		}
@@ -135,7 +135,7 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 		}
 		if changed := e.handChangedFields(mf, rf); len(changed) > 0 {
 			return nil, &RuleError{Rule: "orch_owned", Msg: fmt.Sprintf("%s: an edit may not change %s: orch-owned fields change only through verbs", t.ID, strings.Join(changed, ", ")),
-				Hint: e.verbsFor(changed, mf, t.ID) + "; edit again leaving those fields as they are"}
+				Next: Next{Advice: AdviseOwnedFields, Steps: e.stepsFor(changed, mf, t.ID)}}
 		}
 	} else {
 		if err := CheckFile(view, edited); err != nil {
@@ -144,7 +144,7 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 		if curOK && cur != t.Base {
 			text, ok := taskfile.MergeText(string(t.Data), string(edited), string(curData))
 			if !ok {
-				return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it, in the same lines", t.Path), Hint: "run orch edit again"}
+				return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it, in the same lines", t.Path), Next: Next{Advice: AdviseEditAgain}}
 			}
 			result = []byte(text)
 		}
@@ -153,7 +153,7 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 		return &Result{Commit: snap.Tip}, nil
 	}
 	if e.Store.BrokenFile(t.Path) != nil || e.Store.Conflicted(t.Path) != nil {
-		return nil, &ConflictError{Msg: fmt.Sprintf("%s has an uncommitted hand edit in the view that orch cannot commit", view), Hint: "fix or delete the view file first (orch check shows the problem)"}
+		return nil, &ConflictError{Msg: fmt.Sprintf("%s has an uncommitted hand edit in the view that orch cannot commit", view), Next: Next{Advice: AdviseFixViewFirst}}
 	}
 	id, action := t.ID, ActionEdit
 	msg := commitMessage(id, action, "", "", e.Actor, "Edited with orch edit.", nil)

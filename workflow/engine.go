@@ -374,7 +374,7 @@ type Task struct {
 func (e *Engine) Find(ref string) (*gitstore.Summary, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
-		return nil, &UsageError{Msg: "no task given", Hint: "pass a task ID (orch list shows them)"}
+		return nil, &UsageError{Msg: "no task given", Next: Next{Advice: AdvisePassTaskID}}
 	}
 	if s := e.tasks().SummaryByID(ref); s != nil {
 		return s, nil
@@ -397,7 +397,7 @@ func (e *Engine) Find(ref string) (*gitstore.Summary, error) {
 	case 0:
 		// clipArg, not printable: Error() quotes with %q, which escapes
 		// control characters once (printable would escape them twice).
-		return nil, &NotFoundError{What: "task", Ref: clipArg(ref), Hint: "orch list shows the tasks"}
+		return nil, &NotFoundError{What: "task", Ref: clipArg(ref), Next: Next{Advice: AdviseListTasks}}
 	case 1:
 		return e.Store.SummaryByID(ids[0]), nil
 	}
@@ -412,11 +412,11 @@ func (e *Engine) findForWorktree() (*gitstore.Summary, error) {
 	if s := e.taskOfBranch(br, nil); s != nil {
 		return s, nil
 	}
-	hint := "pass a task ID (orch list shows them)"
+	next := Next{Advice: AdvisePassTaskID}
 	if br != "" {
-		return nil, &UsageError{Msg: fmt.Sprintf("no task given, and the branch checked out here (%s) is no task's branch", br), Hint: hint}
+		return nil, &UsageError{Msg: fmt.Sprintf("no task given, and the branch checked out here (%s) is no task's branch", br), Next: next}
 	}
-	return nil, &UsageError{Msg: "no task given, and no branch is checked out here", Hint: hint}
+	return nil, &UsageError{Msg: "no task given, and no branch is checked out here", Next: next}
 }
 
 // taskOfBranch finds the task whose branch is br, among the tasks in queues

@@ -11,7 +11,8 @@ import (
 type NotFoundError struct {
 	What string // "task"
 	Ref  string
-	Hint string
+	Next Next   // what to do next; cmd/orch words it
+	Hint string // for doors outside workflow, which word their own; workflow itself sets Next
 }
 
 func (e *NotFoundError) Error() string {
@@ -35,7 +36,8 @@ func (e *AmbiguousError) Error() string {
 // UsageError: bad arguments (exit 2).
 type UsageError struct {
 	Msg  string
-	Hint string
+	Next Next   // what to do next; cmd/orch words it
+	Hint string // for doors outside workflow, which word their own; workflow itself sets Next
 }
 
 func (e *UsageError) Error() string { return e.Msg }
@@ -49,7 +51,7 @@ type TextTooLongError struct {
 	Field string // which text, as the verb names it: "the message (-m)", "issue 2's problem"
 	Size  int    // its bytes
 	Limit int
-	Hint  string
+	Next  Next
 }
 
 func (e *TextTooLongError) Error() string {
@@ -59,7 +61,7 @@ func (e *TextTooLongError) Error() string {
 // As lets errors.As find the usage error this is.
 func (e *TextTooLongError) As(target any) bool {
 	if u, ok := target.(**UsageError); ok {
-		*u = &UsageError{Msg: e.Error(), Hint: e.Hint}
+		*u = &UsageError{Msg: e.Error(), Next: e.Next}
 		return true
 	}
 	return false
@@ -69,7 +71,8 @@ func (e *TextTooLongError) As(target any) bool {
 type RuleError struct {
 	Rule string // short machine name, e.g. "lockout", "submit_unchanged"
 	Msg  string
-	Hint string
+	Next Next   // what to do next; cmd/orch words it
+	Hint string // for doors outside workflow, which word their own; workflow itself sets Next
 }
 
 func (e *RuleError) Error() string { return e.Msg }
@@ -94,7 +97,7 @@ func (e *IllegalTransitionError) Error() string {
 // retried (exit 5).
 type ConflictError struct {
 	Msg  string
-	Hint string
+	Next Next
 }
 
 func (e *ConflictError) Error() string { return e.Msg }
@@ -133,10 +136,10 @@ func (e *InvalidFileError) Error() string {
 }
 
 // SetupError is a repository orch is not set up right for (exit 1): a
-// base branch that does not exist. The hint says how to set it up.
+// base branch that does not exist. Next says how to set it up.
 type SetupError struct {
 	Msg  string
-	Hint string
+	Next Next
 }
 
 func (e *SetupError) Error() string { return e.Msg }
@@ -144,7 +147,7 @@ func (e *SetupError) Error() string { return e.Msg }
 // ExternalError is a tool orch relies on (gh, git) failing (exit 1).
 type ExternalError struct {
 	Msg  string
-	Hint string
+	Next Next
 }
 
 func (e *ExternalError) Error() string { return e.Msg }

@@ -60,7 +60,7 @@ func (e *Engine) Escalate(id, text string) (*Result, error) {
 	}
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return nil, &UsageError{Msg: "say what a human must decide", Hint: `orch escalate ` + id + ` -m "why"`}
+		return nil, &UsageError{Msg: "say what a human must decide", Next: Next{Advice: AdviseEscalateText, Task: id}}
 	}
 	return e.transition(id, ActionEscalate, func(t *Task) (*change, error) {
 		msg := e.escalationMessage(&t.Task, t.Path, "manual", "Escalated by "+e.Actor+": "+text)

@@ -41,13 +41,13 @@ func (e *Engine) handChangedFields(edited, cur *taskfile.File) []string {
 	return out
 }
 
-// verbsFor says which verbs make the changes a hand edit tried (to an
-// agent, none of a human's: it is told to ask one).
-func (e *Engine) verbsFor(fields []string, edited *taskfile.File, id string) string {
-	var out []string
-	add := func(s string) {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
+// stepsFor says which verbs make the changes a hand edit tried (to an
+// agent, none of a human's: it is told to ask one), one step each.
+func (e *Engine) stepsFor(fields []string, edited *taskfile.File, id string) []Next {
+	var out []Next
+	add := func(n Next) {
+		if !slices.ContainsFunc(out, func(o Next) bool { return o.Advice == n.Advice && o.Queue == n.Queue }) {
+			out = append(out, n)
 		}
 	}
 	for _, k := range fields {
@@ -63,22 +63,46 @@ func (e *Engine) verbsFor(fields []string, edited *taskfile.File, id string) str
 			switch t := TransitionFor(verb); {
 			case t == nil:
 			case !e.IsHuman() && (t.Who == "reviewer" || !t.agentMay(taskfile.Claimed)):
-				add("a reviewer or a human moves it to " + string(q) + " (orch escalate " + id + " -m \"...\" asks one)")
+				add(Next{Advice: AdviseStepAskToMove, Task: id, Queue: q})
 			default:
-				add(fmt.Sprintf("orch %s %s moves it to %s", verb, id, q))
+				add(Next{Advice: AdviseStepMove, Task: id, Verb: verb, Queue: q})
 			}
 		case taskfile.KeyClaimedBy, taskfile.KeyClaimedAt:
-			add("orch claim --task " + id + " claims it")
+			add(Next{Advice: AdviseStepClaim, Task: id})
 		case taskfile.KeyHeartbeatAt:
-			add("orch heartbeat " + id + " renews the claimant's lease")
+			add(Next{Advice: AdviseStepHeartbeat, Task: id})
 		case taskfile.KeyLockedOut:
-			add("a human lifts a lockout")
+			add(Next{Advice: AdviseStepLockout})
 		case taskfile.KeyPRNumber:
-			add("orch submit " + id + " --pr N records its pull request")
+			add(Next{Advice: AdviseStepPR, Task: id})
 		}
 	}
-	if len(out) == 0 {
+	return out
+}
+
+// stepsText words steps for the note a reconcile leaves when it keeps a
+// hand edit of orch-owned fields out: content, like every note. An error's
+// hint says the same through cmd/orch's words for AdviseOwnedFields.
+func stepsText(steps []Next) string {
+	if len(steps) == 0 {
 		return "orch keeps them itself"
+	}
+	out := make([]string, len(steps))
+	for i, n := range steps {
+		switch n.Advice {
+		case AdviseStepAskToMove:
+			out[i] = "a reviewer or a human moves it to " + string(n.Queue) + " (orch escalate " + n.Task + " -m \"...\" asks one)"
+		case AdviseStepMove:
+			out[i] = fmt.Sprintf("orch %s %s moves it to %s", n.Verb, n.Task, n.Queue)
+		case AdviseStepClaim:
+			out[i] = "orch claim --task " + n.Task + " claims it"
+		case AdviseStepHeartbeat:
+			out[i] = "orch heartbeat " + n.Task + " renews the claimant's lease"
+		case AdviseStepLockout:
+			out[i] = "a human lifts a lockout"
+		case AdviseStepPR:
+			out[i] = "orch submit " + n.Task + " --pr N records its pull request"
+		}
 	}
 	return strings.Join(out, "; ")
 }
@@ -107,7 +131,7 @@ func (e *Engine) keepOrchFields(path string, result, branch []byte) ([]byte, str
 	}
 	id := bf.Task.ID
 	return out.Src, fmt.Sprintf("%s: your edit of %s was not applied (orch-owned fields change only through verbs: %s); your other edits are committed",
-		path, strings.Join(changed, ", "), e.verbsFor(changed, rf, id)), nil
+		path, strings.Join(changed, ", "), stepsText(e.stepsFor(changed, rf, id))), nil
 }
 
 // editBase finds the version of a task file a copy was made from (orch edit

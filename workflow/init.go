@@ -48,7 +48,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 		}
 	}
 	if !gitrepo.ValidRefName("refs/heads/" + base) {
-		return nil, &UsageError{Msg: fmt.Sprintf("--base %q is not a valid branch name", printable(base)), Hint: "orch init --base main"}
+		return nil, &UsageError{Msg: fmt.Sprintf("--base %q is not a valid branch name", printable(base)), Next: Next{Advice: AdviseInitBase}}
 	}
 	// The base branch goes into the config orch writes (the default one,
 	// or the example's): every task branch starts there.

@@ -63,7 +63,7 @@ func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 				data: &HeartbeatData{LeaseUntil: until, Review: true}}, nil
 		}
 		if t.Task.Queue != taskfile.Claimed {
-			return nil, &RuleError{Rule: "not_claimed", Msg: fmt.Sprintf("%s is %s: only a claimed task has a lease to renew", id, t.Task.Queue), Hint: "orch claim --worktree takes a task"}
+			return nil, &RuleError{Rule: "not_claimed", Msg: fmt.Sprintf("%s is %s: only a claimed task has a lease to renew", id, t.Task.Queue), Next: Next{Advice: AdviseClaimWorktree}}
 		}
 		if t.Task.ClaimedBy != e.Actor {
 			return nil, e.requireClaimant(&t.Task, "heartbeat")
@@ -181,7 +181,7 @@ func HeartbeatSync(opts Options, so SyncOptions, ref string) (*Engine, *Heartbea
 		case perr == nil:
 			return e, res, notes, nil
 		case errors.Is(perr, gitrepo.ErrPushRejected):
-			return fail(so.gaveUp(remote, "every push lost the race", "the renewal is committed here; orch sync shares it"))
+			return fail(so.gaveUp(remote, "every push lost the race", AdviseRenewalKept))
 		default:
 			return fail(remoteFailure(perr))
 		}
@@ -215,7 +215,7 @@ func (e *Engine) claimEnded(id string, was *taskfile.Task, remote string) error 
 		now = fmt.Sprintf("%s is claimed by %s now (claim ref %s on %s)", id, rc.By, rc.Commit.String()[:12], remote)
 	}
 	return &RuleError{Rule: "claim_lost", Msg: now + ": your claim of it has ended, and your lease was not renewed",
-		Hint: "stop working on " + id + ": it is not yours any more, and its submit would be refused; orch claim takes other work"}
+		Next: Next{Advice: AdviseClaimLost, Task: id}}
 }
 
 // takeoverNote is the note a claim leaves when it takes over a task whose

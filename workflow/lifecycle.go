@@ -32,11 +32,11 @@ func (e *Engine) Submit(id string, opts SubmitOptions) (*Result, error) {
 		// task's PR, whose history the reviewer follows. Moving a task to
 		// another PR is a person's explicit edit of pr_number.
 		if opts.PR > 0 && t.Task.PRNumber > 0 && opts.PR != t.Task.PRNumber {
-			hint := fmt.Sprintf("push your commits to %s (PR #%d updates itself) and run orch submit %s; if PR #%d cannot be used any more, ask a human with orch escalate %s -m \"why\"", t.Task.Branch, t.Task.PRNumber, t.Task.ID, t.Task.PRNumber, t.Task.ID)
+			next := Next{Advice: AdviseKeepPR, Task: t.Task.ID, Branch: t.Task.Branch, PR: t.Task.PRNumber}
 			if e.IsHuman() {
-				hint = fmt.Sprintf("run orch submit %s without --pr (PR #%d updates itself when %s is pushed); to move the task to PR #%d, set pr_number: %d with orch edit %s first", t.Task.ID, t.Task.PRNumber, t.Task.Branch, opts.PR, opts.PR, t.Task.ID)
+				next = Next{Advice: AdviseMovePR, Task: t.Task.ID, Branch: t.Task.Branch, PR: t.Task.PRNumber, NewPR: opts.PR}
 			}
-			return nil, &RuleError{Rule: "one_pr_per_task", Msg: fmt.Sprintf("%s's PR is #%d (pr_number), not #%d: a task keeps one PR across its retries", t.Task.ID, t.Task.PRNumber, opts.PR), Hint: hint}
+			return nil, &RuleError{Rule: "one_pr_per_task", Msg: fmt.Sprintf("%s's PR is #%d (pr_number), not #%d: a task keeps one PR across its retries", t.Task.ID, t.Task.PRNumber, opts.PR), Next: next}
 		}
 		edits := []taskfile.Edit{
 			taskfile.Set(taskfile.KeySubmittedBy, taskfile.String(t.Task.ClaimedBy)),
@@ -88,7 +88,7 @@ func (e *Engine) submitGuards(t *Task) error {
 		}
 		if len(missing) > 0 {
 			return &RuleError{Rule: "unanswered_blocking", Msg: fmt.Sprintf("blocking issues of the last review have no response: %s", strings.Join(missing, ", ")),
-				Hint: fmt.Sprintf("answer each: orch respond %s %s fixed -m \"what you changed\" --commit SHA", t.Task.ID, missing[0])}
+				Next: Next{Advice: AdviseAnswerBlocking, Task: t.Task.ID, Issue: missing[0]}}
 		}
 	}
 	if t.Task.RejectedAt != "" && t.Task.Branch != "" {
@@ -98,7 +98,7 @@ func (e *Engine) submitGuards(t *Task) error {
 		}
 		if tip.String() == t.Task.RejectedAt {
 			return &RuleError{Rule: "unchanged_resubmit", Msg: fmt.Sprintf("the branch %s has no new commit since the last rejection (still %s)", t.Task.Branch, tip.String()[:7]),
-				Hint: "commit your fixes on " + t.Task.Branch + " first (git log " + t.Task.Branch + " shows where it stands)"}
+				Next: Next{Advice: AdviseCommitFixes, Branch: t.Task.Branch}}
 		}
 	}
 	return nil
@@ -127,7 +127,7 @@ func (e *Engine) approveStep(verdict, notes string, extra func(t *Task, f *taskf
 		}
 		if open := unresolvedBlocking(t.File); len(open) > 0 {
 			return nil, &RuleError{Rule: "unresolved_blocking", Msg: fmt.Sprintf("blocking issues are unresolved: %s", strings.Join(open, ", ")),
-				Hint: "review it instead (orch review " + t.Task.ID + " lists what is still open), or reject it"}
+				Next: Next{Advice: AdviseReviewInstead, Task: t.Task.ID}}
 		}
 		f := t.File
 		if extra != nil {
@@ -177,7 +177,7 @@ func (e *Engine) Pause(id, note string) (*Result, error) {
 	}
 	note = strings.TrimSpace(note)
 	if note == "" {
-		return nil, &UsageError{Msg: "a pause needs a note for whoever continues", Hint: `orch pause ` + id + ` -m "done: X; next: Y"`}
+		return nil, &UsageError{Msg: "a pause needs a note for whoever continues", Next: Next{Advice: AdvisePauseText, Task: id}}
 	}
 	return e.transition(id, ActionPause, func(t *Task) (*change, error) {
 		if err := e.requireClaimant(&t.Task, "pause"); err != nil {
@@ -205,7 +205,7 @@ func (e *Engine) Fail(id, reason string) (*Result, error) {
 	}
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
-		return nil, &UsageError{Msg: "say why the task failed", Hint: `orch fail ` + id + ` -m "reason"`}
+		return nil, &UsageError{Msg: "say why the task failed", Next: Next{Advice: AdviseFailText, Task: id}}
 	}
 	return e.transition(id, ActionFail, func(t *Task) (*change, error) {
 		// An agent may give up its own claim; failing any other task (failed
@@ -236,7 +236,7 @@ func (e *Engine) Reopen(id, reason string) (*Result, error) {
 	}
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
-		return nil, &UsageError{Msg: "say why the task is reopened", Hint: `orch reopen ` + id + ` -m "what changed since it failed"`}
+		return nil, &UsageError{Msg: "say why the task is reopened", Next: Next{Advice: AdviseReopenText, Task: id}}
 	}
 	if err := e.requireHuman("reopen", id, "reopening a failed task"); err != nil {
 		return nil, err
@@ -262,7 +262,7 @@ func (e *Engine) Requeue(id, to string) (*Result, error) {
 	}
 	return e.transition(id, ActionRequeue, func(t *Task) (*change, error) {
 		if to != "" && slices.Contains(t.Task.LockedOut, to) {
-			return nil, &RuleError{Rule: "lockout", Msg: fmt.Sprintf("%s is locked out of %s", to, id), Hint: fmt.Sprintf("unlock first: orch unlock %s %s", id, to)}
+			return nil, &RuleError{Rule: "lockout", Msg: fmt.Sprintf("%s is locked out of %s", to, id), Next: Next{Advice: AdviseUnlockFirst, Task: id, Agent: to}}
 		}
 		edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)}
 		if to != "" {

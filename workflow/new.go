@@ -56,20 +56,20 @@ func (e *Engine) New(nt NewTask) (*Result, error) {
 func (e *Engine) renderTask(nt NewTask, taken map[string]bool) (*taskfile.File, error) {
 	title := text.OneLine(nt.Title)
 	if title == "" {
-		return nil, &UsageError{Msg: "a task needs a title", Hint: `orch new "Fix the login redirect"`}
+		return nil, &UsageError{Msg: "a task needs a title", Next: Next{Advice: AdviseNewTitle}}
 	}
 	if len(title) > 200 {
-		return nil, &UsageError{Msg: "the title is longer than 200 characters", Hint: "put the detail in the body (--body or -F)"}
+		return nil, &UsageError{Msg: "the title is longer than 200 characters", Next: Next{Advice: AdviseTitleInBody}}
 	}
 	// Control characters (terminal escapes) would reach every listing.
 	if strings.IndexFunc(title, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) >= 0 {
-		return nil, &UsageError{Msg: fmt.Sprintf("the title %q contains control characters", clipArg(title)), Hint: "use plain text"}
+		return nil, &UsageError{Msg: fmt.Sprintf("the title %q contains control characters", clipArg(title)), Next: Next{Advice: AdvisePlainText}}
 	}
 	prio := taskfile.DefaultPriority
 	if nt.Priority != "" {
 		p, ok := taskfile.NormalizePriority(nt.Priority)
 		if !ok {
-			return nil, &UsageError{Msg: fmt.Sprintf("%q is not a priority", printable(nt.Priority)), Hint: "use P0..P3 or critical, high, medium, low"}
+			return nil, &UsageError{Msg: fmt.Sprintf("%q is not a priority", printable(nt.Priority)), Next: Next{Advice: AdvisePriorities}}
 		}
 		prio = p
 	}
@@ -79,7 +79,7 @@ func (e *Engine) renderTask(nt NewTask, taken map[string]bool) (*taskfile.File, 
 	}
 	for _, n := range append([]string{role, nt.Assign}, nt.Labels...) {
 		if n != "" && !taskfile.ValidName(n) {
-			return nil, &UsageError{Msg: fmt.Sprintf("%q is not a valid name", printable(n)), Hint: "names are letters, digits, spaces and . _ - + @, up to 64 characters"}
+			return nil, &UsageError{Msg: fmt.Sprintf("%q is not a valid name", printable(n)), Next: Next{Advice: AdviseNameForm}}
 		}
 	}
 	var deps []string

@@ -66,7 +66,7 @@ func (e *Engine) ImportPR(id string, reviews []ghreview.Review, comments []ghrev
 	}
 	s := e.Store.SummaryByID(id)
 	if s == nil {
-		return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+		return nil, &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
 	}
 	out := &PRImport{Task: id, PR: s.Task.PRNumber}
 	t, err := e.Load(s)
@@ -116,7 +116,7 @@ func (e *Engine) SubmitCheck(id string, opts SubmitOptions) (*Task, error) {
 	}
 	s := e.Store.SummaryByID(id)
 	if s == nil {
-		return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+		return nil, &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
 	}
 	if err := e.editable(s); err != nil {
 		return nil, err
@@ -255,5 +255,5 @@ func prRefusable(err error) bool {
 
 // GitHubFailure explains a gh problem; nothing was changed.
 func GitHubFailure(err error) error {
-	return &ExternalError{Msg: err.Error() + "; nothing was changed", Hint: "check that gh is installed and logged in (gh auth status), or set ORCH_GH; orch pr import works from saved JSON offline"}
+	return &ExternalError{Msg: err.Error() + "; nothing was changed", Next: Next{Advice: AdviseCheckGH}}
 }

@@ -21,7 +21,7 @@ var noteSectionRE = lazyregexp.New(`^(Review Feedback \(rejection #\d+\)|Continu
 func (e *Engine) Prompt(id, role string) (string, string, error) {
 	s := e.Store.SummaryByID(id)
 	if s == nil {
-		return "", "", &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+		return "", "", &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
 	}
 	t, err := e.Load(s)
 	if err != nil {

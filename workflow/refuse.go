@@ -171,12 +171,12 @@ func (e *Engine) CheckRefusalIdentity(id string, r *refusal.Record) error {
 	}
 	if r.TaskID != "" && !strings.EqualFold(refusal.TaskRef(r.TaskID), id) {
 		return &UsageError{Msg: fmt.Sprintf("the refusal record's task_id is %q, but this refuses %s: the record is about another task", clipArg(r.TaskID), id),
-			Hint: fmt.Sprintf("set task_id to %s (or leave it out: orch takes the task from the command line), then refuse again", id)}
+			Next: Next{Advice: AdviseSetRecordTask, Task: id}}
 	}
 	if agent := strings.TrimSpace(r.AgentID); agent != "" && agent != e.Actor {
 		return e.refuseAuthority("refuse", id, "record_identity",
 			fmt.Sprintf("the refusal record's agent_id is %q, but %s is refusing %s: a record cannot speak for someone else", clipArg(r.AgentID), e.Actor, id),
-			fmt.Sprintf("set agent_id to %s (or leave it out: orch records who refuses), then refuse again", e.Actor))
+			Next{Advice: AdviseSetRecordAgent, Agent: e.Actor})
 	}
 	return nil
 }

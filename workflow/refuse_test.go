@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/orch-tool/orch/refusal"
@@ -20,7 +19,7 @@ func TestCheckRefusalIdentity(t *testing.T) {
 	var ue *UsageError
 	err := e.CheckRefusalIdentity("T-123abc", &refusal.Record{TaskID: "task:T-999zzz"})
 	if !errors.As(err, &ue) || ue.Msg != `the refusal record's task_id is "task:T-999zzz", but this refuses T-123abc: the record is about another task` ||
-		!strings.HasPrefix(ue.Hint, "set task_id to T-123abc") {
+		ue.Next.Advice != AdviseSetRecordTask || ue.Next.Task != "T-123abc" {
 		t.Errorf("another task: %v (%+v)", err, ue)
 	}
 	for _, prefix := range []string{"task:", "T-123", "T-123abcd"} {
@@ -32,7 +31,7 @@ func TestCheckRefusalIdentity(t *testing.T) {
 	err = e.CheckRefusalIdentity("T-123abc", &refusal.Record{TaskID: "T-123abc", AgentID: "sub-agent-2"})
 	if !errors.As(err, &re) || re.Rule != "record_identity" ||
 		re.Msg != `the refusal record's agent_id is "sub-agent-2", but sub-agent-1 is refusing T-123abc: a record cannot speak for someone else` ||
-		strings.Contains(re.Hint, "--agent") || !strings.Contains(re.Hint, "set agent_id to sub-agent-1") {
+		re.Next.Advice != AdviseSetRecordAgent || re.Next.Agent != "sub-agent-1" {
 		t.Errorf("another agent: %v (%+v)", err, re)
 	}
 }

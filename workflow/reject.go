@@ -33,7 +33,7 @@ func (e *Engine) Reject(id, text string) (*Result, error) {
 	}
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return nil, &UsageError{Msg: "a rejection needs feedback", Hint: `orch reject ` + id + ` -m "what must change"`}
+		return nil, &UsageError{Msg: "a rejection needs feedback", Next: Next{Advice: AdviseRejectText, Task: id}}
 	}
 	src := taskfile.Source{From: e.Actor + " via orch reject", Time: e.Now(), Text: text}
 	return e.reject(id, ActionReject, rejection{Sources: []taskfile.Source{src}, Summary: firstSentence(text)})
@@ -51,18 +51,18 @@ func (e *Engine) AmendRejection(id, text string) (*Result, error) {
 	}
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return nil, &UsageError{Msg: "a note needs text", Hint: `orch reject ` + id + ` --amend -m "what the comments mean"`}
+		return nil, &UsageError{Msg: "a note needs text", Next: Next{Advice: AdviseAmendText, Task: id}}
 	}
 	return e.transitionAny(id, ActionAmendRejection, func(t *Task) (*change, error) {
 		switch t.Task.Queue {
 		case taskfile.Rejected, taskfile.Claimed, taskfile.NeedsContinuation, taskfile.Escalated:
 		default:
 			return nil, &RuleError{Rule: "amend", Msg: fmt.Sprintf("%s is %s: only a rejected task that was not submitted again takes a note on its newest round", t.Task.ID, t.Task.Queue),
-				Hint: amendHint(t)}
+				Next: amendNext(t)}
 		}
 		rounds := t.File.FeedbackRounds()
 		if t.Task.RejectionCount == 0 || len(rounds) == 0 || rounds[0].Approval {
-			return nil, &RuleError{Rule: "amend", Msg: fmt.Sprintf("%s has no rejection round to add a note to", t.Task.ID), Hint: amendHint(t)}
+			return nil, &RuleError{Rule: "amend", Msg: fmt.Sprintf("%s has no rejection round to add a note to", t.Task.ID), Next: amendNext(t)}
 		}
 		ground, err := e.checkReviewer(t, ActionReject)
 		if err != nil {
@@ -77,11 +77,11 @@ func (e *Engine) AmendRejection(id, text string) (*Result, error) {
 	})
 }
 
-func amendHint(t *Task) string {
+func amendNext(t *Task) Next {
 	if t.Task.Queue == taskfile.Provisional {
-		return "it waits for review: orch reject " + t.Task.ID + ` -m "..."` + " or orch approve " + t.Task.ID
+		return Next{Advice: AdviseAwaitsReview, Task: t.Task.ID}
 	}
-	return "orch show " + t.Task.ID + " shows its rounds"
+	return Next{Advice: AdviseShowRounds, Task: t.Task.ID}
 }
 
 func firstSentence(s string) string {
@@ -187,7 +187,7 @@ func (e *Engine) Unlock(id, agent string) (*Result, error) {
 	}
 	id = s.Task.ID
 	if !slices.Contains(s.Task.LockedOut, agent) {
-		return nil, &RuleError{Rule: "not_locked_out", Msg: fmt.Sprintf("%s is not locked out of %s (locked out: %s)", printable(agent), id, orNone(s.Task.LockedOut)), Hint: "orch show " + id + " shows the task"}
+		return nil, &RuleError{Rule: "not_locked_out", Msg: fmt.Sprintf("%s is not locked out of %s (locked out: %s)", printable(agent), id, orNone(s.Task.LockedOut)), Next: Next{Advice: AdviseShowTask, Task: id}}
 	}
 	return e.transitionAny(id, ActionUnlock, func(t *Task) (*change, error) {
 		var rest []string

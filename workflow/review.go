@@ -78,7 +78,7 @@ func ParseReview(path string, data []byte) (*ReviewInput, error) {
 	dec.DisallowUnknownFields()
 	var in ReviewInput
 	if err := dec.Decode(&in); err != nil {
-		return nil, &UsageError{Msg: jsonErrorAt(path, data, err), Hint: `a review is {"issues": [{"severity": "HIGH", "title": "...", "location": "file:line", "problem": "...", "fix": "...", "why": "...", "id": "TL-001", "blocking": true, "fix_patch": "--- a/f\n+++ b/f\n..."}], "reopen": ["R1.2"], "notes": "..."}`}
+		return nil, &UsageError{Msg: jsonErrorAt(path, data, err), Next: Next{Advice: AdviseReviewForm}}
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, &UsageError{Msg: path + ": unexpected data after the review object"}
@@ -112,7 +112,7 @@ var issueFlagSev = lazyregexp.New(`^[A-Za-z]+$`)
 func ParseIssueFlag(s string) (ReviewIssue, error) {
 	parts := strings.Split(s, "|")
 	if len(parts) < 2 || !issueFlagSev().MatchString(strings.TrimSpace(parts[0])) {
-		return ReviewIssue{}, &UsageError{Msg: fmt.Sprintf("--issue %q: want SEVERITY|TITLE[|LOCATION[|PROBLEM[|FIX[|WHY]]]]", printable(s)), Hint: `--issue 'HIGH|SQL injection|src/api/users.py:56|input is interpolated|use a parameterised query'`}
+		return ReviewIssue{}, &UsageError{Msg: fmt.Sprintf("--issue %q: want SEVERITY|TITLE[|LOCATION[|PROBLEM[|FIX[|WHY]]]]", printable(s)), Next: Next{Advice: AdviseIssueFlag}}
 	}
 	for len(parts) < 6 {
 		parts = append(parts, "")
@@ -215,7 +215,7 @@ func checkReviewInput(in *ReviewInput) error {
 		sev := issueSeverity(is)
 		if sev == "" {
 			return &UsageError{Msg: fmt.Sprintf("issue %d: severity %q is not one of CRITICAL, HIGH, MEDIUM, LOW (or the protocol's %s)", i+1, printable(is.Severity), SeverityAliases),
-				Hint: `CRITICAL and HIGH block approval; MEDIUM and LOW are suggestions; "blocking": true or false alone also says which`}
+				Next: Next{Advice: AdviseSeverities}}
 		}
 		if is.Blocking != nil && *is.Blocking != taskfile.Blocking(sev) {
 			kind := "a suggestion"
@@ -227,14 +227,14 @@ func checkReviewInput(in *ReviewInput) error {
 				name += " (" + sev + ")"
 			}
 			return &UsageError{Msg: fmt.Sprintf("issue %d (%q): \"blocking\": %v contradicts its severity %s, which is %s", i+1, clipArg(is.Title), *is.Blocking, name, kind),
-				Hint: `CRITICAL and HIGH block, MEDIUM and LOW do not: correct the severity or the blocking flag, or leave "blocking" out`}
+				Next: Next{Advice: AdviseSeverityOrFlag}}
 		}
 		if strings.TrimSpace(is.Title) == "" {
 			return &UsageError{Msg: fmt.Sprintf("issue %d has no title", i+1)}
 		}
 		for _, f := range []struct{ name, val string }{{"severity", is.Severity}, {"title", is.Title}, {"location", is.Location}, {"problem", is.Problem}, {"fix", is.Fix}, {"why", is.Why}, {"id", is.ID}, {"fix_patch", is.FixPatch}} {
 			if hasControl(f.val) {
-				return &UsageError{Msg: fmt.Sprintf("issue %d: the %s contains control characters", i+1, f.name), Hint: "a review is text: no NUL, escape or other control characters"}
+				return &UsageError{Msg: fmt.Sprintf("issue %d: the %s contains control characters", i+1, f.name), Next: Next{Advice: AdviseReviewIsText}}
 			}
 		}
 		if id := reviewerID(is.ID); id != "" {
@@ -248,7 +248,7 @@ func checkReviewInput(in *ReviewInput) error {
 		}
 	}
 	if hasControl(in.Notes) {
-		return &UsageError{Msg: "the notes contain control characters", Hint: "a review is text: no NUL, escape or other control characters"}
+		return &UsageError{Msg: "the notes contain control characters", Next: Next{Advice: AdviseReviewIsText}}
 	}
 	return nil
 }
@@ -268,7 +268,7 @@ func checkReviewerIDs(n int, in *ReviewInput) error {
 		want := fmt.Sprintf("R%d.%d", n, i+1)
 		if orchIssueIDRE().MatchString(id) && !strings.EqualFold(id, want) {
 			return &UsageError{Msg: fmt.Sprintf("issue %d (%q): id %s contradicts the ID orch gives it, %s (the issues of review round %d are numbered in order)", i+1, clipArg(is.Title), id, want, n),
-				Hint: "leave id out, or give the issue a label of your own (like TL-001): it is kept beside " + want}
+				Next: Next{Advice: AdviseReviewerID, Issue: want}}
 		}
 	}
 	return nil
@@ -318,7 +318,7 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 			return nil, err
 		}
 		if known == nil {
-			return nil, &NotFoundError{What: "review issue", Ref: printable(r), Hint: "orch show " + t.Task.ID + " --json lists the issues (rounds)"}
+			return nil, &NotFoundError{What: "review issue", Ref: printable(r), Next: Next{Advice: AdviseListIssues, Task: t.Task.ID}}
 		}
 		if _, ok := open[known.ID]; !ok {
 			return nil, &RuleError{Rule: "reopen_resolved", Msg: fmt.Sprintf("%s was resolved in an earlier review and cannot be re-opened; raise a new issue instead", r)}
@@ -331,7 +331,7 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 		ri := reviewIssue(n, i, is) // the severity as recorded: aliases and blocking flags decided
 		if reReview && !ri.Blocking {
 			return nil, &RuleError{Rule: "new_suggestion_on_rereview", Msg: fmt.Sprintf("issue %d (%s %q): a re-review may not raise new suggestions, only new blocking issues (CRITICAL, HIGH)", i+1, ri.Severity, is.Title),
-				Hint: "drop it, or raise it as a new task"}
+				Next: Next{Advice: AdviseDropSuggestion}}
 		}
 		news = append(news, ri)
 	}
@@ -526,7 +526,7 @@ func findIssueRef(issues []taskfile.Issue, ref string) (*taskfile.Issue, error) 
 	}
 	if len(ids) > 1 {
 		return nil, &UsageError{Msg: fmt.Sprintf("%q is the reviewer's ID of %d issues (%s)", clipArg(ref), len(ids), strings.Join(ids, ", ")),
-			Hint: "name the issue by orch's ID: " + strings.Join(ids, " or ")}
+			Next: Next{Advice: AdviseNameIssueByID, Issues: ids}}
 	}
 	return found, nil
 }
@@ -613,11 +613,10 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 	}
 	text = strings.TrimSpace(text)
 	if text == "" {
-		hint := `orch respond ` + id + ` ` + issue + ` ` + strings.ToLower(st) + ` -m "what you changed"`
 		if st == "REJECTED" {
-			return nil, &UsageError{Msg: "rejecting an issue needs a justification (-m TEXT)", Hint: `orch respond ` + id + ` ` + issue + ` rejected -m "why the issue does not apply"`}
+			return nil, &UsageError{Msg: "rejecting an issue needs a justification (-m TEXT)", Next: Next{Advice: AdviseJustifyText, Task: id, Issue: issue}}
 		}
-		return nil, &UsageError{Msg: "a response needs a text (-m TEXT)", Hint: hint}
+		return nil, &UsageError{Msg: "a response needs a text (-m TEXT)", Next: Next{Advice: AdviseRespondText, Task: id, Issue: issue, Status: strings.ToLower(st)}}
 	}
 	var fix plumbing.Hash
 	if commit = strings.TrimSpace(commit); commit != "" {
@@ -629,7 +628,7 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 	}
 	return e.transitionAny(id, ActionRespond, func(t *Task) (*change, error) {
 		if t.Task.Queue != "claimed" {
-			return nil, &RuleError{Rule: "respond_not_claimed", Msg: fmt.Sprintf("%s is %s: responses are written while the task is claimed", id, t.Task.Queue), Hint: "claim it first: orch claim --task " + id}
+			return nil, &RuleError{Rule: "respond_not_claimed", Msg: fmt.Sprintf("%s is %s: responses are written while the task is claimed", id, t.Task.Queue), Next: Next{Advice: AdviseClaimFirst, Task: id}}
 		}
 		if err := e.requireClaimant(&t.Task, "respond"); err != nil {
 			return nil, err
@@ -639,22 +638,20 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 			return nil, err
 		}
 		if is == nil {
-			return nil, &NotFoundError{What: "review issue", Ref: printable(issue), Hint: "orch show " + id + " --json lists the issues (rounds)"}
+			return nil, &NotFoundError{What: "review issue", Ref: printable(issue), Next: Next{Advice: AdviseListIssues, Task: id}}
 		}
 		ref := is.ID
 		if st == "DEFERRED" && is.Blocking {
 			return nil, &RuleError{Rule: "defer_blocking", Msg: fmt.Sprintf("%s is blocking (%s): it can be fixed, or rejected with a justification, but not deferred", ref, is.Severity),
-				Hint: `orch respond ` + id + ` ` + ref + ` fixed -m "what you changed" --commit SHA`}
+				Next: Next{Advice: AdviseRespondFixed, Task: id, Issue: ref}}
 		}
 		if n := justificationWords(text); st == "REJECTED" && n < MinJustificationWords {
-			hint := `say why it does not apply: orch respond ` + id + ` ` + ref + ` rejected -m "the input is validated upstream in auth.py:13, before it reaches the query"`
+			next := Next{Advice: AdviseJustifyOrDefer, Task: id, Issue: ref}
 			if is.Blocking {
-				hint += `; if the issue is right but hard to fix, fix it, or ask a human: orch escalate ` + id + ` -m "..."`
-			} else {
-				hint += `; or defer it: orch respond ` + id + ` ` + ref + ` deferred -m "tracked as ..."`
+				next.Advice = AdviseJustifyBlocking
 			}
 			return nil, &RuleError{Rule: "weak_justification", Msg: fmt.Sprintf("rejecting %s needs a justification that says why the issue does not apply, in at least %d words; %q has %d", ref, MinJustificationWords, clipArg(text), n),
-				Hint: hint}
+				Next: next}
 		}
 		full := ""
 		if !fix.IsZero() {
@@ -690,14 +687,13 @@ func commitError(commit string, err error) error {
 	var nf *gitrepo.ErrRevisionNotFound
 	var amb *gitrepo.ErrAmbiguousRevision
 	var un *gitrepo.ErrUnsupportedRevision
-	hint := "give the commit that fixes it: --commit HEAD in the task's worktree after committing, or its hash (git log --oneline)"
 	switch {
 	case errors.As(err, &nf):
-		return &UsageError{Msg: fmt.Sprintf("--commit %q names no commit in this repository", printable(commit)), Hint: hint}
+		return &UsageError{Msg: fmt.Sprintf("--commit %q names no commit in this repository", printable(commit)), Next: Next{Advice: AdviseFixCommit}}
 	case errors.As(err, &amb):
-		return &UsageError{Msg: fmt.Sprintf("--commit %q is ambiguous: %d commits start with it", printable(commit), len(amb.Commits)), Hint: "give more digits of the hash"}
+		return &UsageError{Msg: fmt.Sprintf("--commit %q is ambiguous: %d commits start with it", printable(commit), len(amb.Commits)), Next: Next{Advice: AdviseMoreDigits}}
 	case errors.As(err, &un):
-		return &UsageError{Msg: fmt.Sprintf("--commit %q is not a revision orch reads", printable(commit)), Hint: "use a commit hash (4+ hex digits), HEAD, a branch or a tag, optionally followed by ~N or ^N"}
+		return &UsageError{Msg: fmt.Sprintf("--commit %q is not a revision orch reads", printable(commit)), Next: Next{Advice: AdviseRevisionForm}}
 	}
 	return err
 }
@@ -708,9 +704,9 @@ func commitError(commit string, err error) error {
 // remote's copy.
 func (e *Engine) checkOnBranch(t *Task, commit string, h plumbing.Hash) error {
 	id, br := t.Task.ID, t.Task.Branch
-	hint := "commit the fix on the task's branch (in its worktree: orch worktree " + id + "), then answer with --commit HEAD from there"
+	next := Next{Advice: AdviseCommitOnBranch, Task: id}
 	if br == "" {
-		return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("%s has no branch, so --commit %s cannot be checked against it", id, printable(commit)), Hint: "answer without --commit, saying what changed in the text"}
+		return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("%s has no branch, so --commit %s cannot be checked against it", id, printable(commit)), Next: Next{Advice: AdviseNoCommitFlag}}
 	}
 	repo := e.Store.Repo
 	tip, err := repo.ReadRef("refs/heads/" + br)
@@ -718,12 +714,12 @@ func (e *Engine) checkOnBranch(t *Task, commit string, h plumbing.Hash) error {
 		tip, _ = repo.RemoteCopy(br)
 	}
 	if tip.IsZero() {
-		return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("%s's branch %s is not in this repository, so --commit %s cannot be checked against it", id, br, printable(commit)), Hint: hint}
+		return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("%s's branch %s is not in this repository, so --commit %s cannot be checked against it", id, br, printable(commit)), Next: next}
 	}
 	// git answers quickly from its commit-graph; a walk of the objects
 	// confirms a "no" (and answers when git cannot run).
 	if h == tip || repo.IsAncestor(h, tip) || e.Store.Contains(tip, h) {
 		return nil
 	}
-	return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("--commit %s (%s) is not on %s's branch %s", printable(commit), h.String()[:12], id, br), Hint: hint}
+	return &RuleError{Rule: "commit_not_on_branch", Msg: fmt.Sprintf("--commit %s (%s) is not on %s's branch %s", printable(commit), h.String()[:12], id, br), Next: next}
 }

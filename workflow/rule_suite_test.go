@@ -238,8 +238,10 @@ func suiteEligibility(t *testing.T, newWorld newRuleWorld) {
 		if got != tc.claim {
 			t.Errorf("claim of %s: %v, want %s", tc.id, err, tc.claim)
 		}
-		if strings.Contains(strings.ToLower(hintOf(err)), "--agent") {
-			t.Errorf("claim of %s: the hint suggests acting under another name: %s", tc.id, hintOf(err))
+		// What comes next names no actor: an agent is never shown a name
+		// to act under (the words are cmd/orch's, and tested there).
+		if n, ok := nextOf(err); ok && (n.Advice == "" || n.Agent != "") {
+			t.Errorf("claim of %s: next %+v, want an advice that names no actor", tc.id, n)
 		}
 	}
 	if got, err := w.claim(agentA, ClaimOptions{Task: "T-mine"}); err != nil || got != "T-mine" {
@@ -271,8 +273,8 @@ func suiteLockout(t *testing.T, newWorld newRuleWorld) {
 			t.Errorf("locked out %v, rejection %d, claimed by %q", tk.LockedOut, tk.RejectionCount, tk.ClaimedBy)
 		}
 		_, err = w.claim(agentA, ClaimOptions{Task: "T-snap"})
-		if ruleOf(err) != "lockout" || strings.Contains(strings.ToLower(hintOf(err)), "--agent") {
-			t.Errorf("the author claims it again: %v (hint %q)", err, hintOf(err))
+		if n, _ := nextOf(err); ruleOf(err) != "lockout" || n.Advice != AdviseLockedOut {
+			t.Errorf("the author claims it again: %v (next %+v)", err, n)
 		}
 		var none *NothingToClaimError
 		if _, err := w.claim(agentA, ClaimOptions{}); !errors.As(err, &none) || strings.Join(none.Reasons, "; ") != "1 you are locked out" {
@@ -453,8 +455,8 @@ func suiteAuthority(t *testing.T, newWorld newRuleWorld) {
 			if got := ruleOf(err); got != tc.rule || (tc.rule == "" && err != nil) {
 				t.Fatalf("%s approves: %v, want rule %q", tc.by.name, err, tc.rule)
 			}
-			if tc.rule != "" && strings.Contains(strings.ToLower(hintOf(err)), "--agent") {
-				t.Errorf("the hint suggests acting under another name: %s", hintOf(err))
+			if n, _ := nextOf(err); tc.rule != "" && n.Advice != reviewerAdvice[tc.rule] {
+				t.Errorf("next %+v, want %s", n, reviewerAdvice[tc.rule])
 			}
 			want := taskfile.Done
 			if tc.rule != "" {
@@ -469,8 +471,8 @@ func suiteAuthority(t *testing.T, newWorld newRuleWorld) {
 		w := newWorld(t, "humans: [lead]\n", seedTask{"T-snap", "queue: rejected\nrejection_count: 1\nlocked_out: [agent-a]"})
 		for _, verb := range []string{"requeue", "unlock"} {
 			err := w.humanVerb(agentA, verb, "T-snap")
-			if ruleOf(err) != "authority" || strings.Contains(strings.ToLower(hintOf(err)), "--agent") {
-				t.Errorf("an agent's %s: %v (hint %q)", verb, err, hintOf(err))
+			if n, _ := nextOf(err); ruleOf(err) != "authority" || n.Advice != AdviseAskHuman || n.Task != "T-snap" {
+				t.Errorf("an agent's %s: %v (next %+v)", verb, err, n)
 			}
 			if err := w.humanVerb(lead, verb, "T-snap"); err != nil {
 				t.Errorf("a human's %s: %v", verb, err)
@@ -479,12 +481,22 @@ func suiteAuthority(t *testing.T, newWorld newRuleWorld) {
 	})
 }
 
-func hintOf(err error) string {
+// nextOf is what a refusal by rule says comes next (ok: err is one).
+func nextOf(err error) (Next, bool) {
 	var re *RuleError
 	if errors.As(err, &re) {
-		return re.Hint
+		return re.Next, true
 	}
-	return ""
+	return Next{}, false
+}
+
+// reviewerAdvice is what each refusal of review authority tells the
+// refused: who reviews instead, and what else to do (never how to become
+// a reviewer).
+var reviewerAdvice = map[string]Advice{
+	"reviewer":       AdviseNotReviewer,
+	"self_review":    AdviseSelfReview,
+	"reviewer_scope": AdviseOutsideScope,
 }
 
 // TestClaimQueueMatchesSort: the heap a claim walks must give exactly the

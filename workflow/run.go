@@ -56,7 +56,7 @@ func (e *Engine) checkFence(t *taskfile.Task) error {
 	}
 	return &RuleError{Rule: "stale_attempt",
 		Msg:  fmt.Sprintf("%s: this process belongs to attempt %d (ORCH_ATTEMPT), and the task is %s, at %s: that run has ended", t.ID, f.Attempt, t.Queue, now),
-		Hint: "stop working on " + t.ID + ": your run of it has ended (orch log " + t.ID + " says how); nothing was changed"}
+		Next: Next{Advice: AdviseRunEnded, Task: t.ID}}
 }
 
 // reviewLeaseEnd is when a review claim runs out: claim_timeout after it
@@ -218,7 +218,7 @@ func (e *Engine) EndRun(end RunEnd) (*Result, error) {
 		// transition it is.
 		s := e.Store.SummaryByID(end.Task)
 		if s == nil {
-			return nil, &NotFoundError{What: "task", Ref: end.Task, Hint: "orch list shows the tasks"}
+			return nil, &NotFoundError{What: "task", Ref: end.Task, Next: Next{Advice: AdviseListTasks}}
 		}
 		crashes = s.Task.Crashes + 1
 	}

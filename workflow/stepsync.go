@@ -88,7 +88,7 @@ func StepSync(opts Options, so SyncOptions, verb string, do func(e *Engine) erro
 		}
 		notes = append(notes, fmt.Sprintf("another clone moved %s's state branch first; undid the %s here and trying again", remote, verb))
 		if time.Now().After(until) {
-			return nil, notes, so.gaveUp(remote, "every push lost the race", "run the command again; orch sync shows the remote")
+			return nil, notes, so.gaveUp(remote, "every push lost the race", AdviseRetryCommand)
 		}
 		so.backoff(attempt)
 	}

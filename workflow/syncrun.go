@@ -40,12 +40,12 @@ func (so *SyncOptions) until() time.Time {
 }
 
 // gaveUp is the error past the deadline.
-func (so *SyncOptions) gaveUp(remote, what, hint string) error {
+func (so *SyncOptions) gaveUp(remote, what string, next Advice) error {
 	d := SyncDeadline
 	if so.Deadline > 0 {
 		d = so.Deadline
 	}
-	return &ConflictError{Msg: fmt.Sprintf("%s on %s for %s, and gave up", what, remote, d), Hint: hint}
+	return &ConflictError{Msg: fmt.Sprintf("%s on %s for %s, and gave up", what, remote, d), Next: Next{Advice: next}}
 }
 
 func (so *SyncOptions) remote() (string, error) {
@@ -76,7 +76,7 @@ func (so *SyncOptions) backoff(attempt int) {
 type RemoteRewrittenError struct{ *gitstore.ErrMovedBackwards }
 
 func remoteFailure(err error) error {
-	return &ExternalError{Msg: err.Error(), Hint: "check the remote (git remote -v) and your access to it; nothing was pushed"}
+	return &ExternalError{Msg: err.Error(), Next: Next{Advice: AdviseCheckRemote}}
 }
 
 // fetchRemote fetches the remote's state branch into its remote-tracking
@@ -164,7 +164,7 @@ func Sync(opts Options, so SyncOptions) (res *SyncResult, notes []string, err er
 		if errors.Is(err, gitrepo.ErrPushRejected) {
 			if time.Now().After(until) {
 				// Every push lost the race: nothing was shared.
-				return nil, notes, so.gaveUp(remote, "every push lost the race", "run orch sync again")
+				return nil, notes, so.gaveUp(remote, "every push lost the race", AdviseSyncAgain)
 			}
 			so.backoff(attempt)
 			continue // another clone pushed first: fetch and merge again
@@ -239,7 +239,7 @@ func ClaimSync(opts Options, co ClaimOptions, so SyncOptions) (*Engine, *ClaimRe
 			return e, res, c.notes, err
 		}
 		if time.Now().After(c.until) {
-			return nil, nil, c.notes, c.so.gaveUp(remote, "claims kept losing races", "run orch claim --sync again; orch sync shows the remote")
+			return nil, nil, c.notes, c.so.gaveUp(remote, "claims kept losing races", AdviseClaimSyncAgain)
 		}
 		c.so.backoff(attempt)
 	}

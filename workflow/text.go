@@ -19,13 +19,11 @@ import (
 // namedText is one text a verb was given, named as the person gave it.
 type namedText struct{ field, text string }
 
-const textHint = "shorten it: commit a long log or listing as a file (on the task's branch, say) and name its path in the text; nothing was recorded"
-
 // checkTexts refuses the first text over taskfile.MaxText bytes.
 func checkTexts(texts ...namedText) error {
 	for _, t := range texts {
 		if len(t.text) > taskfile.MaxText {
-			return &TextTooLongError{Field: t.field, Size: len(t.text), Limit: taskfile.MaxText, Hint: textHint}
+			return &TextTooLongError{Field: t.field, Size: len(t.text), Limit: taskfile.MaxText, Next: Next{Advice: AdviseShortenText}}
 		}
 	}
 	return nil
@@ -92,7 +90,7 @@ func checkRefusalTexts(r *refusal.Record) error {
 	}
 	if total > refusal.MaxBytes {
 		return &TextTooLongError{Field: "the refusal (its texts together)", Size: total, Limit: refusal.MaxBytes,
-			Hint: "shorten it: quote only the lines of a log that matter, and commit the whole log as a file on the task's branch named by its path; nothing was recorded"}
+			Next: Next{Advice: AdviseShortenLog}}
 	}
 	return nil
 }

@@ -46,14 +46,14 @@ func TestCheckTexts(t *testing.T) {
 			if !errors.As(err, &tl) {
 				t.Fatalf("err = %v, want a *TextTooLongError", err)
 			}
-			if tl.Field != c.field || tl.Size != c.size || tl.Limit != taskfile.MaxText || tl.Hint == "" {
-				t.Errorf("got %+v, want field %q, size %d, limit %d and a hint", tl, c.field, c.size, taskfile.MaxText)
+			if tl.Field != c.field || tl.Size != c.size || tl.Limit != taskfile.MaxText || tl.Next.Advice != AdviseShortenText {
+				t.Errorf("got %+v, want field %q, size %d, limit %d and the advice to shorten it", tl, c.field, c.size, taskfile.MaxText)
 			}
 			if want := c.field + " is "; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "the limit is 65536 bytes (64 KiB)") {
 				t.Errorf("message %q", err)
 			}
 			var usage *UsageError
-			if !errors.As(err, &usage) || usage.Msg != err.Error() || usage.Hint != tl.Hint {
+			if !errors.As(err, &usage) || usage.Msg != err.Error() || usage.Next.Advice != tl.Next.Advice {
 				t.Errorf("not a usage error: %#v", usage)
 			}
 		})

@@ -53,18 +53,18 @@ func (e *Engine) worktreePath(id string) string {
 func (e *Engine) TaskWorktree(id, path string) (*WorktreeResult, error) {
 	s := e.Store.SummaryByID(id)
 	if s == nil {
-		return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+		return nil, &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
 	}
 	branch := s.Task.Branch
 	if branch == "" {
-		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("%s has no branch yet (it is %s)", id, s.Task.Queue), Hint: "claim it first: orch claim --task " + id + " --worktree"}
+		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("%s has no branch yet (it is %s)", id, s.Task.Queue), Next: Next{Advice: AdviseClaimWithTree, Task: id}}
 	}
 	h, err := e.Store.ReadRef("refs/heads/" + branch)
 	if err != nil {
 		return nil, err
 	}
 	if h.IsZero() {
-		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("the branch %s of %s does not exist in this repository", branch, id), Hint: "fetch it (git fetch origin " + branch + ":" + branch + "), or claim the task again to recreate it"}
+		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("the branch %s of %s does not exist in this repository", branch, id), Next: Next{Advice: AdviseFetchOrReclaim, Branch: branch}}
 	}
 	res := &WorktreeResult{Task: id, Branch: branch}
 	repo := e.Store.Repo
@@ -91,13 +91,13 @@ func (e *Engine) TaskWorktree(id, path string) (*WorktreeResult, error) {
 		return nil, err
 	}
 	if _, err := os.Stat(res.Path); err == nil {
-		return nil, &RuleError{Rule: "path_exists", Msg: fmt.Sprintf("%s already exists and is not %s's worktree", res.Path, id), Hint: "pass another --path, or set worktree_dir in config.yaml"}
+		return nil, &RuleError{Rule: "path_exists", Msg: fmt.Sprintf("%s already exists and is not %s's worktree", res.Path, id), Next: Next{Advice: AdviseOtherPath}}
 	}
 	if err := os.MkdirAll(filepath.Dir(res.Path), 0o777); err != nil {
-		return nil, &ExternalError{Msg: fmt.Sprintf("cannot make the worktree %s: %v", res.Path, err), Hint: "pass another --path, or set worktree_dir in config.yaml"}
+		return nil, &ExternalError{Msg: fmt.Sprintf("cannot make the worktree %s: %v", res.Path, err), Next: Next{Advice: AdviseOtherPath}}
 	}
 	if err := repo.AddWorktree(res.Path, branch); err != nil {
-		return nil, &ExternalError{Msg: fmt.Sprintf("git worktree add %s %s failed: %v", res.Path, branch, err), Hint: "git worktree list shows the existing worktrees"}
+		return nil, &ExternalError{Msg: fmt.Sprintf("git worktree add %s %s failed: %v", res.Path, branch, err), Next: Next{Advice: AdviseExistingTrees}}
 	}
 	res.Created = true
 	return res, nil
@@ -129,7 +129,7 @@ func (e *Engine) PruneWorktrees(dryRun bool) ([]PrunedWorktree, error) {
 	_ = repo.PruneWorktrees()
 	wts, err := repo.Worktrees()
 	if err != nil {
-		return nil, &ExternalError{Msg: err.Error(), Hint: "git worktree list shows the worktrees"}
+		return nil, &ExternalError{Msg: err.Error(), Next: Next{Advice: AdviseListTrees}}
 	}
 	sort.Slice(wts, func(i, j int) bool { return wts[i].Path < wts[j].Path })
 	out := []PrunedWorktree{}
@@ -254,20 +254,20 @@ type DiffResult struct {
 func (e *Engine) Diff(id string, sinceRejection, stat bool) (*DiffResult, error) {
 	s := e.Store.SummaryByID(id)
 	if s == nil {
-		return nil, &NotFoundError{What: "task", Ref: id, Hint: "orch list shows the tasks"}
+		return nil, &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
 	}
 	t := &s.Task
 	if t.Branch == "" {
-		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("%s has no branch yet (it is %s): nothing to diff", id, t.Queue), Hint: "orch show " + id}
+		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("%s has no branch yet (it is %s): nothing to diff", id, t.Queue), Next: Next{Advice: AdviseShowBrief, Task: id}}
 	}
 	if h, err := e.Store.ReadRef("refs/heads/" + t.Branch); err != nil || h.IsZero() {
-		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("the branch %s of %s does not exist in this repository", t.Branch, id), Hint: "fetch it (git fetch origin " + t.Branch + ":" + t.Branch + ")"}
+		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("the branch %s of %s does not exist in this repository", t.Branch, id), Next: Next{Advice: AdviseFetchBranch, Branch: t.Branch}}
 	}
 	res := &DiffResult{Task: id, To: t.Branch, Since: "base"}
 	mergeBase := true
 	if sinceRejection {
 		if t.RejectedAt == "" {
-			return nil, &RuleError{Rule: "no_rejection", Msg: fmt.Sprintf("%s has no recorded rejection to diff from", id), Hint: "orch diff " + id + " shows the whole change"}
+			return nil, &RuleError{Rule: "no_rejection", Msg: fmt.Sprintf("%s has no recorded rejection to diff from", id), Next: Next{Advice: AdviseDiffWhole, Task: id}}
 		}
 		res.From, res.Since, mergeBase = t.RejectedAt, "rejection", false
 	} else {
@@ -283,7 +283,7 @@ func (e *Engine) Diff(id string, sinceRejection, stat bool) (*DiffResult, error)
 	}
 	out, err := e.Store.Repo.Diff(res.From, res.To, mergeBase, stat)
 	if err != nil {
-		return nil, &ExternalError{Msg: err.Error(), Hint: "git log " + t.Branch + " shows the branch"}
+		return nil, &ExternalError{Msg: err.Error(), Next: Next{Advice: AdviseLogBranch, Branch: t.Branch}}
 	}
 	res.Diff = out
 	return res, nil

@@ -87,13 +87,13 @@ func classify(err error) classified {
 	case errors.As(err, &jqErr):
 		return classified{exitFailure, "jq", jqErr.Error(), "the command ran, and what it changed stands: only its answer failed the --jq expression (orch log and orch show tell what it did)", nil}
 	case errors.As(err, &tooLong): // before usage: it is one (TextTooLongError.As)
-		return classified{exitUsage, "text_too_long", tooLong.Error(), tooLong.Hint, nil}
+		return classified{exitUsage, "text_too_long", tooLong.Error(), hintFor(tooLong.Next), nil}
 	case errors.As(err, &usage):
-		return classified{exitUsage, "usage", usage.Msg, usage.Hint, nil}
+		return classified{exitUsage, "usage", usage.Msg, hintOf(usage.Hint, usage.Next), nil}
 	case errors.As(err, &ambiguous):
 		return classified{exitUsage, "ambiguous", ambiguous.Error(), "use more characters of the ID", nil}
 	case errors.As(err, &notFound):
-		return classified{exitNotFound, "not_found", notFound.Error(), notFound.Hint, nil}
+		return classified{exitNotFound, "not_found", notFound.Error(), hintOf(notFound.Hint, notFound.Next), nil}
 	case errors.As(err, &nothing):
 		return classified{exitNotFound, "nothing_to_claim", nothing.Error(), "orch list --ready shows what is ready; orch list shows every task", nil}
 	case errors.As(err, &rewritten):
@@ -107,19 +107,19 @@ func classify(err error) classified {
 		}
 		return classified{exitFailure, "unhealthy", unhealthy.Error(), hint, nil}
 	case errors.As(err, &external):
-		return classified{exitFailure, "external", external.Msg, external.Hint, nil}
+		return classified{exitFailure, "external", external.Msg, hintFor(external.Next), nil}
 	case errors.As(err, &refusal):
 		c := classified{exitRefused, "invalid_refusal", refusal.Error(), "fix every point and refuse again, or keep working on the task (it is still claimed by you); orch refuse --help lists the rules", nil}
 		c.details = refusal.Issues
 		return c
 	case errors.As(err, &illegal):
-		hint := "orch show " + illegal.Task + " shows the task"
+		hint := hintFor(workflow.Next{Advice: workflow.AdviseShowTask, Task: illegal.Task})
 		if len(illegal.Legal) > 0 {
 			hint = fmt.Sprintf("from %s you can: orch %s %s", illegal.Queue, strings.Join(illegal.Legal, "|"), illegal.Task)
 		}
 		return classified{exitRefused, "illegal_transition", illegal.Error(), hint, nil}
 	case errors.As(err, &rule):
-		return classified{exitRefused, "refused", rule.Msg, rule.Hint, nil}
+		return classified{exitRefused, "refused", rule.Msg, hintOf(rule.Hint, rule.Next), nil}
 	case errors.As(err, &checked):
 		// "git switch -" fails in a worktree created on the branch (no
 		// previous branch), so name a command that always works.
@@ -129,7 +129,7 @@ func classify(err error) classified {
 		}
 		return classified{exitRefused, "state_branch_checked_out", checked.Error(), "move those worktrees off the branch (" + strings.Join(fixes, "; ") + ", or git worktree remove them), then run the command again", nil}
 	case errors.As(err, &conflict):
-		return classified{exitConflict, "conflict", conflict.Msg, conflict.Hint, nil}
+		return classified{exitConflict, "conflict", conflict.Msg, hintFor(conflict.Next), nil}
 	case errors.As(err, &refLocked):
 		return classified{exitConflict, "ref_locked", refLocked.Error(), "wait for the other git command to finish, then run the command again", nil}
 	case errors.As(err, &lockTime):
@@ -145,7 +145,7 @@ func classify(err error) classified {
 	case errors.As(err, &edit):
 		return classified{exitFailure, "edit_failed", edit.Error(), "orch edit opens the file in your editor", nil}
 	case errors.As(err, &setup):
-		return classified{exitFailure, "setup", setup.Msg, setup.Hint, nil}
+		return classified{exitFailure, "setup", setup.Msg, hintFor(setup.Next), nil}
 	case errors.As(err, &format):
 		return classified{exitFailure, "unsupported_repository", format.Error(), "use orch in a repository with SHA-1 objects and files ref storage (the defaults of git init and git clone)", nil}
 	case errors.As(err, &notRepo):

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/orch-tool/orch/internal/testgit"
+	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/workflow"
 )
 
 // TestAgentHintsNeverLeadAroundARule drives every refusal an agent can meet
@@ -195,5 +197,92 @@ func privateGitHome(t *testing.T) {
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
+	}
+}
+
+// TestEveryAdviceHasWords: each advice workflow can give has words here,
+// whole (no fmt verb left unfilled), and an advice cmd/orch does not know
+// has none.
+func TestEveryAdviceHasWords(t *testing.T) {
+	facts := workflow.Next{Task: "T-4k9x2m", Agent: "agent-a", Branch: "task/T-4k9x2m-x", Base: "main", Path: ".orchestrator/tasks/T-4k9x2m-x.md",
+		Issue: "R1.1", Status: "fixed", Verb: workflow.ActionApprove, Queue: taskfile.Done, PR: 48, NewPR: 49, Issues: []string{"R1.1", "R2.1"}}
+	seen := map[string]workflow.Advice{}
+	for _, a := range workflow.Advices {
+		n := facts
+		n.Advice = a
+		h := hintFor(n)
+		if h == "" || strings.Contains(h, "%!") {
+			t.Errorf("%s: hint %q", a, h)
+		}
+		if b, dup := seen[h]; dup {
+			t.Errorf("%s and %s have the same words %q: one advice per wording", a, b, h)
+		}
+		seen[h] = a
+	}
+	if h := hintFor(workflow.Next{}); h != "" {
+		t.Errorf("no advice: %q", h)
+	}
+	if h := hintFor(workflow.Next{Advice: "no_such_advice", Task: "T-1"}); h != "" {
+		t.Errorf("an unknown advice: %q", h)
+	}
+}
+
+// TestHintWords: an advice and its facts give these words exactly.
+func TestHintWords(t *testing.T) {
+	const id = "T-4k9x2m"
+	for _, c := range []struct {
+		next workflow.Next
+		want string
+	}{
+		{workflow.Next{Advice: workflow.AdviseListTasks}, "orch list shows the tasks"},
+		{workflow.Next{Advice: workflow.AdviseAskHuman, Task: id}, `this is for a human: ask one with orch escalate T-4k9x2m -m "what you need and why" (it lands in orch inbox), or take other work with orch claim`},
+		{workflow.Next{Advice: workflow.AdviseAskHuman}, `this is for a human: ask one with orch escalate ID -m "what you need and why" (it lands in orch inbox), or take other work with orch claim`},
+		{workflow.Next{Advice: workflow.AdviseActAsYourself, Agent: "agent-a"}, `every orch command of this process acts as agent-a; to ask a human for something: orch escalate ID -m "..."`},
+		{workflow.Next{Advice: workflow.AdviseLockedOut, Task: id}, `your work on it was rejected, so another agent takes it; orch list --ready shows what you can claim (orch escalate T-4k9x2m -m "..." asks a human)`},
+		{workflow.Next{Advice: workflow.AdviseAwaitsReview, Task: id}, `it waits for review: orch reject T-4k9x2m -m "..." or orch approve T-4k9x2m`},
+		{workflow.Next{Advice: workflow.AdviseKeepPR, Task: id, Branch: "task/x", PR: 48}, `push your commits to task/x (PR #48 updates itself) and run orch submit T-4k9x2m; if PR #48 cannot be used any more, ask a human with orch escalate T-4k9x2m -m "why"`},
+		{workflow.Next{Advice: workflow.AdviseMovePR, Task: id, Branch: "task/x", PR: 48, NewPR: 49}, "run orch submit T-4k9x2m without --pr (PR #48 updates itself when task/x is pushed); to move the task to PR #49, set pr_number: 49 with orch edit T-4k9x2m first"},
+		{workflow.Next{Advice: workflow.AdviseJustifyBlocking, Task: id, Issue: "R1.1"}, `say why it does not apply: orch respond T-4k9x2m R1.1 rejected -m "the input is validated upstream in auth.py:13, before it reaches the query"; if the issue is right but hard to fix, fix it, or ask a human: orch escalate T-4k9x2m -m "..."`},
+		{workflow.Next{Advice: workflow.AdviseJustifyOrDefer, Task: id, Issue: "R1.2"}, `say why it does not apply: orch respond T-4k9x2m R1.2 rejected -m "the input is validated upstream in auth.py:13, before it reaches the query"; or defer it: orch respond T-4k9x2m R1.2 deferred -m "tracked as ..."`},
+		{workflow.Next{Advice: workflow.AdviseRespondText, Task: id, Issue: "R1.1", Status: "deferred"}, `orch respond T-4k9x2m R1.1 deferred -m "what you changed"`},
+		{workflow.Next{Advice: workflow.AdviseNameIssueByID, Issues: []string{"R1.1", "R2.3"}}, "name the issue by orch's ID: R1.1 or R2.3"},
+		{workflow.Next{Advice: workflow.AdviseEditAgain, Task: id}, "run orch edit T-4k9x2m again"},
+		{workflow.Next{Advice: workflow.AdviseEditAgain}, "run orch edit again"},
+		{workflow.Next{Advice: workflow.AdviseBaseFromHere, Base: "main", Branch: "trunk"}, "the branch checked out here is trunk: if tasks start from it, set base_branch: trunk in config.yaml (orch edit config); or create main"},
+		{workflow.Next{Advice: workflow.AdviseOwnedFields, Steps: []workflow.Next{
+			{Advice: workflow.AdviseStepAskToMove, Task: id, Queue: taskfile.Done},
+			{Advice: workflow.AdviseStepClaim, Task: id},
+			{Advice: workflow.AdviseStepLockout},
+		}}, `a reviewer or a human moves it to done (orch escalate T-4k9x2m -m "..." asks one); orch claim --task T-4k9x2m claims it; a human lifts a lockout; edit again leaving those fields as they are`},
+		{workflow.Next{Advice: workflow.AdviseOwnedFields, Steps: []workflow.Next{{Advice: workflow.AdviseStepMove, Task: id, Verb: workflow.ActionRequeue, Queue: taskfile.Incoming}}},
+			"orch requeue T-4k9x2m moves it to incoming; edit again leaving those fields as they are"},
+		{workflow.Next{Advice: workflow.AdviseOwnedFields}, "orch keeps them itself; edit again leaving those fields as they are"},
+	} {
+		if got := hintFor(c.next); got != c.want {
+			t.Errorf("%s: got\n  %s\nwant\n  %s", c.next.Advice, got, c.want)
+		}
+	}
+	// A door outside workflow words its own hint; it wins over Next.
+	if got := hintOf("orch serve --addr 127.0.0.1:7420", workflow.Next{Advice: workflow.AdviseListTasks}); got != "orch serve --addr 127.0.0.1:7420" {
+		t.Errorf("hintOf: %q", got)
+	}
+}
+
+// TestAgentAdvicesNeverLeadAroundARule: the advices a refusal of an agent
+// carries (authority, review authority, lockout, a lost claim) never tell
+// it to act under another name or use a human's verb, whatever their facts
+// (TestAgentHintsNeverLeadAroundARule drives the real refusals).
+func TestAgentAdvicesNeverLeadAroundARule(t *testing.T) {
+	forbidden := regexp.MustCompile(`--agent|ORCH_AGENT|reviewers|agents:|roster|--role|--label|label it|orch (unlock|requeue|decide|archive|sweep|edit( config| [A-Z]+-))\b`)
+	for _, a := range []workflow.Advice{
+		workflow.AdviseAskHuman, workflow.AdviseActAsYourself, workflow.AdviseEscalate, workflow.AdviseOtherWork,
+		workflow.AdviseNotReviewer, workflow.AdviseReviewClaimed, workflow.AdviseSelfReview, workflow.AdviseOutsideScope,
+		workflow.AdviseLockedOut, workflow.AdviseClaimLost, workflow.AdviseRunEnded, workflow.AdviseSetRecordAgent,
+		workflow.AdviseKeepPR, workflow.AdviseAskForBase, workflow.AdviseJustifyBlocking, workflow.AdviseStepAskToMove,
+	} {
+		h := hintFor(workflow.Next{Advice: a, Task: "T-4k9x2m", Agent: "agent-a", Branch: "task/x", Base: "main", Issue: "R1.1", PR: 48, Queue: taskfile.Done})
+		if m := forbidden.FindString(h); m != "" {
+			t.Errorf("%s leads around a rule (%q): %s", a, m, h)
+		}
 	}
 }

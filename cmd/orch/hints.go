@@ -1,0 +1,267 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/orch-tool/orch/workflow"
+)
+
+// hintFor words what workflow says comes next: the hint of an error, as
+// every door shows it (the CLI, --json, orch mcp, the board through
+// serve's Explain). An empty or unknown advice has no words.
+func hintFor(n workflow.Next) string {
+	id := n.Task
+	switch n.Advice {
+	// Tasks and their IDs.
+	case workflow.AdviseListTasks:
+		return "orch list shows the tasks"
+	case workflow.AdvisePassTaskID:
+		return "pass a task ID (orch list shows them)"
+	case workflow.AdviseListReady:
+		return "orch list --ready shows what you can claim"
+	case workflow.AdviseShowTask:
+		return "orch show " + id + " shows the task"
+	case workflow.AdviseShowBrief:
+		return "orch show " + id
+	case workflow.AdviseShowWaitsFor:
+		return "orch show " + id + " lists what it waits for"
+	case workflow.AdviseShowRounds:
+		return "orch show " + id + " shows its rounds"
+	case workflow.AdviseListIssues:
+		return "orch show " + id + " --json lists the issues (rounds)"
+	case workflow.AdviseLogTask:
+		return "orch log " + id + " shows what happened"
+	case workflow.AdviseCheckProblem:
+		return "orch check shows the problem"
+	case workflow.AdviseEditWhat:
+		return "edit a task by ID, or config, or prompts/<role>.md"
+	case workflow.AdviseDiffWhole:
+		return "orch diff " + id + " shows the whole change"
+	case workflow.AdviseClaimWorktree:
+		return "orch claim --worktree takes a task"
+	case workflow.AdviseClaimFirst:
+		return "claim it first: orch claim --task " + id
+	case workflow.AdviseClaimWithTree:
+		return "claim it first: orch claim --task " + id + " --worktree"
+
+	// Authority (DESIGN §4a): how to ask, or what else to do.
+	case workflow.AdviseAskHuman:
+		if id == "" {
+			id = "ID"
+		}
+		return fmt.Sprintf("this is for a human: ask one with orch escalate %s -m \"what you need and why\" (it lands in orch inbox), or take other work with orch claim", id)
+	case workflow.AdviseActAsYourself:
+		return fmt.Sprintf("every orch command of this process acts as %s; to ask a human for something: orch escalate ID -m \"...\"", n.Agent)
+	case workflow.AdviseEscalate:
+		return "orch escalate " + id + " -m \"...\" asks a human"
+	case workflow.AdviseOtherWork:
+		return "orch claim takes other work; orch escalate " + id + " -m \"...\" asks a human"
+	case workflow.AdviseNotReviewer:
+		return "a reviewer or a human reviews it; orch claim takes other work"
+	case workflow.AdviseReviewClaimed:
+		return "orch list --queue provisional shows the other submitted work; orch claim takes other work"
+	case workflow.AdviseSelfReview:
+		return "someone who did not work on it reviews it; orch claim takes other work"
+	case workflow.AdviseOutsideScope:
+		return "it is outside your review scope: a reviewer whose scope covers it, or a human, reviews it; orch list --queue provisional shows the other submitted work"
+	case workflow.AdviseLockedOut:
+		return "your work on it was rejected, so another agent takes it; orch list --ready shows what you can claim (orch escalate " + id + " -m \"...\" asks a human)"
+	case workflow.AdviseClaimLost:
+		return "stop working on " + id + ": it is not yours any more, and its submit would be refused; orch claim takes other work"
+	case workflow.AdviseRunEnded:
+		return "stop working on " + id + ": your run of it has ended (orch log " + id + " says how); nothing was changed"
+	case workflow.AdviseSetRecordTask:
+		return fmt.Sprintf("set task_id to %s (or leave it out: orch takes the task from the command line), then refuse again", id)
+	case workflow.AdviseSetRecordAgent:
+		return fmt.Sprintf("set agent_id to %s (or leave it out: orch records who refuses), then refuse again", n.Agent)
+	case workflow.AdviseUnlockFirst:
+		return fmt.Sprintf("unlock first: orch unlock %s %s", id, n.Agent)
+	case workflow.AdviseAwaitsReview:
+		return "it waits for review: orch reject " + id + ` -m "..."` + " or orch approve " + id
+	case workflow.AdviseReviewInstead:
+		return "review it instead (orch review " + id + " lists what is still open), or reject it"
+	case workflow.AdviseDecideExplicit:
+		return "decide explicitly: orch decide " + id + " override|accept -m TEXT"
+	case workflow.AdviseRequeueTo:
+		return "orch requeue " + id + " --to AGENT gives it to someone"
+	case workflow.AdviseOverrideAccept:
+		return "use override or accept, or create the tasks by hand"
+	case workflow.AdviseDeferReform:
+		return "decide defer or reformulate, or create the tasks with orch new"
+	case workflow.AdviseKeepPR:
+		return fmt.Sprintf("push your commits to %s (PR #%d updates itself) and run orch submit %s; if PR #%d cannot be used any more, ask a human with orch escalate %s -m \"why\"", n.Branch, n.PR, id, n.PR, id)
+	case workflow.AdviseMovePR:
+		return fmt.Sprintf("run orch submit %s without --pr (PR #%d updates itself when %s is pushed); to move the task to PR #%d, set pr_number: %d with orch edit %s first", id, n.PR, n.Branch, n.NewPR, n.NewPR, id)
+	case workflow.AdviseAnswerBlocking:
+		return fmt.Sprintf("answer each: orch respond %s %s fixed -m \"what you changed\" --commit SHA", id, n.Issue)
+	case workflow.AdviseCommitFixes:
+		return "commit your fixes on " + n.Branch + " first (git log " + n.Branch + " shows where it stands)"
+	case workflow.AdviseRespondFixed:
+		return `orch respond ` + id + ` ` + n.Issue + ` fixed -m "what you changed" --commit SHA`
+	case workflow.AdviseJustifyBlocking:
+		return justifyHint(id, n.Issue) + `; if the issue is right but hard to fix, fix it, or ask a human: orch escalate ` + id + ` -m "..."`
+	case workflow.AdviseJustifyOrDefer:
+		return justifyHint(id, n.Issue) + `; or defer it: orch respond ` + id + ` ` + n.Issue + ` deferred -m "tracked as ..."`
+	case workflow.AdviseDropSuggestion:
+		return "drop it, or raise it as a new task"
+
+	// A text a verb needs, with an example.
+	case workflow.AdviseEscalateText:
+		return `orch escalate ` + id + ` -m "why"`
+	case workflow.AdvisePauseText:
+		return `orch pause ` + id + ` -m "done: X; next: Y"`
+	case workflow.AdviseFailText:
+		return `orch fail ` + id + ` -m "reason"`
+	case workflow.AdviseReopenText:
+		return `orch reopen ` + id + ` -m "what changed since it failed"`
+	case workflow.AdviseRejectText:
+		return `orch reject ` + id + ` -m "what must change"`
+	case workflow.AdviseAmendText:
+		return `orch reject ` + id + ` --amend -m "what the comments mean"`
+	case workflow.AdviseOverrideText:
+		return `orch decide ` + id + ` override -m "The API key is in the vault; try again"`
+	case workflow.AdviseRespondText:
+		return `orch respond ` + id + ` ` + n.Issue + ` ` + n.Status + ` -m "what you changed"`
+	case workflow.AdviseJustifyText:
+		return `orch respond ` + id + ` ` + n.Issue + ` rejected -m "why the issue does not apply"`
+	case workflow.AdviseShortenText:
+		return "shorten it: commit a long log or listing as a file (on the task's branch, say) and name its path in the text; nothing was recorded"
+	case workflow.AdviseShortenLog:
+		return "shorten it: quote only the lines of a log that matter, and commit the whole log as a file on the task's branch named by its path; nothing was recorded"
+
+	// The form of an argument.
+	case workflow.AdviseNewTitle:
+		return `orch new "Fix the login redirect"`
+	case workflow.AdviseTitleInBody:
+		return "put the detail in the body (--body or -F)"
+	case workflow.AdvisePlainText:
+		return "use plain text"
+	case workflow.AdvisePriorities:
+		return "use P0..P3 or critical, high, medium, low"
+	case workflow.AdviseNameForm:
+		return "names are letters, digits, spaces and . _ - + @, up to 64 characters"
+	case workflow.AdviseInitBase:
+		return "orch init --base main"
+	case workflow.AdviseReviewForm:
+		return `a review is {"issues": [{"severity": "HIGH", "title": "...", "location": "file:line", "problem": "...", "fix": "...", "why": "...", "id": "TL-001", "blocking": true, "fix_patch": "--- a/f\n+++ b/f\n..."}], "reopen": ["R1.2"], "notes": "..."}`
+	case workflow.AdviseIssueFlag:
+		return `--issue 'HIGH|SQL injection|src/api/users.py:56|input is interpolated|use a parameterised query'`
+	case workflow.AdviseSeverities:
+		return `CRITICAL and HIGH block approval; MEDIUM and LOW are suggestions; "blocking": true or false alone also says which`
+	case workflow.AdviseSeverityOrFlag:
+		return `CRITICAL and HIGH block, MEDIUM and LOW do not: correct the severity or the blocking flag, or leave "blocking" out`
+	case workflow.AdviseReviewIsText:
+		return "a review is text: no NUL, escape or other control characters"
+	case workflow.AdviseReviewerID:
+		return "leave id out, or give the issue a label of your own (like TL-001): it is kept beside " + n.Issue
+	case workflow.AdviseNameIssueByID:
+		return "name the issue by orch's ID: " + strings.Join(n.Issues, " or ")
+	case workflow.AdviseFixCommit:
+		return "give the commit that fixes it: --commit HEAD in the task's worktree after committing, or its hash (git log --oneline)"
+	case workflow.AdviseMoreDigits:
+		return "give more digits of the hash"
+	case workflow.AdviseRevisionForm:
+		return "use a commit hash (4+ hex digits), HEAD, a branch or a tag, optionally followed by ~N or ^N"
+	case workflow.AdviseCommitOnBranch:
+		return "commit the fix on the task's branch (in its worktree: orch worktree " + id + "), then answer with --commit HEAD from there"
+	case workflow.AdviseNoCommitFlag:
+		return "answer without --commit, saying what changed in the text"
+
+	// Files, branches and worktrees.
+	case workflow.AdviseFixOrDelete:
+		return "fix the file (orch check shows the line), or delete it to restore the committed version"
+	case workflow.AdviseEditOrDelete:
+		return "edit " + n.Path + " to the version you want (orch commits it), or delete it to take the branch's version"
+	case workflow.AdviseFixViewFirst:
+		return "fix or delete the view file first (orch check shows the problem)"
+	case workflow.AdviseEditAgain:
+		if id == "" {
+			return "run orch edit again"
+		}
+		return "run orch edit " + id + " again"
+	case workflow.AdviseEditAgainFromNew:
+		return "run orch edit " + id + " again: it starts from the new version"
+	case workflow.AdviseOwnedFields:
+		return ownedFieldSteps(n.Steps) + "; edit again leaving those fields as they are"
+	case workflow.AdviseFixBranchField:
+		return "fix branch: in the task file"
+	case workflow.AdviseDropBranchField:
+		return "remove branch: from the task file (orch edit " + id + "), and orch names one"
+	case workflow.AdviseCreateBase:
+		return "create it (git branch " + n.Base + "), or set base_branch in config.yaml (orch edit config) or in the task"
+	case workflow.AdviseBaseFromHere:
+		return fmt.Sprintf("the branch checked out here is %s: if tasks start from it, set base_branch: %s in config.yaml (orch edit config); or create %s", n.Branch, n.Branch, n.Base)
+	case workflow.AdviseAskForBase:
+		return fmt.Sprintf("a person sets up the base branch: ask one with orch escalate %s -m \"the base branch %s does not exist\"", id, n.Base)
+	case workflow.AdviseFetchOrReclaim:
+		return "fetch it (git fetch origin " + n.Branch + ":" + n.Branch + "), or claim the task again to recreate it"
+	case workflow.AdviseFetchBranch:
+		return "fetch it (git fetch origin " + n.Branch + ":" + n.Branch + ")"
+	case workflow.AdviseLogBranch:
+		return "git log " + n.Branch + " shows the branch"
+	case workflow.AdviseOtherPath:
+		return "pass another --path, or set worktree_dir in config.yaml"
+	case workflow.AdviseExistingTrees:
+		return "git worktree list shows the existing worktrees"
+	case workflow.AdviseListTrees:
+		return "git worktree list shows the worktrees"
+
+	// Tools and remotes.
+	case workflow.AdviseCheckGH:
+		return "check that gh is installed and logged in (gh auth status), or set ORCH_GH; orch pr import works from saved JSON offline"
+	case workflow.AdviseCheckRemote:
+		return "check the remote (git remote -v) and your access to it; nothing was pushed"
+	case workflow.AdviseRenewalKept:
+		return "the renewal is committed here; orch sync shares it"
+	case workflow.AdviseRetryCommand:
+		return "run the command again; orch sync shows the remote"
+	case workflow.AdviseSyncAgain:
+		return "run orch sync again"
+	case workflow.AdviseClaimSyncAgain:
+		return "run orch claim --sync again; orch sync shows the remote"
+
+	// The steps of AdviseOwnedFields, each alone.
+	case workflow.AdviseStepMove:
+		return fmt.Sprintf("orch %s %s moves it to %s", n.Verb, id, n.Queue)
+	case workflow.AdviseStepAskToMove:
+		return "a reviewer or a human moves it to " + string(n.Queue) + " (orch escalate " + id + " -m \"...\" asks one)"
+	case workflow.AdviseStepClaim:
+		return "orch claim --task " + id + " claims it"
+	case workflow.AdviseStepHeartbeat:
+		return "orch heartbeat " + id + " renews the claimant's lease"
+	case workflow.AdviseStepLockout:
+		return "a human lifts a lockout"
+	case workflow.AdviseStepPR:
+		return "orch submit " + id + " --pr N records its pull request"
+	}
+	return ""
+}
+
+// justifyHint is how a rejection of a review issue says why it does not
+// apply, with an example of a justification that does.
+func justifyHint(id, issue string) string {
+	return `say why it does not apply: orch respond ` + id + ` ` + issue + ` rejected -m "the input is validated upstream in auth.py:13, before it reaches the query"`
+}
+
+// ownedFieldSteps words what makes each change a hand edit tried of
+// orch-owned fields ("orch keeps them itself" when no verb does).
+func ownedFieldSteps(steps []workflow.Next) string {
+	if len(steps) == 0 {
+		return "orch keeps them itself"
+	}
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = hintFor(s)
+	}
+	return strings.Join(out, "; ")
+}
+
+// hintOf is an error's hint: the words a door outside workflow gave it,
+// else the words of its Next.
+func hintOf(hint string, next workflow.Next) string {
+	if hint != "" {
+		return hint
+	}
+	return hintFor(next)
+}
