@@ -163,6 +163,8 @@ type slotState struct {
 	backoff     time.Time
 	backoffStep int
 	nothing     bool      // the last look found nothing for it
+	lookedAt    time.Time // when it last found nothing
+	unseen      bool      // the state branch moved since it found nothing
 	claiming    time.Time // a claim is under way since then
 }
 
@@ -362,12 +364,20 @@ func (c *Coordinator) running() int {
 // not done, only paused.
 func (c *Coordinator) waiting(now time.Time) bool {
 	for _, s := range c.slots {
-		if now.Before(s.backoff) {
+		if now.Before(s.backoff) || s.unseen {
 			return true
 		}
 	}
 	return false
 }
+
+// idleLook is how often a slot that found nothing looks again while the
+// state branch keeps moving. A look takes the store's lock, and with many
+// agents the branch moves every few milliseconds: looking at each move
+// would keep the agents' own commits waiting for claims that find nothing
+// again (most moves are submits and approvals, which make nothing
+// claimable). New work waits at most this long for an idle slot.
+const idleLook = time.Second
 
 // fill gives every idle slot work, and reports whether any slot found some
 // (or could not tell).
@@ -400,7 +410,10 @@ func (c *Coordinator) fill(now time.Time) bool {
 		if s.proc != nil || now.Before(s.backoff) {
 			continue
 		}
-		if s.nothing && !moved && !recheck {
+		if moved && s.nothing {
+			s.unseen = true
+		}
+		if s.nothing && !recheck && (!s.unseen || now.Sub(s.lookedAt) < idleLook) {
 			continue
 		}
 		if !s.Reviewer && c.tooManyWaiting() {
@@ -436,11 +449,11 @@ func (c *Coordinator) fill(now time.Time) bool {
 			continue
 		}
 		if job == nil {
-			s.nothing = true
+			s.nothing, s.unseen, s.lookedAt = true, false, now
 			c.saveState()
 			continue
 		}
-		s.nothing = false
+		s.nothing, s.unseen = false, false
 		busy = true
 		c.start(s, job)
 	}

@@ -305,3 +305,69 @@ func TestCoordinatorLostLease(t *testing.T) {
 		t.Errorf("abandoned %v done %v events %v", q.abandoned, q.done, rec.kinds())
 	}
 }
+
+// movingQueue is a fakeQueue whose state branch moves at every look, as it
+// does under many busy agents, and which counts the claims asked of it.
+type movingQueue struct {
+	*fakeQueue
+	moved  bool
+	claims int
+}
+
+func (q *movingQueue) Moved() bool { return q.moved }
+
+func (q *movingQueue) Claim(s *Slot) (*Job, error) {
+	q.claims++
+	return q.fakeQueue.Claim(s)
+}
+
+// TestIdleSlotLooksAgainOncePerIdleLook: a slot that found nothing does
+// not claim again at every move of the branch (each look takes the store's
+// lock from the agents), but once per idleLook while the branch moves, and
+// not at all while it stays; work that came meanwhile is found at the next
+// look, and a pending look keeps --until-idle from ending.
+func TestIdleSlotLooksAgainOncePerIdleLook(t *testing.T) {
+	q := &movingQueue{fakeQueue: newFakeQueue(t), moved: true}
+	exe, _ := os.Executable()
+	c, err := New(Options{Run: testRun(&Slot{Name: "a", Cmd: "sleep 5"}), Queue: q, Orch: exe, PrivDir: q.dir,
+		Env: append(os.Environ(), "FAKE_DIR="+q.dir), Poll: 10 * time.Millisecond, Recheck: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.state, err = openRunState(q.dir); err != nil {
+		t.Fatal(err)
+	}
+	defer c.state.close()
+	start := time.Now()
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	for d := time.Duration(0); d < idleLook; d += 10 * time.Millisecond {
+		c.fill(at(d))
+	}
+	if q.claims != 1 {
+		t.Fatalf("%d claims in the first idleLook of moves, want 1", q.claims)
+	}
+	if !c.waiting(at(idleLook - time.Millisecond)) {
+		t.Error("a look owed to a move does not keep --until-idle waiting")
+	}
+	q.mu.Lock()
+	q.tasks = []string{"T-1"}
+	q.mu.Unlock()
+	c.fill(at(idleLook))
+	if q.claims != 2 || c.slots[0].job == nil || c.slots[0].job.Task != "T-1" {
+		t.Fatalf("after idleLook: %d claims, job %v; want the second claim to take T-1", q.claims, c.slots[0].job)
+	}
+	c.killAll("stopped")
+	<-c.exits
+	c.finish(c.slots[0])
+
+	// Still branch: no look at all, however long.
+	q.moved = false
+	n := q.claims
+	c.fill(at(2 * idleLook))
+	for d := 3 * idleLook; d < 10*idleLook; d += idleLook {
+		c.fill(at(d))
+	}
+	if q.claims != n+1 {
+		t.Errorf("%d claims on a still branch after finding nothing, want 1", q.claims-n)
+	}
+}
