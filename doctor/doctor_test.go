@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,34 +15,11 @@ import (
 	"github.com/orch-tool/orch/workflow"
 )
 
-func doctorGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // doctorRepo makes a repository with orch set up and two tasks.
 func doctorRepo(t *testing.T) (string, []string) {
 	t.Helper()
-	env, err := testgit.Home(t.TempDir(), "tester", "t@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	doctorGit(t, dir, "init", "-q")
-	doctorGit(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+	testgit.SetHome(t, "tester", "t@example.com")
+	dir := testgit.EmptyRepo(t)
 	e, err := workflow.Open(workflow.Options{Dir: dir, Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +100,7 @@ func TestDoctorFindsThenFixes(t *testing.T) {
 	os.WriteFile(filepath.Join(common, "orch", "state"), []byte("garbage"), 0o666)
 	os.Remove(filepath.Join(dir, ".orchestrator", filepath.FromSlash(paths[0])))
 	os.WriteFile(filepath.Join(common, "info", "exclude"), nil, 0o666)
-	tip := doctorGit(t, dir, "rev-parse", "orch")
+	tip := testgit.Git(t, dir, "rev-parse", "orch")
 
 	before := treeState(t, dir)
 	rep, err := Run(Options{Dir: dir, Actor: "tester"})
@@ -168,7 +144,7 @@ func TestDoctorFindsThenFixes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".orchestrator", filepath.FromSlash(paths[0]))); err != nil {
 		t.Error("view file not restored")
 	}
-	if got := doctorGit(t, dir, "rev-parse", "orch"); got != tip {
+	if got := testgit.Git(t, dir, "rev-parse", "orch"); got != tip {
 		t.Errorf("the branch moved: %s -> %s", tip, got)
 	}
 	rep, err = Run(Options{Dir: dir, Actor: "tester"})
@@ -180,7 +156,7 @@ func TestDoctorFindsThenFixes(t *testing.T) {
 // A problem --fix cannot repair stays a problem, and the report says so.
 func TestDoctorUnfixable(t *testing.T) {
 	dir, _ := doctorRepo(t)
-	doctorGit(t, dir, "worktree", "add", "-q", filepath.Join(dir, "..", "state-wt"), "orch")
+	testgit.Git(t, dir, "worktree", "add", "-q", filepath.Join(dir, "..", "state-wt"), "orch")
 	rep, err := Run(Options{Dir: dir, Actor: "tester", Fix: true})
 	if err != nil {
 		t.Fatal(err)

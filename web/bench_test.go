@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -72,14 +71,7 @@ func BenchmarkBoard10k(b *testing.B) {
 // in every queue, with a view and a state cache written by one command.
 func benchRepo(b *testing.B, n int) string {
 	b.Helper()
-	env, err := testgit.Home(b.TempDir(), "lead", "lead@example.com")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		b.Setenv(k, v)
-	}
+	testgit.SetHome(b, "lead", "lead@example.com")
 	b.Setenv("ORCH_AGENT", "")
 	dir, err := filepath.EvalSymlinks(b.TempDir())
 	if err != nil {

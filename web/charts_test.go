@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,20 +17,8 @@ import (
 // 9036398, before events were typed (workflow/testdata/events-9036398), are
 // what that commit's code drew (testdata/charts-9036398.json).
 func TestChartsOfOldLog(t *testing.T) {
-	env, err := testgit.Home(t.TempDir(), "lead", "lead@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	git(t, dir, "init", "-q")
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+	testgit.SetHome(t, "lead", "lead@example.com")
+	dir := testgit.EmptyRepo(t)
 	e, err := workflow.Open(workflow.Options{Dir: dir, Actor: "lead"})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,21 +25,9 @@ import (
 // its directory.
 func exampleRepo(t testing.TB) string {
 	t.Helper()
-	env, err := testgit.Home(t.TempDir(), "lead", "lead@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	testgit.SetHome(t, "lead", "lead@example.com")
 	t.Setenv("ORCH_AGENT", "")
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	git(t, dir, "init", "-q")
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+	dir := testgit.EmptyRepo(t)
 	e, err := workflow.Open(workflow.Options{Dir: dir, Actor: "lead"})
 	if err != nil {
 		t.Fatal(err)

@@ -25,20 +25,8 @@ const oldLog = "testdata/events-9036398"
 // log.
 func oldLogEngine(t *testing.T) *Engine {
 	t.Helper()
-	env, err := testgit.Home(t.TempDir(), "tester", "t@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	doctorGit(t, dir, "init", "-q")
-	doctorGit(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+	testgit.SetHome(t, "tester", "t@example.com")
+	dir := testgit.EmptyRepo(t)
 	e, err := Open(Options{Dir: dir, Actor: "tester"})
 	if err != nil {
 		t.Fatal(err)

@@ -261,14 +261,7 @@ type repoWorld struct {
 
 func newRepoWorld(t *testing.T, config string, tasks ...seedTask) ruleWorld {
 	t.Helper()
-	env, err := testgit.Home(t.TempDir(), "tester", "t@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	testgit.SetHome(t, "tester", "t@example.com")
 	w := &repoWorld{t: t, dir: testgit.MakeRepo(t)}
 	e := w.open(who{"tester", false})
 	if _, err := e.Init(InitOptions{}); err != nil {

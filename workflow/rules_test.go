@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // Helpers for package tests on a real temporary repository (no process,
@@ -79,7 +80,7 @@ func work(t *testing.T, dir, agent, id string) {
 		if err != nil {
 			t.Fatalf("%s claims %s: %v", agent, id, err)
 		}
-		doctorGit(t, dir, "update-ref", "refs/heads/"+c.Branch, doctorGit(t, dir, "commit-tree", "-p", c.Branch, "-m", "work by "+agent, c.Branch+"^{tree}"))
+		testgit.Git(t, dir, "update-ref", "refs/heads/"+c.Branch, testgit.Git(t, dir, "commit-tree", "-p", c.Branch, "-m", "work by "+agent, c.Branch+"^{tree}"))
 		if _, err := e.Submit(id, SubmitOptions{}); err != nil {
 			t.Fatalf("%s submits %s: %v", agent, id, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/ghreview"
+	"github.com/orch-tool/orch/internal/testgit"
 	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -254,7 +255,7 @@ func TestTextLimitEveryDoor(t *testing.T) {
 func repoSnapshot(t *testing.T, dir string) string {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString(doctorGit(t, dir, "for-each-ref", "--format=%(refname) %(objectname)") + "\n")
+	b.WriteString(testgit.Git(t, dir, "for-each-ref", "--format=%(refname) %(objectname)") + "\n")
 	view := filepath.Join(dir, ".orchestrator")
 	err := filepath.WalkDir(view, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -190,14 +190,7 @@ func TestAgentHintsNeverLeadAroundARule(t *testing.T) {
 // privateGitHome gives the test's git and orch a private git home.
 func privateGitHome(t *testing.T) {
 	t.Helper()
-	env, err := testgit.Home(t.TempDir(), "tester", "tester@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	testgit.SetHome(t, "tester", "tester@example.com")
 }
 
 // TestEveryAdviceHasWords: each advice workflow can give has words here,

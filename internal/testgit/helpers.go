@@ -94,6 +94,30 @@ func MakeRepo(t testing.TB) string {
 	return dir
 }
 
+// SetHome gives the test a private git home (see Home) through its
+// environment, so that only the test's identity and config count.
+func SetHome(t testing.TB, name, email string) {
+	t.Helper()
+	env, err := Home(t.TempDir(), name, email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
+// EmptyRepo creates a non-bare repository whose one commit, base, is
+// empty, and returns its top directory.
+func EmptyRepo(t testing.TB) string {
+	t.Helper()
+	dir := RealPath(t, t.TempDir())
+	Git(t, dir, "init", "-q")
+	Git(t, dir, "commit", "-q", "--allow-empty", "-m", "base")
+	return dir
+}
+
 // MakeBareRepo creates an empty bare repository.
 func MakeBareRepo(t testing.TB) string {
 	t.Helper()
