@@ -389,15 +389,25 @@ func (p *parser) strArray(name string) ([]string, error) {
 	return out, err
 }
 
-func (p *parser) evidence(name string) ([]Evidence, error) {
-	var out []Evidence
-	err := p.array(name, "an array of objects", func(i int, tok json.Token, off int64) error {
+// objects reads an array of objects with the keys known: elem is called
+// once per object with where it is (name[i]), and returns the reader of its
+// fields.
+func (p *parser) objects(name string, known []string, elem func(where string) func(key string) error) error {
+	return p.array(name, "an array of objects", func(i int, tok json.Token, off int64) error {
 		where := fmt.Sprintf("%s[%d]", name, i)
 		if tok != json.Delim('{') {
 			return p.typeErr(off, where, "an object", tok)
 		}
-		var ev Evidence
-		err := p.object(where, evidenceFields, func(key string) error {
+		return p.object(where, known, elem(where))
+	})
+}
+
+func (p *parser) evidence(name string) ([]Evidence, error) {
+	var out []Evidence
+	err := p.objects(name, evidenceFields, func(where string) func(string) error {
+		out = append(out, Evidence{})
+		ev := &out[len(out)-1]
+		return func(key string) error {
 			var err error
 			switch key {
 			case "type":
@@ -408,9 +418,7 @@ func (p *parser) evidence(name string) ([]Evidence, error) {
 				ev.Source, err = p.str(where + ".source")
 			}
 			return err
-		})
-		out = append(out, ev)
-		return err
+		}
 	})
 	return out, err
 }
@@ -453,13 +461,10 @@ func (p *parser) anyData() (string, error) {
 
 func (p *parser) altTasks(name string) ([]AlternativeTask, error) {
 	var out []AlternativeTask
-	err := p.array(name, "an array of objects", func(i int, tok json.Token, off int64) error {
-		where := fmt.Sprintf("%s[%d]", name, i)
-		if tok != json.Delim('{') {
-			return p.typeErr(off, where, "an object", tok)
-		}
-		var t AlternativeTask
-		err := p.object(where, altTaskFields, func(key string) error {
+	err := p.objects(name, altTaskFields, func(where string) func(string) error {
+		out = append(out, AlternativeTask{})
+		t := &out[len(out)-1]
+		return func(key string) error {
 			var err error
 			switch key {
 			case "title":
@@ -472,9 +477,7 @@ func (p *parser) altTasks(name string) ([]AlternativeTask, error) {
 				t.Estimate, err = p.str(where + ".estimate")
 			}
 			return err
-		})
-		out = append(out, t)
-		return err
+		}
 	})
 	return out, err
 }
