@@ -77,11 +77,14 @@ bench: build
 FLEET_CLONES  ?= 1,2,4,8
 FLEET_LATENCY ?= 0,150ms
 FLEET_TASKS   ?= 120
-FLEET_ARBITERS ?= state_branch claim_ref
+# "default": what orch init writes (format 2: claim_ref, one round trip per
+# uncontended claim); state_branch: a repository from before claim refs.
+FLEET_ARBITERS ?= default state_branch
 bench-fleet: build
 	@set -e; for a in $(FLEET_ARBITERS); do \
 		echo "claim_arbiter: $$a"; \
-		$(GO) run ./bench/fleet -orch $(BIN) -clones $(FLEET_CLONES) -latency $(FLEET_LATENCY) -tasks $(FLEET_TASKS) -arbiter $$a; \
+		arb=$$a; [ "$$a" = default ] && arb=; \
+		$(GO) run ./bench/fleet -orch $(BIN) -clones $(FLEET_CLONES) -latency $(FLEET_LATENCY) -tasks $(FLEET_TASKS) -arbiter "$$arb"; \
 	done
 
 docs:

@@ -18,11 +18,15 @@ import (
 
 // Config is config.yaml on the state branch.
 type Config struct {
+	// Format is the repository format the state branch needs (absent: 1).
+	// An orch that does not know it reads but never writes (Unknown).
+	Format       int      `yaml:"format" json:"format"`
 	BaseBranch   string   `yaml:"base_branch" json:"base_branch"`
 	BranchPrefix string   `yaml:"branch_prefix" json:"branch_prefix"`
 	ClaimTimeout Duration `yaml:"claim_timeout" json:"claim_timeout"`
 	// ClaimArbiter decides a claim across machines (workflow/claimrefs.go):
-	// ArbiterStateBranch (default) or ArbiterClaimRef.
+	// ArbiterClaimRef or ArbiterStateBranch; absent, the format's default
+	// (DefaultArbiter).
 	ClaimArbiter string `yaml:"claim_arbiter" json:"claim_arbiter"`
 	IDPrefix     string `yaml:"id_prefix" json:"id_prefix"`
 	DefaultRole  string `yaml:"default_role" json:"default_role"`
@@ -109,9 +113,38 @@ const (
 	ArbiterClaimRef = "claim_ref"
 )
 
+// Repository formats (config.yaml's format). A new format is one an older
+// orch would get wrong if it wrote to the repository: it must refuse.
+const (
+	// FormatStateBranch: claims across machines may be decided by the
+	// state branch alone (orch before claim refs).
+	FormatStateBranch = 1
+	// FormatClaimRefs: every clone honours claim refs, so claim_ref is the
+	// default arbiter. An orch older than this format does not know the
+	// "format" key and refuses config.yaml; one that knows the key and
+	// not the value refuses to write (Unknown).
+	FormatClaimRefs = 2
+	// KnownFormat is the newest format this orch reads and writes.
+	KnownFormat = FormatClaimRefs
+)
+
+// Unknown reports whether the repository's format is newer than this orch
+// knows: it may read the state branch but must not write to it.
+func (c *Config) Unknown() bool { return c.Format > KnownFormat }
+
+// DefaultArbiter is the claim_arbiter of a format when config.yaml does not
+// set one.
+func DefaultArbiter(format int) string {
+	if format >= FormatClaimRefs {
+		return ArbiterClaimRef
+	}
+	return ArbiterStateBranch
+}
+
 // Default is the configuration of a repository without config.yaml.
 func Default() *Config {
 	return &Config{
+		Format:       FormatStateBranch,
 		BaseBranch:   "main",
 		BranchPrefix: "task/",
 		ClaimTimeout: Duration(2 * time.Hour),
@@ -127,12 +160,12 @@ func Default() *Config {
 // default and what it does.
 const DefaultYAML = `# orch configuration. This file lives on the state branch; edit it in
 # .orchestrator/config.yaml (or with "orch edit config") and orch commits it.
+format: 2                  # the repository format: an orch that does not know it never writes here
 base_branch: main          # task branches start from here
 branch_prefix: task/       # task branches are <prefix><id>-<slug>
 claim_timeout: 2h          # a claim is a lease this long, renewed by orch heartbeat and orch respond
-claim_arbiter: state_branch # claim --sync across machines: answered once the remote's state branch
-                           # holds the claim; claim_ref: once the task's claim ref is won (faster;
-                           # every clone must run an orch that knows claim refs)
+claim_arbiter: claim_ref   # claim --sync across machines: answered once the task's claim ref is won
+                           # (one push); state_branch: once the remote's state branch holds the claim
 id_prefix: T               # task ids are <prefix>-xxxxxx
 default_role: implementer  # role of tasks created without --role
 worktree_dir: ""           # where orch worktree and claim --worktree put task worktrees
@@ -158,10 +191,26 @@ func Parse(path string, data []byte) (*Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cfg, nil
 	}
+	var head struct {
+		Format *int `yaml:"format"`
+	}
+	if err := yaml.Unmarshal(data, &head); err == nil && head.Format != nil {
+		cfg.Format = *head.Format
+	}
+	if cfg.Unknown() {
+		// A newer orch's file: read what this orch knows of it, leniently
+		// (its new keys are not mistakes), for reads only.
+		_ = yaml.Unmarshal(data, cfg)
+		if cfg.ClaimArbiter == "" {
+			cfg.ClaimArbiter = DefaultArbiter(cfg.Format)
+		}
+		return cfg, nil
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var raw Config
 	raw = *cfg
+	raw.ClaimArbiter = ""
 	if err := dec.Decode(&raw); err != nil {
 		msg := err.Error()
 		var te *yaml.TypeError
@@ -179,6 +228,12 @@ func Parse(path string, data []byte) (*Config, error) {
 	c := &raw
 	problem := func(key, format string, a ...any) error {
 		return &taskfile.ParseError{Path: path, Line: keyLine(data, key), Msg: key + ": " + fmt.Sprintf(format, a...)}
+	}
+	if c.Format < FormatStateBranch {
+		return nil, problem("format", "%d is not a repository format (1 or %d)", c.Format, KnownFormat)
+	}
+	if c.ClaimArbiter == "" {
+		c.ClaimArbiter = DefaultArbiter(c.Format)
 	}
 	if c.BaseBranch == "" || !taskfile.ValidBranch(c.BaseBranch) {
 		return nil, problem("base_branch", "%q is not a valid branch name", c.BaseBranch)

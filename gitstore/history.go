@@ -140,12 +140,18 @@ const maxAncestry = 2_000_000
 
 // Contains reports whether commit old is tip or one of its ancestors.
 func (st *Store) Contains(tip, old plumbing.Hash) bool {
+	return st.ContainsWithin(tip, old, maxAncestry)
+}
+
+// ContainsWithin is Contains looking at no more than limit commits: false
+// may then mean "not within limit".
+func (st *Store) ContainsWithin(tip, old plumbing.Hash, limit int) bool {
 	if old.IsZero() || tip == old {
 		return true
 	}
 	seen := map[plumbing.Hash]bool{}
 	queue := []plumbing.Hash{tip}
-	for len(queue) > 0 && len(seen) < maxAncestry {
+	for len(queue) > 0 && len(seen) < limit {
 		h := queue[0]
 		queue = queue[1:]
 		if h == old {

@@ -114,14 +114,20 @@ func remoteClaimMsg(rc *remoteClaim) string {
 }
 
 // claimArbiterLine is config.yaml's claim_arbiter line (its value, before
-// any comment).
-var claimArbiterLine = lazyregexp.New(`(?m)^claim_arbiter:[ \t]*[A-Za-z_"']*`)
+// any comment); formatLine its format line.
+var (
+	claimArbiterLine = lazyregexp.New(`(?m)^claim_arbiter:[ \t]*[A-Za-z_"']*`)
+	formatLine       = lazyregexp.New(`(?m)^format:[ \t]*[0-9"']*`)
+)
 
-// MigrateClaims makes claim refs the arbiter of claims across machines
-// (orch doctor --migrate-claims): config.yaml's claim_arbiter becomes
-// claim_ref, the rest of the file kept byte for byte. It is a human's
-// decision (every clone must run an orch that knows claim refs), committed
-// here and shared by the next sync. The commit is zero when it was set.
+// MigrateClaims moves a repository to claim refs (orch doctor
+// --migrate-claims): config.yaml's format becomes 2, so that an orch that
+// does not know claim refs refuses to write here, and claim_arbiter
+// claim_ref (a claim_arbiter line is rewritten; without one, format 2's
+// default is claim_ref). The rest of the file is kept byte for byte. It is
+// a human's decision (every clone must run an orch that knows the format),
+// committed here and shared by the next sync. The commit is zero when the
+// repository was moved already.
 func (e *Engine) MigrateClaims() (*Result, error) {
 	if err := e.requireHuman("doctor --migrate-claims", "", "choosing how claims are decided across machines"); err != nil {
 		return nil, err
@@ -130,18 +136,30 @@ func (e *Engine) MigrateClaims() (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.claimArbiter() == config.ArbiterClaimRef {
+	if e.Config.Format >= config.FormatClaimRefs && e.claimArbiter() == config.ArbiterClaimRef {
 		return &Result{}, nil
 	}
 	data := string(t.Data)
-	if claimArbiterLine().MatchString(data) {
-		data = claimArbiterLine().ReplaceAllLiteralString(data, "claim_arbiter: "+config.ArbiterClaimRef)
+	format := fmt.Sprintf("format: %d", config.FormatClaimRefs)
+	if formatLine().MatchString(data) {
+		data = formatLine().ReplaceAllLiteralString(data, format)
 	} else {
-		if data != "" && !strings.HasSuffix(data, "\n") {
+		// Before the first setting, after the file's opening comments.
+		at := 0
+		for at < len(data) && (data[at] == '#' || data[at] == '\n') {
+			nl := strings.IndexByte(data[at:], '\n')
+			if nl < 0 {
+				at = len(data)
+				break
+			}
+			at += nl + 1
+		}
+		if at == len(data) && data != "" && !strings.HasSuffix(data, "\n") {
 			data += "\n"
 		}
-		data += "claim_arbiter: " + config.ArbiterClaimRef + "\n"
+		data = data[:at] + format + "                  # the repository format: an orch that does not know it never writes here\n" + data[at:]
 	}
+	data = claimArbiterLine().ReplaceAllLiteralString(data, "claim_arbiter: "+config.ArbiterClaimRef)
 	return e.EditFinish(t, []byte(data))
 }
 

@@ -118,6 +118,16 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.loadConfig()
+	if e.Config.Unknown() {
+		// A newer orch's repository: this one must not decide claims or
+		// write anything the old way beside the new. Reads go on, from the
+		// branch as it is (a reconcile could commit a hand edit).
+		if !opts.ReadOnly && !opts.NoReconcile {
+			st.Close()
+			return nil, formatError(e.Config.Format)
+		}
+		opts.NoReconcile = true
+	}
 	if st.Exists() {
 		e.Signals.WorktreeTask = e.worktreeTask()
 	}
@@ -138,6 +148,13 @@ func Open(opts Options) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// formatError refuses a write to a repository whose format is newer than
+// this orch knows.
+func formatError(format int) error {
+	return &RuleError{Rule: "repository_format", Next: Next{Advice: AdviseUpgradeOrch},
+		Msg: fmt.Sprintf("this repository's state branch needs repository format %d (config.yaml: format: %d), and this orch knows formats up to %d: it changes nothing here, so that it never decides claims or writes state the old way beside the new", format, format, config.KnownFormat)}
 }
 
 // reconcile brings the view and the branch in step (Open does it, unless

@@ -136,6 +136,7 @@ const (
 	AdviseRetryCommand   Advice = "retry_command"    // -
 	AdviseSyncAgain      Advice = "sync_again"       // -
 	AdviseClaimSyncAgain Advice = "claim_sync_again" // -
+	AdviseUpgradeOrch    Advice = "upgrade_orch"     // -
 
 	// The steps of AdviseOwnedFields: what makes one change of an orch-owned
 	// field (keepOrchFields says the same in its note).
@@ -173,6 +174,7 @@ var Advices = []Advice{
 	AdviseExistingTrees, AdviseListTrees,
 
 	AdviseCheckGH, AdviseCheckRemote, AdviseRenewalKept, AdviseRetryCommand, AdviseSyncAgain, AdviseClaimSyncAgain,
+	AdviseUpgradeOrch,
 
 	AdviseStepMove, AdviseStepAskToMove, AdviseStepClaim, AdviseStepHeartbeat, AdviseStepLockout, AdviseStepPR,
 }

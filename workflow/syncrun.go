@@ -207,28 +207,38 @@ func (e *Engine) syncAttempt(remote string, so SyncOptions, prev, rtip plumbing.
 	return e.mergeRemote(remote, rtip, res)
 }
 
-// ClaimSync makes a claim atomic across clones. One fetch (without the
-// lock) brings the remote's state branch, its claim refs and the task
-// branches; under the lock the remote's state is merged and the next ready
-// task claimed, and the claim is won on the remote with the task's claim ref
-// (pushed only if absent): claims of different tasks never contend for it,
-// and a clone that finds it taken undoes its claim and tries another task
-// from the same fetch. With claim_arbiter state_branch (the default) the
-// claim ref and the state branch are pushed together, atomically, so the
-// state branch decides as it did before claim refs (a clone whose orch
-// predates them can share the remote); when the state branch moved, the
-// claim is undone and tried again after a new fetch. With claim_ref the
-// claim ref alone decides and the state branch is pushed once, catching up
-// at the next sync if that push lost. Under contention it backs off and
-// tries again until SyncDeadline. On success the engine is returned still
-// open, so that the caller prints the answer from it, then closes it; notes
-// are what the engines' reconciles did and the races lost on the way.
+// ClaimSync makes a claim atomic across clones: the claim is won on the
+// remote with the task's claim ref (pushed only if absent), so claims of
+// different tasks never contend, and a clone that finds the ref taken undoes
+// its claim and tries another task.
+//
+// With claim_arbiter claim_ref (format 2's default, claimByRef) the claim
+// ref alone decides, and an uncontended claim is one round trip: the clone
+// claims from the state it has (fetched at most ClaimViewFresh ago), and one
+// push carries the claim ref and the state branch (the latter only if the
+// remote's state branch did not move since; else it catches up at a later
+// push). It fetches only when the ref was taken, when nothing here is
+// claimable, or when its view is older than ClaimViewFresh.
+//
+// With state_branch the claim ref and the state branch are pushed together,
+// atomically, after a fetch, so the state branch decides as it did before
+// claim refs (a clone whose orch predates them can share the remote); when
+// the state branch moved, the claim is undone and tried again after a new
+// fetch.
+//
+// Under contention it backs off and tries again until SyncDeadline. On
+// success the engine is returned still open, so that the caller prints the
+// answer from it, then closes it; notes are what the engines' reconciles
+// did and the races lost on the way.
 func ClaimSync(opts Options, co ClaimOptions, so SyncOptions) (*Engine, *ClaimResult, []string, error) {
 	remote, err := so.remote()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	c := &claimSync{opts: opts, co: co, so: so, remote: remote, lost: map[string]bool{}, until: so.until()}
+	if arbiter, repo, ref := arbiterAtTip(opts); arbiter == config.ArbiterClaimRef {
+		return c.claimByRef(repo, ref)
+	}
 	for attempt := 1; ; attempt++ {
 		fs, _, err := fetchRemote(opts, remote, false)
 		if err != nil {
@@ -243,6 +253,118 @@ func ClaimSync(opts Options, co ClaimOptions, so SyncOptions) (*Engine, *ClaimRe
 		}
 		c.so.backoff(attempt)
 	}
+}
+
+// ClaimViewFresh is how old a clone's view of the remote may be for
+// claim --sync to claim from it without fetching (claim_arbiter
+// claim_ref): its own claims and the claim refs it lost are always in it;
+// other clones' transitions reach it within this time, or at the first
+// lost claim ref. docs/github.md says what that staleness costs.
+const ClaimViewFresh = 10 * time.Second
+
+// arbiterAtTip is the claim arbiter of the config at the state branch's
+// tip, read without the lock (the arbiter decides how the claim fetches,
+// before the lock is taken; the default when it cannot be read), with the
+// repository and the state branch's ref.
+func arbiterAtTip(opts Options) (arbiter string, repo *gitrepo.Repo, ref string) {
+	arbiter = config.Default().ClaimArbiter
+	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, NoScan: true})
+	if err != nil {
+		return arbiter, nil, ""
+	}
+	defer st.Close()
+	if data, err := st.ReadAtTip(gitstore.ConfigFile); err == nil {
+		if cfg, err := config.Parse(gitstore.ConfigFile, data); err == nil {
+			arbiter = cfg.ClaimArbiter
+		}
+	}
+	return arbiter, st.Repo, st.Ref
+}
+
+// claimByRef claims with claim refs deciding (claim_arbiter claim_ref).
+func (c *claimSync) claimByRef(repo *gitrepo.Repo, ref string) (*Engine, *ClaimResult, []string, error) {
+	fs, fetched, err := c.view(repo, ref)
+	if err != nil {
+		return nil, nil, c.notes, err
+	}
+	for attempt := 1; ; attempt++ {
+		e, err := c.open(fs)
+		if err != nil {
+			return nil, nil, c.notes, err
+		}
+		if err := e.ForActor(e.mergeRemote(c.remote, fs.Tip, &SyncResult{Remote: c.remote})); err != nil {
+			return nil, nil, c.notes, c.fail(e, err)
+		}
+		before := e.Store.Snapshot().Tip
+		res, err := e.Claim(c.co)
+		if err != nil {
+			if !fetched {
+				// Nothing claimable in this clone's view (or not the task
+				// asked for): the remote may know more.
+				if err := c.fail(e, nil); err != nil {
+					return nil, nil, c.notes, err
+				}
+				if fs, err = c.fetch(); err != nil {
+					return nil, nil, c.notes, err
+				}
+				fetched = true
+				continue
+			}
+			return nil, nil, c.notes, c.fail(e, e.ForActor(err))
+		}
+		id := res.Task.Task.ID
+		var stale plumbing.Hash // a claim ref that ended or ran out: replaced
+		if rc := e.remoteClaims[id]; rc != nil {
+			stale = rc.Commit
+		}
+		// The state branch goes along as it was before this claim: this
+		// claim reaches it with the next push, once its ref is won.
+		claimErr, stateErr, perr := e.Store.Repo.PushClaimAndState(c.remote, id, res.Commit, stale, e.Store.Ref, before, fs.Tip)
+		if perr == nil && claimErr == nil {
+			switch {
+			case stateErr == nil:
+				c.dropEnded(e, id)
+			case errors.Is(stateErr, gitrepo.ErrPushRejected):
+				c.notes = append(c.notes, fmt.Sprintf("the state branch on %s moved; the claim ref %s holds the claim, and a later claim --sync or orch sync of this clone records it there", c.remote, gitrepo.ClaimRef(id)))
+			default:
+				c.notes = append(c.notes, fmt.Sprintf("warning: the claim is won (claim ref %s on %s) but the state branch was not pushed: %v; orch sync pushes it", gitrepo.ClaimRef(id), c.remote, stateErr))
+			}
+			return e, res, c.notes, nil
+		}
+		if perr == nil {
+			perr = claimErr
+		}
+		if _, err := c.lose(e, res, before, perr); err != nil {
+			return nil, nil, c.notes, err
+		}
+		// Another clone holds the ref: what else it claimed is on the
+		// remote. (The one task asked for: the fetch tells why.)
+		if time.Now().After(c.until) {
+			return nil, nil, c.notes, c.so.gaveUp(c.remote, "claims kept losing races", AdviseClaimSyncAgain)
+		}
+		if fs, err = c.fetch(); err != nil {
+			return nil, nil, c.notes, err
+		}
+		fetched = true
+	}
+}
+
+// view is what the claim starts from: this clone's last fetch of the
+// remote when it is fresh (fetched false), else a new one.
+func (c *claimSync) view(repo *gitrepo.Repo, ref string) (fs *gitrepo.FetchedState, fetched bool, err error) {
+	if at := repo.FetchedAt(c.remote); !at.IsZero() && time.Since(at) < ClaimViewFresh {
+		if fs, err := repo.LastFetchedState(c.remote, ref); err == nil {
+			return fs, false, nil
+		}
+	}
+	fs, err = c.fetch()
+	return fs, true, err
+}
+
+// fetch fetches the remote's state and claim refs.
+func (c *claimSync) fetch() (*gitrepo.FetchedState, error) {
+	fs, _, err := fetchRemote(c.opts, c.remote, false)
+	return fs, err
 }
 
 // claimSync is one claim --sync under way.
@@ -267,19 +389,28 @@ func (c *claimSync) open(fs *gitrepo.FetchedState) (*Engine, error) {
 	}
 	e.remoteClaims = readRemoteClaims(e.Store, fs.Claims)
 	for id := range c.lost {
+		if e.remoteClaims[id] != nil {
+			continue // the fetch brought the claim that won
+		}
 		e.remoteClaims[id] = &remoteClaim{ID: id, By: "another clone", Attempt: 1 << 30, Until: e.Now().Add(time.Duration(e.Config.ClaimTimeout))}
 	}
 	// The clones that fetched what this one did go for the same next task.
-	// With other claims in flight (pending claim refs: about as many as
-	// clones claiming) or after a lost race, take one of the next few
-	// ready tasks at random instead; alone, the next one.
+	// With other claims in flight (pending claim refs), other agents
+	// claiming lately (claim refs whose lease began in the last minute:
+	// about as many as agents claiming), or after a lost race, take one of
+	// the next few ready tasks at random instead; alone, the next one.
 	inFlight := 0
+	claimers := map[string]bool{}
+	lately := e.Now().Add(time.Duration(e.Config.ClaimTimeout) - time.Minute)
 	for _, rc := range e.remoteClaims {
 		if e.claimState(rc) == "pending" {
 			inFlight++
 		}
+		if rc.By != e.Actor && rc.Until.After(lately) {
+			claimers[rc.By] = true
+		}
 	}
-	if n := inFlight + 2*len(c.lost); n > 0 {
+	if n := inFlight + len(claimers) + 2*len(c.lost); n > 0 {
 		e.claimSpread = rand.IntN(n + 1)
 	}
 	return e, nil
@@ -293,9 +424,9 @@ func (c *claimSync) fail(e *Engine, err error) error {
 	return err
 }
 
-// claimFrom claims from one fetch of the remote: the next task whose claim
-// ref this clone wins. again asks for a new fetch (the state branch moved
-// under a state_branch arbiter's push).
+// claimFrom claims from one fetch of the remote (claim_arbiter
+// state_branch): the next task whose claim ref this clone wins. again asks
+// for a new fetch (the state branch moved).
 func (c *claimSync) claimFrom(fs *gitrepo.FetchedState) (e *Engine, res *ClaimResult, again bool, err error) {
 	for {
 		if e, err = c.open(fs); err != nil {
@@ -318,40 +449,19 @@ func (c *claimSync) claimFrom(fs *gitrepo.FetchedState) (e *Engine, res *ClaimRe
 		if rc := e.remoteClaims[id]; rc != nil {
 			stale = rc.Commit
 		}
-		if e.claimArbiter() == config.ArbiterStateBranch {
-			// The state branch decides: claim ref and state branch move
-			// together (an atomic push), so a clone whose orch predates
-			// claim refs, which pushes the state branch alone, can never
-			// claim the same task.
-			perr := e.Store.Repo.PushClaimWithState(c.remote, id, res.Commit, stale, e.Store.Ref, fs.Tip)
-			if perr == nil {
-				c.dropEnded(e)
-				return e, res, false, nil
-			}
-			again, err := c.lose(e, res, before, perr)
-			if err != nil || again {
-				return nil, nil, again, err
-			}
-			continue
+		// The state branch decides: claim ref and state branch move
+		// together (an atomic push), so a clone whose orch predates claim
+		// refs, which pushes the state branch alone, can never claim the
+		// same task.
+		perr := e.Store.Repo.PushClaimWithState(c.remote, id, res.Commit, stale, e.Store.Ref, fs.Tip)
+		if perr == nil {
+			c.dropEnded(e, "")
+			return e, res, false, nil
 		}
-		// claim_ref: the claim ref decides; the state branch catches up.
-		if perr := e.Store.Repo.PushClaim(c.remote, id, res.Commit, stale); perr != nil {
-			again, err := c.lose(e, res, before, perr)
-			if err != nil || again {
-				return nil, nil, again, err
-			}
-			continue
+		again, err := c.lose(e, res, before, perr)
+		if err != nil || again {
+			return nil, nil, again, err
 		}
-		perr := e.Store.Repo.Push(c.remote, e.Store.Ref, res.Commit, fs.Tip)
-		switch {
-		case perr == nil:
-			c.dropEnded(e)
-		case errors.Is(perr, gitrepo.ErrPushRejected):
-			c.notes = append(c.notes, fmt.Sprintf("the state branch on %s moved; the claim ref %s holds the claim, and your next orch sync or claim --sync records it there", c.remote, gitrepo.ClaimRef(id)))
-		default:
-			c.notes = append(c.notes, fmt.Sprintf("warning: the claim is won (claim ref %s on %s) but the state branch was not pushed: %v; orch sync pushes it", gitrepo.ClaimRef(id), c.remote, perr))
-		}
-		return e, res, false, nil
 	}
 }
 
@@ -369,7 +479,11 @@ func (c *claimSync) lose(e *Engine, res *ClaimResult, before plumbing.Hash, perr
 	switch {
 	case errors.Is(perr, gitrepo.ErrClaimTaken):
 		c.lost[id] = true
-		c.notes = append(c.notes, fmt.Sprintf("another clone claimed %s on %s first; undid the claim here and took the next task", id, c.remote))
+		if c.co.Task != "" {
+			c.notes = append(c.notes, fmt.Sprintf("another clone claimed %s on %s first; undid the claim here", id, c.remote))
+		} else {
+			c.notes = append(c.notes, fmt.Sprintf("another clone claimed %s on %s first; undid the claim here and took the next task", id, c.remote))
+		}
 		// The one task asked for is taken: a new fetch tells why.
 		return c.co.Task != "", nil
 	case errors.Is(perr, gitrepo.ErrPushRejected):
@@ -380,9 +494,12 @@ func (c *claimSync) lose(e *Engine, res *ClaimResult, before plumbing.Hash, perr
 }
 
 // dropEnded removes the claim refs the state branch now on the remote
-// shows have ended.
-func (c *claimSync) dropEnded(e *Engine) {
-	if err := e.Store.Repo.DropClaims(c.remote, e.staleClaims()); err != nil {
+// shows have ended, but the one this claim just won (claimed: its old ref
+// was replaced).
+func (c *claimSync) dropEnded(e *Engine, claimed string) {
+	stale := e.staleClaims()
+	delete(stale, claimed)
+	if err := e.Store.Repo.DropClaims(c.remote, stale); err != nil {
 		c.notes = append(c.notes, "warning: could not remove ended claim refs: "+err.Error())
 	}
 }

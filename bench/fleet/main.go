@@ -37,6 +37,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -378,7 +379,7 @@ func (c *config) setup(dir string, n int) (string, []string, error) {
 			return "", nil, err
 		}
 		// orch init wrote every key with its default: change that line.
-		edited := strings.Replace(string(data), "claim_arbiter: state_branch", "claim_arbiter: "+c.arbiter, 1)
+		edited := regexp.MustCompile(`(?m)^claim_arbiter: [a-z_]+`).ReplaceAllLiteralString(string(data), "claim_arbiter: "+c.arbiter)
 		if err := os.WriteFile(cfg, []byte(edited), 0o666); err != nil {
 			return "", nil, err
 		}

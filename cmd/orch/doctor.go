@@ -57,9 +57,12 @@ A state branch that moved backwards is for a person to settle, not --fix:
 return); --accept-rewind keeps it where it is. Until then every other command
 refuses to write. Neither is an agent's to run (ORCH_AGENT set: refused).
 
---migrate-claims makes claim refs the arbiter of claim --sync (claim_arbiter:
-claim_ref in config.yaml, the rest of the file kept): a human's decision, once
-every clone runs an orch that knows claim refs; orch sync shares it.
+--migrate-claims moves a repository made before claim refs were the default
+to repository format 2 (format: 2 and claim_arbiter: claim_ref in
+config.yaml, the rest of the file kept): claims across machines are then won
+on claim refs, and an orch that does not know format 2 refuses to write. A
+human's decision, once every clone runs an orch that knows it; orch sync
+shares it.
 
 Prints one line per check: ok, problem or fixed. Exits 0 when every check is
 ok (or fixed) and 1 when problems remain. With --json it prints the report
@@ -76,7 +79,7 @@ ok (or fixed) and 1 when problems remain. With --json it prints the report
 	cmd.Flags().BoolVar(&o.Fix, "fix", false, "repair what can be repaired")
 	cmd.Flags().BoolVar(&o.RestoreTip, "restore-tip", false, "put a state branch that moved backwards back at the tip orch saw last")
 	cmd.Flags().BoolVar(&o.AcceptRewind, "accept-rewind", false, "accept a state branch that moved backwards where it is")
-	cmd.Flags().BoolVar(&o.MigrateClaims, "migrate-claims", false, "make claim refs the arbiter of claims across machines (claim_arbiter: claim_ref)")
+	cmd.Flags().BoolVar(&o.MigrateClaims, "migrate-claims", false, "move the repository to format 2: claim refs decide claims across machines")
 	cmd.MarkFlagsMutuallyExclusive("fix", "restore-tip", "accept-rewind", "migrate-claims")
 	return cmd
 }
@@ -101,9 +104,9 @@ func runDoctor(o *doctorOptions) error {
 				return err
 			}
 			if res.Commit.IsZero() {
-				fmt.Fprintln(g.io.Err, "orch: claim_arbiter is claim_ref already")
+				fmt.Fprintln(g.io.Err, "orch: the repository is at format 2 with claim_arbiter claim_ref already")
 			} else {
-				fmt.Fprintf(g.io.Err, "orch: claim_arbiter is now claim_ref (commit %s); orch sync shares it with the other clones\n", res.Commit.String()[:7])
+				fmt.Fprintf(g.io.Err, "orch: the repository is now at format 2, claim_arbiter claim_ref (commit %s); orch sync shares it with the other clones, whose orch must know format 2\n", res.Commit.String()[:7])
 			}
 			return nil
 		})

@@ -220,6 +220,8 @@ func hintFor(n workflow.Next) string {
 		return "run orch sync again"
 	case workflow.AdviseClaimSyncAgain:
 		return "run orch claim --sync again; orch sync shows the remote"
+	case workflow.AdviseUpgradeOrch:
+		return "install the orch the repository's other clones run (orch version shows this one's); reading (list, show, log) works meanwhile"
 
 	// The steps of AdviseOwnedFields, each alone.
 	case workflow.AdviseStepMove:

@@ -1,8 +1,12 @@
 package gitrepo
 
 import (
+	"crypto/sha1"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,11 +54,21 @@ func (r *Repo) FetchState(remote, ref, prefix string) (*FetchedState, error) {
 	stderr, err := r.fetchRetrying(remote, true, specs...)
 	if err != nil && strings.Contains(stderr, "couldn't find remote ref") {
 		// No state branch there yet: nothing else to learn either.
+		r.markFetched(remote)
 		return &FetchedState{Claims: map[string]plumbing.Hash{}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	r.markFetched(remote)
+	return r.LastFetchedState(remote, ref)
+}
+
+// LastFetchedState is what the last FetchState of the remote learnt, as
+// this clone keeps it (no round trip).
+func (r *Repo) LastFetchedState(remote, ref string) (*FetchedState, error) {
+	track := TrackingRef(remote, ref)
+	var err error
 	fs := &FetchedState{}
 	if fs.Tip, err = r.ReadRef(track); err != nil {
 		return nil, err
@@ -65,18 +79,48 @@ func (r *Repo) FetchState(remote, ref, prefix string) (*FetchedState, error) {
 	return fs, nil
 }
 
+// fetchedStamp is the file whose modification time says when this clone
+// last fetched the remote's state (one file per remote, named by a hash of
+// the remote's name, which may be a URL).
+func (r *Repo) fetchedStamp(remote string) string {
+	return filepath.Join(r.CommonDir, "orch", fmt.Sprintf("fetched-%x", sha1.Sum([]byte(remote)))[:len("fetched-")+16])
+}
+
+// markFetched records that the remote's state was fetched now. A stamp that
+// cannot be written only makes the next claim fetch again.
+func (r *Repo) markFetched(remote string) {
+	p := r.fetchedStamp(remote)
+	now := time.Now()
+	if err := os.Chtimes(p, now, now); err == nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+		if f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644); err == nil {
+			f.Close()
+		}
+	}
+}
+
+// FetchedAt is when this clone last fetched the remote's state (zero:
+// never, or unknown).
+func (r *Repo) FetchedAt(remote string) time.Time {
+	fi, err := os.Lstat(r.fetchedStamp(remote))
+	if err != nil || !fi.Mode().IsRegular() {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
 // FetchedClaims are the remote's claim refs as the last fetch saw them.
 func (r *Repo) FetchedClaims(remote string) (map[string]plumbing.Hash, error) {
-	claims := map[string]plumbing.Hash{}
-	out, err := r.git("for-each-ref", "--format=%(objectname) %(refname)", claimTrackingPrefix(remote))
+	prefix := claimTrackingPrefix(remote)
+	refs, err := r.refsUnder(prefix)
 	if err != nil {
 		return nil, err
 	}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		sha, name, ok := strings.Cut(line, " ")
-		if ok && plumbing.IsHash(sha) {
-			claims[strings.TrimPrefix(name, claimTrackingPrefix(remote))] = plumbing.NewHash(sha)
-		}
+	claims := make(map[string]plumbing.Hash, len(refs))
+	for name, h := range refs {
+		claims[strings.TrimPrefix(name, prefix)] = h
 	}
 	return claims, nil
 }
@@ -122,7 +166,93 @@ func (r *Repo) PushClaim(remote, id string, h, stale plumbing.Hash) error {
 	if err == ErrPushRejected {
 		return ErrClaimTaken
 	}
+	if err == nil {
+		r.trackClaim(remote, id, h)
+	}
 	return err
+}
+
+// trackClaim keeps this clone's copy of the remote's claim ref of a task in
+// step with what a push just made it (ZeroHash: deleted), as a fetch would:
+// the next command judges the remote's claims by it without fetching.
+func (r *Repo) trackClaim(remote, id string, h plumbing.Hash) {
+	name := claimTrackingPrefix(remote) + id
+	if !ValidRefName(name) {
+		return
+	}
+	old := mustRead(r, name)
+	if h.IsZero() {
+		if !old.IsZero() {
+			_ = r.DeleteRef(name, old)
+		}
+		return
+	}
+	_ = r.UpdateRef(RefUpdate{Name: name, Old: old, New: h, Message: "orch: push"})
+}
+
+// PushClaimAndState pushes, in one round trip, a claim's commit h to the
+// task's claim ref (only if it is absent, or still holds stale) and the
+// state branch ref to state (only if the remote is still at expected; not
+// pushed when state is expected). Not atomically: the claim ref decides the
+// claim (claimErr ErrClaimTaken when another clone's claim is there); the
+// state branch is shared when no other clone moved it since this one
+// fetched (else stateErr ErrPushRejected: it catches up at a later push).
+// state must not hold the claim itself: a state branch that took a claim
+// whose ref was lost would record it for good. Any other failure is err.
+func (r *Repo) PushClaimAndState(remote, id string, h, stale plumbing.Hash, ref string, state, expected plumbing.Hash) (claimErr, stateErr, err error) {
+	claim := ClaimRef(id)
+	upd := map[string][2]plumbing.Hash{claim: {h, stale}}
+	if !state.IsZero() && state != expected {
+		upd[ref] = [2]plumbing.Hash{state, expected}
+	}
+	out, errText, err := r.pushPorcelain(remote, upd)
+	// Each ref's line: "<flag>\t<from>:<to>\t<summary>"; flag '!' is a
+	// refused ref, its summary "[rejected] (stale info)" a lost lease, and
+	// "[remote rejected] (...)" the remote's refusal (a hook, a lock).
+	outcome := map[string]error{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) < 3 || len(f[0]) != 1 {
+			continue
+		}
+		_, to, _ := strings.Cut(f[1], ":")
+		if to != claim && to != ref {
+			continue
+		}
+		switch {
+		case f[0] != "!":
+			outcome[to] = nil
+		case strings.HasPrefix(f[2], "[rejected]") || lostPushRace(f[2]):
+			outcome[to] = ErrPushRejected
+		default:
+			outcome[to] = fmt.Errorf("%s refused %s: %s: %s", remote, to, f[2], strings.TrimSpace(errText))
+		}
+	}
+	claimOut, claimSeen := outcome[claim]
+	stateOut, stateSeen := outcome[ref]
+	if _, pushed := upd[ref]; !pushed {
+		stateSeen = true
+	}
+	if !claimSeen || !stateSeen {
+		if err == nil {
+			err = fmt.Errorf("git push did not report both refs: %s", strings.TrimSpace(out+errText))
+		}
+		return nil, nil, err
+	}
+	switch claimOut {
+	case nil:
+		r.trackClaim(remote, id, h)
+	case ErrPushRejected:
+		claimErr = ErrClaimTaken
+	default:
+		return nil, nil, claimOut
+	}
+	if _, pushed := upd[ref]; pushed {
+		if stateErr = stateOut; stateErr == nil {
+			_ = r.UpdateRef(RefUpdate{Name: TrackingRef(remote, ref), Old: mustRead(r, TrackingRef(remote, ref)), New: state, Message: "orch: push"})
+		}
+	}
+	return claimErr, stateErr, nil
 }
 
 // ErrClaimTaken is a claim ref push refused because another clone's claim
@@ -147,6 +277,7 @@ func (r *Repo) PushClaimWithState(remote, id string, h, stale plumbing.Hash, ref
 	}
 	if err == nil {
 		_ = r.UpdateRef(RefUpdate{Name: TrackingRef(remote, ref), Old: mustRead(r, TrackingRef(remote, ref)), New: h, Message: "orch: push"})
+		r.trackClaim(remote, id, h)
 	}
 	return err
 }
@@ -166,6 +297,11 @@ func (r *Repo) DropClaims(remote string, claims map[string]plumbing.Hash) error 
 	if err == ErrPushRejected {
 		return nil
 	}
+	if err == nil {
+		for id := range claims {
+			r.trackClaim(remote, id, plumbing.ZeroHash)
+		}
+	}
 	return err
 }
 
@@ -173,14 +309,47 @@ func (r *Repo) DropClaims(remote string, claims map[string]plumbing.Hash) error 
 // the remote holds the old one (ZeroHash: absent); it returns what git
 // said.
 func (r *Repo) pushLeased(remote string, upd map[string][2]plumbing.Hash, opts ...string) (string, error) {
-	if !ValidRemote(remote) {
-		return "", fmt.Errorf("invalid remote %q", remote)
+	args, err := leasedPushArgs(remote, upd, opts...)
+	if err != nil {
+		return "", err
 	}
-	args := append([]string{"push", "--quiet"}, opts...)
+	out, err := r.git(args...)
+	if err != nil {
+		if lostPushRace(out) {
+			return out, ErrPushRejected
+		}
+		return out, err
+	}
+	return "", nil
+}
+
+// pushPorcelain is pushLeased, not atomic, reporting each ref on stdout
+// (git push --porcelain); err is set when git failed, even if only
+// because a ref was refused.
+func (r *Repo) pushPorcelain(remote string, upd map[string][2]plumbing.Hash) (stdout, stderr string, err error) {
+	args, err := leasedPushArgs(remote, upd, "--porcelain")
+	if err != nil {
+		return "", "", err
+	}
+	return r.gitBoth(args...)
+}
+
+// leasedPushArgs is the git push command line that moves each ref to its
+// new value only if the remote holds the old one.
+func leasedPushArgs(remote string, upd map[string][2]plumbing.Hash, opts ...string) ([]string, error) {
+	if !ValidRemote(remote) {
+		return nil, fmt.Errorf("invalid remote %q", remote)
+	}
+	args := []string{"push"}
+	if !slices.Contains(opts, "--porcelain") {
+		// (--quiet would silence the porcelain report of each ref.)
+		args = append(args, "--quiet")
+	}
+	args = append(args, opts...)
 	var specs []string
 	for ref, nv := range upd {
 		if !ValidRefName(ref) {
-			return "", fmt.Errorf("invalid ref name %q", ref)
+			return nil, fmt.Errorf("invalid ref name %q", ref)
 		}
 		lease := "--force-with-lease=" + ref + ":"
 		if !nv[1].IsZero() {
@@ -193,13 +362,5 @@ func (r *Repo) pushLeased(remote string, upd map[string][2]plumbing.Hash, opts .
 			specs = append(specs, nv[0].String()+":"+ref)
 		}
 	}
-	args = append(append(args, "--", remote), specs...)
-	out, err := r.git(args...)
-	if err != nil {
-		if lostPushRace(out) {
-			return out, ErrPushRejected
-		}
-		return out, err
-	}
-	return "", nil
+	return append(append(args, "--", remote), specs...), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -122,6 +123,68 @@ func (r *Repo) packedRef(name string) (plumbing.Hash, error) {
 		}
 	}
 	return plumbing.ZeroHash, sc.Err()
+}
+
+// refsUnder lists the refs whose names start with prefix (which ends in
+// "/"): the packed-refs entries, then the loose refs, which win (a loose
+// ref is newer than its packed entry). Symbolic refs are left out. It reads
+// the files git does, as ReadRef does, without starting git (a claim reads
+// the claim refs on its critical path).
+func (r *Repo) refsUnder(prefix string) (map[string]plumbing.Hash, error) {
+	refs := map[string]plumbing.Hash{}
+	f, err := os.Open(filepath.Join(r.CommonDir, "packed-refs"))
+	switch {
+	case err == nil:
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if len(line) < 42 || line[0] == '#' || line[0] == '^' || !strings.HasPrefix(line[41:], prefix) {
+				continue
+			}
+			if plumbing.IsHash(line[:40]) {
+				refs[line[41:]] = plumbing.NewHash(line[:40])
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	root := filepath.Join(r.CommonDir, filepath.FromSlash(prefix))
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		name := prefix + filepath.ToSlash(rel)
+		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if s := strings.TrimSpace(string(b)); plumbing.IsHash(s) && ValidRefName(name) {
+			refs[name] = plumbing.NewHash(s)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return refs, nil
 }
 
 // RefUpdate describes one compare-and-swap of a ref.

@@ -42,6 +42,17 @@ func (e *RemoteError) Error() string {
 const remoteTimeout = 5 * time.Minute
 
 func (r *Repo) git(args ...string) (string, error) {
+	out, errText, err := r.gitBoth(args...)
+	if err != nil {
+		return errText, err
+	}
+	return out, nil
+}
+
+// gitBoth runs git like git does and returns what it wrote to stdout and
+// to stderr, whether or not it failed (git push --porcelain reports each
+// ref on stdout even when one was refused).
+func (r *Repo) gitBoth(args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
 	// maintenance.auto=false: a fetch would otherwise start git's
@@ -53,9 +64,9 @@ func (r *Repo) git(args ...string) (string, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return errb.String(), &RemoteError{Args: args, Stderr: errb.String(), Err: err}
+		return out.String(), errb.String(), &RemoteError{Args: args, Stderr: errb.String(), Err: err}
 	}
-	return out.String(), nil
+	return out.String(), errb.String(), nil
 }
 
 // ValidRemote refuses remote names that could be read as options or paths
