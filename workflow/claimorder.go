@@ -128,13 +128,27 @@ func cmpClaimKeys(a, b claimKey) int {
 // sortClaimOrder sorts tasks in claim order (cmpClaimKeys), by queue in board
 // order first when byQueue is set.
 func sortClaimOrder(list []*gitstore.Summary, byQueue bool) {
+	sortByClaimKey(list, func(s *gitstore.Summary) claimKey {
+		return newClaimKey(s.Task.Queue, s.Task.Priority, s.Task.Created, s.Task.ID, s.Path, byQueue)
+	})
+}
+
+// sortHeadersClaimOrder is sortClaimOrder over headers, which hold what
+// claim order sorts by.
+func sortHeadersClaimOrder(list []*gitstore.SummaryHeader, byQueue bool) {
+	sortByClaimKey(list, func(h *gitstore.SummaryHeader) claimKey {
+		return newClaimKey(h.Queue, h.Priority, h.Created, h.ID, h.Path, byQueue)
+	})
+}
+
+func sortByClaimKey[T any](list []T, key func(T) claimKey) {
 	keys := make([]claimKey, len(list))
-	for i, s := range list {
-		keys[i] = newClaimKey(s.Task.Queue, s.Task.Priority, s.Task.Created, s.Task.ID, s.Path, byQueue)
+	for i, x := range list {
+		keys[i] = key(x)
 		keys[i].i = i
 	}
 	slices.SortFunc(keys, cmpClaimKeys)
-	sorted := make([]*gitstore.Summary, len(list))
+	sorted := make([]T, len(list))
 	for j, k := range keys {
 		sorted[j] = list[k.i]
 	}

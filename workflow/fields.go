@@ -82,58 +82,82 @@ func (e *Engine) TaskFields(s *gitstore.Summary) json.RawMessage {
 // tasks it reads them from the fields cache, and adds to the cache what
 // it had to read.
 func (e *Engine) TaskFieldsOf(sums []*gitstore.Summary) []json.RawMessage {
+	r := e.TaskFieldsReader(len(sums))
 	out := make([]json.RawMessage, len(sums))
-	if len(sums) < manyFields {
-		for i, s := range sums {
-			out[i] = e.TaskFields(s)
-		}
-		return out
-	}
-	path := filepath.Join(e.Store.PrivDir(), fieldsCacheName)
-	cache := readFieldsCache(path)
-	var added map[plumbing.Hash]json.RawMessage
 	for i, s := range sums {
-		if s == nil || s.Blob.IsZero() {
-			out[i] = NoFields
-			continue
-		}
-		if v, ok := cache.get(s.Blob); ok {
-			out[i] = v
-			continue
-		}
-		if v, ok := added[s.Blob]; ok {
-			out[i] = v
-			continue
-		}
-		v := e.TaskFields(s)
-		if added == nil {
-			added = map[plumbing.Hash]json.RawMessage{}
-		}
-		added[s.Blob] = v
-		out[i] = v
+		out[i] = r.Of(s)
 	}
-	if len(added) > 0 {
-		// Keep the blobs of the tasks on the state branch only, so that
-		// the cache does not grow with history.
-		live := map[plumbing.Hash]bool{}
-		for _, fe := range e.Store.Snapshot().Files(gitstore.TasksDir) {
-			live[fe.Blob] = true
-		}
-		for _, s := range sums {
-			if s != nil {
-				live[s.Blob] = true
-			}
-		}
-		if cache != nil {
-			for i, h := range cache.hashes {
-				if _, ok := added[h]; !ok {
-					added[h] = cache.vals[i]
-				}
-			}
-		}
-		writeFieldsCache(path, added, live)
-	}
+	r.Done()
 	return out
+}
+
+// FieldsReader reads the custom keys of tasks one at a time, as
+// TaskFieldsOf does for a list of them (orch list --json asks for each as
+// it writes it).
+type FieldsReader struct {
+	e     *Engine
+	many  bool // through the cache
+	path  string
+	cache *fieldsCache
+	added map[plumbing.Hash]json.RawMessage
+}
+
+// TaskFieldsReader is a reader for n tasks; Done saves what it added to
+// the cache.
+func (e *Engine) TaskFieldsReader(n int) *FieldsReader {
+	r := &FieldsReader{e: e, many: n >= manyFields}
+	if r.many {
+		r.path = filepath.Join(e.Store.PrivDir(), fieldsCacheName)
+		r.cache = readFieldsCache(r.path)
+	}
+	return r
+}
+
+// Of returns the custom keys of s as a JSON object.
+func (r *FieldsReader) Of(s *gitstore.Summary) json.RawMessage {
+	if !r.many {
+		return r.e.TaskFields(s)
+	}
+	if s == nil || s.Blob.IsZero() {
+		return NoFields
+	}
+	if v, ok := r.cache.get(s.Blob); ok {
+		return v
+	}
+	if v, ok := r.added[s.Blob]; ok {
+		return v
+	}
+	v := r.e.TaskFields(s)
+	if r.added == nil {
+		r.added = map[plumbing.Hash]json.RawMessage{}
+	}
+	r.added[s.Blob] = v
+	return v
+}
+
+// Done writes the cache again when tasks were read that it lacked.
+func (r *FieldsReader) Done() {
+	if len(r.added) == 0 {
+		return
+	}
+	// Keep the blobs of the tasks on the state branch only, so that the
+	// cache does not grow with history. The tasks asked for are on it (and
+	// those just read are kept whatever happens).
+	live := map[plumbing.Hash]bool{}
+	for _, fe := range r.e.Store.Snapshot().Files(gitstore.TasksDir) {
+		live[fe.Blob] = true
+	}
+	for h := range r.added {
+		live[h] = true
+	}
+	if r.cache != nil {
+		for i, h := range r.cache.hashes {
+			if _, ok := r.added[h]; !ok {
+				r.added[h] = r.cache.vals[i]
+			}
+		}
+	}
+	writeFieldsCache(r.path, r.added, live)
 }
 
 // fieldsCache is the loaded cache: blob ids in order, and each one's

@@ -33,6 +33,19 @@ var ListSorts = []string{"claim", "priority", "created", "id", "title"}
 // List returns the tasks that pass the filter: by queue in board order, and
 // in claim order within a queue (or in claim order overall with Ready).
 func (e *Engine) List(f ListFilter) []*gitstore.Summary {
+	hs := e.ListHeaders(f)
+	out := make([]*gitstore.Summary, len(hs))
+	for i, h := range hs {
+		out[i] = h.Summary()
+	}
+	return out
+}
+
+// ListHeaders is List without decoding the tasks that claim order and the
+// filter do not need whole (none without a filter that reads more than
+// the header: orch list --json at 100,000 tasks then decodes each task
+// only as it writes it, and keeps none).
+func (e *Engine) ListHeaders(f ListFilter) []*gitstore.SummaryHeader {
 	want := map[taskfile.Queue]bool{}
 	for _, q := range f.Queues {
 		want[q] = true
@@ -50,44 +63,54 @@ func (e *Engine) List(f ListFilter) []*gitstore.Summary {
 		}
 		want = only
 	}
-	var out []*gitstore.Summary
-	// Ready means what a claim by the actor would take, by the one rule
-	// claim applies (whyNot): queue, dependencies, role, assignment,
-	// lockout, and a view file that can be changed.
-	roles, _ := e.agentRoles("")
+	var out []*gitstore.SummaryHeader
 	search := strings.ToLower(strings.TrimSpace(f.Search))
-	e.Store.EachSummaryIn(want, func(s *gitstore.Summary) {
-		if !e.listMatch(s, &f) {
-			return
-		}
-		if f.Ready {
-			if rule, _ := e.whyNot(s, roles); rule != "" {
+	whole := f.Ready || search != "" || len(f.Labels) > 0 || f.Role != "" || f.ClaimedBy != "" || f.Sort == "title"
+	if !whole {
+		e.Store.EachSummaryHeaderIn(want, func(h *gitstore.SummaryHeader) {
+			if len(f.Priorities) == 0 || slices.Contains(f.Priorities, h.Priority) {
+				out = append(out, h)
+			}
+		})
+	} else {
+		// Ready means what a claim by the actor would take, by the one rule
+		// claim applies (whyNot): queue, dependencies, role, assignment,
+		// lockout, and a view file that can be changed.
+		roles, _ := e.agentRoles("")
+		e.Store.EachSummaryHeaderIn(want, func(h *gitstore.SummaryHeader) {
+			s := h.Summary()
+			if !e.listMatch(s, &f) {
 				return
 			}
-		}
-		if search != "" && !strings.Contains(strings.ToLower(s.Task.Title), search) {
-			// The body only when the title does not match: it is read
-			// from the branch.
-			t, err := e.Load(s)
-			if err != nil || !strings.Contains(strings.ToLower(string(t.File.Body())), search) {
-				return
+			if f.Ready {
+				if rule, _ := e.whyNot(s, roles); rule != "" {
+					return
+				}
 			}
-		}
-		out = append(out, s)
-	})
-	sortClaimOrder(out, !f.Ready)
+			if search != "" && !strings.Contains(strings.ToLower(s.Task.Title), search) {
+				// The body only when the title does not match: it is read
+				// from the branch.
+				t, err := e.Load(s)
+				if err != nil || !strings.Contains(strings.ToLower(string(t.File.Body())), search) {
+					return
+				}
+			}
+			out = append(out, h)
+		})
+	}
+	sortHeadersClaimOrder(out, !f.Ready)
 	switch f.Sort {
 	case "priority":
-		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int {
-			return cmp.Compare(taskfile.PriorityRank(a.Task.Priority), taskfile.PriorityRank(b.Task.Priority))
+		slices.SortStableFunc(out, func(a, b *gitstore.SummaryHeader) int {
+			return cmp.Compare(taskfile.PriorityRank(a.Priority), taskfile.PriorityRank(b.Priority))
 		})
 	case "created":
-		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int { return b.Task.Created.Compare(a.Task.Created) })
+		slices.SortStableFunc(out, func(a, b *gitstore.SummaryHeader) int { return b.Created.Compare(a.Created) })
 	case "id":
-		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int { return cmp.Compare(a.Task.ID, b.Task.ID) })
+		slices.SortStableFunc(out, func(a, b *gitstore.SummaryHeader) int { return cmp.Compare(a.ID, b.ID) })
 	case "title":
-		slices.SortStableFunc(out, func(a, b *gitstore.Summary) int {
-			return cmp.Compare(strings.ToLower(a.Task.Title), strings.ToLower(b.Task.Title))
+		slices.SortStableFunc(out, func(a, b *gitstore.SummaryHeader) int {
+			return cmp.Compare(strings.ToLower(a.Summary().Task.Title), strings.ToLower(b.Summary().Task.Title))
 		})
 	}
 	return out

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,79 +103,70 @@ func runList(o *listOptions) error {
 		if err := e.RequireInit(); err != nil {
 			return nil, err
 		}
+		if o.g.JSON {
+			tasks := e.ListHeaders(f)
+			trace.Phase("list")
+			return func(out *output) error { return o.g.writeTaskList(out.Out, e, tasks) }, nil
+		}
 		tasks := e.List(f)
 		trace.Phase("list")
-		if o.g.JSON {
-			doc := o.g.taskListJSON(e, tasks)
-			trace.Phase("output")
-			return func(out *output) error {
-				for _, b := range doc {
-					if _, err := out.Out.Write(b); err != nil {
-						return err
-					}
-				}
-				return nil
-			}, nil
-		}
 		return func(out *output) error { return printTaskTable(out, e, tasks) }, nil
 	})
 }
 
-// listAnswer is orch list's JSON answer (written by taskListJSON).
+// listAnswer is orch list's JSON answer (written by writeTaskList).
 type listAnswer struct {
 	Count int           `json:"count"`
 	Tasks []answer.Task `json:"tasks"`
 }
 
-// taskListJSON renders the list document in pieces, written one after the
-// other. Readiness and the custom keys need the engine (dependency lookups,
-// the fields cache), so they are computed first; the rest is pure
-// formatting, most of the work for a large list, its second half on
-// another goroutine: by then the view scan is done and a core is idle. No task object is
-// kept: each is made and written in turn.
-func (g *globalOptions) taskListJSON(e *workflow.Engine, tasks []*gitstore.Summary) [][]byte {
-	ready := make([]bool, len(tasks))
-	for i, s := range tasks {
-		if s.Problem == "" {
-			ready[i] = e.Ready(&s.Task)
-		}
-	}
-	var fields []json.RawMessage
+// writeTaskList writes orch list's JSON answer one task object at a time,
+// through a buffer of fixed size, decoding each task as it writes it into
+// the same scratch summary: what it holds does not grow with the number of
+// tasks (DESIGN §11: list --json memory is flat in the task count). It
+// runs in the printer, once, after the body's answer stands.
+func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*gitstore.SummaryHeader) error {
+	var fields *workflow.FieldsReader
 	if g.fields.ShowsFields() {
-		fields = e.TaskFieldsOf(tasks)
+		fields = e.TaskFieldsReader(len(tasks))
 	}
-	render := func(b []byte, lo, hi int) []byte {
-		for i := lo; i < hi; i++ {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			f := workflow.NoFields
-			if fields != nil {
-				f = fields[i]
-			}
-			j := answer.NewTask(tasks[i], ready[i], f, g.fields)
-			b = j.AppendJSON(b)
+	b := make([]byte, 0, listBuffer)
+	b = answer.AppendHead(b)
+	b = append(b, `,"count":`+strconv.Itoa(len(tasks))+`,"tasks":[`...)
+	var scratch gitstore.Summary
+	for i, h := range tasks {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		return b
+		s := h.Read(&scratch)
+		f := workflow.NoFields
+		if fields != nil {
+			f = fields.Of(s)
+		}
+		j := answer.NewTask(s, s.Problem == "" && e.Ready(&s.Task), f, g.fields)
+		b = j.AppendJSON(b)
+		if len(b) > listBuffer-listRoom {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
 	}
-	// Room for a task as most are (a large task makes its half grow once).
-	const perTask = 800
-	half := len(tasks)
-	if len(tasks) >= 512 {
-		half = len(tasks) / 2
+	if fields != nil {
+		fields.Done()
 	}
-	var second []byte
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		second = render(make([]byte, 0, perTask*(len(tasks)-half)+4), half, len(tasks))
-		second = append(second, "]}\n"...)
-	}()
-	first := append(answer.AppendHead(nil), `,"count":`+strconv.Itoa(len(tasks))+`,"tasks":[`...)
-	first = render(append(make([]byte, 0, len(first)+perTask*half), first...), 0, half)
-	<-done
-	return [][]byte{first, second}
+	_, err := w.Write(append(b, "]}\n"...))
+	trace.Phase("output")
+	return err
 }
+
+// listBuffer is the size of writeTaskList's buffer, written out when less
+// than listRoom is left: room for a task object as most are, so that the
+// buffer does not grow.
+const (
+	listBuffer = 64 << 10
+	listRoom   = 8 << 10
+)
 
 func printTaskTable(out *output, e *workflow.Engine, tasks []*gitstore.Summary) error {
 	if len(tasks) == 0 {

@@ -40,6 +40,22 @@ func HeaderOf(s *Summary) *SummaryHeader { return &newRecord(s).SummaryHeader }
 // Summary returns the whole summary of a header the cache gave out.
 func (h *SummaryHeader) Summary() *Summary { return h.rec.Summary() }
 
+// Read is the whole summary without making the record keep it: the one
+// decoded or put already, else the summary decoded into scratch, which it
+// returns. A caller that goes through thousands of tasks once (orch list
+// --json) reuses one scratch instead of holding a decoded copy of each.
+func (h *SummaryHeader) Read(scratch *Summary) *Summary {
+	r := h.rec
+	if r.s != nil {
+		return r.s
+	}
+	*scratch = Summary{}
+	if !r.decode(scratch) {
+		*scratch = *r.corrupt()
+	}
+	return scratch
+}
+
 // Record is one task summary as the state cache holds it. A loaded cache
 // decodes only each record's header; the rest stays as bytes in the mapped
 // file until a command asks for the summary. A transition uses a handful
@@ -66,16 +82,26 @@ func (r *Record) Blob() plumbing.Hash { return r.blob }
 func (r *Record) Summary() *Summary {
 	if r.s == nil {
 		s := &Summary{}
-		d := &dec{buf: r.raw}
-		decodeSummary(d, s)
-		if d.err != nil {
-			// The file's checksum matched, so this cannot happen short
-			// of a bug; say so rather than hand out half a task.
-			s = &Summary{Path: r.Path, Blob: r.blob, Problem: "orch's state cache is corrupt (run orch doctor --fix)"}
+		if !r.decode(s) {
+			s = r.corrupt()
 		}
 		r.s = s
 	}
 	return r.s
+}
+
+// decode decodes the record's bytes into s; false when they do not decode.
+func (r *Record) decode(s *Summary) bool {
+	d := &dec{buf: r.raw}
+	decodeSummary(d, s)
+	return d.err == nil
+}
+
+// corrupt is the summary of a record that does not decode. The file's
+// checksum matched, so this cannot happen short of a bug; say so rather
+// than hand out half a task.
+func (r *Record) corrupt() *Summary {
+	return &Summary{Path: r.Path, Blob: r.blob, Problem: "orch's state cache is corrupt (run orch doctor --fix)"}
 }
 
 // Summaries is the cache's task summaries: the records of the base file,

@@ -3,6 +3,8 @@ package statecache
 import (
 	"fmt"
 	"math/rand"
+	"path/filepath"
+	"reflect"
 	"sort"
 	"testing"
 
@@ -104,6 +106,33 @@ func TestNamedFor(t *testing.T) {
 	} {
 		if got := NamedFor(tasksDir, tc.path, tc.id); got != tc.want {
 			t.Errorf("NamedFor(%q, %q, %q) = %v", tasksDir, tc.path, tc.id, got)
+		}
+	}
+}
+
+// Read decodes a loaded record into the scratch summary without making the
+// record keep it, and gives what Summary gives; a summary held already (put,
+// or decoded by Summary) is handed out as it is.
+func TestReadKeepsNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	if err := sampleCache(3).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	c := Load(path, "refs/heads/orch", false)
+	var scratch Summary
+	var recs []*Record
+	c.Summaries.Each(func(r *Record) { recs = append(recs, r) })
+	for _, r := range recs {
+		got := r.SummaryHeader.Read(&scratch)
+		if got != &scratch || r.s != nil {
+			t.Fatalf("%s: Read returned %p (scratch %p), the record keeps %p", r.Path, got, &scratch, r.s)
+		}
+		if got.Path != r.Path || got.Task.ID != r.ID || got.Task.Title != "t" || !reflect.DeepEqual(got.Task.Labels, []string{"a"}) {
+			t.Fatalf("%s: Read gave %+v", r.Path, got)
+		}
+		want := *got
+		if s := r.Summary(); !reflect.DeepEqual(*s, want) || r.SummaryHeader.Read(&scratch) != s {
+			t.Fatalf("%s: Summary gave %+v, Read %+v", r.Path, *s, want)
 		}
 	}
 }
