@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func fleetClaims(t *testing.T, arbiter string, clones, claimers, tasks int) {
 		t.Fatal(err)
 	}
 	// orch init wrote every key with its default: change that line.
-	edited := strings.Replace(string(data), "claim_arbiter: state_branch", "claim_arbiter: "+arbiter, 1)
+	edited := regexp.MustCompile(`(?m)^claim_arbiter: [a-z_]+`).ReplaceAllLiteralString(string(data), "claim_arbiter: "+arbiter)
 	if !strings.Contains(edited, "claim_arbiter: "+arbiter) {
 		t.Fatalf("config.yaml has no claim_arbiter line:\n%s", data)
 	}

@@ -37,14 +37,17 @@ Exits 3 when nothing is ready. --prompt adds the agent's prompt.
 --worktree also creates (or reuses) the task's worktree, as orch worktree
 does, and answers its absolute path (worktree): all the work happens there.
 
---sync makes the claim atomic across clones: one fetch brings the remote's
-state branch, its claim refs and the task branches; the claim is merged, made,
-and won on the remote by pushing the task's claim ref (refs/orch/claims/<id>)
-only if absent. When another clone holds that ref, the claim is undone locally
-and the next ready task is tried. The state branch then records the claim
-(claim_arbiter in config.yaml decides whether the answer waits for it).
-Under contention it backs off and tries again for up to two minutes; exit 5
-only past that.`,
+--sync makes the claim atomic across clones: it is won on the remote by
+pushing the task's claim ref (refs/orch/claims/<id>) only if absent. With
+claim_arbiter claim_ref (what orch init writes) an uncontended claim is one
+push: the claim is made from this clone's view of the remote (fetched at most
+10 seconds before), and the same push shares what the state branch lacks; the
+claim reaches the state branch with the next push. When another clone holds
+the ref, the claim is undone locally, the remote's state and claim refs are
+fetched, and the next ready task is tried; a view with nothing claimable is
+fetched before the answer. With claim_arbiter state_branch the claim waits
+for a fetch and for the state branch too. Under contention it backs off and
+tries again for up to two minutes; exit 5 only past that.`,
 		Example: `  orch claim --json
   orch claim --worktree --prompt --json
   orch claim --agent agent-a --prompt
