@@ -217,8 +217,9 @@ func (e *Engine) syncAttempt(remote string, so SyncOptions, prev, rtip plumbing.
 // claims from the state it has (fetched at most ClaimViewFresh ago), and one
 // push carries the claim ref and the state branch (the latter only if the
 // remote's state branch did not move since; else it catches up at a later
-// push). It fetches only when the ref was taken, when nothing here is
-// claimable, or when its view is older than ClaimViewFresh.
+// push). It fetches only when the ref was taken (once: later losses try
+// the next task from that fetch), when nothing here is claimable, or when
+// its view is older than ClaimViewFresh.
 //
 // With state_branch the claim ref and the state branch are pushed together,
 // atomically, after a fetch, so the state branch decides as it did before
@@ -337,15 +338,20 @@ func (c *claimSync) claimByRef(repo *gitrepo.Repo, ref string) (*Engine, *ClaimR
 		if _, err := c.lose(e, res, before, perr); err != nil {
 			return nil, nil, c.notes, err
 		}
-		// Another clone holds the ref: what else it claimed is on the
-		// remote. (The one task asked for: the fetch tells why.)
 		if time.Now().After(c.until) {
 			return nil, nil, c.notes, c.so.gaveUp(c.remote, "claims kept losing races", AdviseClaimSyncAgain)
 		}
-		if fs, err = c.fetch(); err != nil {
-			return nil, nil, c.notes, err
+		// Another clone holds the ref: what else it claimed is on the
+		// remote, so a view from before this command is fetched again (and
+		// for the one task asked for, the fetch tells why). A view this
+		// command fetched is fresh: the next task is tried from it, the
+		// lost one counted taken.
+		if !fetched || c.co.Task != "" {
+			if fs, err = c.fetch(); err != nil {
+				return nil, nil, c.notes, err
+			}
+			fetched = true
 		}
-		fetched = true
 	}
 }
 
