@@ -9,17 +9,16 @@ import (
 	"testing"
 )
 
-// TestNoHintTextInWorkflow: workflow says what a refused caller can do next
-// as a Next (an advice and its facts); cmd/orch words it. A composite
-// literal that sets a field named Hint in workflow's own code would be hint
-// text written here again, where cmd/orch cannot see it.
-func TestNoHintTextInWorkflow(t *testing.T) {
-	files, err := filepath.Glob("*.go")
+// parseWorkflow parses workflow's own source files (not its tests).
+func parseWorkflow(t *testing.T) (*token.FileSet, []*ast.File) {
+	t.Helper()
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fset := token.NewFileSet()
-	for _, name := range files {
+	var files []*ast.File
+	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
 		}
@@ -27,6 +26,18 @@ func TestNoHintTextInWorkflow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		files = append(files, f)
+	}
+	return fset, files
+}
+
+// TestNoHintTextInWorkflow: workflow says what a refused caller can do next
+// as a Next (an advice and its facts); cmd/orch words it. A composite
+// literal that sets a field named Hint in workflow's own code would be hint
+// text written here again, where cmd/orch cannot see it.
+func TestNoHintTextInWorkflow(t *testing.T) {
+	fset, files := parseWorkflow(t)
+	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.CompositeLit)
 			if !ok {
@@ -47,20 +58,9 @@ func TestNoHintTextInWorkflow(t *testing.T) {
 // TestAdvicesListsEveryAdvice: Advices (which cmd/orch's tests walk, so
 // that every advice has words) holds each Advice constant once.
 func TestAdvicesListsEveryAdvice(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, files := parseWorkflow(t)
 	declared := map[string]bool{}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range files {
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok || gd.Tok != token.CONST {

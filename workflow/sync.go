@@ -50,13 +50,23 @@ type SyncResult struct {
 	Attempts  int            `json:"attempts"`
 }
 
-// branchPrefixOf returns the task-branch prefix of the config at the state
-// branch's tip, read without the lock (the default when it cannot be read).
-func branchPrefixOf(st *gitstore.Store) string {
+// configAtTip is the config at the state branch's tip, read without the
+// lock (the defaults when it cannot be read): what a command that talks to
+// the remote needs before it takes the lock.
+func configAtTip(st *gitstore.Store) *config.Config {
 	if data, err := st.ReadAtTip(gitstore.ConfigFile); err == nil {
-		if cfg, err := config.Parse(gitstore.ConfigFile, data); err == nil && cfg.BranchPrefix != "" {
-			return cfg.BranchPrefix
+		if cfg, err := config.Parse(gitstore.ConfigFile, data); err == nil {
+			return cfg
 		}
+	}
+	return config.Default()
+}
+
+// branchPrefixOf returns the task-branch prefix of the config at the state
+// branch's tip (the default when it has none).
+func branchPrefixOf(st *gitstore.Store) string {
+	if p := configAtTip(st).BranchPrefix; p != "" {
+		return p
 	}
 	return config.Default().BranchPrefix
 }

@@ -263,23 +263,16 @@ func ClaimSync(opts Options, co ClaimOptions, so SyncOptions) (*Engine, *ClaimRe
 // lost claim ref. docs/github.md says what that staleness costs.
 const ClaimViewFresh = 10 * time.Second
 
-// arbiterAtTip is the claim arbiter of the config at the state branch's
-// tip, read without the lock (the arbiter decides how the claim fetches,
-// before the lock is taken; the default when it cannot be read), with the
-// repository and the state branch's ref.
+// arbiterAtTip is the claim arbiter at the state branch's tip (see
+// configAtTip: the arbiter decides how the claim fetches, before the lock
+// is taken), with the repository and the state branch's ref.
 func arbiterAtTip(opts Options) (arbiter string, repo *gitrepo.Repo, ref string) {
-	arbiter = config.Default().ClaimArbiter
 	st, err := gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, NoScan: true})
 	if err != nil {
-		return arbiter, nil, ""
+		return config.Default().ClaimArbiter, nil, ""
 	}
 	defer st.Close()
-	if data, err := st.ReadAtTip(gitstore.ConfigFile); err == nil {
-		if cfg, err := config.Parse(gitstore.ConfigFile, data); err == nil {
-			arbiter = cfg.ClaimArbiter
-		}
-	}
-	return arbiter, st.Repo, st.Ref
+	return configAtTip(st).ClaimArbiter, st.Repo, st.Ref
 }
 
 // claimByRef claims with claim refs deciding (claim_arbiter claim_ref).

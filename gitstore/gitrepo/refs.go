@@ -103,54 +103,58 @@ func isNotDir(err error) bool {
 }
 
 func (r *Repo) packedRef(name string) (plumbing.Hash, error) {
+	found := plumbing.ZeroHash
+	err := r.eachPackedRef(func(ref string, h plumbing.Hash) bool {
+		if ref == name {
+			found = h
+			return false
+		}
+		return true
+	})
+	return found, err
+}
+
+// eachPackedRef calls fn with each entry of packed-refs (none when the file
+// is absent) until fn returns false.
+func (r *Repo) eachPackedRef(fn func(name string, h plumbing.Hash) bool) error {
 	f, err := os.Open(filepath.Join(r.CommonDir, "packed-refs"))
 	if errors.Is(err, os.ErrNotExist) {
-		return plumbing.ZeroHash, nil
+		return nil
 	}
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) < 42 || line[0] == '#' || line[0] == '^' {
+		line := sc.Text()
+		if len(line) < 42 || line[0] == '#' || line[0] == '^' || !plumbing.IsHash(line[:40]) {
 			continue
 		}
-		if string(line[41:]) == name {
-			return plumbing.NewHash(string(line[:40])), nil
+		if !fn(line[41:], plumbing.NewHash(line[:40])) {
+			return nil
 		}
 	}
-	return plumbing.ZeroHash, sc.Err()
+	return sc.Err()
 }
 
 // refsUnder lists the refs whose names start with prefix (which ends in
 // "/"): the packed-refs entries, then the loose refs, which win (a loose
 // ref is newer than its packed entry). Symbolic refs are left out. It reads
 // the files git does, as ReadRef does, without starting git (a claim reads
-// the claim refs on its critical path).
+// the claim refs on its critical path; git for-each-ref is a process) and
+// without listing every ref (go-git's storage lists them all, thousands of
+// task branches, to give the few under one prefix).
 func (r *Repo) refsUnder(prefix string) (map[string]plumbing.Hash, error) {
 	refs := map[string]plumbing.Hash{}
-	f, err := os.Open(filepath.Join(r.CommonDir, "packed-refs"))
-	switch {
-	case err == nil:
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if len(line) < 42 || line[0] == '#' || line[0] == '^' || !strings.HasPrefix(line[41:], prefix) {
-				continue
-			}
-			if plumbing.IsHash(line[:40]) {
-				refs[line[41:]] = plumbing.NewHash(line[:40])
-			}
+	err := r.eachPackedRef(func(name string, h plumbing.Hash) bool {
+		if strings.HasPrefix(name, prefix) {
+			refs[name] = h
 		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
-	case !errors.Is(err, os.ErrNotExist):
+		return true
+	})
+	if err != nil {
 		return nil, err
 	}
 	root := filepath.Join(r.CommonDir, filepath.FromSlash(prefix))
