@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore/privfile"
 )
 
 // Claim refs: across machines, a claim is won on the remote on a ref of its
@@ -90,22 +92,24 @@ func (r *Repo) fetchedStamp(remote string) string {
 // cannot be written only makes the next claim fetch again.
 func (r *Repo) markFetched(remote string) {
 	p := r.fetchedStamp(remote)
-	now := time.Now()
-	if err := os.Chtimes(p, now, now); err == nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
-		if f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644); err == nil {
-			f.Close()
-		}
+	// A private-state file like any other: never through a link.
+	f, err := privfile.Open(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
 	}
+	defer f.Close()
+	now := time.Now()
+	_ = os.Chtimes(p, now, now)
 }
 
 // FetchedAt is when this clone last fetched the remote's state (zero:
 // never, or unknown).
 func (r *Repo) FetchedAt(remote string) time.Time {
 	fi, err := os.Lstat(r.fetchedStamp(remote))
-	if err != nil || !fi.Mode().IsRegular() {
+	if err != nil || !fi.Mode().IsRegular() { // a link or a missing stamp: fetch
 		return time.Time{}
 	}
 	return fi.ModTime()

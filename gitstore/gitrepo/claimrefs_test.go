@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -125,5 +126,37 @@ func TestFetchedClaimsPackedAndLoose(t *testing.T) {
 		if got[id] != h {
 			t.Errorf("%s = %v, want %v", id, got[id], h)
 		}
+	}
+}
+
+// The fetch stamp is a private-state file: a link put in its place is
+// neither followed (the file it names keeps its time) nor trusted (the
+// clone's view counts as never fetched, so a claim fetches).
+func TestFetchStampRefusesALink(t *testing.T) {
+	repo, _, _, _, _ := claimRemote(t)
+	if repo.FetchedAt("origin").IsZero() {
+		t.Fatal("no fetch time after a fetch")
+	}
+	outside := filepath.Join(t.TempDir(), "outside")
+	testgit.WriteFile(t, outside, "x")
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(outside, old, old); err != nil {
+		t.Fatal(err)
+	}
+	stamp := repo.fetchedStamp("origin")
+	if err := os.Remove(stamp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, stamp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.FetchState("origin", "refs/heads/orch", "task/"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(outside); err != nil || !fi.ModTime().Equal(old) {
+		t.Fatalf("the linked file was touched: %v %v", fi.ModTime(), err)
+	}
+	if !repo.FetchedAt("origin").IsZero() {
+		t.Fatal("a link counted as a fetch time")
 	}
 }
