@@ -215,9 +215,9 @@ func (e *Engine) syncAttempt(remote string, so SyncOptions, prev, rtip plumbing.
 // With claim_arbiter claim_ref (format 2's default, claimByRef) the claim
 // ref alone decides, and an uncontended claim is one round trip: the clone
 // claims from the state it has (fetched at most ClaimViewFresh ago), and one
-// push carries the claim ref and the state branch (the latter only if the
-// remote's state branch did not move since; else it catches up at a later
-// push). It fetches only when the ref was taken (once: later losses try
+// push carries the claim ref and, with a lease, the state branch as it was
+// before this claim (the claim reaches it with the next push, so a state
+// branch never takes a claim whose ref was lost). It fetches only when the ref was taken (once: later losses try
 // the next task from that fetch), when nothing here is claimable, or when
 // its view is older than ClaimViewFresh.
 //
