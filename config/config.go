@@ -28,8 +28,11 @@ type Config struct {
 	// ArbiterClaimRef or ArbiterStateBranch; absent, the format's default
 	// (DefaultArbiter).
 	ClaimArbiter string `yaml:"claim_arbiter" json:"claim_arbiter"`
-	IDPrefix     string `yaml:"id_prefix" json:"id_prefix"`
-	DefaultRole  string `yaml:"default_role" json:"default_role"`
+	// ArchiveAfter is how long a finished task stays among the tasks
+	// before it moves to the archive (0: only orch archive moves it).
+	ArchiveAfter Duration `yaml:"archive_after" json:"archive_after"`
+	IDPrefix     string   `yaml:"id_prefix" json:"id_prefix"`
+	DefaultRole  string   `yaml:"default_role" json:"default_role"`
 	// WorktreeDir holds the tasks' worktrees (relative to the main
 	// worktree); empty: beside the main worktree.
 	WorktreeDir string  `yaml:"worktree_dir" json:"worktree_dir"`
@@ -78,6 +81,15 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// String is the duration as config.yaml would say it: whole days as "30d".
+func (d Duration) String() string {
+	v := time.Duration(d)
+	if v > 0 && v%(24*time.Hour) == 0 {
+		return strconv.Itoa(int(v/(24*time.Hour))) + "d"
+	}
+	return v.String()
 }
 
 // MarshalJSON writes the duration as text.
@@ -141,6 +153,9 @@ func DefaultArbiter(format int) string {
 	return ArbiterStateBranch
 }
 
+// DefaultArchiveAfter is archive_after when config.yaml does not set it.
+const DefaultArchiveAfter = 30 * 24 * time.Hour
+
 // Default is the configuration of a repository without config.yaml.
 func Default() *Config {
 	return &Config{
@@ -149,6 +164,7 @@ func Default() *Config {
 		BranchPrefix: "task/",
 		ClaimTimeout: Duration(2 * time.Hour),
 		ClaimArbiter: ArbiterStateBranch,
+		ArchiveAfter: Duration(DefaultArchiveAfter),
 		IDPrefix:     "T",
 		DefaultRole:  "implementer",
 		Review:       Review{MaxRejections: 3, MaxNoProgress: 2},
@@ -166,6 +182,8 @@ branch_prefix: task/       # task branches are <prefix><id>-<slug>
 claim_timeout: 2h          # a claim is a lease this long, renewed by orch heartbeat and orch respond
 claim_arbiter: claim_ref   # claim --sync across machines: answered once the task's claim ref is won
                            # (one push); state_branch: once the remote's state branch holds the claim
+archive_after: 30d         # a done, failed or superseded task this old moves to the archive
+                           # (show, log, list --all and reopen still find it); 0: never
 id_prefix: T               # task ids are <prefix>-xxxxxx
 default_role: implementer  # role of tasks created without --role
 worktree_dir: ""           # where orch worktree and claim --worktree put task worktrees

@@ -166,7 +166,7 @@ func loadSnapshot(objs *gitrepo.ObjectStore, tip plumbing.Hash, reuse map[string
 		}
 		s.dirs[dir] = d
 		for _, e := range d.Entries {
-			if e.IsTree() {
+			if e.IsTree() && !(dir == "" && e.Name == ArchiveDir) {
 				sub := e.Name
 				if dir != "" {
 					sub = dir + "/" + e.Name
@@ -199,6 +199,12 @@ func (s *Snapshot) apply(changes []Change, b *gitrepo.Batch) (*Snapshot, error) 
 	for k, v := range s.dirs {
 		out.dirs[k] = v
 	}
+	// The archive's trees are read only for the changes that need them,
+	// and dropped again once written: a snapshot never holds them.
+	if err := out.loadArchiveDirs(changes); err != nil {
+		return nil, err
+	}
+	defer out.dropArchiveDirs()
 	dirty := map[string]bool{}
 	for _, c := range changes {
 		if err := checkTreePath(c.Path); err != nil {

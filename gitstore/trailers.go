@@ -26,6 +26,7 @@ const (
 	TrailerReason     = "Orch-Reason"      // refuse, decide: the refusal's reason
 	TrailerDecision   = "Orch-Decision"    // decide
 	TrailerCreated    = "Orch-Created"     // decide: the tasks it created, space-separated
+	TrailerArchived   = "Orch-Archived"    // archive_after: the tasks a batch moved to the archive, space-separated
 	TrailerVerb       = "Orch-Verb"        // authority.refused: the verb refused
 	TrailerRemote     = "Orch-Remote"      // sync: the remote merged
 	TrailerVia        = "Orch-Via"         // orch run: a step the coordinator took for an agent's run

@@ -407,7 +407,7 @@ func (f *File) decodeTask() error {
 			case KeyReviewCount:
 				t.ReviewAttempts = n
 			}
-		case KeyClaimedAt, KeySubmittedAt, KeyCreated, KeyHeartbeatAt, KeyReviewAt:
+		case KeyClaimedAt, KeySubmittedAt, KeyCreated, KeyHeartbeatAt, KeyReviewAt, KeyFinishedAt:
 			s, ok := scalarString(v)
 			if !ok {
 				return bad("must be a time such as 2026-02-06T10:00:00Z")
@@ -431,6 +431,8 @@ func (f *File) decodeTask() error {
 				t.SubmittedAt = tm
 			case KeyCreated:
 				t.Created = tm
+			case KeyFinishedAt:
+				t.FinishedAt = tm
 			}
 		case KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyGitHubReviews:
 			list, ok := stringList(v)

@@ -94,6 +94,9 @@ type Task struct {
 	ReviewClaimedBy string    `json:"review_claimed_by,omitempty"`
 	ReviewClaimedAt time.Time `json:"review_claimed_at,omitzero"`
 	ReviewAttempts  int       `json:"review_attempts,omitempty"`
+	// FinishedAt is when the task last entered done, failed or superseded
+	// (unset while it is open): archive_after counts from it.
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // Field names orch reads and writes.
@@ -127,6 +130,7 @@ const (
 	KeyReviewBy      = "review_claimed_by"
 	KeyReviewAt      = "review_claimed_at"
 	KeyReviewCount   = "review_attempts"
+	KeyFinishedAt    = "finished_at"
 )
 
 // KeyOrder is the order orch writes keys in new files, and the order used to
@@ -134,7 +138,7 @@ const (
 var KeyOrder = []string{
 	KeyID, KeyTitle, KeyQueue, KeyPriority, KeyRole, KeyBranch, KeyBaseBranch, KeyPRNumber,
 	KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeyHeartbeatAt, KeySubmittedBy, KeySubmittedAt,
-	KeyAssignedTo, KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyCreated, KeyRejectedAt, KeyGitHubReviews,
+	KeyAssignedTo, KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyCreated, KeyFinishedAt, KeyRejectedAt, KeyGitHubReviews,
 	KeyCrashes, KeyReviewBy, KeyReviewAt, KeyReviewCount,
 }
 
@@ -144,7 +148,7 @@ var KeyOrder = []string{
 var OrchOwned = []string{
 	KeyQueue, KeyBranch, KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeyHeartbeatAt,
 	KeySubmittedBy, KeySubmittedAt, KeyLockedOut, KeyWorkedBy, KeyRejectedAt, KeyGitHubReviews,
-	KeyCrashes, KeyReviewBy, KeyReviewAt, KeyReviewCount,
+	KeyCrashes, KeyReviewBy, KeyReviewAt, KeyReviewCount, KeyFinishedAt,
 }
 
 // Priorities in order, highest first.

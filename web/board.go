@@ -84,7 +84,10 @@ func (s *Server) board(r *http.Request, e *workflow.Engine, memo map[string]any,
 		}
 	}
 	now := s.opts.Now()
-	list := e.List(workflow.ListFilter{Queues: qs})
+	list, err := e.List(workflow.ListFilter{Queues: qs, Archived: workflow.ShowsFinished(qs)})
+	if err != nil {
+		return view{}, err
+	}
 	at := map[taskfile.Queue]int{}
 	p.Columns = make([]column, len(qs))
 	for i, qq := range qs {

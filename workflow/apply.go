@@ -51,8 +51,21 @@ func (e *Engine) apply(id string, verb Action, checkQueue bool, fn func(t *Task)
 	var res Result
 	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
 		s := e.Store.SummaryByID(id)
+		archived := false
 		if s == nil {
-			return nil, &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
+			// Reopen is the one verb that takes a task from the archive:
+			// its file goes back among the tasks in the same commit.
+			a, err := e.ArchivedByID(id)
+			switch {
+			case err != nil:
+				return nil, err
+			case a != nil && verb == ActionReopen:
+				s, archived = a, true
+			case a != nil:
+				return nil, &ArchivedError{Task: a, Next: Next{Advice: AdviseArchived, Task: id}}
+			default:
+				return nil, &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
+			}
 		}
 		c, from, to, err := e.step(s, e.Load, verb, checkQueue, fn)
 		if err != nil || c == nil {
@@ -60,7 +73,12 @@ func (e *Engine) apply(id string, verb Action, checkQueue bool, fn func(t *Task)
 		}
 		changes := []gitstore.Change{}
 		if c.file != nil {
-			changes = append(changes, gitstore.Change{Path: s.Path, Data: c.file.Src})
+			path := s.Path
+			if archived {
+				path = gitstore.UnarchivedPath(s.Path)
+				changes = append(changes, gitstore.Change{Path: s.Path, Delete: true})
+			}
+			changes = append(changes, gitstore.Change{Path: path, Data: c.file.Src})
 		}
 		changes = append(changes, c.extra...)
 		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: verb, Actor: e.Actor}
@@ -158,6 +176,12 @@ func (e *Engine) step(s *gitstore.Summary, load func(*gitstore.Summary) (*Task, 
 		if from == taskfile.Provisional && c.file.Task.ReviewClaimedBy != "" {
 			// A submission that leaves review leaves its review claim.
 			edits = append(edits, taskfile.Unset(taskfile.KeyReviewBy), taskfile.Unset(taskfile.KeyReviewAt))
+		}
+		switch {
+		case from.Open() && !to.Open():
+			edits = append(edits, taskfile.Set(taskfile.KeyFinishedAt, taskfile.Time(e.Now())))
+		case !from.Open() && to.Open():
+			edits = append(edits, taskfile.Unset(taskfile.KeyFinishedAt))
 		}
 		if c.file.Task.Crashes > 0 && from == taskfile.Claimed && s.Task.ClaimedBy == e.Actor {
 			// The agent ended its own run: the crashes were not in a row.

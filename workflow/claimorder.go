@@ -63,7 +63,11 @@ func queueRank(q taskfile.Queue) int {
 func (e *Engine) DepsDone(t *taskfile.Task) (bool, []string) {
 	var pending []string
 	for _, d := range t.DependsOn {
-		if q, ok := e.tasks().QueueByID(d); !ok || q != taskfile.Done {
+		q, ok := e.tasks().QueueByID(d)
+		if !ok {
+			q, ok = e.archivedQueue(d) // finished long ago
+		}
+		if !ok || q != taskfile.Done {
 			pending = append(pending, d)
 		}
 	}

@@ -44,6 +44,9 @@ func (e *Engine) EditStart(ref string) (*EditTarget, error) {
 		p = clean
 	default:
 		s, err := e.resolve(ref)
+		if ae, ok := err.(*ArchivedError); ok {
+			s, err = ae.Task, nil // an archived task is edited where it is
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +58,11 @@ func (e *Engine) EditStart(ref string) (*EditTarget, error) {
 		}
 	}
 	t := &EditTarget{Path: p, ID: id}
-	if h, ok := snap.Get(p); ok {
+	h, ok, err := snap.GetAny(p)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		data, err := snap.ReadBlob(h)
 		if err != nil {
 			return nil, err
@@ -74,9 +81,19 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
-	view := filepath.Join(gitstore.ViewDirName, t.Path)
 	snap := e.Store.Snapshot()
-	cur, curOK := snap.Get(t.Path)
+	if _, ok, _ := snap.GetAny(t.Path); !ok && t.ID != "" && !gitstore.IsArchivePath(t.Path) {
+		// Archived while the editor was open: the edit goes to the
+		// archived file (never lost; orch reopen brings it back).
+		if a, err := e.ArchivedByID(t.ID); err == nil && a != nil {
+			t.Path = a.Path
+		}
+	}
+	view := filepath.Join(gitstore.ViewDirName, t.Path)
+	cur, curOK, err := snap.GetAny(t.Path)
+	if err != nil {
+		return nil, err
+	}
 	var curData []byte
 	if curOK {
 		var err error
@@ -85,7 +102,7 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 		}
 	}
 	result := edited
-	if strings.HasPrefix(t.Path, gitstore.TasksDir+"/") {
+	if strings.HasPrefix(t.Path, gitstore.TasksDir+"/") || gitstore.IsArchivePath(t.Path) {
 		ef, err := taskfile.Parse(view, edited)
 		if err != nil {
 			return nil, &InvalidFileError{Problems: []*taskfile.ParseError{asParseError(err, view)}}
@@ -168,7 +185,12 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Commit: h}
-	if id != "" {
+	switch {
+	case id != "" && gitstore.IsArchivePath(t.Path):
+		if res.Task, err = e.ArchivedByID(id); err != nil {
+			return nil, err
+		}
+	case id != "":
 		res.Task = e.Store.Summary(t.Path)
 	}
 	return res, nil

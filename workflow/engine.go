@@ -80,7 +80,8 @@ type Engine struct {
 	Fence   *Fence
 
 	clone           string // this clone's ID in event file names, once read
-	recordedRefusal bool   // a refusal of authority was recorded already
+	archive         *archiveIndex
+	recordedRefusal bool // a refusal of authority was recorded already
 	// remoteClaims are the remote's claim refs as claim --sync fetched
 	// them (claimrefs.go).
 	remoteClaims map[string]*remoteClaim
@@ -372,7 +373,9 @@ func (e *Engine) newID(taken func(string) bool) string {
 		id := b.String()
 		if taken == nil || !taken(id) {
 			if e.Store.SummaryByID(id) == nil {
-				return id
+				if a, err := e.ArchivedByID(id); err == nil && a == nil {
+					return id
+				}
 			}
 		}
 	}
@@ -412,6 +415,12 @@ func (e *Engine) Find(ref string) (*gitstore.Summary, error) {
 	})
 	switch len(ids) {
 	case 0:
+		if a, err := e.findArchived(ref); err != nil || a != nil {
+			if err != nil {
+				return nil, err
+			}
+			return nil, &ArchivedError{Task: a, Next: Next{Advice: AdviseArchived, Task: a.Task.ID}}
+		}
 		// clipArg, not printable: Error() quotes with %q, which escapes
 		// control characters once (printable would escape them twice).
 		return nil, &NotFoundError{What: "task", Ref: clipArg(ref), Next: Next{Advice: AdviseListTasks}}

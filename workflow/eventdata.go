@@ -318,10 +318,12 @@ type RequeueData struct {
 	To string `json:"to"`
 }
 
-// ArchiveData is a finished task's file removed: its path and queue.
+// ArchiveData is a finished task's file moved to the archive: the path it
+// left, its queue, and, when archive_after moved it, that setting.
 type ArchiveData struct {
 	Path  string         `json:"path"`
 	Queue taskfile.Queue `json:"queue"`
+	After string         `json:"after,omitempty"`
 }
 
 // SweepData is a stale claim swept: whose, since when.

@@ -238,7 +238,7 @@ func (e *Engine) Reopen(id, reason string) (*Result, error) {
 	if reason == "" {
 		return nil, &UsageError{Msg: "say why the task is reopened", Next: Next{Advice: AdviseReopenText, Task: id}}
 	}
-	if err := e.requireHuman("reopen", id, "reopening a failed task"); err != nil {
+	if err := e.requireHuman("reopen", id, "reopening a finished task"); err != nil {
 		return nil, err
 	}
 	return e.transition(id, ActionReopen, func(t *Task) (*change, error) {
@@ -280,21 +280,18 @@ func (e *Engine) Requeue(id, to string) (*Result, error) {
 	})
 }
 
-// Archive removes a finished task's file from the state branch; history
-// keeps every version.
+// Archive moves a finished task's file to the archive now, whatever
+// archive_after says (archive.go).
 func (e *Engine) Archive(id string) (*Result, error) {
 	if err := e.requireHuman("archive", id, "archiving a task"); err != nil {
 		return nil, err
 	}
-	var path string
-	res, err := e.transition(id, ActionArchive, func(t *Task) (*change, error) {
-		path = t.Path
-		return &change{extra: []gitstore.Change{{Path: t.Path, Delete: true}}, body: "Archived " + t.Path + " (git log keeps it).",
+	return e.transition(id, ActionArchive, func(t *Task) (*change, error) {
+		mv, err := archiveMove(e.Store.Snapshot(), t.Summary)
+		if err != nil {
+			return nil, err
+		}
+		return &change{extra: mv, body: "Moved " + t.Path + " to " + mv[1].Path + ": orch show, orch log and orch list --all still read it; orch reopen brings it back.",
 			data: &ArchiveData{Path: t.Path, Queue: t.Task.Queue}}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	_ = path
-	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -25,6 +26,10 @@ type ListFilter struct {
 	// Sort: claim (the default: by queue in board order, then claim
 	// order), priority, created (newest first), id, title.
 	Sort string
+	// Archived: the archive's tasks too (list --all, the boards' finished
+	// columns). They are read from the branch, every one: the one listing
+	// that costs what the project's whole history holds.
+	Archived bool
 }
 
 // ListSorts are the orders List knows.
@@ -32,20 +37,23 @@ var ListSorts = []string{"claim", "priority", "created", "id", "title"}
 
 // List returns the tasks that pass the filter: by queue in board order, and
 // in claim order within a queue (or in claim order overall with Ready).
-func (e *Engine) List(f ListFilter) []*gitstore.Summary {
-	hs := e.ListHeaders(f)
+func (e *Engine) List(f ListFilter) ([]*gitstore.Summary, error) {
+	hs, err := e.ListHeaders(f)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*gitstore.Summary, len(hs))
 	for i, h := range hs {
 		out[i] = h.Summary()
 	}
-	return out
+	return out, nil
 }
 
 // ListHeaders is List without decoding the tasks that claim order and the
 // filter do not need whole (none without a filter that reads more than
 // the header: orch list --json at 100,000 tasks then decodes each task
 // only as it writes it, and keeps none).
-func (e *Engine) ListHeaders(f ListFilter) []*gitstore.SummaryHeader {
+func (e *Engine) ListHeaders(f ListFilter) ([]*gitstore.SummaryHeader, error) {
 	want := map[taskfile.Queue]bool{}
 	for _, q := range f.Queues {
 		want[q] = true
@@ -59,12 +67,21 @@ func (e *Engine) ListHeaders(f ListFilter) []*gitstore.SummaryHeader {
 			}
 		}
 		if len(only) == 0 {
-			return nil
+			return nil, nil
 		}
 		want = only
 	}
 	var out []*gitstore.SummaryHeader
 	search := strings.ToLower(strings.TrimSpace(f.Search))
+	matchSearch := func(s *gitstore.Summary) bool {
+		if search == "" || strings.Contains(strings.ToLower(s.Task.Title), search) {
+			return true
+		}
+		// The body only when the title does not match: it is read from
+		// the branch.
+		t, err := e.Load(s)
+		return err == nil && strings.Contains(strings.ToLower(string(t.File.Body())), search)
+	}
 	whole := f.Ready || search != "" || len(f.Labels) > 0 || f.Role != "" || f.ClaimedBy != "" || f.Sort == "title"
 	if !whole {
 		e.Store.EachSummaryHeaderIn(want, func(h *gitstore.SummaryHeader) {
@@ -87,16 +104,22 @@ func (e *Engine) ListHeaders(f ListFilter) []*gitstore.SummaryHeader {
 					return
 				}
 			}
-			if search != "" && !strings.Contains(strings.ToLower(s.Task.Title), search) {
-				// The body only when the title does not match: it is read
-				// from the branch.
-				t, err := e.Load(s)
-				if err != nil || !strings.Contains(strings.ToLower(string(t.File.Body())), search) {
-					return
-				}
+			if !matchSearch(s) {
+				return
 			}
 			out = append(out, h)
 		})
+	}
+	if f.Archived && !f.Ready {
+		archived, err := e.ArchivedTasks()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range archived {
+			if (len(want) == 0 || want[s.Task.Queue]) && e.listMatch(s, &f) && matchSearch(s) {
+				out = append(out, statecache.HeaderOf(s))
+			}
+		}
 	}
 	sortHeadersClaimOrder(out, !f.Ready)
 	switch f.Sort {
@@ -113,7 +136,13 @@ func (e *Engine) ListHeaders(f ListFilter) []*gitstore.SummaryHeader {
 			return cmp.Compare(strings.ToLower(a.Summary().Task.Title), strings.ToLower(b.Summary().Task.Title))
 		})
 	}
-	return out
+	return out, nil
+}
+
+// ShowsFinished reports whether a listing of queues qs shows a finished
+// queue, whose tasks the archive holds too.
+func ShowsFinished(qs []taskfile.Queue) bool {
+	return slices.ContainsFunc(qs, func(q taskfile.Queue) bool { return !q.Open() })
 }
 
 // listMatch applies the filter's fields that the summary alone answers.

@@ -37,7 +37,8 @@ func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
 	var out []LogEntry
 	err := e.Store.Walk(func(c *gitrepo.CommitInfo) bool {
 		tr := gitstore.ParseTrailers(c.Message)
-		if id != "" && tr.Get(gitstore.TrailerTask) != id && !slices.Contains(strings.Fields(tr.Get(gitstore.TrailerCreated)), id) {
+		if id != "" && tr.Get(gitstore.TrailerTask) != id && !slices.Contains(strings.Fields(tr.Get(gitstore.TrailerCreated)), id) &&
+			!slices.Contains(strings.Fields(tr.Get(gitstore.TrailerArchived)), id) {
 			return true
 		}
 		out = append(out, logEntry(c, tr))

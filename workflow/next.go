@@ -45,6 +45,7 @@ const (
 	AdviseClaimWorktree Advice = "claim_worktree"  // -
 	AdviseClaimFirst    Advice = "claim_first"     // Task
 	AdviseClaimWithTree Advice = "claim_with_tree" // Task
+	AdviseArchived      Advice = "archived"        // Task
 
 	// Authority (DESIGN §4a): how to ask, or what else to do; never how to
 	// act as someone else.
@@ -152,7 +153,7 @@ const (
 var Advices = []Advice{
 	AdviseListTasks, AdvisePassTaskID, AdviseListReady, AdviseShowTask, AdviseShowBrief, AdviseShowWaitsFor,
 	AdviseShowRounds, AdviseListIssues, AdviseLogTask, AdviseCheckProblem, AdviseEditWhat, AdviseDiffWhole,
-	AdviseClaimWorktree, AdviseClaimFirst, AdviseClaimWithTree,
+	AdviseClaimWorktree, AdviseClaimFirst, AdviseClaimWithTree, AdviseArchived,
 
 	AdviseAskHuman, AdviseActAsYourself, AdviseEscalate, AdviseOtherWork, AdviseNotReviewer, AdviseReviewClaimed,
 	AdviseSelfReview, AdviseOutsideScope, AdviseLockedOut, AdviseClaimLost, AdviseRunEnded, AdviseSetRecordTask,

@@ -257,8 +257,19 @@ func (e *Engine) afterMove() error {
 // and theirs over base.
 func (e *Engine) mergeSnapshots(base, ours, theirs *gitstore.Snapshot) ([]gitstore.Change, []SyncConflict, []string, error) {
 	files := map[string][3]plumbing.Hash{}
+	// The archive is not in a snapshot's files: when both sides changed it
+	// (or only theirs), its files are merged like the rest.
+	withArchive := ours.ArchiveTree() != theirs.ArchiveTree() && base.ArchiveTree() != theirs.ArchiveTree()
 	for i, s := range []*gitstore.Snapshot{base, ours, theirs} {
-		for _, fe := range s.AllFiles() {
+		fs := s.AllFiles()
+		if withArchive {
+			archived, err := s.Archived()
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			fs = append(fs, archived...)
+		}
+		for _, fe := range fs {
 			v := files[fe.Path]
 			v[i] = fe.Blob
 			files[fe.Path] = v
@@ -324,7 +335,7 @@ func (e *Engine) mergeSnapshots(base, ours, theirs *gitstore.Snapshot) ([]gitsto
 		switch {
 		case strings.HasPrefix(p, gitstore.EventsDir+"/"):
 			merged = unionLines(od, td)
-		case strings.HasPrefix(p, gitstore.TasksDir+"/") && strings.HasSuffix(p, ".md"):
+		case strings.HasPrefix(p, gitstore.TasksDir+"/") && strings.HasSuffix(p, ".md"), gitstore.IsArchivePath(p):
 			merged, cs = e.mergeTaskFile(p, bd, od, td)
 		default:
 			text, ok := taskfile.MergeText(string(bd), string(od), string(td))

@@ -39,7 +39,7 @@ var Transitions = []Transition{
 	{Verb: ActionEscalate, From: []taskfile.Queue{taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked}, To: []taskfile.Queue{taskfile.Escalated}, Who: "anyone", Summary: "ask a human to act"},
 	{Verb: ActionRequeue, From: []taskfile.Queue{taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "put the task back in incoming (claim cleared; branch, feedback and counts kept)"},
 	{Verb: ActionSweep, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "human", Summary: "move claims older than claim_timeout to needs_continuation"},
-	{Verb: ActionReopen, From: []taskfile.Queue{taskfile.Failed}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "send a failed task back to incoming (branch, feedback and counts kept; the reason is noted in the task)"},
+	{Verb: ActionReopen, From: []taskfile.Queue{taskfile.Failed, taskfile.Done, taskfile.Superseded}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "send a finished task back to incoming, from the archive too (branch, feedback and counts kept; the reason is noted in the task)"},
 	{Verb: ActionArchive, From: []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded}, To: nil, Who: "human", Summary: "remove a finished task's file from the state branch (history keeps it)"},
 }
 

@@ -40,8 +40,8 @@ func newBoardCmd(g *globalOptions) *cobra.Command {
 		Long: `Show the queues as columns, in board order: for each task its ID, priority,
 rejection count, title and who holds it. Escalated tasks are marked with "!"
 (and in red on a colour terminal). By default the open queues are shown;
---all adds done, failed and superseded, --queue picks queues (repeatable, or
-comma-separated).
+--all adds done, failed and superseded (the archive's tasks too), --queue
+picks queues (repeatable, or comma-separated).
 
 The board fits the terminal (COLUMNS overrides it, 100 when stdout is not a
 terminal, --width sets it); queues that do not fit side by side wrap into
@@ -163,7 +163,11 @@ func (o *boardOptions) draw(qs []taskfile.Queue, n int) (tip plumbing.Hash, ref 
 		if err := e.RequireInit(); err != nil {
 			return nil, err
 		}
-		cols := termboard.Group(qs, e.List(workflow.ListFilter{Queues: qs}))
+		list, err := e.List(workflow.ListFilter{Queues: qs, Archived: workflow.ShowsFinished(qs)})
+		if err != nil {
+			return nil, err
+		}
+		cols := termboard.Group(qs, list)
 		trace.Phase("board")
 		if g.JSON {
 			b := g.appendBoardJSON(nil, e, cols)

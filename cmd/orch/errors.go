@@ -58,6 +58,7 @@ func classify(err error) classified {
 		usage     *workflow.UsageError
 		ambiguous *workflow.AmbiguousError
 		notFound  *workflow.NotFoundError
+		archived  *workflow.ArchivedError
 		nothing   *workflow.NothingToClaimError
 		rule      *workflow.RuleError
 		illegal   *workflow.IllegalTransitionError
@@ -92,6 +93,8 @@ func classify(err error) classified {
 		return classified{exitUsage, "usage", usage.Msg, hintOf(usage.Hint, usage.Next), nil}
 	case errors.As(err, &ambiguous):
 		return classified{exitUsage, "ambiguous", ambiguous.Error(), "use more characters of the ID", nil}
+	case errors.As(err, &archived):
+		return classified{exitNotFound, "archived", archived.Error(), hintFor(archived.Next), nil}
 	case errors.As(err, &notFound):
 		return classified{exitNotFound, "not_found", notFound.Error(), hintOf(notFound.Hint, notFound.Next), nil}
 	case errors.As(err, &nothing):

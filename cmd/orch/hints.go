@@ -220,6 +220,8 @@ func hintFor(n workflow.Next) string {
 		return "run orch sync again"
 	case workflow.AdviseClaimSyncAgain:
 		return "run orch claim --sync again; orch sync shows the remote"
+	case workflow.AdviseArchived:
+		return "orch show " + id + " and orch log " + id + " read it from the archive; a person brings it back with orch reopen " + id + " -m \"why\""
 	case workflow.AdviseUpgradeOrch:
 		return "install the orch the repository's other clones run (orch version shows this one's); reading (list, show, log) works meanwhile"
 

@@ -28,12 +28,13 @@ type listOptions struct {
 	Priorities []string
 	Search     string
 	Sort       string
+	All        bool
 }
 
 func newListCmd(g *globalOptions) *cobra.Command {
 	o := &listOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "list [--queue Q]... [--ready] [--label L]... [--role R] [--claimed-by A] [--priority P]... [--search TEXT] [--sort S]",
+		Use:   "list [--all] [--queue Q]... [--ready] [--label L]... [--role R] [--claimed-by A] [--priority P]... [--search TEXT] [--sort S]",
 		Short: "List tasks",
 		Long: `List tasks by queue, and in claim order within a queue (` + workflow.ClaimOrderText() + `).
 --ready lists the tasks a claim by you could take now, in the order it would
@@ -44,7 +45,8 @@ Filters, all of which must match: --label (the task has every label given),
 --role, --claimed-by, --priority (any of those given: P0..P3 or
 critical|high|medium|low), --search (in the title and the body, ignoring
 case). --sort claim (the default), priority, created (newest first), id or
-title.`,
+title. --all adds the archive: tasks finished more than archive_after ago
+(orch list reads only the tasks; --all reads every archived file).`,
 		Example: `  orch list
   orch list --queue rejected --queue provisional
   orch list --ready --json
@@ -52,8 +54,9 @@ title.`,
   orch list --jq '.tasks[] | select(.claimed_by == "agent-a") | .id'
   orch list --ready --agent agent-b
   orch list --label auth --priority P0 --priority P1 --sort created
-  orch list --search "login redirect" --claimed-by agent-a`,
-		Args: exactArgs(0, "list [--queue Q]... [--ready] [--label L]... [--role R] [--claimed-by A] [--priority P]... [--search TEXT] [--sort S]"),
+  orch list --search "login redirect" --claimed-by agent-a
+  orch list --all --queue done --sort created`,
+		Args: exactArgs(0, "list [--all] [--queue Q]... [--ready] [--label L]... [--role R] [--claimed-by A] [--priority P]... [--search TEXT] [--sort S]"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runList(o) },
 	}
 	cmd.Flags().StringArrayVarP(&o.Queues, "queue", "q", nil, "only this queue (repeatable)")
@@ -64,6 +67,7 @@ title.`,
 	cmd.Flags().StringArrayVar(&o.Priorities, "priority", nil, "only tasks of this priority (repeatable: any of them)")
 	cmd.Flags().StringVar(&o.Search, "search", "", "only tasks whose title or body contains `TEXT`")
 	cmd.Flags().StringVar(&o.Sort, "sort", "claim", "order: claim, priority, created, id, title")
+	cmd.Flags().BoolVarP(&o.All, "all", "a", false, "the archive's tasks too (finished more than archive_after ago)")
 	return cmd
 }
 
@@ -86,7 +90,7 @@ func runList(o *listOptions) error {
 	if err != nil {
 		return err
 	}
-	f := workflow.ListFilter{Queues: qs, Ready: o.Ready, Labels: o.Labels, Role: o.Role, ClaimedBy: o.ClaimedBy, Search: o.Search, Sort: o.Sort}
+	f := workflow.ListFilter{Queues: qs, Ready: o.Ready, Labels: o.Labels, Role: o.Role, ClaimedBy: o.ClaimedBy, Search: o.Search, Sort: o.Sort, Archived: o.All}
 	if !slices.Contains(workflow.ListSorts, o.Sort) {
 		return &workflow.UsageError{Msg: fmt.Sprintf("--sort %q is not an order orch knows", o.Sort), Hint: "--sort " + strings.Join(workflow.ListSorts, "|")}
 	}
@@ -104,11 +108,17 @@ func runList(o *listOptions) error {
 			return nil, err
 		}
 		if o.g.JSON {
-			tasks := e.ListHeaders(f)
+			tasks, err := e.ListHeaders(f)
+			if err != nil {
+				return nil, err
+			}
 			trace.Phase("list")
 			return func(out *output) error { return o.g.writeTaskList(out.Out, e, tasks) }, nil
 		}
-		tasks := e.List(f)
+		tasks, err := e.List(f)
+		if err != nil {
+			return nil, err
+		}
 		trace.Phase("list")
 		return func(out *output) error { return printTaskTable(out, e, tasks) }, nil
 	})

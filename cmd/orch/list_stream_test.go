@@ -168,7 +168,11 @@ func TestListJSONStreamedAsBefore(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			doc := bufferedTaskList(sel.Tasks, e, e.List(c.filter))
+			listed, err := e.List(c.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := bufferedTaskList(sel.Tasks, e, listed)
 			var want bytes.Buffer
 			var jq *answer.JQ
 			if c.jq != "" {

@@ -65,7 +65,7 @@ func runLog(o *logOptions, ref string) error {
 		}
 		id := ""
 		if ref != "" {
-			s, err := e.Find(ref)
+			s, _, err := e.LookupArchived(ref)
 			if err != nil {
 				return err
 			}

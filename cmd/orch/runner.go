@@ -160,7 +160,21 @@ func (g *globalOptions) runOptimistic(fn body) error {
 			ferr = perr
 		}
 	}
+	if ferr == nil && g.kind == kindTransition {
+		g.archiveDue(e)
+	}
 	return firstErr(ferr, g.close(e))
+}
+
+// archiveDue moves a batch of tasks finished more than archive_after ago to
+// the archive, after a transition has answered: finished work leaves the
+// hot path a bounded batch at a time, as part of the commands that change
+// the state anyway. It is housekeeping: a failure changes nothing, the
+// next command tries again, and the transition's answer stands.
+func (g *globalOptions) archiveDue(e *workflow.Engine) {
+	if _, err := e.ArchiveDue(workflow.ArchiveBatch); err != nil {
+		g.printNoteList([]string{"moving finished tasks to the archive failed (the next command tries again): " + err.Error()})
+	}
 }
 
 // runOnce: see the kinds above.

@@ -110,7 +110,7 @@ func roundsJSON(rs []taskfile.Round) []roundJSON {
 
 func runShow(o *showOptions, ref string) error {
 	return o.g.run(func(e *workflow.Engine) (printer, error) {
-		s, err := e.Lookup(ref)
+		s, _, err := e.LookupArchived(ref)
 		if err != nil {
 			return nil, err
 		}

@@ -24,7 +24,7 @@ import (
 
 // cacheMagic starts every cache file; the version changes with the format,
 // and a file of another version is rebuilt.
-const cacheMagic = "orch-state-cache v16\n"
+const cacheMagic = "orch-state-cache v17\n"
 
 // Cache is the state cache of one state branch, as loaded: what it
 // describes (Tip, Root, Dirs), the task summaries and the view's sync
@@ -223,6 +223,7 @@ func encodeTask(e *enc, t *taskfile.Task) {
 	e.str(t.ReviewClaimedBy)
 	e.time(t.ReviewClaimedAt)
 	e.uv(uint64(t.ReviewAttempts))
+	e.time(t.FinishedAt)
 }
 
 func decodeTask(d *dec, t *taskfile.Task) {
@@ -251,6 +252,7 @@ func decodeTask(d *dec, t *taskfile.Task) {
 	t.ReviewClaimedBy = d.str()
 	t.ReviewClaimedAt = d.time()
 	t.ReviewAttempts = int(d.uv())
+	t.FinishedAt = d.time()
 }
 
 // decodeTaskHeader reads the fields encodeTask writes first.

@@ -81,6 +81,7 @@ func (x source) visit(v *visitor) {
 	v.list("depends_on", t.DependsOn)
 	v.list("labels", t.Labels)
 	v.time("created", t.Created)
+	v.time("finished_at", t.FinishedAt)
 	v.text("rejected_at_commit", t.RejectedAt)
 	v.number("crashes", t.Crashes)
 	v.text("review_claimed_by", t.ReviewClaimedBy)
@@ -89,6 +90,7 @@ func (x source) visit(v *visitor) {
 	v.object("fields", x.fields)
 	v.text("path", gitstore.ViewDirName+"/"+x.sum.Path) // branch paths are clean and slash-separated
 	v.flag("ready", x.ready)
+	v.flag("archived", gitstore.IsArchivePath(x.sum.Path))
 	v.text("problem", x.sum.Problem)
 }
 
