@@ -81,17 +81,22 @@ func (r *Repo) LastFetchedState(remote, ref string) (*FetchedState, error) {
 	return fs, nil
 }
 
-// fetchedStamp is the file whose modification time says when this clone
-// last fetched the remote's state (one file per remote, named by a hash of
-// the remote's name, which may be a URL).
-func (r *Repo) fetchedStamp(remote string) string {
-	return filepath.Join(r.CommonDir, "orch", fmt.Sprintf("fetched-%x", sha1.Sum([]byte(remote)))[:len("fetched-")+16])
+// fetchedStamp is the stamp whose time says when this clone last fetched
+// the remote's state (one per remote, named by a hash of the remote's name,
+// which may be a URL).
+func fetchedStamp(remote string) string {
+	return fmt.Sprintf("fetched-%x", sha1.Sum([]byte(remote)))[:len("fetched-")+16]
 }
 
 // markFetched records that the remote's state was fetched now. A stamp that
 // cannot be written only makes the next claim fetch again.
-func (r *Repo) markFetched(remote string) {
-	p := r.fetchedStamp(remote)
+func (r *Repo) markFetched(remote string) { r.MarkStamp(fetchedStamp(remote)) }
+
+// MarkStamp sets the private stamp name (a file in <git common dir>/orch/
+// whose modification time is all it holds) to now. A stamp that cannot be
+// written is as if it were never set.
+func (r *Repo) MarkStamp(name string) {
+	p := filepath.Join(r.CommonDir, "orch", name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return
 	}
@@ -107,9 +112,13 @@ func (r *Repo) markFetched(remote string) {
 
 // FetchedAt is when this clone last fetched the remote's state (zero:
 // never, or unknown).
-func (r *Repo) FetchedAt(remote string) time.Time {
-	fi, err := os.Lstat(r.fetchedStamp(remote))
-	if err != nil || !fi.Mode().IsRegular() { // a link or a missing stamp: fetch
+func (r *Repo) FetchedAt(remote string) time.Time { return r.StampTime(fetchedStamp(remote)) }
+
+// StampTime is when MarkStamp last set stamp name (zero: never, or a link
+// in its place).
+func (r *Repo) StampTime(name string) time.Time {
+	fi, err := os.Lstat(filepath.Join(r.CommonDir, "orch", name))
+	if err != nil || !fi.Mode().IsRegular() {
 		return time.Time{}
 	}
 	return fi.ModTime()

@@ -143,7 +143,7 @@ func TestFetchStampRefusesALink(t *testing.T) {
 	if err := os.Chtimes(outside, old, old); err != nil {
 		t.Fatal(err)
 	}
-	stamp := repo.fetchedStamp("origin")
+	stamp := filepath.Join(repo.CommonDir, "orch", fetchedStamp("origin"))
 	if err := os.Remove(stamp); err != nil {
 		t.Fatal(err)
 	}
