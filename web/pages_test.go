@@ -37,6 +37,14 @@ func TestBoardPage(t *testing.T) {
 	mustNotContain(t, "board", body, `data-id="T-2bq7za"`, `aria-label="done"`)
 	_, all := ts.get(t, nil, "/?all=1")
 	mustContain(t, "board ?all=1", all, `aria-label="done"`, `data-id="T-2bq7za"`, `aria-label="superseded"`)
+	// An archived task is still a card of its finished column, and its
+	// page opens.
+	as(t, ts.dir, "lead", func(e *workflow.Engine) error { _, err := e.Archive("T-2bq7za"); return err })
+	_, all = ts.get(t, nil, "/?all=1")
+	mustContain(t, "board ?all=1 after archive", all, `data-id="T-2bq7za"`)
+	if code, page := ts.get(t, nil, "/task/T-2bq7za"); code != http.StatusOK || !strings.Contains(page, "T-2bq7za") {
+		t.Errorf("GET /task/T-2bq7za (archived): %d", code)
+	}
 
 	// One queue; a limit, with the count of the cards left out.
 	_, one := ts.get(t, nil, "/?queue=incoming&limit=1")

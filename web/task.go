@@ -78,7 +78,7 @@ func isHex(s string) bool {
 
 func (s *Server) taskView(r *http.Request, e *workflow.Engine, f *frame) (view, error) {
 	ref := r.PathValue("id")
-	sm, err := e.Find(ref)
+	sm, _, err := e.LookupArchived(ref) // a card of the finished columns may be archived
 	if err != nil {
 		var amb *workflow.AmbiguousError
 		if errors.As(err, &amb) {

@@ -89,6 +89,9 @@ func (e *Engine) renderTask(nt NewTask, taken map[string]bool) (*taskfile.File, 
 			continue
 		}
 		s, err := e.Find(d)
+		if ae, ok := err.(*ArchivedError); ok {
+			s, err = ae.Task, nil // finished long ago: a dependency like any other
+		}
 		if err != nil {
 			return nil, err
 		}
