@@ -38,10 +38,15 @@ func ArchiveShard(id string) string {
 	return rnd
 }
 
-// ArchivePath is where a task file at taskPath (tasks/<name>) goes in the
-// archive.
+// ArchivePath is where the file at taskPath (tasks/<name>) of task id goes
+// in the archive: its name, which orch starts with the ID; a name a person
+// chose gets the ID in front, so that every archived file's name starts
+// with its ID and a look-up by ID reads only the files it names.
 func ArchivePath(id, taskPath string) string {
 	_, name := splitPath(taskPath)
+	if !strings.HasPrefix(strings.ToLower(name), strings.ToLower(id)+"-") && !strings.EqualFold(name, id+".md") {
+		name = id + "-" + name
+	}
 	return ArchiveDir + "/" + ArchiveShard(id) + "/" + name
 }
 

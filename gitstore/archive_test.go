@@ -16,6 +16,9 @@ func TestArchiveShard(t *testing.T) {
 	if got := ArchivePath("T-4k9x2m", "tasks/T-4k9x2m-fix-it.md"); got != "archive/4k/T-4k9x2m-fix-it.md" {
 		t.Errorf("ArchivePath = %q", got)
 	}
+	if got := ArchivePath("T-4k9x2m", "tasks/fix-it.md"); got != "archive/4k/T-4k9x2m-fix-it.md" {
+		t.Errorf("ArchivePath of a name a person chose = %q", got)
+	}
 	if got := UnarchivedPath("archive/4k/T-4k9x2m-fix-it.md"); got != "tasks/T-4k9x2m-fix-it.md" {
 		t.Errorf("UnarchivedPath = %q", got)
 	}

@@ -164,44 +164,71 @@ func (e *ArchivedError) Error() string {
 	return fmt.Sprintf("%s is archived (%s%s): it is no longer among the tasks", t.ID, t.Queue, when)
 }
 
-// archiveIndex is what the engine has read of the archive, by ID: the
-// summaries of the shards it read. Keyed by the archive's tree, so a
-// long-lived engine never answers from an archive that has changed.
+// archiveIndex is what the engine has read of the archive: the file lists
+// of the shards it looked in, and the summaries of the files it parsed.
+// Keyed by the archive's tree, so a long-lived engine never answers from an
+// archive that has changed.
 type archiveIndex struct {
 	tree   plumbing.Hash
-	shards map[string][]*gitstore.Summary
+	shards map[string][]gitstore.FileEntry
+	parsed map[string]*gitstore.Summary // by path
 }
 
-// archivedShard reads (once per archive tree) the summaries of one shard.
-func (e *Engine) archivedShard(shard string) ([]*gitstore.Summary, error) {
+// archivedNamed lists the archived files of ref's shard whose names match
+// ref: every archived file's name starts with its task's ID
+// (gitstore.ArchivePath), so an ID or a prefix of one is matched on names,
+// and only the matches are read.
+func (e *Engine) archivedNamed(ref string, match func(id string) bool) ([]*gitstore.Summary, error) {
 	if e.Store == nil {
 		return nil, nil // the rules' unit tests: tasks in memory, no archive
 	}
 	snap := e.Store.Snapshot()
 	tree := snap.ArchiveTree()
 	if e.archive == nil || e.archive.tree != tree {
-		e.archive = &archiveIndex{tree: tree, shards: map[string][]*gitstore.Summary{}}
+		e.archive = &archiveIndex{tree: tree, shards: map[string][]gitstore.FileEntry{}, parsed: map[string]*gitstore.Summary{}}
 	}
 	if tree.IsZero() {
 		return nil, nil
 	}
-	if got, ok := e.archive.shards[shard]; ok {
-		return got, nil
-	}
-	files, err := snap.ArchivedIn(shard)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*gitstore.Summary, 0, len(files))
-	for _, fe := range files {
-		s, err := e.archivedSummary(snap, fe)
-		if err != nil {
+	shard := gitstore.ArchiveShard(ref)
+	files, ok := e.archive.shards[shard]
+	if !ok {
+		var err error
+		if files, err = snap.ArchivedIn(shard); err != nil {
 			return nil, err
+		}
+		e.archive.shards[shard] = files
+	}
+	var out []*gitstore.Summary
+	for _, fe := range files {
+		if !match(archivedNameID(fe.Path)) {
+			continue
+		}
+		s := e.archive.parsed[fe.Path]
+		if s == nil {
+			var err error
+			if s, err = e.archivedSummary(snap, fe); err != nil {
+				return nil, err
+			}
+			e.archive.parsed[fe.Path] = s
 		}
 		out = append(out, s)
 	}
-	e.archive.shards[shard] = out
 	return out, nil
+}
+
+// archivedNameID is the task ID an archived file's name starts with
+// ("T-4k9x2m" of archive/4k/T-4k9x2m-fix-it.md), lower case.
+func archivedNameID(p string) string {
+	name := strings.ToLower(strings.TrimSuffix(p[strings.LastIndexByte(p, '/')+1:], ".md"))
+	prefix, rest, ok := strings.Cut(name, "-")
+	if !ok {
+		return name
+	}
+	if i := strings.IndexByte(rest, '-'); i >= 0 {
+		rest = rest[:i]
+	}
+	return prefix + "-" + rest
 }
 
 // archivedSummary reads an archived task file into a summary.
@@ -226,7 +253,8 @@ func (e *Engine) ArchivedByID(id string) (*gitstore.Summary, error) {
 	if !taskfile.ValidID(id) {
 		return nil, nil
 	}
-	ss, err := e.archivedShard(gitstore.ArchiveShard(id))
+	lower := strings.ToLower(id)
+	ss, err := e.archivedNamed(id, func(named string) bool { return named == lower })
 	if err != nil {
 		return nil, err
 	}
@@ -251,19 +279,16 @@ func (e *Engine) findArchived(ref string) (*gitstore.Summary, error) {
 	if len(rnd) < 2 || strings.ContainsAny(lower, "/\\. \x00") {
 		return nil, nil
 	}
-	ss, err := e.archivedShard(gitstore.ArchiveShard(lower))
+	found, err := e.archivedNamed(lower, func(id string) bool {
+		_, r, _ := strings.Cut(id, "-")
+		return strings.HasPrefix(id, lower) || (!strings.Contains(lower, "-") && strings.HasPrefix(r, lower))
+	})
 	if err != nil {
 		return nil, err
 	}
-	var found []*gitstore.Summary
-	for _, s := range ss {
-		id := strings.ToLower(s.Task.ID)
-		if id == lower {
+	for _, s := range found {
+		if strings.ToLower(s.Task.ID) == lower {
 			return s, nil
-		}
-		_, r, _ := strings.Cut(id, "-")
-		if id != "" && (strings.HasPrefix(id, lower) || (!strings.Contains(lower, "-") && strings.HasPrefix(r, lower))) {
-			found = append(found, s)
 		}
 	}
 	switch len(found) {

@@ -1,0 +1,81 @@
+package workflow
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// An archived task is found by its ID and by a prefix of its random part,
+// never by a prefix too short to name a shard; verbs other than the ones
+// that read or reopen it get ArchivedError; a dependency on it is met when
+// it is done; and the batch moves the oldest due tasks first, a batch at a
+// time.
+func TestArchiveLookupsAndBatches(t *testing.T) {
+	dir, ids := scopeRepo(t, "base_branch: main\n", map[string][]string{"One": nil, "Two": nil, "Three": nil})
+	e := openAs(t, dir, "lead", false)
+	defer e.Close()
+	for _, title := range []string{"One", "Two", "Three"} {
+		if _, err := e.Approve(ids[title], ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing is due yet: archive_after is 30 days.
+	if moved, err := e.archiveBatch(10); err != nil || len(moved) != 0 {
+		t.Fatalf("archiveBatch at once = %v, %v", moved, err)
+	}
+	// 31 days on, a batch of 2 moves two of the three, the oldest first.
+	now := time.Now()
+	e.Now = func() time.Time { return now.Add(31 * 24 * time.Hour) }
+	moved, err := e.archiveBatch(2)
+	if err != nil || len(moved) != 2 {
+		t.Fatalf("archiveBatch(2) = %v, %v", moved, err)
+	}
+	if moved[0] != ids["One"] && moved[0] != ids["Two"] && moved[0] != ids["Three"] {
+		t.Fatalf("moved %v", moved)
+	}
+	rest, err := e.archiveBatch(2)
+	if err != nil || len(rest) != 1 {
+		t.Fatalf("second archiveBatch(2) = %v, %v", rest, err)
+	}
+	id := rest[0]
+	if e.Store.SummaryByID(id) != nil {
+		t.Fatalf("%s is still among the tasks", id)
+	}
+
+	// Look-ups.
+	_, rnd, _ := strings.Cut(id, "-")
+	for _, ref := range []string{id, strings.ToLower(id), rnd, rnd[:3], id[:5]} {
+		_, err := e.Find(ref)
+		var ae *ArchivedError
+		if !errors.As(err, &ae) || ae.Task.Task.ID != id {
+			t.Errorf("Find(%q) = %v, want ArchivedError for %s", ref, err, id)
+		}
+		s, archived, err := e.LookupArchived(ref)
+		if err != nil || !archived || s.Task.ID != id || !gitstore.IsArchivePath(s.Path) {
+			t.Errorf("LookupArchived(%q) = %v %v %v", ref, s, archived, err)
+		}
+	}
+	var nf *NotFoundError
+	if _, err := e.Find(rnd[:1]); !errors.As(err, &nf) {
+		t.Errorf("Find(%q), one character: %v, want not found", rnd[:1], err)
+	}
+	if _, err := e.Claim(ClaimOptions{Task: id}); err == nil {
+		t.Error("a claim of an archived task")
+	}
+	// A dependency on an archived done task is met.
+	if ok, pending := e.DepsDone(&taskfile.Task{DependsOn: []string{id}}); !ok {
+		t.Errorf("DepsDone on archived done %s: pending %v", id, pending)
+	}
+	if q, ok := e.archivedQueue(id); !ok || q != taskfile.Done {
+		t.Errorf("archivedQueue = %v %v", q, ok)
+	}
+	all, err := e.ArchivedTasks()
+	if err != nil || len(all) != 3 {
+		t.Errorf("ArchivedTasks = %d, %v", len(all), err)
+	}
+}
