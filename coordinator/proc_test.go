@@ -22,7 +22,13 @@ func TestMain(m *testing.M) {
 
 func testSpec(t *testing.T, script string) procSpec {
 	t.Helper()
-	dir := t.TempDir()
+	return testSpecIn(t, t.TempDir(), script)
+}
+
+// testSpecIn is testSpec in dir: a test process that is killed (and so
+// never removes its t.TempDir) works in its parent's directory instead.
+func testSpecIn(t *testing.T, dir, script string) procSpec {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +115,8 @@ func TestProcTerminate(t *testing.T) {
 // ends its group.
 func TestProcDiesWithParent(t *testing.T) {
 	if os.Getenv("ORCH_PROC_PARENT") == "1" {
-		spec := testSpec(t, `sleep 300 & echo $! > `+os.Getenv("ORCH_PID_FILE")+`; wait`)
+		pidFile := os.Getenv("ORCH_PID_FILE")
+		spec := testSpecIn(t, filepath.Dir(pidFile), `sleep 300 & echo $! > `+pidFile+`; wait`)
 		if _, err := startProc(spec); err != nil {
 			t.Fatal(err)
 		}
