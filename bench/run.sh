@@ -27,9 +27,15 @@
 # claiming at once from their own worktrees over 1,000 incoming tasks
 # (bench/swarm: claims per second, double claims, lost commits, fsck).
 #
+# The archive: 20,000 tasks, 19,000 of them finished long ago and moved to
+# the archive by `orch archive --due` (timed), against 1,000 open tasks, in
+# the same run: `orch new`, `orch list --json` and `orch claim` there divided
+# by the same operation on the 1,000 open tasks (budget 1.3).
+#
 # Environment: BENCH_RUNS (20), BENCH_WARMUP (2), BENCH_HISTORY (1000),
 # BENCH_LONG_HISTORY (10000; 0 skips), BENCH_SWARM (16; 0 skips),
 # BENCH_COORD (200 tasks through orch run; 0 skips), BENCH_COORD_MEM (1000),
+# BENCH_ARCHIVE (1; 0 skips), BENCH_ONLY (archive: only the archive's rows),
 # BENCH_SIZES ("10000 1000"), BENCH_OUT (a directory to keep the
 # repositories in; default a temp dir, removed at the end), GO (go).
 set -eu
@@ -51,6 +57,15 @@ WARM=${BENCH_WARMUP:-2}
 HISTORY=${BENCH_HISTORY:-1000}
 SIZES=${BENCH_SIZES:-"10000 1000"}
 SHORT_HISTORY=100
+ONLY=${BENCH_ONLY:-}
+case $ONLY in
+'') ;;
+archive) SIZES= ;;
+*)
+	echo "bench: BENCH_ONLY=$ONLY: the only section that can run alone is archive" >&2
+	exit 2
+	;;
+esac
 
 if [ -n "${BENCH_OUT:-}" ]; then
 	OUT=$BENCH_OUT
@@ -82,10 +97,13 @@ ROWS=$OUT/rows.md
 : >"$ROWS"
 
 # measure LABEL TASKS BASE_MEDIAN RUNNER_ARGS... : one table row.
-# BASE_MEDIAN "-" means this row is the baseline (ratio 1.00).
+# BASE_MEDIAN "-" means this row is the baseline (ratio 1.00); "" that
+# there is none (the baseline failed). MEDIAN and RATIO are this row's
+# figures afterwards (empty when it failed).
 measure() {
 	label=$1 tasks=$2 base=$3
 	shift 3
+	MEDIAN= RATIO=
 	echo "bench: $label ($tasks tasks)" >&2
 	if ! fig=$("$OUT/runner" -n "$RUNS" -warmup "$WARM" -tsv "$@"); then
 		printf '| %s | %s | failed | | | | |\n' "$label" "$tasks" >>"$ROWS"
@@ -98,9 +116,12 @@ measure() {
 	if [ "$base" = "-" ]; then
 		ratio=1.00
 		LAST_MEDIAN=$med
+	elif [ -z "$base" ]; then
+		ratio=n/a
 	else
 		ratio=$(awk -v a="$med" -v b="$base" 'BEGIN { printf "%.2f", a / b }')
 	fi
+	MEDIAN=$med RATIO=$ratio
 	printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$tasks" "$med" "$p90" "$rss" "$ratio" "$cpu" >>"$ROWS"
 }
 
@@ -156,6 +177,67 @@ for N in $SIZES; do
 	fi
 done
 
+# The archive: finished work moved out of tasks/ costs the ordinary commands
+# nothing. Repository A holds 20,000 tasks, 19,000 of them done 60 days ago
+# (due under the default archive_after, 30d) and 1,000 open; B holds 1,000
+# open tasks of the same mix. `orch archive --due` (a human's verb: the
+# bench's git user is not on the roster) moves A's 19,000, a batch of 100
+# per commit; then each operation runs on B, whose median is the base, and
+# on A. A's open tasks depend on finished ones as in the realistic mix, so
+# A's claims look dependencies up in the archive; B's dependencies are on
+# open tasks, so fewer of its incoming tasks are ready, but hundreds are.
+ARCHIVE_LINES=
+if [ "${BENCH_ARCHIVE:-1}" != 0 ]; then
+	if has_verb archive; then
+		A=$OUT/archive-20000
+		B=$OUT/open-1000
+		echo "bench: generating 20000 tasks (19000 finished 60 days ago, 1000 open), $HISTORY commits" >&2
+		"$OUT/gen" -o "$A" -tasks 20000 -finished 19000 -open -commits "$HISTORY" -orch "$BIN" | tee -a "$GEN_NOTES" >&2
+		echo "bench: generating 1000 open tasks, $HISTORY commits" >&2
+		"$OUT/gen" -o "$B" -tasks 1000 -open -commits "$HISTORY" -orch "$BIN" | tee -a "$GEN_NOTES" >&2
+		ready() { (cd "$1" && "$BIN" list --ready --agent agent-c --jq '.tasks | length' 2>/dev/null) || echo '?'; }
+		READY_A_BEFORE=$(ready "$A")
+		COMMITS_BEFORE=$(git -C "$A" rev-list --count refs/heads/orch)
+		echo "bench: orch archive --due (20000 tasks, 19000 due)" >&2
+		T0=$(date +%s%N)
+		if ARCHIVE_OUT=$(cd "$A" && "$BIN" archive --due 2>&1); then
+			T1=$(date +%s%N)
+			MOVED=$(echo "$ARCHIVE_OUT" | sed -n 's/^\([0-9][0-9]*\) task(s) archived.*/\1/p')
+			COMMITS=$(($(git -C "$A" rev-list --count refs/heads/orch) - COMMITS_BEFORE))
+			LEFT=$(git -C "$A" ls-tree refs/heads/orch tasks/ | wc -l)
+			ARCHIVED=$(git -C "$A" ls-tree -r --name-only refs/heads/orch archive/ | wc -l)
+			ARCHIVE_LINES=$(awk -v ms="$(((T1 - T0) / 1000000))" -v moved="${MOVED:-?}" -v c="$COMMITS" -v left="$LEFT" -v arch="$ARCHIVED" \
+				-v rb="$READY_A_BEFORE" -v ra="$(ready "$A")" -v rB="$(ready "$B")" 'BEGIN {
+				printf "`orch archive --due` in the 20,000-task repository: **%s tasks moved in %.1f s** (%d commits); then %d files in tasks/ (about 1,000 expected) and %d in archive/. Ready to claim for agent-c: %s before, %s after (the same expected: their dependencies on archived tasks are met); %s in the 1,000-task repository.", moved, ms / 1000, c, left, arch, rb, ra, rB }')
+		else
+			ARCHIVE_LINES="\`orch archive --due\` in the 20,000-task repository: FAILED ($(echo "$ARCHIVE_OUT" | tail -n 3 | tr '\n' ' '))"
+		fi
+		LA='(20,000 tasks, 19,000 archived)'
+		LB='(1,000 open tasks)'
+		RATIOS=
+		# archive_op NAME ARGS... : the operation on B, then on A divided by B.
+		archive_op() {
+			name=$1
+			shift
+			measure "\`orch $name\` $LB" 1000 - -dir "$B" -- "$BIN" "$@"
+			base=$MEDIAN
+			measure "\`orch $name\` $LA" 20000 "$base" -dir "$A" -- "$BIN" "$@"
+			shown=failed
+			if [ -n "$RATIO" ]; then
+				shown="**$RATIO×**"
+			fi
+			RATIOS="$RATIOS${RATIOS:+, }$name $shown"
+		}
+		archive_op new new 'Bench task' --label bench
+		archive_op 'list --json' list --json
+		archive_op claim claim --agent agent-c --json
+		ARCHIVE_LINES="$ARCHIVE_LINES
+20,000 tasks of which 19,000 archived, against 1,000 open tasks (same run, medians; budget 1.3×): $RATIOS"
+	else
+		skip '`orch archive --due`' 20000 '`orch archive --help` fails (verb not built yet)'
+	fi
+fi
+
 # Cost flat in history length: orch new at 10,000 tasks with 100 commits of
 # history (the ratio is to the git commit of the 10,000-task repository
 # above).
@@ -182,7 +264,7 @@ fi
 # 16 agents claiming at once, each from its own worktree, over 1,000
 # incoming tasks: aggregate claims per second, and the race's invariants.
 SWARM_LINE=
-if has_verb claim && [ "${BENCH_SWARM:-16}" != 0 ]; then
+if [ -z "$ONLY" ] && has_verb claim && [ "${BENCH_SWARM:-16}" != 0 ]; then
 	AGENTS=${BENCH_SWARM:-16}
 	REPO=$OUT/swarm-1000
 	echo "bench: $AGENTS concurrent claimers over 1000 incoming tasks" >&2
@@ -198,7 +280,7 @@ fi
 # instant scripted agents, against the same claim, submit and approve run
 # back to back by a script; and its peak memory over 100 and 1,000 tasks.
 COORD_LINE=
-if has_verb run && [ "${BENCH_COORD:-200}" != 0 ]; then
+if [ -z "$ONLY" ] && has_verb run && [ "${BENCH_COORD:-200}" != 0 ]; then
 	echo "bench: orch run over ${BENCH_COORD:-200} tasks, 16 slots" >&2
 	if fig=$("$OUT/coord" -orch "$BIN" -tasks "${BENCH_COORD:-200}" -memtasks "${BENCH_COORD_MEM:-1000}" -tsv); then
 		COORD_LINE=$(echo "$fig" | awk -F'\t' -v n="${BENCH_COORD:-200}" -v m="${BENCH_COORD_MEM:-1000}" '{ printf "orch run, 16 slots, instant agents, %s tasks: **%s ms a task** against %s ms for claim + submit + approve by a script (**%s×**); peak RSS %s MB over 100 tasks, %s MB over %s", n, $2, $1, $3, $4, $5, m }')
@@ -222,4 +304,8 @@ fi
 if [ -n "$COORD_LINE" ]; then
 	echo
 	echo "$COORD_LINE"
+fi
+if [ -n "$ARCHIVE_LINES" ]; then
+	echo
+	echo "$ARCHIVE_LINES" | awk 'NR > 1 { print "" } { print }'
 fi

@@ -7,6 +7,11 @@
 //
 //	go run ./bench/gen -o /tmp/bench10k -tasks 10000 -commits 1000 -orch bin/orch
 //
+// With -finished N the first N tasks are done and finished long ago (60
+// days), due for the archive; with -open the others are open tasks only:
+//
+//	go run ./bench/gen -o /tmp/archive -tasks 20000 -finished 19000 -open -orch bin/orch
+//
 // Task IDs by queue are written to <repo>/.git/bench/<queue>.txt (and
 // all.txt: "<id> <queue> <path>") for scripts that need a task to act on.
 package main
@@ -35,18 +40,22 @@ func main() {
 	orch := flag.String("orch", "orch", "orch binary to run `orch list` with once at the end (\"\" to skip)")
 	validate := flag.Bool("validate", true, "parse every generated task file with the taskfile package")
 	queue := flag.String("queue", "", "put every task in this queue (default: a realistic mix)")
+	finished := flag.Int("finished", 0, "make the first N tasks done, finished 60 days ago (due for the archive)")
+	open := flag.Bool("open", false, "draw the other tasks from the open queues of the mix only")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: gen -o DIR [-tasks N] [-commits H] [-seed S] [-orch BIN]")
+		fmt.Fprintln(os.Stderr, "usage: gen -o DIR [-tasks N] [-commits H] [-seed S] [-finished N] [-open] [-orch BIN]")
 		os.Exit(2)
 	}
-	if err := run(*out, *tasks, *commits, *seed, *orch, *validate, taskfile.Queue(*queue)); err != nil {
+	opts := repogen.Options{Tasks: *tasks, Commits: *commits, Seed: *seed, Main: true, Validate: *validate,
+		Queue: taskfile.Queue(*queue), Finished: *finished, OpenOnly: *open}
+	if err := run(*out, opts, *orch); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, tasks, commits int, seed int64, orch string, validate bool, queue taskfile.Queue) error {
+func run(dir string, opts repogen.Options, orch string) error {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return fmt.Errorf("%s exists and is not empty", dir)
 	}
@@ -80,7 +89,7 @@ func run(dir string, tasks, commits int, seed int64, orch string, validate bool,
 	if err := git("config", "user.email", "bench@example.com"); err != nil {
 		return err
 	}
-	res, err := repogen.Generate(dir, repogen.Options{Tasks: tasks, Commits: commits, Seed: seed, Main: true, Validate: validate, Queue: queue})
+	res, err := repogen.Generate(dir, opts)
 	if err != nil {
 		return err
 	}

@@ -37,8 +37,17 @@ type Options struct {
 	Seed int64
 	// Queue, when set, puts every task in this queue with no dependencies
 	// (for example "incoming" for claim races). Otherwise tasks follow a
-	// realistic mix of every queue.
+	// realistic mix of every queue. The Finished tasks come before it.
 	Queue taskfile.Queue
+	// Finished makes the first Finished tasks done long ago: their final
+	// version's finished_at is FinishedAgo before Now (so archive_after has
+	// made them due), and they depend on nothing. Later tasks may depend on
+	// them, as on any earlier task.
+	Finished int
+	// OpenOnly draws the tasks after the Finished ones from the open queues
+	// of the realistic mix only (incoming, claimed, provisional, rejected,
+	// needs_continuation, blocked, escalated), with their relative weights.
+	OpenOnly bool
 	// Ref is the state branch; default refs/heads/orch.
 	Ref string
 	// Append builds on the current tip of Ref (which must exist) instead of
@@ -107,6 +116,10 @@ github:
   repo: ""
 `
 
+// FinishedAgo is how long before Options.Now the Finished tasks finished:
+// twice the default archive_after (30 days).
+const FinishedAgo = 60 * 24 * time.Hour
+
 // IDAlphabet is the alphabet of task IDs (Crockford base32, lower case).
 const IDAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -119,6 +132,19 @@ var queueMix = []struct {
 	{taskfile.NeedsContinuation, 4}, {taskfile.Blocked, 3}, {taskfile.Escalated, 2}, {taskfile.Done, 34},
 	{taskfile.Failed, 4}, {taskfile.Superseded, 2},
 }
+
+// openMix is queueMix without the finished queues.
+var openMix = func() (out []struct {
+	q taskfile.Queue
+	w int
+}) {
+	for _, m := range queueMix {
+		if m.q != taskfile.Done && m.q != taskfile.Failed && m.q != taskfile.Superseded {
+			out = append(out, m)
+		}
+	}
+	return out
+}()
 
 var priorityMix = []struct {
 	p string
@@ -144,8 +170,9 @@ type genTask struct {
 	labels   []string
 	deps     []string
 	created  time.Time
-	born     int // commit index of creation
-	final    int // commit index of the final version (== born: written final at once)
+	finished time.Time // finished_at of a task made by Options.Finished
+	born     int       // commit index of creation
+	final    int       // commit index of the final version (== born: written final at once)
 	n        int
 	rejCount int
 }
@@ -239,25 +266,35 @@ func Generate(dir string, o Options) (*Result, error) {
 		t.title = pick(rng, verbs) + " " + pick(rng, objects) + pick(rng, suffixes)
 		t.slug = taskfile.Slug(t.title)
 		t.Path = "tasks/" + t.ID + "-" + t.slug + ".md"
-		if o.Queue != "" {
+		finished := i < o.Finished
+		mixed := o.Queue == "" || finished
+		switch {
+		case finished:
+			t.Queue = taskfile.Done
+			t.finished = o.Now.Add(-FinishedAgo)
+			t.prio = weightedS(rng, priorityMix)
+		case o.Queue != "":
 			t.Queue = o.Queue
 			t.prio = "P" + fmt.Sprint(rng.Intn(4))
-		} else {
+		case o.OpenOnly:
+			t.Queue = weighted(rng, openMix)
+			t.prio = weightedS(rng, priorityMix)
+		default:
 			t.Queue = weighted(rng, queueMix)
 			t.prio = weightedS(rng, priorityMix)
 		}
 		t.role = "implementer"
-		if o.Queue == "" && rng.Intn(10) == 0 {
+		if mixed && rng.Intn(10) == 0 {
 			t.role = "docs"
 		}
-		if o.Queue == "" {
+		if mixed {
 			for k, n := 0, rng.Intn(4); k < n; k++ {
 				l := pick(rng, labels)
 				if !contains(t.labels, l) {
 					t.labels = append(t.labels, l)
 				}
 			}
-			if i > 0 && rng.Intn(5) == 0 {
+			if i > 0 && !finished && rng.Intn(5) == 0 {
 				for k, n := 0, 1+rng.Intn(2); k < n; k++ {
 					d := tasks[rng.Intn(i)].ID
 					if !contains(t.deps, d) {
@@ -274,6 +311,11 @@ func Generate(dir string, o Options) (*Result, error) {
 			t.final = min(o.Commits-1, t.born+1+rng.Intn(6))
 		}
 		t.created = commitTime(t.born)
+		if finished {
+			// Created a day before it finished, not at its (recent)
+			// commit: the file's times stay in order.
+			t.created = t.finished.Add(-24 * time.Hour)
+		}
 		t.rejCount = 1
 		if t.Queue == taskfile.Escalated {
 			t.rejCount = 3
@@ -441,8 +483,12 @@ func (t *genTask) render(rng *rand.Rand, final bool, now time.Time) []byte {
 	branch := "task/" + t.ID + "-" + t.slug
 	claimer := agents[t.n%len(agents)]
 	other := agents[(t.n+1)%len(agents)]
-	claimedAt := taskfile.FormatTime(now.Add(-90 * time.Minute))
-	submittedAt := taskfile.FormatTime(now.Add(-30 * time.Minute))
+	at := now
+	if q == taskfile.Done && !t.finished.IsZero() {
+		at = t.finished
+	}
+	claimedAt := taskfile.FormatTime(at.Add(-90 * time.Minute))
+	submittedAt := taskfile.FormatTime(at.Add(-30 * time.Minute))
 	pr := 100 + t.n
 	switch q {
 	case taskfile.Claimed:
@@ -483,6 +529,9 @@ func (t *genTask) render(rng *rand.Rand, final bool, now time.Time) []byte {
 		kv("labels", "["+strings.Join(t.labels, ", ")+"]")
 	}
 	kv("created", taskfile.FormatTime(t.created))
+	if q == taskfile.Done && !t.finished.IsZero() {
+		kv("finished_at", taskfile.FormatTime(t.finished))
+	}
 	if q == taskfile.Rejected || q == taskfile.Escalated {
 		kv("rejected_at_commit", fmt.Sprintf("%040x", uint64(t.n)*2654435761))
 	}

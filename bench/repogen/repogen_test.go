@@ -1,11 +1,16 @@
 package repogen
 
 import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orch-tool/orch/taskfile"
 
@@ -107,5 +112,128 @@ func TestGenerateFastImportFails(t *testing.T) {
 	msg := err.Error()
 	if !strings.Contains(msg, "exit status 3") || !strings.Contains(msg, "fatal: no room") || strings.Contains(msg, "<nil>") {
 		t.Errorf("error %q: want git's exit status and message, and no <nil>", msg)
+	}
+}
+
+// Finished tasks are done, finished FinishedAgo before Now (finished_at
+// parses), and depend on nothing; with OpenOnly every other task is in an
+// open queue, and every open queue is represented.
+func TestGenerateFinishedOpenOnly(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	home, err := testgit.Home(t.TempDir(), "tester", "tester@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), home...)
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	git("init", "-q", "-b", "main")
+	now := time.Date(2026, 11, 1, 10, 0, 0, 123e6, time.UTC)
+	const total, finished = 500, 100
+	res, err := Generate(dir, Options{Tasks: total, Finished: finished, OpenOnly: true, Commits: 30, Now: now, Validate: true, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tasks) != total {
+		t.Fatalf("%d tasks, want %d", len(res.Tasks), total)
+	}
+	open := map[taskfile.Queue]bool{taskfile.Incoming: true, taskfile.Claimed: true, taskfile.Provisional: true, taskfile.Rejected: true,
+		taskfile.NeedsContinuation: true, taskfile.Blocked: true, taskfile.Escalated: true}
+	counts := map[taskfile.Queue]int{}
+	finishedIDs := map[string]bool{}
+	for i, tk := range res.Tasks {
+		counts[tk.Queue]++
+		if i < finished {
+			finishedIDs[tk.ID] = true
+			if tk.Queue != taskfile.Done {
+				t.Errorf("task %d (%s) is %s, want done", i, tk.ID, tk.Queue)
+			}
+		} else if !open[tk.Queue] {
+			t.Errorf("task %d (%s) is %s, want an open queue", i, tk.ID, tk.Queue)
+		}
+	}
+	if counts[taskfile.Done] != finished {
+		t.Errorf("%d done tasks, want %d", counts[taskfile.Done], finished)
+	}
+	for q := range open {
+		if counts[q] == 0 {
+			t.Errorf("no task in %s: %v", q, counts)
+		}
+	}
+	// incoming is 30 of the open mix's 60.
+	if n := counts[taskfile.Incoming]; n < 150 || n > 250 {
+		t.Errorf("%d incoming tasks of %d open, want about half: %v", n, total-finished, counts)
+	}
+
+	// Every task file in one git cat-file --batch.
+	var req strings.Builder
+	for _, tk := range res.Tasks {
+		req.WriteString("refs/heads/orch:" + tk.Path + "\n")
+	}
+	cat := exec.Command("git", "cat-file", "--batch")
+	cat.Dir = dir
+	cat.Env = env
+	cat.Stdin = strings.NewReader(req.String())
+	out, err := cat.Output()
+	if err != nil {
+		t.Fatalf("git cat-file --batch: %v", err)
+	}
+	rd := bufio.NewReader(bytes.NewReader(out))
+	wantFinished := now.Add(-FinishedAgo).Truncate(time.Millisecond)
+	depsOnFinished := 0
+	for i, tk := range res.Tasks {
+		var sha, typ string
+		var size int
+		if _, err := fmt.Fscanf(rd, "%s %s %d\n", &sha, &typ, &size); err != nil {
+			t.Fatalf("git cat-file --batch, %s: %v", tk.Path, err)
+		}
+		buf := make([]byte, size+1)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			t.Fatal(err)
+		}
+		data := string(buf[:size])
+		f, err := taskfile.Parse(tk.Path, []byte(data))
+		if err != nil {
+			t.Fatalf("%s: %v", tk.Path, err)
+		}
+		task := f.Task
+		if i >= finished {
+			if !task.FinishedAt.IsZero() {
+				t.Errorf("open task %s has finished_at %v", tk.ID, task.FinishedAt)
+			}
+			for _, d := range task.DependsOn {
+				if finishedIDs[d] {
+					depsOnFinished++
+				}
+			}
+			continue
+		}
+		if !strings.Contains(data, "\nfinished_at: ") {
+			t.Errorf("%s has no finished_at line:\n%s", tk.Path, data)
+		}
+		if !task.FinishedAt.Equal(wantFinished) {
+			t.Errorf("%s: finished_at %v, want %v", tk.ID, task.FinishedAt, wantFinished)
+		}
+		if len(task.DependsOn) > 0 {
+			t.Errorf("finished task %s depends on %v", tk.ID, task.DependsOn)
+		}
+		if !task.Created.Before(task.ClaimedAt) || !task.ClaimedAt.Before(task.SubmittedAt) || !task.SubmittedAt.Before(task.FinishedAt) {
+			t.Errorf("%s: times out of order: created %v, claimed %v, submitted %v, finished %v", tk.ID, task.Created, task.ClaimedAt, task.SubmittedAt, task.FinishedAt)
+		}
+	}
+	if depsOnFinished == 0 {
+		t.Error("no open task depends on a finished one")
 	}
 }
