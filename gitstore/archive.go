@@ -4,24 +4,34 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/taskfile"
 )
 
-// ArchiveDir holds finished tasks that left the hot path: archive/<shard>/
-// <the file's name in tasks/>. A snapshot never loads it, the view does not
-// mirror it and no scan stats it, so a command's cost does not grow with
-// the finished work a project accumulates; the few commands that read it
-// (show, log, list --all, reopen, edit) read the trees they need.
+// ArchiveDir holds finished tasks that left the hot path:
+// archive/<queue>/<shard>/<the file's name>, the queue being done, failed
+// or superseded. A snapshot never loads it, the view does not mirror it
+// and no scan stats it, so a command's cost does not grow with the
+// finished work a project accumulates; the few commands that read it read
+// the trees they need (a snapshot keeps those it read: it never changes).
 //
-// The shard is the first two characters of the ID's random part, so an ID,
-// or the random part's prefix a person types, names one small tree: at
-// 20,000 archived tasks a shard holds about twenty, and moving a batch
-// rewrites the shards it touches and the archive's 1,024-entry tree, never
-// one tree of every archived task.
+// The queue is in the path so that a dependency (is T-x done?) is answered
+// from trees alone, without reading a task file. The shard is the first
+// two characters of the ID's random part, so an ID, or the random part's
+// prefix a person types, names one small tree per queue: at 19,000
+// archived tasks a shard holds about twenty files, and moving a batch
+// rewrites the shards it touches and one tree of at most 1,024 entries per
+// queue, never one tree of every archived task. Every archived file's name
+// starts with its task's ID (ArchivePath), so a look-up by ID is a look-up
+// by name.
 const ArchiveDir = "archive"
+
+// ArchiveQueues are the queues of the archive, its first level.
+var ArchiveQueues = []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded}
 
 // ArchiveShard is the shard of the archive that holds task id.
 func ArchiveShard(id string) string {
@@ -38,16 +48,38 @@ func ArchiveShard(id string) string {
 	return rnd
 }
 
-// ArchivePath is where the file at taskPath (tasks/<name>) of task id goes
-// in the archive: its name, which orch starts with the ID; a name a person
-// chose gets the ID in front, so that every archived file's name starts
-// with its ID and a look-up by ID reads only the files it names.
-func ArchivePath(id, taskPath string) string {
+// ArchivePath is where the file at taskPath (tasks/<name>) of task id, in
+// queue q, goes in the archive: its name, which orch starts with the ID; a
+// name a person chose gets the ID in front.
+func ArchivePath(id string, q taskfile.Queue, taskPath string) string {
 	_, name := splitPath(taskPath)
-	if !strings.HasPrefix(strings.ToLower(name), strings.ToLower(id)+"-") && !strings.EqualFold(name, id+".md") {
+	if ArchivedNameID(name) != strings.ToLower(id) {
 		name = id + "-" + name
 	}
-	return ArchiveDir + "/" + ArchiveShard(id) + "/" + name
+	return ArchiveDir + "/" + string(q) + "/" + ArchiveShard(id) + "/" + name
+}
+
+// ArchivedNameID is the task ID (lower case) an archived file's name, or
+// path, starts with: "t-4k9x2m" of T-4k9x2m-fix-it.md.
+func ArchivedNameID(p string) string {
+	name := strings.ToLower(strings.TrimSuffix(p[strings.LastIndexByte(p, '/')+1:], ".md"))
+	prefix, rest, ok := strings.Cut(name, "-")
+	if !ok {
+		return name
+	}
+	if i := strings.IndexByte(rest, '-'); i >= 0 {
+		rest = rest[:i]
+	}
+	return prefix + "-" + rest
+}
+
+// ArchivedQueue is the queue an archive path is filed under.
+func ArchivedQueue(p string) taskfile.Queue {
+	parts := strings.Split(p, "/")
+	if len(parts) != 4 {
+		return ""
+	}
+	return taskfile.Queue(parts[1])
 }
 
 // UnarchivedPath is where an archived task file goes back to among the
@@ -59,7 +91,7 @@ func UnarchivedPath(archivePath string) string {
 
 // IsArchivePath reports whether p is a task file in the archive.
 func IsArchivePath(p string) bool {
-	return strings.HasPrefix(p, ArchiveDir+"/") && strings.HasSuffix(p, ".md") && strings.Count(p, "/") == 2
+	return strings.HasPrefix(p, ArchiveDir+"/") && strings.HasSuffix(p, ".md") && strings.Count(p, "/") == 3
 }
 
 // childTree finds the subtree named name in entries.
@@ -83,6 +115,12 @@ func (s *Snapshot) readTree(h plumbing.Hash) ([]gitrepo.TreeEntry, error) {
 	return ents, nil
 }
 
+// archiveTrees are the archive's trees a snapshot has read, by directory.
+type archiveTrees struct {
+	mu   sync.Mutex
+	dirs map[string][]gitrepo.TreeEntry
+}
+
 // ArchiveTree is the id of the archive's tree (zero: nothing archived).
 func (s *Snapshot) ArchiveTree() plumbing.Hash {
 	if root := s.dirs[""]; root != nil {
@@ -92,54 +130,66 @@ func (s *Snapshot) ArchiveTree() plumbing.Hash {
 	return plumbing.ZeroHash
 }
 
-// archiveShards lists the archive's shard trees.
-func (s *Snapshot) archiveShards() ([]gitrepo.TreeEntry, error) {
-	h := s.ArchiveTree()
-	if h.IsZero() {
-		return nil, nil
+// archiveDir lists the entries of an archive directory ("archive",
+// "archive/done", "archive/done/4k"), nil when it does not exist. Each is
+// read once per snapshot.
+func (s *Snapshot) archiveDir(dir string) ([]gitrepo.TreeEntry, error) {
+	s.arch.mu.Lock()
+	ents, ok := s.arch.dirs[dir]
+	s.arch.mu.Unlock()
+	if ok {
+		return ents, nil
 	}
-	return s.readTree(h)
+	var h plumbing.Hash
+	if dir == ArchiveDir {
+		h = s.ArchiveTree()
+	} else {
+		parent, name := splitPath(dir)
+		pents, err := s.archiveDir(parent)
+		if err != nil {
+			return nil, err
+		}
+		h, _ = childTree(pents, name)
+	}
+	if !h.IsZero() {
+		var err error
+		if ents, err = s.readTree(h); err != nil {
+			return nil, err
+		}
+	}
+	s.arch.mu.Lock()
+	if s.arch.dirs == nil {
+		s.arch.dirs = map[string][]gitrepo.TreeEntry{}
+	}
+	s.arch.dirs[dir] = ents
+	s.arch.mu.Unlock()
+	return ents, nil
 }
 
-// ArchivedIn lists the task files of one shard of the archive.
-func (s *Snapshot) ArchivedIn(shard string) ([]FileEntry, error) {
-	shards, err := s.archiveShards()
-	if err != nil {
-		return nil, err
-	}
-	h, ok := childTree(shards, shard)
-	if !ok {
-		return nil, nil
-	}
-	return s.archivedFiles(shard, h)
-}
-
-func (s *Snapshot) archivedFiles(shard string, h plumbing.Hash) ([]FileEntry, error) {
-	ents, err := s.readTree(h)
+// archivedFiles lists the task files of one archive directory.
+func (s *Snapshot) archivedFiles(dir string) ([]FileEntry, error) {
+	ents, err := s.archiveDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]FileEntry, 0, len(ents))
 	for _, e := range ents {
 		if (e.Mode == gitrepo.ModeFile || e.Mode == gitrepo.ModeExec) && strings.HasSuffix(e.Name, ".md") {
-			out = append(out, FileEntry{Path: ArchiveDir + "/" + shard + "/" + e.Name, Blob: e.Hash})
+			out = append(out, FileEntry{Path: dir + "/" + e.Name, Blob: e.Hash})
 		}
 	}
 	return out, nil
 }
 
-// Archived lists every task file in the archive, shard by shard.
-func (s *Snapshot) Archived() ([]FileEntry, error) {
-	shards, err := s.archiveShards()
-	if err != nil {
-		return nil, err
-	}
+// ArchivedIn lists the task files of one shard of the archive, in every
+// queue or (q set) in q's.
+func (s *Snapshot) ArchivedIn(shard string, q taskfile.Queue) ([]FileEntry, error) {
 	var out []FileEntry
-	for _, sh := range shards {
-		if !sh.IsTree() {
+	for _, aq := range ArchiveQueues {
+		if q != "" && aq != q {
 			continue
 		}
-		fs, err := s.archivedFiles(sh.Name, sh.Hash)
+		fs, err := s.archivedFiles(ArchiveDir + "/" + string(aq) + "/" + shard)
 		if err != nil {
 			return nil, err
 		}
@@ -148,21 +198,42 @@ func (s *Snapshot) Archived() ([]FileEntry, error) {
 	return out, nil
 }
 
-// GetAny is Get for any task file, one in the archive too (whose trees a
-// snapshot does not hold: this reads them).
+// Archived lists every task file in the archive.
+func (s *Snapshot) Archived() ([]FileEntry, error) {
+	var out []FileEntry
+	for _, q := range ArchiveQueues {
+		dir := ArchiveDir + "/" + string(q)
+		shards, err := s.archiveDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, sh := range shards {
+			if !sh.IsTree() {
+				continue
+			}
+			fs, err := s.archivedFiles(dir + "/" + sh.Name)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, fs...)
+		}
+	}
+	return out, nil
+}
+
+// GetAny is Get for any task file, one in the archive too.
 func (s *Snapshot) GetAny(path string) (plumbing.Hash, bool, error) {
 	if !IsArchivePath(path) {
 		h, ok := s.Get(path)
 		return h, ok, nil
 	}
-	dir, name := splitPath(path)
-	_, shard := splitPath(dir)
-	files, err := s.ArchivedIn(shard)
+	dir, _ := splitPath(path)
+	files, err := s.archivedFiles(dir)
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
 	for _, fe := range files {
-		if fe.Path == dir+"/"+name {
+		if fe.Path == path {
 			return fe.Blob, true, nil
 		}
 	}
@@ -170,37 +241,28 @@ func (s *Snapshot) GetAny(path string) (plumbing.Hash, bool, error) {
 }
 
 // loadArchiveDirs reads the archive's trees that changes touch into the
-// snapshot, for apply.
+// snapshot's directories, for apply.
 func (s *Snapshot) loadArchiveDirs(changes []Change) error {
 	for _, c := range changes {
 		if !strings.HasPrefix(c.Path, ArchiveDir+"/") {
 			continue
 		}
-		if s.dirs[ArchiveDir] == nil {
-			d := &gitrepo.Tree{}
-			if h := s.ArchiveTree(); !h.IsZero() {
-				ents, err := s.readTree(h)
-				if err != nil {
-					return err
-				}
-				d = &gitrepo.Tree{Hash: h, Entries: ents}
-			}
-			s.dirs[ArchiveDir] = d
-		}
 		dir, _ := splitPath(c.Path)
-		if dir == ArchiveDir || s.dirs[dir] != nil {
-			continue
+		var chain []string
+		for d := dir; d != ""; d, _ = splitPath(d) {
+			chain = append(chain, d)
 		}
-		_, shard := splitPath(dir)
-		d := &gitrepo.Tree{}
-		if h, ok := childTree(s.dirs[ArchiveDir].Entries, shard); ok && strings.Count(dir, "/") == 1 {
-			ents, err := s.readTree(h)
+		for i := len(chain) - 1; i >= 0; i-- {
+			d := chain[i]
+			if s.dirs[d] != nil {
+				continue
+			}
+			ents, err := s.archiveDir(d)
 			if err != nil {
 				return err
 			}
-			d = &gitrepo.Tree{Hash: h, Entries: ents}
+			s.dirs[d] = &gitrepo.Tree{Entries: ents}
 		}
-		s.dirs[dir] = d
 	}
 	return nil
 }
@@ -208,6 +270,9 @@ func (s *Snapshot) loadArchiveDirs(changes []Change) error {
 // dropArchiveDirs forgets the archive's trees apply read or wrote; the
 // root keeps the archive's new tree id.
 func (s *Snapshot) dropArchiveDirs() {
+	s.arch.mu.Lock()
+	s.arch.dirs = nil // read before the changes: not this snapshot's
+	s.arch.mu.Unlock()
 	for d := range s.dirs {
 		if d == ArchiveDir || strings.HasPrefix(d, ArchiveDir+"/") {
 			delete(s.dirs, d)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/orch-tool/orch/internal/testgit"
+	"github.com/orch-tool/orch/taskfile"
 )
 
 func TestArchiveShard(t *testing.T) {
@@ -13,13 +14,16 @@ func TestArchiveShard(t *testing.T) {
 			t.Errorf("ArchiveShard(%q) = %q, want %q", id, got, want)
 		}
 	}
-	if got := ArchivePath("T-4k9x2m", "tasks/T-4k9x2m-fix-it.md"); got != "archive/4k/T-4k9x2m-fix-it.md" {
+	if got := ArchivePath("T-4k9x2m", taskfile.Done, "tasks/T-4k9x2m-fix-it.md"); got != "archive/done/4k/T-4k9x2m-fix-it.md" {
 		t.Errorf("ArchivePath = %q", got)
 	}
-	if got := ArchivePath("T-4k9x2m", "tasks/fix-it.md"); got != "archive/4k/T-4k9x2m-fix-it.md" {
+	if got := ArchivePath("T-4k9x2m", taskfile.Failed, "tasks/fix-it.md"); got != "archive/failed/4k/T-4k9x2m-fix-it.md" {
 		t.Errorf("ArchivePath of a name a person chose = %q", got)
 	}
-	if got := UnarchivedPath("archive/4k/T-4k9x2m-fix-it.md"); got != "tasks/T-4k9x2m-fix-it.md" {
+	if q := ArchivedQueue("archive/failed/4k/T-4k9x2m-fix-it.md"); q != taskfile.Failed {
+		t.Errorf("ArchivedQueue = %q", q)
+	}
+	if got := UnarchivedPath("archive/done/4k/T-4k9x2m-fix-it.md"); got != "tasks/T-4k9x2m-fix-it.md" {
 		t.Errorf("UnarchivedPath = %q", got)
 	}
 }
@@ -38,7 +42,7 @@ func TestArchiveNeverLoaded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return []string{"-" + p, "", ArchivePath(id, p), string(data)}
+		return []string{"-" + p, "", ArchivePath(id, taskfile.Done, p), string(data)}
 	}
 	var pairs []string
 	for _, id := range []string{"T-aa0001", "T-aa0002", "T-bb0003"} {
@@ -60,13 +64,13 @@ func TestArchiveNeverLoaded(t *testing.T) {
 	if snap.ArchiveTree().IsZero() {
 		t.Fatal("no archive tree at the root")
 	}
-	if snap.Has(ArchivePath("T-aa0001", taskPath("T-aa0001"))) {
+	if snap.Has(ArchivePath("T-aa0001", taskfile.Done, taskPath("T-aa0001"))) {
 		t.Error("Get sees into the archive (it must not load it)")
 	}
-	if h, ok, err := snap.GetAny(ArchivePath("T-aa0001", taskPath("T-aa0001"))); err != nil || !ok || h.IsZero() {
+	if h, ok, err := snap.GetAny(ArchivePath("T-aa0001", taskfile.Done, taskPath("T-aa0001"))); err != nil || !ok || h.IsZero() {
 		t.Errorf("GetAny = %v %v %v", h, ok, err)
 	}
-	aa, err := snap.ArchivedIn("aa")
+	aa, err := snap.ArchivedIn("aa", "")
 	if err != nil || len(aa) != 2 {
 		t.Fatalf("ArchivedIn(aa) = %v, %v", aa, err)
 	}
@@ -76,7 +80,7 @@ func TestArchiveNeverLoaded(t *testing.T) {
 	}
 	files := branchFiles(t, dir, "refs/heads/orch")
 	for _, id := range []string{"T-aa0001", "T-aa0002", "T-bb0003"} {
-		if _, ok := files[ArchivePath(id, taskPath(id))]; !ok {
+		if _, ok := files[ArchivePath(id, taskfile.Done, taskPath(id))]; !ok {
 			t.Errorf("git does not see %s in the archive: %v", id, files)
 		}
 		if _, ok := files[taskPath(id)]; ok {
@@ -94,12 +98,12 @@ func TestArchiveNeverLoaded(t *testing.T) {
 	if st.Snapshot().ArchiveTree() != before {
 		t.Error("a commit outside the archive changed its tree")
 	}
-	p := ArchivePath("T-bb0003", taskPath("T-bb0003"))
+	p := ArchivePath("T-bb0003", taskfile.Done, taskPath("T-bb0003"))
 	data := showFile(t, dir, "refs/heads/orch", p)
 	commitFiles(t, st, "orch: reopen", "-"+p, "", UnarchivedPath(p), data)
 	files = branchFiles(t, dir, "refs/heads/orch")
 	for f := range files {
-		if strings.HasPrefix(f, "archive/bb/") {
+		if strings.HasPrefix(f, "archive/done/bb/") {
 			t.Errorf("the empty shard is still there: %s", f)
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -51,7 +49,7 @@ func archiveMove(snap *gitstore.Snapshot, s *gitstore.Summary) ([]gitstore.Chang
 	if err != nil {
 		return nil, err
 	}
-	return []gitstore.Change{{Path: s.Path, Delete: true}, {Path: gitstore.ArchivePath(s.Task.ID, s.Path), Data: data}}, nil
+	return []gitstore.Change{{Path: s.Path, Delete: true}, {Path: gitstore.ArchivePath(s.Task.ID, s.Task.Queue, s.Path), Data: data}}, nil
 }
 
 // archiveCheckedStamp is the private stamp (gitrepo.Repo.MarkStamp) of the
@@ -164,71 +162,57 @@ func (e *ArchivedError) Error() string {
 	return fmt.Sprintf("%s is archived (%s%s): it is no longer among the tasks", t.ID, t.Queue, when)
 }
 
-// archiveIndex is what the engine has read of the archive: the file lists
-// of the shards it looked in, and the summaries of the files it parsed.
-// Keyed by the archive's tree, so a long-lived engine never answers from an
-// archive that has changed.
-type archiveIndex struct {
-	tree   plumbing.Hash
-	shards map[string][]gitstore.FileEntry
-	parsed map[string]*gitstore.Summary // by path
-}
+// archiveIndex is the archived task files the engine has parsed, by path
+// and blob (a snapshot keeps the archive's trees it read).
+type archiveIndex map[gitstore.FileEntry]*gitstore.Summary
 
-// archivedNamed lists the archived files of ref's shard whose names match
-// ref: every archived file's name starts with its task's ID
-// (gitstore.ArchivePath), so an ID or a prefix of one is matched on names,
-// and only the matches are read.
+// archivedNamed lists the archived files of ref's shard, in every queue,
+// whose names' IDs pass match: every archived file's name starts with its
+// task's ID (gitstore.ArchivePath), so an ID or a prefix of one is matched
+// on names, and only the files that match are read.
 func (e *Engine) archivedNamed(ref string, match func(id string) bool) ([]*gitstore.Summary, error) {
-	if e.Store == nil {
-		return nil, nil // the rules' unit tests: tasks in memory, no archive
+	files, err := e.archivedFileNamed(ref, match)
+	if err != nil {
+		return nil, err
+	}
+	if e.archive == nil {
+		e.archive = archiveIndex{}
 	}
 	snap := e.Store.Snapshot()
-	tree := snap.ArchiveTree()
-	if e.archive == nil || e.archive.tree != tree {
-		e.archive = &archiveIndex{tree: tree, shards: map[string][]gitstore.FileEntry{}, parsed: map[string]*gitstore.Summary{}}
-	}
-	if tree.IsZero() {
-		return nil, nil
-	}
-	shard := gitstore.ArchiveShard(ref)
-	files, ok := e.archive.shards[shard]
-	if !ok {
-		var err error
-		if files, err = snap.ArchivedIn(shard); err != nil {
-			return nil, err
-		}
-		e.archive.shards[shard] = files
-	}
-	var out []*gitstore.Summary
+	out := make([]*gitstore.Summary, 0, len(files))
 	for _, fe := range files {
-		if !match(archivedNameID(fe.Path)) {
-			continue
-		}
-		s := e.archive.parsed[fe.Path]
+		s := e.archive[fe]
 		if s == nil {
-			var err error
 			if s, err = e.archivedSummary(snap, fe); err != nil {
 				return nil, err
 			}
-			e.archive.parsed[fe.Path] = s
+			e.archive[fe] = s
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-// archivedNameID is the task ID an archived file's name starts with
-// ("T-4k9x2m" of archive/4k/T-4k9x2m-fix-it.md), lower case.
-func archivedNameID(p string) string {
-	name := strings.ToLower(strings.TrimSuffix(p[strings.LastIndexByte(p, '/')+1:], ".md"))
-	prefix, rest, ok := strings.Cut(name, "-")
-	if !ok {
-		return name
+// archivedFileNamed is archivedNamed without reading the files.
+func (e *Engine) archivedFileNamed(ref string, match func(id string) bool) ([]gitstore.FileEntry, error) {
+	if e.Store == nil {
+		return nil, nil // the rules' unit tests: tasks in memory, no archive
 	}
-	if i := strings.IndexByte(rest, '-'); i >= 0 {
-		rest = rest[:i]
+	snap := e.Store.Snapshot()
+	if snap.ArchiveTree().IsZero() {
+		return nil, nil
 	}
-	return prefix + "-" + rest
+	files, err := snap.ArchivedIn(gitstore.ArchiveShard(ref), "")
+	if err != nil {
+		return nil, err
+	}
+	var out []gitstore.FileEntry
+	for _, fe := range files {
+		if match(gitstore.ArchivedNameID(fe.Path)) {
+			out = append(out, fe)
+		}
+	}
+	return out, nil
 }
 
 // archivedSummary reads an archived task file into a summary.
@@ -305,13 +289,15 @@ func (e *Engine) findArchived(ref string) (*gitstore.Summary, error) {
 	return nil, &AmbiguousError{Prefix: clipArg(ref), Matches: ids}
 }
 
-// archivedQueue is the queue of archived task id (for dependencies).
+// archivedQueue is the queue archived task id is filed under (for
+// dependencies: from the archive's trees, no file read).
 func (e *Engine) archivedQueue(id string) (taskfile.Queue, bool) {
-	s, err := e.ArchivedByID(id)
-	if err != nil || s == nil {
+	lower := strings.ToLower(id)
+	files, err := e.archivedFileNamed(id, func(named string) bool { return named == lower })
+	if err != nil || len(files) == 0 || !taskfile.ValidID(id) {
 		return "", false
 	}
-	return s.Task.Queue, true
+	return gitstore.ArchivedQueue(files[0].Path), true
 }
 
 // LookupArchived is Lookup for the verbs that read or bring back an archived

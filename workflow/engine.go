@@ -80,7 +80,7 @@ type Engine struct {
 	Fence   *Fence
 
 	clone           string // this clone's ID in event file names, once read
-	archive         *archiveIndex
+	archive         archiveIndex
 	recordedRefusal bool // a refusal of authority was recorded already
 	// remoteClaims are the remote's claim refs as claim --sync fetched
 	// them (claimrefs.go).
