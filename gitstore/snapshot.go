@@ -19,7 +19,7 @@ type Snapshot struct {
 	dirs map[string]*gitrepo.Tree
 	objs *gitrepo.ObjectStore
 	view func(path string, h plumbing.Hash) ([]byte, bool) // read from the view when it holds h
-	arch archiveTrees                                       // the archive's trees read so far (archive.go)
+	arch archiveTrees                                      // the archive's trees read so far (archive.go)
 }
 
 func emptySnapshot(objs *gitrepo.ObjectStore) *Snapshot {
