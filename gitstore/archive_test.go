@@ -9,21 +9,21 @@ import (
 )
 
 func TestArchiveShard(t *testing.T) {
-	for id, want := range map[string]string{"T-4k9x2m": "4k", "PROJ-AB12cd": "ab", "T-x": "x", "T-": "_", "noid": "no"} {
+	for id, want := range map[string]string{"T-4k9x2m": "4", "PROJ-AB12cd": "a", "T-x": "x", "T-": "_", "noid": "n"} {
 		if got := ArchiveShard(id); got != want {
 			t.Errorf("ArchiveShard(%q) = %q, want %q", id, got, want)
 		}
 	}
-	if got := ArchivePath("T-4k9x2m", taskfile.Done, "tasks/T-4k9x2m-fix-it.md"); got != "archive/done/4k/T-4k9x2m-fix-it.md" {
+	if got := ArchivePath("T-4k9x2m", taskfile.Done, "tasks/T-4k9x2m-fix-it.md"); got != "archive/done/4/T-4k9x2m-fix-it.md" {
 		t.Errorf("ArchivePath = %q", got)
 	}
-	if got := ArchivePath("T-4k9x2m", taskfile.Failed, "tasks/fix-it.md"); got != "archive/failed/4k/T-4k9x2m-fix-it.md" {
+	if got := ArchivePath("T-4k9x2m", taskfile.Failed, "tasks/fix-it.md"); got != "archive/failed/4/T-4k9x2m-fix-it.md" {
 		t.Errorf("ArchivePath of a name a person chose = %q", got)
 	}
-	if q := ArchivedQueue("archive/failed/4k/T-4k9x2m-fix-it.md"); q != taskfile.Failed {
+	if q := ArchivedQueue("archive/failed/4/T-4k9x2m-fix-it.md"); q != taskfile.Failed {
 		t.Errorf("ArchivedQueue = %q", q)
 	}
-	if got := UnarchivedPath("archive/done/4k/T-4k9x2m-fix-it.md"); got != "tasks/T-4k9x2m-fix-it.md" {
+	if got := UnarchivedPath("archive/done/4/T-4k9x2m-fix-it.md"); got != "tasks/T-4k9x2m-fix-it.md" {
 		t.Errorf("UnarchivedPath = %q", got)
 	}
 }
@@ -70,9 +70,9 @@ func TestArchiveNeverLoaded(t *testing.T) {
 	if h, ok, err := snap.GetAny(ArchivePath("T-aa0001", taskfile.Done, taskPath("T-aa0001"))); err != nil || !ok || h.IsZero() {
 		t.Errorf("GetAny = %v %v %v", h, ok, err)
 	}
-	aa, err := snap.ArchivedIn("aa", "")
+	aa, err := snap.ArchivedIn("a", "")
 	if err != nil || len(aa) != 2 {
-		t.Fatalf("ArchivedIn(aa) = %v, %v", aa, err)
+		t.Fatalf("ArchivedIn(a) = %v, %v", aa, err)
 	}
 	all, err := snap.Archived()
 	if err != nil || len(all) != 3 {
@@ -103,7 +103,7 @@ func TestArchiveNeverLoaded(t *testing.T) {
 	commitFiles(t, st, "orch: reopen", "-"+p, "", UnarchivedPath(p), data)
 	files = branchFiles(t, dir, "refs/heads/orch")
 	for f := range files {
-		if strings.HasPrefix(f, "archive/done/bb/") {
+		if strings.HasPrefix(f, "archive/done/b/") {
 			t.Errorf("the empty shard is still there: %s", f)
 		}
 	}

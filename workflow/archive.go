@@ -289,15 +289,14 @@ func (e *Engine) findArchived(ref string) (*gitstore.Summary, error) {
 	return nil, &AmbiguousError{Prefix: clipArg(ref), Matches: ids}
 }
 
-// archivedQueue is the queue archived task id is filed under (for
-// dependencies: from the archive's trees, no file read).
-func (e *Engine) archivedQueue(id string) (taskfile.Queue, bool) {
-	lower := strings.ToLower(id)
-	files, err := e.archivedFileNamed(id, func(named string) bool { return named == lower })
-	if err != nil || len(files) == 0 || !taskfile.ValidID(id) {
-		return "", false
+// archivedDone reports whether task id is in the archive as done (for
+// dependencies: one tree of the archive, no file read).
+func (e *Engine) archivedDone(id string) bool {
+	if e.Store == nil || !taskfile.ValidID(id) {
+		return false
 	}
-	return gitstore.ArchivedQueue(files[0].Path), true
+	ok, err := e.Store.Snapshot().ArchivedHas(id, taskfile.Done)
+	return err == nil && ok
 }
 
 // LookupArchived is Lookup for the verbs that read or bring back an archived
@@ -349,4 +348,14 @@ func (e *Engine) ArchiveAllDue() ([]string, error) {
 		}
 		due = append(due, moved...)
 	}
+}
+
+// archived reports whether task id is in the archive, in any queue (from
+// the archive's trees, no file read).
+func (e *Engine) archived(id string) bool {
+	if e.Store == nil || !taskfile.ValidID(id) {
+		return false
+	}
+	ok, err := e.Store.Snapshot().ArchivedHas(id, "")
+	return err == nil && ok
 }

@@ -71,8 +71,11 @@ func TestArchiveLookupsAndBatches(t *testing.T) {
 	if ok, pending := e.DepsDone(&taskfile.Task{DependsOn: []string{id}}); !ok {
 		t.Errorf("DepsDone on archived done %s: pending %v", id, pending)
 	}
-	if q, ok := e.archivedQueue(id); !ok || q != taskfile.Done {
-		t.Errorf("archivedQueue = %v %v", q, ok)
+	if !e.archivedDone(id) || !e.archived(id) {
+		t.Errorf("archivedDone(%s) = %v, archived = %v", id, e.archivedDone(id), e.archived(id))
+	}
+	if e.archivedDone("T-zzzzzz") || e.archived("T-zzzzzz") {
+		t.Error("an ID that is not archived is")
 	}
 	all, err := e.ArchivedTasks()
 	if err != nil || len(all) != 3 {

@@ -76,7 +76,7 @@ func (e *Engine) Check() []Problem {
 	}
 	for _, s := range e.Store.Summaries() {
 		for _, d := range s.Task.DependsOn {
-			if _, archived := e.archivedQueue(d); e.Store.SummaryByID(d) == nil && !archived {
+			if e.Store.SummaryByID(d) == nil && !e.archived(d) {
 				out = append(out, Problem{Path: view(s.Path), Kind: "dependency", Msg: fmt.Sprintf("depends_on: %s is not a task", d)})
 			}
 		}

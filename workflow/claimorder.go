@@ -63,11 +63,7 @@ func queueRank(q taskfile.Queue) int {
 func (e *Engine) DepsDone(t *taskfile.Task) (bool, []string) {
 	var pending []string
 	for _, d := range t.DependsOn {
-		q, ok := e.tasks().QueueByID(d)
-		if !ok {
-			q, ok = e.archivedQueue(d) // finished long ago
-		}
-		if !ok || q != taskfile.Done {
+		if q, ok := e.tasks().QueueByID(d); q != taskfile.Done && (ok || !e.archivedDone(d)) {
 			pending = append(pending, d)
 		}
 	}

@@ -372,10 +372,8 @@ func (e *Engine) newID(taken func(string) bool) string {
 		}
 		id := b.String()
 		if taken == nil || !taken(id) {
-			if e.Store.SummaryByID(id) == nil {
-				if a, err := e.ArchivedByID(id); err == nil && a == nil {
-					return id
-				}
+			if e.Store.SummaryByID(id) == nil && !e.archived(id) {
+				return id
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 package gitrepo
 
 import (
+	"bufio"
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,6 +78,9 @@ func (e *ErrObjectDamaged) Error() string {
 func (e *ErrObjectDamaged) Unwrap() error { return e.Err }
 
 func (o *ObjectStore) readObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	if b, ok, err := o.readLoose(t, h); ok || err != nil {
+		return b, err
+	}
 	var obj plumbing.EncodedObject
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -110,6 +116,45 @@ func (o *ObjectStore) readObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte
 		return nil, fmt.Errorf("object %s: %d bytes, its header says %d", h, buf.Len(), obj.Size())
 	}
 	return buf.Bytes(), nil
+}
+
+// readLoose reads a loose object itself (ok false: there is none, go-git
+// looks in the packs). go-git reads a loose object into a buffer that
+// grows as it inflates, and readObject copied it again: at 40 KB trees,
+// reading the 32 shard trees of the archive that orch list consults cost
+// more than the rest of the listing. Here the file is inflated once into a
+// buffer of the size its header gives.
+func (o *ObjectStore) readLoose(t plumbing.ObjectType, h plumbing.Hash) ([]byte, bool, error) {
+	data, err := os.ReadFile(o.loosePath(h))
+	if err != nil {
+		return nil, false, nil // not loose (or not readable here): go-git decides
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, true, err
+	}
+	defer zr.Close()
+	br := bufio.NewReaderSize(zr, 64)
+	head, err := br.ReadString(0)
+	if err != nil {
+		return nil, true, fmt.Errorf("object %s: no header: %v", h, err)
+	}
+	typ, size, ok := strings.Cut(strings.TrimSuffix(head, "\x00"), " ")
+	n, perr := strconv.ParseInt(size, 10, 64)
+	if !ok || perr != nil || n < 0 || n > 1<<30 {
+		return nil, true, fmt.Errorf("object %s: bad header %q", h, head)
+	}
+	if t != plumbing.AnyObject && typ != t.String() {
+		return nil, true, &ErrObjectMissing{Hash: h} // as go-git answers: no object of that type
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(br, b); err != nil {
+		return nil, true, fmt.Errorf("object %s: %d bytes, its header says %d: %v", h, len(b), n, err)
+	}
+	if extra, _ := br.Read(make([]byte, 1)); extra > 0 {
+		return nil, true, fmt.Errorf("object %s: more bytes than its header says (%d)", h, n)
+	}
+	return b, true, nil
 }
 
 func (o *ObjectStore) reset() {
