@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,5 +105,48 @@ func TestObjectWriteRacesPrunePacked(t *testing.T) {
 		if _, err := objs.Read(plumbing.BlobObject, h); err != nil {
 			t.Fatalf("object %s lost: %v", h, err)
 		}
+	}
+}
+
+// orch's loose-object reader: git's compressed objects, orch's stored ones,
+// a damaged one (its checksum fails: ErrObjectDamaged, never other bytes)
+// and a type other than the one asked (missing, as go-git says).
+func TestReadLooseObjects(t *testing.T) {
+	t.Parallel()
+	dir := testgit.MakeRepo(t)
+	objs := NewObjectStore(filepath.Join(dir, ".git"))
+	text := strings.Repeat("compressed by git\n", 5000)
+	id, err := testgit.Run(dir, nil, text, "hash-object", "-w", "--stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := objs.Read(plumbing.BlobObject, plumbing.NewHash(id)); err != nil || string(got) != text {
+		t.Fatalf("git's object: %d bytes, %v", len(got), err)
+	}
+	if _, err := objs.Read(plumbing.TreeObject, plumbing.NewHash(id)); err == nil {
+		t.Fatal("a blob read as a tree")
+	} else if _, ok := err.(*ErrObjectMissing); !ok {
+		t.Fatalf("a blob read as a tree: %T %v, want ErrObjectMissing", err, err)
+	}
+	h, err := objs.Write(plumbing.BlobObject, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := objs.loosePath(h)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0x20 // one content byte of the stored block
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := objs.Read(plumbing.BlobObject, h)
+	var damaged *ErrObjectDamaged
+	if !errors.As(err, &damaged) {
+		t.Fatalf("a damaged stored object: %d bytes, %v; want ErrObjectDamaged", len(got), err)
 	}
 }
