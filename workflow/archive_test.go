@@ -82,3 +82,34 @@ func TestArchiveLookupsAndBatches(t *testing.T) {
 		t.Errorf("ArchivedTasks = %d, %v", len(all), err)
 	}
 }
+
+// An edit whose task was archived while the editor was open is committed
+// to the archived file: never lost.
+func TestEditOfTaskArchivedMeanwhile(t *testing.T) {
+	dir, ids := scopeRepo(t, "base_branch: main\n", map[string][]string{"Edited": nil})
+	id := ids["Edited"]
+	e := openAs(t, dir, "lead", false)
+	defer e.Close()
+	if _, err := e.Approve(id, ""); err != nil {
+		t.Fatal(err)
+	}
+	target, err := e.EditStart(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Archive(id); err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(target.Data), "title: Edited", "title: Edited while archived", 1)
+	res, err := e.EditFinish(target, []byte(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Task == nil || !gitstore.IsArchivePath(res.Task.Path) || res.Task.Task.Title != "Edited while archived" {
+		t.Fatalf("edit result %+v", res.Task)
+	}
+	s, archived, err := e.LookupArchived(id)
+	if err != nil || !archived || s.Task.Title != "Edited while archived" {
+		t.Fatalf("after the edit: %+v %v %v", s, archived, err)
+	}
+}
