@@ -247,7 +247,11 @@ func styleOf(data []byte, top *jsonValue) jsonStyle {
 		st.colon = ": "
 	}
 	if st.comma == "" {
-		st.comma = "," + strings.TrimPrefix(st.colon, ":")
+		// The space a colon is followed by, not what precedes it: with
+		// `"a" :1` the colon's text is " :", and a comma of ", :" made
+		// invalid JSON (FuzzSessionHook).
+		_, after, _ := strings.Cut(st.colon, ":")
+		st.comma = "," + after
 	}
 	if st.unit == "" {
 		st.unit = "  "
