@@ -76,15 +76,6 @@ func ArchivedNameID(p string) string {
 	return prefix + "-" + rest
 }
 
-// ArchivedQueue is the queue an archive path is filed under.
-func ArchivedQueue(p string) taskfile.Queue {
-	parts := strings.Split(p, "/")
-	if len(parts) != 4 {
-		return ""
-	}
-	return taskfile.Queue(parts[1])
-}
-
 // UnarchivedPath is where an archived task file goes back to among the
 // tasks.
 func UnarchivedPath(archivePath string) string {

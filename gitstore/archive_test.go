@@ -20,9 +20,6 @@ func TestArchiveShard(t *testing.T) {
 	if got := ArchivePath("T-4k9x2m", taskfile.Failed, "tasks/fix-it.md"); got != "archive/failed/4/T-4k9x2m-fix-it.md" {
 		t.Errorf("ArchivePath of a name a person chose = %q", got)
 	}
-	if q := ArchivedQueue("archive/failed/4/T-4k9x2m-fix-it.md"); q != taskfile.Failed {
-		t.Errorf("ArchivedQueue = %q", q)
-	}
 	if got := UnarchivedPath("archive/done/4/T-4k9x2m-fix-it.md"); got != "tasks/T-4k9x2m-fix-it.md" {
 		t.Errorf("UnarchivedPath = %q", got)
 	}

@@ -24,23 +24,8 @@ func TestGenerate(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	dir := t.TempDir()
-	home, err := testgit.Home(t.TempDir(), "tester", "tester@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), home...)
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	dir, env, gitRaw := gitIn(t)
+	git := func(args ...string) string { t.Helper(); return strings.TrimSpace(gitRaw(args...)) }
 	git("init", "-q", "-b", "main")
 	res, err := Generate(dir, Options{Tasks: 300, Commits: 40, Main: true, Validate: true, Env: env})
 	if err != nil {
@@ -122,23 +107,7 @@ func TestGenerateFinishedOpenOnly(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	dir := t.TempDir()
-	home, err := testgit.Home(t.TempDir(), "tester", "tester@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), home...)
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	dir, env, git := gitIn(t)
 	git("init", "-q", "-b", "main")
 	now := time.Date(2026, 11, 1, 10, 0, 0, 123e6, time.UTC)
 	const total, finished = 500, 100
@@ -235,5 +204,29 @@ func TestGenerateFinishedOpenOnly(t *testing.T) {
 	}
 	if depsOnFinished == 0 {
 		t.Error("no open task depends on a finished one")
+	}
+}
+
+// gitIn is a fresh directory, an environment with a git identity of its
+// own, and a git runner there that fails the test on error (its output
+// untrimmed).
+func gitIn(t *testing.T) (string, []string, func(args ...string) string) {
+	t.Helper()
+	dir := t.TempDir()
+	home, err := testgit.Home(t.TempDir(), "tester", "tester@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), home...)
+	return dir, env, func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
 }
