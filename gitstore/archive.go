@@ -65,7 +65,12 @@ func ArchivePath(id string, q taskfile.Queue, taskPath string) string {
 // ArchivedNameID is the task ID (lower case) an archived file's name, or
 // path, starts with: "t-4k9x2m" of T-4k9x2m-fix-it.md.
 func ArchivedNameID(p string) string {
-	name := strings.ToLower(strings.TrimSuffix(p[strings.LastIndexByte(p, '/')+1:], ".md"))
+	return strings.ToLower(archivedNameID(p))
+}
+
+// archivedNameID is ArchivedNameID as the name spells it.
+func archivedNameID(p string) string {
+	name := strings.TrimSuffix(p[strings.LastIndexByte(p, '/')+1:], ".md")
 	prefix, rest, ok := strings.Cut(name, "-")
 	if !ok {
 		return name
@@ -123,6 +128,43 @@ func (s *Snapshot) ArchiveTree() plumbing.Hash {
 		return h
 	}
 	return plumbing.ZeroHash
+}
+
+// ArchivedQueueTree is the id of the tree archive/<q> (zero: none).
+func (s *Snapshot) ArchivedQueueTree(q taskfile.Queue) (plumbing.Hash, error) {
+	if s.ArchiveTree().IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	ents, err := s.archiveDir(ArchiveDir)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, _ := childTree(ents, string(q))
+	return h, nil
+}
+
+// ArchivedIDs lists the IDs of the task files archived in queue q, as
+// their names spell them (every shard's tree is read).
+func (s *Snapshot) ArchivedIDs(q taskfile.Queue) ([]string, error) {
+	dir := ArchiveDir + "/" + string(q)
+	shards, err := s.archiveDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, sh := range shards {
+		if !sh.IsTree() {
+			continue
+		}
+		files, err := s.archivedFiles(dir + "/" + sh.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, fe := range files {
+			ids = append(ids, archivedNameID(fe.Path))
+		}
+	}
+	return ids, nil
 }
 
 // archiveDir lists the entries of an archive directory ("archive",

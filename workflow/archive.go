@@ -1,13 +1,20 @@
 package workflow
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -16,8 +23,8 @@ import (
 // ago moves there, a batch at a time, after a command's own transition, or
 // at once with orch archive ID. No ordinary command reads it: show, log,
 // edit and reopen fall back to it by ID, list --all and the board's
-// finished columns read it whole, and dependencies and new IDs consult it
-// by ID (one shard's tree).
+// finished columns read it whole, dependencies consult a cache of the
+// archived done tasks' IDs (archivedDone), and new IDs one shard's tree.
 
 // ArchiveBatch is the most tasks one command moves to the archive: the
 // move is one commit of that many files, well under a transition's cost,
@@ -289,14 +296,91 @@ func (e *Engine) findArchived(ref string) (*gitstore.Summary, error) {
 	return nil, &AmbiguousError{Prefix: clipArg(ref), Matches: ids}
 }
 
-// archivedDone reports whether task id is in the archive as done (for
-// dependencies: one tree of the archive, no file read).
+// archivedDone reports whether task id is in the archive as done: a
+// dependency on it is met. orch list asks it for every dependency of every
+// open task, and the archived done tasks' IDs come from a cache of their
+// own, <private dir>/archived-done, keyed by the tree archive/done: at
+// 19,000 archived tasks, reading its 32 shard trees cost orch list a third
+// of its time, the cache (170 KB) a tenth of that. A commit that changes
+// archive/done makes a new tree; the first look-up after it rebuilds the
+// cache, so it is never stale.
 func (e *Engine) archivedDone(id string) bool {
 	if e.Store == nil || !taskfile.ValidID(id) {
 		return false
 	}
-	ok, err := e.Store.Snapshot().ArchivedHas(id, taskfile.Done)
-	return err == nil && ok
+	snap := e.Store.Snapshot()
+	tree, err := snap.ArchivedQueueTree(taskfile.Done)
+	if err != nil || tree.IsZero() {
+		return false
+	}
+	if e.doneIDs == nil || e.doneIDs.tree != tree {
+		e.doneIDs = loadArchivedIDs(filepath.Join(e.Store.PrivDir(), archivedDoneCacheName), tree, func() ([]string, error) {
+			return snap.ArchivedIDs(taskfile.Done)
+		})
+	}
+	if e.doneIDs == nil { // the archive could not be read: ask its tree
+		ok, err := snap.ArchivedHas(id, taskfile.Done)
+		return err == nil && ok
+	}
+	return e.doneIDs.has(id)
+}
+
+// archivedDoneCacheName is the archived done tasks' IDs in the private
+// state directory, archivedIDsMagic its first line. Layout: the magic, the
+// 20-byte id of the tree they were read from, the IDs in byte order, each
+// ended by a newline, and the CRC-32 of everything before it.
+const (
+	archivedDoneCacheName = "archived-done"
+	archivedIDsMagic      = "orch archived ids 1\n"
+)
+
+// archivedIDs is a set of task IDs read from one archive tree: ids holds
+// them sorted, each ended by a newline.
+type archivedIDs struct {
+	tree plumbing.Hash
+	ids  []byte
+}
+
+// has reports whether id is in the set (a binary search over its lines).
+func (a *archivedIDs) has(id string) bool {
+	lo, hi := 0, len(a.ids) // both at the start of a line
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		start := bytes.LastIndexByte(a.ids[:mid], '\n') + 1
+		end := start + bytes.IndexByte(a.ids[start:], '\n')
+		switch c := strings.Compare(string(a.ids[start:end]), id); {
+		case c == 0:
+			return true
+		case c < 0:
+			lo = end + 1
+		default:
+			hi = start
+		}
+	}
+	return false
+}
+
+// loadArchivedIDs reads the cache at path if it was made from tree, and
+// otherwise makes it with list and writes it. Nil: list failed.
+func loadArchivedIDs(path string, tree plumbing.Hash, list func() ([]string, error)) *archivedIDs {
+	if b, err := privfile.Read(path); err == nil && len(b) >= len(archivedIDsMagic)+len(tree)+4 &&
+		string(b[:len(archivedIDsMagic)]) == archivedIDsMagic &&
+		crc32.ChecksumIEEE(b[:len(b)-4]) == binary.BigEndian.Uint32(b[len(b)-4:]) &&
+		bytes.Equal(b[len(archivedIDsMagic):len(archivedIDsMagic)+len(tree)], tree[:]) {
+		return &archivedIDs{tree: tree, ids: b[len(archivedIDsMagic)+len(tree) : len(b)-4]}
+	}
+	ids, err := list()
+	if err != nil {
+		return nil
+	}
+	slices.Sort(ids)
+	b := append([]byte(archivedIDsMagic), tree[:]...)
+	for _, id := range slices.Compact(ids) {
+		b = append(append(b, id...), '\n')
+	}
+	a := &archivedIDs{tree: tree, ids: b[len(archivedIDsMagic)+len(tree):]}
+	replaceCacheFile(path, binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b)))
+	return a
 }
 
 // LookupArchived is Lookup for the verbs that read or bring back an archived

@@ -2,9 +2,14 @@ package workflow
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
@@ -38,11 +43,35 @@ func TestArchiveLookupsAndBatches(t *testing.T) {
 	if moved[0] != ids["One"] && moved[0] != ids["Two"] && moved[0] != ids["Three"] {
 		t.Fatalf("moved %v", moved)
 	}
+	// Dependencies read the archived IDs' cache, made from this archive.
+	left := ""
+	for _, title := range []string{"One", "Two", "Three"} {
+		if ids[title] != moved[0] && ids[title] != moved[1] {
+			left = ids[title]
+		}
+	}
+	if !e.archivedDone(moved[0]) || !e.archivedDone(moved[1]) || e.archivedDone(left) {
+		t.Fatalf("after one batch: archivedDone %v %v (archived), %v (not yet)", e.archivedDone(moved[0]), e.archivedDone(moved[1]), e.archivedDone(left))
+	}
 	rest, err := e.archiveBatch(2)
 	if err != nil || len(rest) != 1 {
 		t.Fatalf("second archiveBatch(2) = %v, %v", rest, err)
 	}
 	id := rest[0]
+	// The archive changed: the cache follows it, here and on disk for the
+	// next process.
+	if !e.archivedDone(id) {
+		t.Errorf("archivedDone(%s) after the batch that moved it = false", id)
+	}
+	tree, _ := e.Store.Snapshot().ArchivedQueueTree(taskfile.Done)
+	onDisk := loadArchivedIDs(filepath.Join(e.Store.PrivDir(), archivedDoneCacheName), tree, func() ([]string, error) {
+		return nil, errors.New("the cache on disk was not made from the archive as it is")
+	})
+	for _, d := range append(moved, id) {
+		if onDisk == nil || !onDisk.has(d) {
+			t.Errorf("the cache on disk lacks %s", d)
+		}
+	}
 	if e.Store.SummaryByID(id) != nil {
 		t.Fatalf("%s is still among the tasks", id)
 	}
@@ -113,5 +142,67 @@ func TestEditOfTaskArchivedMeanwhile(t *testing.T) {
 	s, archived, err := e.LookupArchived(id)
 	if err != nil || !archived || s.Task.Title != "Edited while archived" {
 		t.Fatalf("after the edit: %+v %v %v", s, archived, err)
+	}
+}
+
+// The archived IDs' cache: a set searched in its sorted lines, read back
+// only when made from the same tree and intact, made again otherwise.
+func TestArchivedIDsCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), archivedDoneCacheName)
+	tree := plumbing.NewHash("1111111111111111111111111111111111111111")
+	made := 0
+	list := func(ids ...string) func() ([]string, error) {
+		return func() ([]string, error) { made++; return ids, nil }
+	}
+	a := loadArchivedIDs(path, tree, list("T-m2", "T-b1", "T-zz9", "T-a", "T-b1"))
+	for id, want := range map[string]bool{"T-a": true, "T-b1": true, "T-m2": true, "T-zz9": true,
+		"T-": false, "T-b": false, "T-b10": false, "T-0": false, "T-zzz": false, "": false} {
+		if got := a.has(id); got != want {
+			t.Errorf("has(%q) = %v, want %v", id, got, want)
+		}
+	}
+	if (&archivedIDs{}).has("T-a") {
+		t.Error("an empty set has T-a")
+	}
+	if b := loadArchivedIDs(path, tree, list()); made != 1 || !b.has("T-zz9") {
+		t.Errorf("read back: made %d times, has T-zz9 %v", made, b.has("T-zz9"))
+	}
+	other := plumbing.NewHash("2222222222222222222222222222222222222222")
+	if b := loadArchivedIDs(path, other, list("T-new")); made != 2 || !b.has("T-new") || b.has("T-a") {
+		t.Errorf("another tree: made %d times", made)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-6] ^= 1 // an ID's byte: the CRC no longer matches
+	if err := os.WriteFile(path, data, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if b := loadArchivedIDs(path, other, list("T-new")); made != 3 || !b.has("T-new") {
+		t.Errorf("damaged: made %d times", made)
+	}
+	if b := loadArchivedIDs(path, tree, func() ([]string, error) { return nil, errors.New("unreadable") }); b != nil {
+		t.Errorf("a failed list gave %+v", b)
+	}
+	// A FIFO in its place is not waited on: the cache is made and replaces it.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o666); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	got := make(chan *archivedIDs, 1)
+	go func() { got <- loadArchivedIDs(path, tree, list("T-a")) }()
+	select {
+	case b := <-got:
+		if b == nil || !b.has("T-a") {
+			t.Errorf("with a FIFO at the cache: %+v", b)
+		}
+		if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("the FIFO was not replaced: %v %v", fi, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("loadArchivedIDs waits on a FIFO")
 	}
 }

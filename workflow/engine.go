@@ -81,7 +81,8 @@ type Engine struct {
 
 	clone           string // this clone's ID in event file names, once read
 	archive         archiveIndex
-	recordedRefusal bool // a refusal of authority was recorded already
+	doneIDs         *archivedIDs // archived done tasks, for dependencies
+	recordedRefusal bool         // a refusal of authority was recorded already
 	// remoteClaims are the remote's claim refs as claim --sync fetched
 	// them (claimrefs.go).
 	remoteClaims map[string]*remoteClaim

@@ -1,10 +1,13 @@
 package workflow
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
 )
@@ -87,5 +90,22 @@ func TestTaskFieldsOf(t *testing.T) {
 	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
 	if c := readFieldsCache(cache); c == nil || len(c.hashes) != 22 {
 		t.Errorf("the cache was not rebuilt: %+v", c)
+	}
+	// Blobs no task has any more (tasks archived, say) dominate the cache:
+	// a list of every task, all found, writes it without them.
+	stale := map[plumbing.Hash]json.RawMessage{}
+	live := map[plumbing.Hash]bool{}
+	kept := readFieldsCache(cache)
+	for i, h := range kept.hashes {
+		stale[h], live[h] = kept.vals[i], true
+	}
+	for i := 0; i < 100; i++ {
+		h := plumbing.ComputeHash(plumbing.BlobObject, []byte{byte(i)})
+		stale[h], live[h] = NoFields, true
+	}
+	writeFieldsCache(cache, stale, live)
+	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+	if c := readFieldsCache(cache); c == nil || len(c.hashes) != 22 {
+		t.Errorf("the cache kept blobs of no task: %d, want 22", len(c.hashes))
 	}
 }
