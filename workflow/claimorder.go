@@ -70,15 +70,17 @@ func (e *Engine) DepsDone(t *taskfile.Task) (bool, []string) {
 	return len(pending) == 0, pending
 }
 
-// Ready reports whether a claim could take t now (ignoring who claims).
-func (e *Engine) Ready(t *taskfile.Task) bool {
+// Ready reports whether a claim could take task s now (ignoring who
+// claims). s is the task's summary as the caller has it: orch list decodes
+// each in turn, and looking a claimed task up again by ID decoded it a
+// second time and kept it (4 MB at 100,000 tasks).
+func (e *Engine) Ready(s *gitstore.Summary) bool {
+	t := &s.Task
 	if _, ok := claimQueueRank[t.Queue]; !ok {
 		return false
 	}
-	if t.Queue == taskfile.Claimed {
-		if s := e.tasks().SummaryByID(t.ID); s == nil || !e.leaseExpired(s) {
-			return false
-		}
+	if t.Queue == taskfile.Claimed && !e.leaseExpired(s) {
+		return false
 	}
 	ok, _ := e.DepsDone(t)
 	return ok

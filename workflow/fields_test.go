@@ -88,16 +88,17 @@ func TestTaskFieldsOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
-	if c := readFieldsCache(cache); c == nil || len(c.hashes) != 22 {
-		t.Errorf("the cache was not rebuilt: %+v", c)
+	if c := readFieldsCache(cache); c.len() != 22 {
+		t.Errorf("the cache was not rebuilt: %d blobs", c.len())
 	}
 	// Blobs no task has any more (tasks archived, say) dominate the cache:
 	// a list of every task, all found, writes it without them.
 	stale := map[plumbing.Hash]json.RawMessage{}
 	live := map[plumbing.Hash]bool{}
 	kept := readFieldsCache(cache)
-	for i, h := range kept.hashes {
-		stale[h], live[h] = kept.vals[i], true
+	for i := range kept.len() {
+		h, v := kept.at(i)
+		stale[h], live[h] = v, true
 	}
 	for i := 0; i < 100; i++ {
 		h := plumbing.ComputeHash(plumbing.BlobObject, []byte{byte(i)})
@@ -105,7 +106,7 @@ func TestTaskFieldsOf(t *testing.T) {
 	}
 	writeFieldsCache(cache, stale, live)
 	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
-	if c := readFieldsCache(cache); c == nil || len(c.hashes) != 22 {
-		t.Errorf("the cache kept blobs of no task: %d, want 22", len(c.hashes))
+	if c := readFieldsCache(cache); c.len() != 22 {
+		t.Errorf("the cache kept blobs of no task: %d, want 22", c.len())
 	}
 }

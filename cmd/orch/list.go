@@ -153,7 +153,7 @@ func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*
 		if fields != nil {
 			f = fields.Of(s)
 		}
-		j := answer.NewTask(s, s.Problem == "" && e.Ready(&s.Task), f, g.fields)
+		j := answer.NewTask(s, s.Problem == "" && e.Ready(s), f, g.fields)
 		b = j.AppendJSON(b)
 		if len(b) > listBuffer-listRoom {
 			if _, err := w.Write(b); err != nil {

@@ -88,7 +88,7 @@ func bufferedTaskList(mask answer.Mask, e *workflow.Engine, tasks []*gitstore.Su
 	ready := make([]bool, len(tasks))
 	for i, s := range tasks {
 		if s.Problem == "" {
-			ready[i] = e.Ready(&s.Task)
+			ready[i] = e.Ready(s)
 		}
 	}
 	var fields []json.RawMessage

@@ -63,7 +63,7 @@ func (g *globalOptions) taskRefs(e *workflow.Engine, ids []string) map[string]*a
 func (g *globalOptions) taskBase(e *workflow.Engine, s *gitstore.Summary) answer.Task {
 	ready := false
 	if s.Problem == "" {
-		ready = e.Ready(&s.Task)
+		ready = e.Ready(s)
 	}
 	return answer.NewTask(s, ready, workflow.NoFields, g.fields)
 }
