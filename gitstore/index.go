@@ -145,6 +145,7 @@ func (st *Store) reload() error {
 func (st *Store) refreshSummaries(changed map[string][]byte) {
 	files := st.snap.Files(TasksDir)
 	seen := make(map[string]bool, len(files))
+	var read []FileEntry // files whose blob must be read
 	for _, fe := range files {
 		if !strings.HasSuffix(fe.Path, ".md") {
 			continue
@@ -153,19 +154,26 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 		if r := st.cache.Summaries.Get(fe.Path); r != nil && r.Blob() == fe.Blob {
 			continue
 		}
-		data, ok := changed[fe.Path]
-		if !ok {
-			var err error
-			data, err = st.objs.Read(plumbing.BlobObject, fe.Blob)
-			if err != nil {
-				st.cache.PutSummary(&Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()})
-				st.dirty = true
-				continue
-			}
+		if data, ok := changed[fe.Path]; ok {
+			st.cache.PutSummary(summarize(fe.Path, fe.Blob, data))
+			st.dirty = true
+			continue
 		}
-		st.cache.PutSummary(summarize(fe.Path, fe.Blob, data))
-		st.dirty = true
+		read = append(read, fe)
 	}
+	blobs := make([]plumbing.Hash, len(read))
+	for i, fe := range read {
+		blobs[i] = fe.Blob
+	}
+	st.objs.ReadBlobs(blobs, func(i int, data []byte, err error) {
+		fe := read[i]
+		if err != nil {
+			st.cache.PutSummary(&Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()})
+		} else {
+			st.cache.PutSummary(summarize(fe.Path, fe.Blob, data))
+		}
+		st.dirty = true
+	})
 	var gone []string
 	st.cache.Summaries.Each(func(r *statecache.Record) {
 		if !seen[r.Path] {

@@ -150,3 +150,66 @@ func TestReadLooseObjects(t *testing.T) {
 		t.Fatalf("a damaged stored object: %d bytes, %v; want ErrObjectDamaged", len(got), err)
 	}
 }
+
+// ReadBlobs answers what Read answers, blob by blob and in order, whether
+// git cat-file reads them (packed and loose, deltified or not) or, without
+// git, Read itself: a missing object and an object of another type give
+// Read's errors.
+func TestReadBlobs(t *testing.T) {
+	dir := testgit.MakeRepo(t)
+	objs := NewObjectStore(filepath.Join(dir, ".git"))
+	var hs []plumbing.Hash
+	for i := range batchReadMin {
+		h, err := objs.Write(plumbing.BlobObject, []byte(strings.Repeat(fmt.Sprintf("task %d\n", i), 1+i%50)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	// Half of them packed (deltified against each other), half loose.
+	if _, err := testgit.Run(dir, nil, strings.Join(hashStrings(hs[:batchReadMin/2]), "\n")+"\n", "pack-objects", "-q", ".git/objects/pack/pack"); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs[:batchReadMin/2] {
+		if err := os.Remove(objs.loosePath(h)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree, err := objs.Write(plumbing.TreeObject, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := plumbing.NewHash("0123456789012345678901234567890123456789")
+	hs = append(hs, missing, tree, hs[3], hs[batchReadMin-1])
+	check := func(name string) {
+		t.Helper()
+		next := 0
+		objs.ReadBlobs(hs, func(i int, data []byte, err error) {
+			if i != next {
+				t.Fatalf("%s: blob %d answered at %d", name, i, next)
+			}
+			next++
+			want, werr := objs.Read(plumbing.BlobObject, hs[i])
+			if string(data) != string(want) || fmt.Sprintf("%T %v", err, err) != fmt.Sprintf("%T %v", werr, werr) {
+				t.Errorf("%s: blob %d (%s): %q %v, Read says %q %v", name, i, hs[i], data, err, want, werr)
+			}
+		})
+		if next != len(hs) {
+			t.Errorf("%s: %d answers for %d blobs", name, next, len(hs))
+		}
+	}
+	check("with git")
+	if n := objs.catFileBlobs(hs, func(int, []byte, error) {}); n != len(hs) {
+		t.Errorf("git cat-file answered %d of %d", n, len(hs))
+	}
+	t.Setenv("PATH", t.TempDir()) // no git: go-git reads them all
+	check("without git")
+}
+
+func hashStrings(hs []plumbing.Hash) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.String()
+	}
+	return out
+}
