@@ -170,7 +170,11 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 		if err != nil {
 			st.cache.PutSummary(&Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()})
 		} else {
-			st.cache.PutSummary(summarize(fe.Path, fe.Blob, data))
+			s, f := summarizeFile(fe.Path, fe.Blob, data)
+			st.cache.PutSummary(s)
+			if f != nil && st.Parsed != nil {
+				st.Parsed(fe.Blob, f)
+			}
 		}
 		st.dirty = true
 	})
@@ -196,6 +200,13 @@ type (
 )
 
 func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
+	s, _ := summarizeFile(path, blob, data)
+	return s
+}
+
+// summarizeFile is summarize, with the parsed file (nil when it does not
+// parse).
+func summarizeFile(path string, blob plumbing.Hash, data []byte) (*Summary, *taskfile.File) {
 	s := &Summary{Path: path, Blob: blob}
 	f, err := taskfile.Parse(path, data)
 	if err != nil {
@@ -205,7 +216,7 @@ func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
 		} else {
 			s.Problem = err.Error()
 		}
-		return s
+		return s, nil
 	}
 	s.Task = f.Task
 	if s.Task.Priority == "" {
@@ -216,7 +227,7 @@ func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
 	if errs := f.Validate(); len(errs) > 0 {
 		s.Problem, s.ProblemLine = errs[0].Msg, errs[0].Line
 	}
-	return s
+	return s, f
 }
 
 // Summaries returns every task on the state branch, ordered by path.

@@ -273,12 +273,19 @@ func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {
 		if ie != nil && statMatches(ie, ws) {
 			w = ie.Blob
 		} else {
-			data, fs, err := st.readSettled(p)
+			var known []plumbing.Hash
+			if rok {
+				known = append(known, r)
+			}
+			if ie != nil {
+				known = append(known, ie.Blob)
+			}
+			data, h, fs, err := st.readSettled(p, known...)
 			if err != nil {
 				rep.Broken[p] = err
 				return nil
 			}
-			wdata, w, ws = data, gitrepo.HashBlob(data), fs
+			wdata, w, ws = data, h, fs
 		}
 	}
 	var b plumbing.Hash

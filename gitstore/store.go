@@ -63,6 +63,10 @@ type Store struct {
 	// Progress, when set, hears how far a long reconcile (a cold view of
 	// thousands of files) has got; it must not print when not a terminal.
 	Progress func(what string, done, total int)
+	// Parsed, when set, is given each task file the store reads from the
+	// branch and parses to summarise it (all of them when the state cache
+	// is built), so that the caller need not read and parse them again.
+	Parsed func(blob plumbing.Hash, f *taskfile.File)
 
 	// An optimistic command (see Defer) runs before the reconcile has
 	// finished; Settle finishes it.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
@@ -79,10 +80,13 @@ type Engine struct {
 	Verb    string
 	Fence   *Fence
 
-	clone           string // this clone's ID in event file names, once read
-	archive         archiveIndex
-	doneIDs         *archivedIDs // archived done tasks, for dependencies
-	recordedRefusal bool         // a refusal of authority was recorded already
+	clone   string // this clone's ID in event file names, once read
+	archive archiveIndex
+	doneIDs *archivedIDs // archived done tasks, for dependencies
+	// parsedFields are the custom keys of the task files the store parsed
+	// while this engine was open, by blob (see noteParsedFields).
+	parsedFields    map[plumbing.Hash]json.RawMessage
+	recordedRefusal bool // a refusal of authority was recorded already
 	// remoteClaims are the remote's claim refs as claim --sync fetched
 	// them (claimrefs.go).
 	remoteClaims map[string]*remoteClaim
@@ -113,6 +117,7 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress, Signals: opts.Signals, Verb: opts.Verb, Fence: opts.Fence}
 	st.Progress = opts.Progress
+	st.Parsed = e.noteParsedFields
 	if e.Now == nil {
 		e.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 	}

@@ -116,6 +116,17 @@ func (e *Engine) TaskFieldsReader(n int) *FieldsReader {
 	return r
 }
 
+// noteParsedFields keeps the custom keys of a task file the store parsed
+// from the branch: when it builds the state cache it parses every one, and
+// the orch list --json that follows would read and parse each again for
+// the fields cache (14 s at 100,000 tasks).
+func (e *Engine) noteParsedFields(blob plumbing.Hash, f *taskfile.File) {
+	if e.parsedFields == nil {
+		e.parsedFields = map[plumbing.Hash]json.RawMessage{}
+	}
+	e.parsedFields[blob] = fieldsJSON(f)
+}
+
 // Of returns the custom keys of s as a JSON object.
 func (r *FieldsReader) Of(s *gitstore.Summary) json.RawMessage {
 	if !r.many {
@@ -131,7 +142,10 @@ func (r *FieldsReader) Of(s *gitstore.Summary) json.RawMessage {
 	if v, ok := r.added[s.Blob]; ok {
 		return v
 	}
-	v := r.e.TaskFields(s)
+	v, ok := r.e.parsedFields[s.Blob]
+	if !ok {
+		v = r.e.TaskFields(s)
+	}
 	if r.added == nil {
 		r.added = map[plumbing.Hash]json.RawMessage{}
 	}

@@ -109,4 +109,34 @@ func TestTaskFieldsOf(t *testing.T) {
 	if c := readFieldsCache(cache); c.len() != 22 {
 		t.Errorf("the cache kept blobs of no task: %d, want 22", c.len())
 	}
+	// With the state cache and the fields cache gone, the store parses
+	// every task file to build its summaries, and the custom keys come
+	// from that parse.
+	for _, name := range []string{fieldsCacheName, "state", "state.journal"} {
+		if err := os.Remove(filepath.Join(dir, ".git", "orch", name)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	cold, err := Open(Options{Dir: dir, Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cold.parsedFields); n != 22 {
+		t.Errorf("building the state cache noted the fields of %d files, want 22", n)
+	}
+	sums := cold.Store.Summaries()
+	withKeys := 0
+	for i, f := range cold.TaskFieldsOf(sums) {
+		if one := string(cold.TaskFields(sums[i])); one != string(f) {
+			t.Errorf("cold: %s: TaskFieldsOf %s, TaskFields %s", sums[i].Path, f, one)
+		}
+		if string(f) != "{}" {
+			withKeys++
+		}
+	}
+	if withKeys != 1 {
+		t.Errorf("cold: %d tasks with custom keys, want 1", withKeys)
+	}
+	cold.Close()
+	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
 }
