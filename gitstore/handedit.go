@@ -177,6 +177,7 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 	result := wdata
 	id := ""
 	action := ActionEdit
+	unarchived := false // an archived task's file, saved again in the view
 	if isTaskPath(p) {
 		if pol.PrepareNewTask == nil {
 			return nil
@@ -191,6 +192,14 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 			return nil
 		}
 		result, id, action = out, newID, ActionNew
+		// An editor buffer of a task archived since it was opened, saved:
+		// the task's edit, not a new task (no "new" event, which would
+		// count it as created and send it to incoming while its file says
+		// it is finished). It is among the tasks again, the newer copy;
+		// the next archive batch moves it back.
+		if archived, err := st.snap.ArchivedHas(id, ""); err == nil && archived {
+			action, unarchived = ActionEdit, true
+		}
 	} else if pol.CheckFile != nil {
 		if err := pol.CheckFile(st.rel(p), wdata); err != nil {
 			rep.Broken[p] = err
@@ -219,9 +228,12 @@ func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws
 		return err
 	}
 	rep.Committed = append(rep.Committed, p)
-	if action == ActionNew {
+	switch {
+	case action == ActionNew:
 		st.note("committed the task you created by hand: %s (%s)", st.rel(p), id)
-	} else {
+	case unarchived:
+		st.note("committed your edit of %s (%s), which had been archived: it is among the tasks again, as it was, until the next archive batch moves it back", st.rel(p), id)
+	default:
 		st.note("committed your new file %s", st.rel(p))
 	}
 	return nil
