@@ -347,7 +347,10 @@ func (a *archivedIDs) has(id string) bool {
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		start := bytes.LastIndexByte(a.ids[:mid], '\n') + 1
-		end := start + bytes.IndexByte(a.ids[start:], '\n')
+		end := len(a.ids) // a last line without its newline: not one this code wrote
+		if n := bytes.IndexByte(a.ids[start:], '\n'); n >= 0 {
+			end = start + n
+		}
 		switch c := strings.Compare(string(a.ids[start:end]), id); {
 		case c == 0:
 			return true

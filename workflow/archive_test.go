@@ -164,6 +164,9 @@ func TestArchivedIDsCache(t *testing.T) {
 	if (&archivedIDs{}).has("T-a") {
 		t.Error("an empty set has T-a")
 	}
+	if (&archivedIDs{ids: []byte("T-a\nT-b")}).has("T-c") || !(&archivedIDs{ids: []byte("T-a\nT-b")}).has("T-b") {
+		t.Error("a set whose last line lacks its newline")
+	}
 	if b := loadArchivedIDs(path, tree, list()); made != 1 || !b.has("T-zz9") {
 		t.Errorf("read back: made %d times, has T-zz9 %v", made, b.has("T-zz9"))
 	}

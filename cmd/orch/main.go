@@ -41,8 +41,9 @@ const softMemoryLimit = 40 << 20
 // the heap has grown by a quarter) once a collection finds most of the
 // limit still live. Under a limit that the live heap exceeds, the runtime
 // collects back to back: building the state cache of 100,000 tasks took
-// 190 s, half of it collecting, where it takes 77 s paced; orch list --json
-// of 100,000 tasks collected 50 times in one second.
+// 190 s, half of it collecting, where it takes 93 s paced (77 s at GOGC
+// 100, but with 540 MB at the peak against 390); orch list --json of
+// 100,000 tasks collected 53 times in one second, 4 times paced.
 func watchLiveHeap() {
 	sentinel := &gcSentinel{}
 	runtime.SetFinalizer(sentinel, func(*gcSentinel) {
