@@ -15,6 +15,7 @@ import (
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/privfile"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -397,25 +398,81 @@ func (e *Engine) LookupArchived(ref string) (s *gitstore.Summary, archived bool,
 	return s, false, err
 }
 
-// ArchivedTasks lists every archived task, in the archive's order.
+// ArchivedTasks lists every archived task, in the archive's order. The
+// summaries come from a cache of their own, <private dir>/archived-
+// summaries, keyed by file and blob like the fields cache: never stale,
+// only incomplete; what it lacks is read and parsed, and it is written
+// again for the archive as it is. Parsing every archived file cost orch
+// list --all 1.9 s at 19,000 archived tasks.
 func (e *Engine) ArchivedTasks() ([]*gitstore.Summary, error) {
 	snap := e.Store.Snapshot()
 	files, err := snap.Archived()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*gitstore.Summary, 0, len(files))
-	for _, fe := range files {
-		s, err := e.archivedSummary(snap, fe)
-		if err != nil {
-			return nil, err
+	path := filepath.Join(e.Store.PrivDir(), archivedSummariesCacheName)
+	cached := readArchivedSummaries(path)
+	all := make([]*gitstore.Summary, len(files))
+	parsed := 0
+	for i, fe := range files {
+		if all[i] = cached[fe]; all[i] == nil {
+			if all[i], err = e.archivedSummary(snap, fe); err != nil {
+				return nil, err
+			}
+			parsed++
 		}
+	}
+	if parsed > 0 || len(cached) != len(files) {
+		writeArchivedSummaries(path, all)
+	}
+	out := make([]*gitstore.Summary, 0, len(files))
+	for _, s := range all {
 		if s.Task.ID != "" && e.Store.SummaryByID(s.Task.ID) != nil {
 			continue // back among the tasks (a merge kept both): that copy is the task
 		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// archivedSummariesCacheName is the archived tasks' summaries in the
+// private state directory. Layout: archivedSummariesMagic, the state
+// cache's summary format, each summary as the state cache encodes it
+// (its path and blob first), and the CRC-32 of everything before it.
+const (
+	archivedSummariesCacheName = "archived-summaries"
+	archivedSummariesMagic     = "orch archived summaries 1\n"
+)
+
+// readArchivedSummaries loads the archived summaries' cache by file (nil
+// when it is missing, damaged or of another format). The summaries'
+// strings point into the file's bytes.
+func readArchivedSummaries(path string) map[gitstore.FileEntry]*gitstore.Summary {
+	head := archivedSummariesMagic + statecache.SummaryFormat
+	b, err := privfile.Read(path)
+	if err != nil || len(b) < len(head)+4 || string(b[:len(head)]) != head ||
+		crc32.ChecksumIEEE(b[:len(b)-4]) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+		return nil
+	}
+	out := map[gitstore.FileEntry]*gitstore.Summary{}
+	for rest := b[len(head) : len(b)-4]; len(rest) > 0; {
+		s := &gitstore.Summary{}
+		var ok bool
+		if rest, ok = statecache.ReadSummary(rest, s); !ok {
+			return nil
+		}
+		out[gitstore.FileEntry{Path: s.Path, Blob: s.Blob}] = s
+	}
+	return out
+}
+
+// writeArchivedSummaries replaces the archived summaries' cache.
+func writeArchivedSummaries(path string, sums []*gitstore.Summary) {
+	b := []byte(archivedSummariesMagic + statecache.SummaryFormat)
+	for _, s := range sums {
+		b = statecache.AppendSummary(b, s)
+	}
+	replaceCacheFile(path, binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b)))
 }
 
 // ArchiveAllDue is orch archive --due: every task archive_after has made

@@ -112,6 +112,39 @@ func TestArchiveLookupsAndBatches(t *testing.T) {
 	if err != nil || len(all) != 3 {
 		t.Errorf("ArchivedTasks = %d, %v", len(all), err)
 	}
+	// The summaries are cached: read back whole, and made again when the
+	// file is damaged.
+	cache := filepath.Join(e.Store.PrivDir(), archivedSummariesCacheName)
+	if got := readArchivedSummaries(cache); len(got) != 3 {
+		t.Fatalf("the archived summaries' cache holds %d, want 3", len(got))
+	}
+	for _, damage := range []func([]byte) []byte{
+		func(b []byte) []byte { return b },                                                // intact: read back
+		func(b []byte) []byte { b[len(b)/2] ^= 1; return b },                              // a flipped bit
+		func(b []byte) []byte { return b[:len(b)-7] },                                     // cut short
+		func(b []byte) []byte { return append([]byte("orch-state-cache v0"), b[19:]...) }, // another format
+	} {
+		b, err := os.ReadFile(cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cache, damage(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		again, err := e.ArchivedTasks()
+		if err != nil || len(again) != len(all) {
+			t.Fatalf("ArchivedTasks again = %d, %v", len(again), err)
+		}
+		for i := range all {
+			if again[i].Path != all[i].Path || again[i].Blob != all[i].Blob || again[i].Task.ID != all[i].Task.ID ||
+				again[i].Task.Queue != all[i].Task.Queue || !again[i].Task.FinishedAt.Equal(all[i].Task.FinishedAt) {
+				t.Errorf("ArchivedTasks again [%d] = %+v, want %+v", i, again[i], all[i])
+			}
+		}
+		if got := readArchivedSummaries(cache); len(got) != 3 {
+			t.Errorf("after ArchivedTasks the cache holds %d, want 3", len(got))
+		}
+	}
 }
 
 // An edit whose task was archived while the editor was open is committed
