@@ -53,7 +53,9 @@ func watchLiveHeap() {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		if ms.HeapAlloc > softMemoryLimit*3/4 {
-			debug.SetGCPercent(25)
+			if was := debug.SetGCPercent(25); was >= 0 {
+				debug.SetGCPercent(was) // paced already: a long-running command's GOGC 100 stays
+			}
 			debug.SetMemoryLimit(math.MaxInt64)
 			return
 		}
