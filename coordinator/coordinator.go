@@ -84,6 +84,9 @@ type Queue interface {
 	Moved() bool
 	// PollPRs runs orch pr poll (with github.repo set).
 	PollPRs() error
+	// Archive moves a batch of the tasks finished more than archive_after
+	// ago to the archive, as a command's transition does after it.
+	Archive() error
 	// RunChanged says how config.yaml's run: on the state branch differs
 	// from what this coordinator started with ("" when it does not, or
 	// when that difference was told already).
@@ -93,6 +96,12 @@ type Queue interface {
 	// coordinator that died between a claim and its record.
 	ClaimedSince(s *Slot, since time.Time) ([]*Job, error)
 }
+
+// archiveEvery is how often, at most, the coordinator asks for a batch of
+// finished tasks to be archived when the state branch has moved (an open
+// of the repository; ArchiveDue itself looks at most every tenth of
+// archive_after once nothing more is due).
+const archiveEvery = time.Minute
 
 // Options set a coordinator up.
 type Options struct {
@@ -145,6 +154,7 @@ type Coordinator struct {
 	stopCh   chan struct{}
 	lastPoll time.Time
 	lastLook time.Time
+	lastArch time.Time
 	full     bool // claiming waits: run.max_provisional submissions wait for review
 	status   []Status
 	state    *runState
@@ -399,6 +409,15 @@ func (c *Coordinator) fill(now time.Time) bool {
 	if moved {
 		if d := c.opts.Queue.RunChanged(); d != "" {
 			c.emit(Event{Event: "config_changed", Text: "config.yaml's run: changed on the state branch; it takes effect at the next start of orch run:\n" + d})
+		}
+		// The coordinator's transitions are its own, not the CLI's, whose
+		// runner archives after each: without this, finished work would
+		// never leave the hot path of a repository only orch run drives.
+		if now.Sub(c.lastArch) >= archiveEvery {
+			c.lastArch = now
+			if err := c.opts.Queue.Archive(); err != nil {
+				c.emit(Event{Event: "error", Reason: "archive", Text: "moving finished tasks to the archive failed (it is tried again): " + err.Error()})
+			}
 		}
 	}
 	recheck := now.Sub(c.lastLook) >= c.opts.Recheck

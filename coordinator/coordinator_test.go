@@ -91,6 +91,7 @@ func (q *fakeQueue) RunChanged() string                            { return "" }
 func (q *fakeQueue) ClaimedSince(*Slot, time.Time) ([]*Job, error) { return nil, nil }
 func (q *fakeQueue) Moved() bool                                   { return false }
 func (q *fakeQueue) PollPRs() error                                { return nil }
+func (q *fakeQueue) Archive() error                                { return nil }
 
 type recorder struct {
 	mu     sync.Mutex

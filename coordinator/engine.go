@@ -305,6 +305,18 @@ func (q *engineQueue) PollPRs() error {
 	return poll.Stopped
 }
 
+// Archive is the lead's: the housekeeping a transition of the CLI does
+// after it (workflow.Engine.ArchiveDue).
+func (q *engineQueue) Archive() error {
+	e, err := workflow.Open(q.asLead("run"))
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	_, err = e.ArchiveDue(workflow.ArchiveBatch)
+	return err
+}
+
 func (q *engineQueue) ClaimedSince(s *Slot, since time.Time) ([]*Job, error) {
 	if q.sync != nil {
 		// The claim may be on the remote only (claim refs): bring it here.

@@ -280,6 +280,13 @@ func (s *Server) act(verb string, fn func(e *workflow.Engine) error) error {
 	} else if ferr == nil {
 		ferr = serr
 	}
+	if ferr == nil {
+		// The housekeeping a CLI transition does after it (cmd/orch
+		// runner.go archiveDue); a failure is only logged.
+		if _, err := e.ArchiveDue(workflow.ArchiveBatch); err != nil {
+			s.opts.Logf("orch serve: moving finished tasks to the archive failed (the next change tries again): %v", err)
+		}
+	}
 	cerr := e.Close()
 	for _, n := range e.AllNotes() {
 		s.opts.Logf("orch serve: %s", n)

@@ -90,9 +90,12 @@ func TestActionApprove(t *testing.T) {
 	if q := queueOf(t, dir, "T-5ncg1r"); q != "done" {
 		t.Fatalf("T-5ncg1r is %s after approve, want done", q)
 	}
-	// The commit is lead's, made the way the CLI makes it.
-	msg := git(t, dir, "log", "-1", "--format=%an%n%B", "orch")
+	// The commit is lead's, made the way the CLI makes it; and as after
+	// the CLI's transitions, the example's tasks finished in February are
+	// archived after it, in a commit of their own.
+	msg := git(t, dir, "log", "-1", "--grep=^Orch-Action: approve$", "--format=%an%n%B", "orch")
 	mustContain(t, "commit", msg, "lead\n", "Orch-Action: approve", "Orch-Actor: lead", "provisional -> done")
+	mustContain(t, "the commit after it", git(t, dir, "log", "-1", "--format=%B", "orch"), "orch: archive ", "Orch-Archived: ")
 
 	_, after := ts.get(t, c, loc)
 	mustContain(t, "after approve", after, `class="flash"`, "approve: provisional → done (commit ", `<span class="badge q-done">done</span>`)
