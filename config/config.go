@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -259,7 +258,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	if c.BranchPrefix != "" && !taskfile.ValidBranch(strings.TrimSuffix(c.BranchPrefix, "/")+"/x") {
 		return nil, problem("branch_prefix", "%q cannot start a branch name", c.BranchPrefix)
 	}
-	if !regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,15}$`).MatchString(c.IDPrefix) {
+	if !idPrefixRE().MatchString(c.IDPrefix) {
 		return nil, problem("id_prefix", "%q must be letters and digits, starting with a letter", c.IDPrefix)
 	}
 	if c.ClaimArbiter != ArbiterStateBranch && c.ClaimArbiter != ArbiterClaimRef {
@@ -357,3 +356,6 @@ func (c *Config) InRoster(name string) bool {
 func (c *Config) IsReviewer(name string) bool {
 	return len(c.Review.Reviewers) == 0 || c.ReviewerEntry(name) != nil
 }
+
+// idPrefixRE is what id_prefix may be (compiled once, when first used).
+var idPrefixRE = lazyregexp.New(`^[A-Za-z][A-Za-z0-9]{0,15}$`)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/workflow"
 	"github.com/spf13/cobra"
 )
@@ -159,7 +160,7 @@ func jsonFieldsWithSpace(root *cobra.Command, args []string) []string {
 			break
 		}
 		w := args[i+1]
-		if args[i] != "--json" || !fieldWords.MatchString(w) || verbWords[w] || (takesArg && !strings.Contains(w, ",")) {
+		if args[i] != "--json" || !fieldWords().MatchString(w) || verbWords[w] || (takesArg && !strings.Contains(w, ",")) {
 			continue
 		}
 		out := append(append(append([]string(nil), args[:i]...), "--json="+w), args[i+2:]...)
@@ -169,7 +170,7 @@ func jsonFieldsWithSpace(root *cobra.Command, args []string) []string {
 }
 
 // fieldWords is a word that can be fields: names, comma-separated.
-var fieldWords = regexp.MustCompile(`^[a-z_]+(,[a-z_]+)*$`)
+var fieldWords = lazyregexp.New(`^[a-z_]+(,[a-z_]+)*$`)
 
 // fieldList matches a list of fields, or one field of a task.
 func fieldList() *regexp.Regexp {
