@@ -146,23 +146,13 @@ func (s *Snapshot) ArchivedQueueTree(q taskfile.Queue) (plumbing.Hash, error) {
 // ArchivedIDs lists the IDs of the task files archived in queue q, as
 // their names spell them (every shard's tree is read).
 func (s *Snapshot) ArchivedIDs(q taskfile.Queue) ([]string, error) {
-	dir := ArchiveDir + "/" + string(q)
-	shards, err := s.archiveDir(dir)
+	files, err := s.archivedInQueue(q)
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for _, sh := range shards {
-		if !sh.IsTree() {
-			continue
-		}
-		files, err := s.archivedFiles(dir + "/" + sh.Name)
-		if err != nil {
-			return nil, err
-		}
-		for _, fe := range files {
-			ids = append(ids, archivedNameID(fe.Path))
-		}
+	ids := make([]string, len(files))
+	for i, fe := range files {
+		ids[i] = archivedNameID(fe.Path)
 	}
 	return ids, nil
 }
@@ -239,21 +229,33 @@ func (s *Snapshot) ArchivedIn(shard string, q taskfile.Queue) ([]FileEntry, erro
 func (s *Snapshot) Archived() ([]FileEntry, error) {
 	var out []FileEntry
 	for _, q := range ArchiveQueues {
-		dir := ArchiveDir + "/" + string(q)
-		shards, err := s.archiveDir(dir)
+		fs, err := s.archivedInQueue(q)
 		if err != nil {
 			return nil, err
 		}
-		for _, sh := range shards {
-			if !sh.IsTree() {
-				continue
-			}
-			fs, err := s.archivedFiles(dir + "/" + sh.Name)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, fs...)
+		out = append(out, fs...)
+	}
+	return out, nil
+}
+
+// archivedInQueue lists the task files archived in queue q, shard by
+// shard.
+func (s *Snapshot) archivedInQueue(q taskfile.Queue) ([]FileEntry, error) {
+	dir := ArchiveDir + "/" + string(q)
+	shards, err := s.archiveDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []FileEntry
+	for _, sh := range shards {
+		if !sh.IsTree() {
+			continue
 		}
+		fs, err := s.archivedFiles(dir + "/" + sh.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs...)
 	}
 	return out, nil
 }
