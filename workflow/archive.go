@@ -2,9 +2,7 @@ package workflow
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -14,7 +12,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -327,9 +324,9 @@ func (e *Engine) archivedDone(id string) bool {
 }
 
 // archivedDoneCacheName is the archived done tasks' IDs in the private
-// state directory, archivedIDsMagic its first line. Layout: the magic, the
-// 20-byte id of the tree they were read from, the IDs in byte order, each
-// ended by a newline, and the CRC-32 of everything before it.
+// state directory, archivedIDsMagic its first line. Layout (a cache file,
+// cachefile.go): the magic, the 20-byte id of the tree they were read
+// from, the IDs in byte order, each ended by a newline.
 const (
 	archivedDoneCacheName = "archived-done"
 	archivedIDsMagic      = "orch archived ids 1\n"
@@ -367,11 +364,8 @@ func (a *archivedIDs) has(id string) bool {
 // loadArchivedIDs reads the cache at path if it was made from tree, and
 // otherwise makes it with list and writes it. Nil: list failed.
 func loadArchivedIDs(path string, tree plumbing.Hash, list func() ([]string, error)) *archivedIDs {
-	if b, err := privfile.Read(path); err == nil && len(b) >= len(archivedIDsMagic)+len(tree)+4 &&
-		string(b[:len(archivedIDsMagic)]) == archivedIDsMagic &&
-		crc32.ChecksumIEEE(b[:len(b)-4]) == binary.BigEndian.Uint32(b[len(b)-4:]) &&
-		bytes.Equal(b[len(archivedIDsMagic):len(archivedIDsMagic)+len(tree)], tree[:]) {
-		return &archivedIDs{tree: tree, ids: b[len(archivedIDsMagic)+len(tree) : len(b)-4]}
+	if body, ok := readCacheFile(path, archivedIDsMagic); ok && len(body) >= len(tree) && bytes.Equal(body[:len(tree)], tree[:]) {
+		return &archivedIDs{tree: tree, ids: body[len(tree):]}
 	}
 	ids, err := list()
 	if err != nil {
@@ -383,7 +377,7 @@ func loadArchivedIDs(path string, tree plumbing.Hash, list func() ([]string, err
 		b = append(append(b, id...), '\n')
 	}
 	a := &archivedIDs{tree: tree, ids: b[len(archivedIDsMagic)+len(tree):]}
-	replaceCacheFile(path, binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b)))
+	writeCacheFile(path, b)
 	return a
 }
 
@@ -436,9 +430,9 @@ func (e *Engine) ArchivedTasks() ([]*gitstore.Summary, error) {
 }
 
 // archivedSummariesCacheName is the archived tasks' summaries in the
-// private state directory. Layout: archivedSummariesMagic, the state
-// cache's summary format, each summary as the state cache encodes it
-// (its path and blob first), and the CRC-32 of everything before it.
+// private state directory. Layout (a cache file, cachefile.go):
+// archivedSummariesMagic, the state cache's summary format, each summary
+// as the state cache encodes it (its path and blob first).
 const (
 	archivedSummariesCacheName = "archived-summaries"
 	archivedSummariesMagic     = "orch archived summaries 1\n"
@@ -448,14 +442,12 @@ const (
 // when it is missing, damaged or of another format). The summaries'
 // strings point into the file's bytes.
 func readArchivedSummaries(path string) map[gitstore.FileEntry]*gitstore.Summary {
-	head := archivedSummariesMagic + statecache.SummaryFormat
-	b, err := privfile.Read(path)
-	if err != nil || len(b) < len(head)+4 || string(b[:len(head)]) != head ||
-		crc32.ChecksumIEEE(b[:len(b)-4]) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+	body, ok := readCacheFile(path, archivedSummariesMagic+statecache.SummaryFormat)
+	if !ok {
 		return nil
 	}
 	out := map[gitstore.FileEntry]*gitstore.Summary{}
-	for rest := b[len(head) : len(b)-4]; len(rest) > 0; {
+	for rest := body; len(rest) > 0; {
 		s := &gitstore.Summary{}
 		var ok bool
 		if rest, ok = statecache.ReadSummary(rest, s); !ok {
@@ -472,7 +464,7 @@ func writeArchivedSummaries(path string, sums []*gitstore.Summary) {
 	for _, s := range sums {
 		b = statecache.AppendSummary(b, s)
 	}
-	replaceCacheFile(path, binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b)))
+	writeCacheFile(path, b)
 }
 
 // ArchiveAllDue is orch archive --due: every task archive_after has made

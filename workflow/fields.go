@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"hash/crc32"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/gitstore/privfile"
-	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -233,21 +229,17 @@ func (c *fieldsCache) get(h plumbing.Hash) (json.RawMessage, bool) {
 // readFieldsCache loads the cache (nil when it is missing or damaged: it
 // is rebuilt). The values point into the file's bytes.
 //
-// Layout: fieldsMagic, then per blob its 20-byte id, a uvarint length and
-// the JSON object (length 0: no custom keys), then the CRC-32 of
-// everything before it.
+// Layout (a cache file, cachefile.go): fieldsMagic, then per blob its
+// 20-byte id, a uvarint length and the JSON object (length 0: no custom
+// keys).
 func readFieldsCache(path string) *fieldsCache {
-	b, err := privfile.Read(path) // a FIFO there is refused, not waited on
-	if err != nil || len(b) < len(fieldsMagic)+4 || string(b[:len(fieldsMagic)]) != fieldsMagic || len(b) > math.MaxUint32 {
-		return nil
-	}
-	body := b[:len(b)-4]
-	if crc32.ChecksumIEEE(body) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+	body, ok := readCacheFile(path, fieldsMagic)
+	if !ok || len(body) > math.MaxUint32 {
 		return nil
 	}
 	c := &fieldsCache{body: body, offs: make([]uint32, 0, len(body)/21)} // a blob without custom keys takes 21 bytes
 	var last []byte
-	for p := len(fieldsMagic); p < len(body); {
+	for p := 0; p < len(body); {
 		if len(body)-p < len(plumbing.Hash{}) {
 			return nil
 		}
@@ -288,28 +280,5 @@ func writeFieldsCache(path string, cache map[plumbing.Hash]json.RawMessage, live
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
 	}
-	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-	replaceCacheFile(path, b)
-}
-
-// replaceCacheFile writes a cache file whole, under a temporary name
-// first, so that a reader sees the old file or the new one; the name is
-// the state cache's temporary one, so that one a killed process left is
-// removed like the state cache's. A cache that cannot be written is made
-// again next time: errors are dropped.
-func replaceCacheFile(path string, b []byte) {
-	f, err := os.CreateTemp(filepath.Dir(path), statecache.TempPrefix)
-	if err != nil {
-		return
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
+	writeCacheFile(path, b)
 }
