@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -402,14 +403,20 @@ func decodeIndexEntry(d *dec, ie *IndexEntry) {
 		d.fail()
 		return
 	}
-	ie.Prev = nil
-	for j := uint64(0); j < np; j++ {
-		ie.Prev = append(ie.Prev, d.hash())
+	// A scratch entry decoded into again and again reuses its Prev.
+	prev := ie.Prev[:0]
+	if np == 0 {
+		prev = nil
 	}
+	for j := uint64(0); j < np; j++ {
+		prev = append(prev, d.hash())
+	}
+	ie.Prev = prev
 	ie.ConflictW, ie.ConflictR = plumbing.ZeroHash, plumbing.ZeroHash
 	if flags&ieConflict != 0 {
 		ie.ConflictW, ie.ConflictR = d.hash(), d.hash()
 	}
+	ie.raw = nil
 	if d.err == nil {
 		ie.raw = d.buf[start:d.pos:d.pos]
 	}
@@ -538,12 +545,19 @@ func (c *Cache) decodeRest(d *dec) error {
 	if ni > uint64(len(d.buf)) {
 		return errCorrupt
 	}
-	// In path order too (see Index).
+	// In path order too (see Index). Each entry is decoded here only to
+	// check it; Index keeps where it is.
+	if len(d.buf) > math.MaxUint32 {
+		return errCorrupt
+	}
 	c.Index.base = make([]indexRec, ni)
+	c.Index.buf = d.buf
+	var check IndexEntry
 	for i := uint64(0); i < ni && d.err == nil; i++ {
 		r := &c.Index.base[i]
 		r.path = d.str()
-		decodeIndexEntry(d, &r.IndexEntry)
+		r.off = uint32(d.pos)
+		decodeIndexEntry(d, &check)
 		if i > 0 && r.path <= c.Index.base[i-1].path {
 			return errCorrupt
 		}

@@ -1,10 +1,18 @@
 package statecache
 
 import (
+	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 )
 
 // TestIndexSetAgainstMap runs random puts and drops on an Index loaded
@@ -33,8 +41,8 @@ func TestIndexSetAgainstMap(t *testing.T) {
 		s.base = make([]indexRec, len(base))
 		for i, p := range base {
 			s.base[i].path = p
-			s.base[i].Size = int64(i)
-			oracle[p] = &s.base[i].IndexEntry
+			s.base[i].ie = &IndexEntry{Size: int64(i)}
+			oracle[p] = s.base[i].ie
 		}
 		s.n = len(base)
 		for k := rng.Intn(12); k > 0; k-- {
@@ -93,4 +101,79 @@ func joinPath(dir, name string) string {
 		return name
 	}
 	return strings.Join([]string{dir, name}, "/")
+}
+
+// A loaded base keeps its entries encoded: a cursor walk compares them
+// through scratch and decodes none for good; Get decodes one for good (the
+// same entry each time), and only a changed one is journalled.
+func TestIndexBaseStaysEncoded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	c := sampleCache(300)
+	want := map[string]IndexEntry{}
+	c.Index.Each(func(p string, ie *IndexEntry) {
+		if n := len(want); n%7 == 0 {
+			ie.Prev = []plumbing.Hash{gitrepo.HashBlob([]byte(p)), gitrepo.HashBlob([]byte("older"))}
+		} else if n%11 == 0 {
+			ie.ConflictW, ie.ConflictR = gitrepo.HashBlob([]byte("w")), gitrepo.HashBlob([]byte("r"))
+			ie.Racy = true
+		}
+		want[p] = *ie
+	})
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, mappedFile := range []bool{false, true} {
+		l := Load(path, "refs/heads/orch", mappedFile)
+		same := func(p string, got *IndexEntry) {
+			t.Helper()
+			g, w := *got, want[p]
+			g.raw, w.raw = nil, nil
+			if !reflect.DeepEqual(g, w) {
+				t.Fatalf("%s: got %+v, want %+v", p, g, w)
+			}
+		}
+		cur := l.Index.Cursor("tasks", "")
+		for i := 0; i < 300; i++ {
+			p := fmt.Sprintf("tasks/T-%06d-x.md", i)
+			same(p, cur.Get(filepath.Base(p)))
+		}
+		for i := range l.Index.base {
+			if l.Index.base[i].ie != nil {
+				t.Fatalf("the cursor walk decoded %s for good", l.Index.base[i].path)
+			}
+		}
+		p := "tasks/T-000014-x.md" // one with Prev
+		ie := l.Index.Get(p)
+		same(p, ie)
+		if l.Index.Get(p) != ie || l.Index.Cursor("tasks", "T-000014").Get("T-000014-x.md") != ie {
+			t.Fatal("Get and the cursor give another entry for a decoded path")
+		}
+		journalSize := func() int64 {
+			fi, err := os.Stat(path + journalSuffix)
+			if err != nil {
+				return 0
+			}
+			return fi.Size()
+		}
+		before := journalSize()
+		if err := l.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		if journalSize() != before {
+			t.Fatal("an entry only read was journalled")
+		}
+		touch(ie).Size = 12345
+		if err := l.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		again := Load(path, "refs/heads/orch", false)
+		if got := again.Index.Get(p); got == nil || got.Size != 12345 {
+			t.Fatalf("the changed entry was not saved: %+v", got)
+		}
+		w := want[p]
+		w.Size = 12345
+		want[p] = w
+		l.Close()
+		again.Close()
+	}
 }

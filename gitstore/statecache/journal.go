@@ -289,7 +289,7 @@ func (c *Cache) appendJournal(path string) (bool, error) {
 		}
 	}
 	scratch := &enc{b: make([]byte, 0, 256)}
-	c.Index.Each(func(p string, ie *IndexEntry) {
+	c.Index.eachDecoded(func(p string, ie *IndexEntry) {
 		if ie.raw != nil {
 			return // as read: every change to an entry clears raw
 		}
