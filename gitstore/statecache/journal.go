@@ -428,4 +428,7 @@ func (c *Cache) flushOverlay(path string) {
 	}
 	out = append(out, ups[u:]...)
 	c.Dirs[path] = &gitrepo.Tree{Hash: ov.hash, Entries: out}
+	// The base's bytes no longer describe the directory; keeping them
+	// would keep the replaced tree too (100,000 entries: 4 MB).
+	delete(c.rawDirs, path)
 }

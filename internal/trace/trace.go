@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -51,5 +52,8 @@ func residentMemory() string {
 		line, _, _ := bytes.Cut(b[i+len(key)+2:], []byte("\n"))
 		return string(bytes.TrimSpace(line))
 	}
-	return fmt.Sprintf("  [rss %s (anon %s, file %s), peak %s]", field("VmRSS"), field("RssAnon"), field("RssFile"), field("VmHWM"))
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return fmt.Sprintf("  [rss %s (anon %s, file %s), peak %s; heap %d kB live+garbage, %d kB idle unreleased, %d GCs]",
+		field("VmRSS"), field("RssAnon"), field("RssFile"), field("VmHWM"), ms.HeapAlloc>>10, (ms.HeapIdle-ms.HeapReleased)>>10, ms.NumGC)
 }
