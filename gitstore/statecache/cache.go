@@ -336,7 +336,8 @@ func decodeSumRec(d *dec, r *Record) {
 	if !ok {
 		return
 	}
-	r.Path, r.blob = body.str(), body.hash()
+	r.Path = body.str()
+	body.hash() // the blob (Record.Blob)
 	body.str() // problem
 	body.uv()  // its line
 	r.ID = body.str()

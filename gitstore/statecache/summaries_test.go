@@ -8,6 +8,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -123,6 +124,9 @@ func TestReadKeepsNothing(t *testing.T) {
 	var recs []*Record
 	c.Summaries.Each(func(r *Record) { recs = append(recs, r) })
 	for _, r := range recs {
+		if want := gitrepo.HashBlob([]byte(r.Path)); r.Blob() != want || r.s != nil {
+			t.Fatalf("%s: a loaded record's blob is %v, want %v (without decoding it whole)", r.Path, r.Blob(), want)
+		}
 		got := r.SummaryHeader.Read(&scratch)
 		if got != &scratch || r.s != nil {
 			t.Fatalf("%s: Read returned %p (scratch %p), the record keeps %p", r.Path, got, &scratch, r.s)
