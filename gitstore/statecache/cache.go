@@ -338,8 +338,8 @@ func decodeSumRec(d *dec, r *Record) {
 	}
 	r.Path = body.str()
 	body.hash() // the blob (Record.Blob)
-	body.str() // problem
-	body.uv()  // its line
+	body.str()  // problem
+	body.uv()   // its line
 	r.ID = body.str()
 	r.Queue = taskfile.Queue(body.str())
 	r.Priority = body.str()
