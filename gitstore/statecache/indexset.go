@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -48,18 +49,26 @@ type Index struct {
 
 type indexRec struct {
 	path string
-	ie   *IndexEntry // decoded, once Get gave it out; nil: as encoded at off in buf
+	// ie is the entry decoded, once Get gave it out; nil: as encoded at
+	// off in buf. Atomic because an optimistic command compares the view
+	// with the index on another goroutine (gitstore's Defer) while its
+	// body may read an entry through Get, which decodes it here: nothing
+	// changes an entry until Settle has waited for that comparison, so
+	// the other goroutine reads either the bytes or the same values decoded.
+	ie   atomic.Pointer[IndexEntry]
 	off  uint32
 	gone bool // dropped or replaced by an added entry since the base was read
 }
 
 // entry returns the base record's entry, decoding it for good.
 func (s *Index) entry(r *indexRec) *IndexEntry {
-	if r.ie == nil {
-		r.ie = &IndexEntry{}
-		s.decodeAt(r, r.ie)
+	if ie := r.ie.Load(); ie != nil {
+		return ie
 	}
-	return r.ie
+	ie := &IndexEntry{}
+	s.decodeAt(r, ie)
+	r.ie.Store(ie)
+	return ie
 }
 
 // decodeAt decodes the base record's entry into ie (the base was checked
@@ -72,8 +81,8 @@ func (s *Index) decodeAt(r *indexRec, ie *IndexEntry) {
 // view is the base record's entry to read, not to keep or change: the
 // decoded one, or the entry decoded into scratch.
 func (s *Index) view(r *indexRec, scratch *IndexEntry) *IndexEntry {
-	if r.ie != nil {
-		return r.ie
+	if ie := r.ie.Load(); ie != nil {
+		return ie
 	}
 	s.decodeAt(r, scratch)
 	return scratch
@@ -148,8 +157,10 @@ func (s *Index) Each(fn func(p string, ie *IndexEntry)) {
 // encoded was never given out to be changed).
 func (s *Index) eachDecoded(fn func(p string, ie *IndexEntry)) {
 	for i := range s.base {
-		if r := &s.base[i]; !r.gone && r.ie != nil {
-			fn(r.path, r.ie)
+		if r := &s.base[i]; !r.gone {
+			if ie := r.ie.Load(); ie != nil {
+				fn(r.path, ie)
+			}
 		}
 	}
 	for p, ie := range s.added {

@@ -41,8 +41,9 @@ func TestIndexSetAgainstMap(t *testing.T) {
 		s.base = make([]indexRec, len(base))
 		for i, p := range base {
 			s.base[i].path = p
-			s.base[i].ie = &IndexEntry{Size: int64(i)}
-			oracle[p] = s.base[i].ie
+			ie := &IndexEntry{Size: int64(i)}
+			s.base[i].ie.Store(ie)
+			oracle[p] = ie
 		}
 		s.n = len(base)
 		for k := rng.Intn(12); k > 0; k-- {
@@ -138,7 +139,7 @@ func TestIndexBaseStaysEncoded(t *testing.T) {
 			same(p, cur.Get(filepath.Base(p)))
 		}
 		for i := range l.Index.base {
-			if l.Index.base[i].ie != nil {
+			if l.Index.base[i].ie.Load() != nil {
 				t.Fatalf("the cursor walk decoded %s for good", l.Index.base[i].path)
 			}
 		}
@@ -175,5 +176,37 @@ func TestIndexBaseStaysEncoded(t *testing.T) {
 		want[p] = w
 		l.Close()
 		again.Close()
+	}
+}
+
+// An optimistic command compares the view with the index on another
+// goroutine while its body reads entries through Get, which decodes them
+// for good (gitstore's Defer): run under -race, this is the test that the
+// two may share a loaded index.
+func TestIndexGetBesideCursor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	if err := sampleCache(200).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	l := Load(path, "refs/heads/orch", true)
+	defer l.Close()
+	done := make(chan int)
+	go func() {
+		seen := 0
+		cur := l.Index.Cursor("tasks", "")
+		for i := 0; i < 200; i++ {
+			if ie := cur.Get(fmt.Sprintf("T-%06d-x.md", i)); ie != nil && ie.Size == int64(i) {
+				seen++
+			}
+		}
+		done <- seen
+	}()
+	for i := 199; i >= 0; i-- {
+		if ie := l.Index.Get(fmt.Sprintf("tasks/T-%06d-x.md", i)); ie == nil || ie.Size != int64(i) {
+			t.Fatalf("Get %d: %+v", i, ie)
+		}
+	}
+	if seen := <-done; seen != 200 {
+		t.Fatalf("the cursor saw %d entries as they are, want 200", seen)
 	}
 }
