@@ -67,7 +67,9 @@ func (s *Index) entry(r *indexRec) *IndexEntry {
 	}
 	ie := &IndexEntry{}
 	s.decodeAt(r, ie)
-	r.ie.Store(ie)
+	if !r.ie.CompareAndSwap(nil, ie) {
+		return r.ie.Load() // decoded by another reader first: one entry for all
+	}
 	return ie
 }
 
