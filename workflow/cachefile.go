@@ -19,12 +19,22 @@ import (
 // head; ok is false when it is missing, not a regular file (a FIFO there
 // is refused, not waited on), of another head or damaged.
 func readCacheFile(path, head string) (body []byte, ok bool) {
+	body, _, ok = readCacheFileSum(path, head)
+	return body, ok
+}
+
+// readCacheFileSum is readCacheFile that also returns the file's CRC-32,
+// by which a file that depends on it names it.
+func readCacheFileSum(path, head string) (body []byte, sum uint32, ok bool) {
 	b, err := privfile.Read(path)
-	if err != nil || len(b) < len(head)+4 || string(b[:len(head)]) != head ||
-		crc32.ChecksumIEEE(b[:len(b)-4]) != binary.BigEndian.Uint32(b[len(b)-4:]) {
-		return nil, false
+	if err != nil || len(b) < len(head)+4 || string(b[:len(head)]) != head {
+		return nil, 0, false
 	}
-	return b[len(head) : len(b)-4 : len(b)-4], true
+	sum = binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.ChecksumIEEE(b[:len(b)-4]) != sum {
+		return nil, 0, false
+	}
+	return b[len(head) : len(b)-4 : len(b)-4], sum, true
 }
 
 // writeCacheFile replaces the cache file at path with b (its head and

@@ -82,12 +82,50 @@ func TestTaskFieldsOf(t *testing.T) {
 		t.Fatalf("no fields cache: %v", err)
 	}
 	check(`{"estimate":3}`) // from the cache
+	base, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	additions := filepath.Join(dir, ".git", "orch", fieldsAdditionsName)
 	addKey("team: [web, \"<api>\"]")
 	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+	// The changed file's new blob went to the additions; the cache is as
+	// it was, and the next list finds the blob there and writes nothing.
+	if now, _ := os.ReadFile(cache); string(now) != string(base) {
+		t.Error("one new blob rewrote the whole fields cache")
+	}
+	added := readFieldsAdditions(cache, readFieldsCache(cache))
+	if added.len() != 1 {
+		t.Fatalf("additions: %d blobs, want 1", added.len())
+	}
+	before, _ := os.Stat(additions)
+	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+	if after, _ := os.Stat(additions); !after.ModTime().Equal(before.ModTime()) {
+		t.Error("a list that found every blob wrote the additions again")
+	}
+	// Additions to another cache (another checksum) are not trusted: a
+	// wrong value there changes nothing.
+	h, _ := added.at(0)
+	writeFieldsAdditions(cache, readFieldsCache(cache).sum+1, map[plumbing.Hash]json.RawMessage{h: json.RawMessage(`{"wrong":1}`)})
+	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+	// Past the limit the additions go into the cache, written whole.
+	many := map[plumbing.Hash]json.RawMessage{}
+	for i := 0; i < fieldsAdditionsLimit(0); i++ {
+		many[plumbing.ComputeHash(plumbing.BlobObject, []byte{byte(i), byte(i >> 8)})] = NoFields
+	}
+	writeFieldsAdditions(cache, readFieldsCache(cache).sum, many)
+	addKey("owner: ana")
+	check(`{"estimate":3,"owner":"ana","team":["web","\u003capi\u003e"]}`)
+	if _, err := os.Stat(additions); !os.IsNotExist(err) {
+		t.Errorf("the additions outlived the cache they were merged into: %v", err)
+	}
+	if c := readFieldsCache(cache); c.len() != 22 {
+		t.Errorf("the cache written whole holds %d blobs, want the 22 tasks'", c.len())
+	}
 	if err := os.WriteFile(cache, []byte(fieldsMagic+"damaged"), 0o666); err != nil {
 		t.Fatal(err)
 	}
-	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+	check(`{"estimate":3,"owner":"ana","team":["web","\u003capi\u003e"]}`)
 	if c := readFieldsCache(cache); c.len() != 22 {
 		t.Errorf("the cache was not rebuilt: %d blobs", c.len())
 	}
@@ -105,7 +143,7 @@ func TestTaskFieldsOf(t *testing.T) {
 		stale[h], live[h] = NoFields, true
 	}
 	writeFieldsCache(cache, stale, live)
-	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+	check(`{"estimate":3,"owner":"ana","team":["web","\u003capi\u003e"]}`)
 	if c := readFieldsCache(cache); c.len() != 22 {
 		t.Errorf("the cache kept blobs of no task: %d, want 22", c.len())
 	}
@@ -138,5 +176,5 @@ func TestTaskFieldsOf(t *testing.T) {
 		t.Errorf("cold: %d tasks with custom keys, want 1", withKeys)
 	}
 	cold.Close()
-	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+	check(`{"estimate":3,"owner":"ana","team":["web","\u003capi\u003e"]}`)
 }
