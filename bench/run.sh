@@ -156,6 +156,10 @@ for N in $SIZES; do
 
 	measure '`orch new`' "$N" "$BASE" -dir "$REPO" -- "$BIN" new 'Bench task' --label bench
 	measure '`orch list --json`' "$N" "$BASE" -dir "$REPO" -- "$BIN" list --json
+	# The list an agent or a board makes, after somebody's transition: the
+	# changed task's blob is new to the caches.
+	measure '`orch list --json` after `orch new`' "$N" "$BASE" -dir "$REPO" \
+		-pre "'$BIN' new 'Bench task' --label bench >/dev/null" -- "$BIN" list --json
 	SHOW_ID=$(head -n 1 "$MAN/rejected.txt")
 	measure '`orch show <id>`' "$N" "$BASE" -dir "$REPO" -- "$BIN" show "$SHOW_ID"
 
