@@ -332,53 +332,45 @@ const (
 	archivedIDsMagic      = "orch archived ids 1\n"
 )
 
-// archivedIDs is a set of task IDs read from one archive tree: ids holds
-// them sorted, each ended by a newline.
+// archivedIDs is a set of task IDs read from one archive tree, sorted.
 type archivedIDs struct {
 	tree plumbing.Hash
-	ids  []byte
+	ids  []string
 }
 
-// has reports whether id is in the set (a binary search over its lines).
-func (a *archivedIDs) has(id string) bool {
-	lo, hi := 0, len(a.ids) // both at the start of a line
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		start := bytes.LastIndexByte(a.ids[:mid], '\n') + 1
-		end := len(a.ids) // a last line without its newline: not one this code wrote
-		if n := bytes.IndexByte(a.ids[start:], '\n'); n >= 0 {
-			end = start + n
-		}
-		switch c := strings.Compare(string(a.ids[start:end]), id); {
-		case c == 0:
-			return true
-		case c < 0:
-			lo = end + 1
-		default:
-			hi = start
-		}
+// newArchivedIDs is the set of tree whose IDs body holds, one a line.
+func newArchivedIDs(tree plumbing.Hash, body []byte) *archivedIDs {
+	a := &archivedIDs{tree: tree}
+	if len(body) > 0 {
+		a.ids = strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
 	}
-	return false
+	return a
+}
+
+// has reports whether id is in the set.
+func (a *archivedIDs) has(id string) bool {
+	_, ok := slices.BinarySearch(a.ids, id)
+	return ok
 }
 
 // loadArchivedIDs reads the cache at path if it was made from tree, and
 // otherwise makes it with list and writes it. Nil: list failed.
 func loadArchivedIDs(path string, tree plumbing.Hash, list func() ([]string, error)) *archivedIDs {
 	if body, ok := readCacheFile(path, archivedIDsMagic); ok && len(body) >= len(tree) && bytes.Equal(body[:len(tree)], tree[:]) {
-		return &archivedIDs{tree: tree, ids: body[len(tree):]}
+		return newArchivedIDs(tree, body[len(tree):])
 	}
 	ids, err := list()
 	if err != nil {
 		return nil
 	}
 	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	b := append([]byte(archivedIDsMagic), tree[:]...)
-	for _, id := range slices.Compact(ids) {
+	for _, id := range ids {
 		b = append(append(b, id...), '\n')
 	}
-	a := &archivedIDs{tree: tree, ids: b[len(archivedIDsMagic)+len(tree):]}
 	writeCacheFile(path, b)
-	return a
+	return &archivedIDs{tree: tree, ids: ids}
 }
 
 // LookupArchived is Lookup for the verbs that read or bring back an archived

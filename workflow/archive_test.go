@@ -194,10 +194,10 @@ func TestArchivedIDsCache(t *testing.T) {
 			t.Errorf("has(%q) = %v, want %v", id, got, want)
 		}
 	}
-	if (&archivedIDs{}).has("T-a") {
+	if newArchivedIDs(tree, nil).has("T-a") || newArchivedIDs(tree, nil).has("") {
 		t.Error("an empty set has T-a")
 	}
-	if (&archivedIDs{ids: []byte("T-a\nT-b")}).has("T-c") || !(&archivedIDs{ids: []byte("T-a\nT-b")}).has("T-b") {
+	if newArchivedIDs(tree, []byte("T-a\nT-b")).has("T-c") || !newArchivedIDs(tree, []byte("T-a\nT-b")).has("T-b") {
 		t.Error("a set whose last line lacks its newline")
 	}
 	if b := loadArchivedIDs(path, tree, list()); made != 1 || !b.has("T-zz9") {
