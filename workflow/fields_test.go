@@ -1,10 +1,14 @@
 package workflow
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -108,6 +112,45 @@ func TestTaskFieldsOf(t *testing.T) {
 	h, _ := added.at(0)
 	writeFieldsAdditions(cache, readFieldsCache(cache).sum+1, map[plumbing.Hash]json.RawMessage{h: json.RawMessage(`{"wrong":1}`)})
 	check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+	// Damaged additions are not trusted either, and are written again
+	// whole: a flipped bit, a cut, entries out of order under a right
+	// checksum (not a file this code wrote), a FIFO in their place.
+	good, err := os.ReadFile(additions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFieldsAdditions(cache, readFieldsCache(cache)); got.len() != 1 {
+		t.Fatalf("the additions were not written again for the right cache: %d blobs", got.len())
+	}
+	changed := append([]byte(nil), good...)
+	changed[len(changed)-6] ^= 0x20 // in the value: the file's checksum no longer matches
+	flipped := append([]byte(nil), good...)
+	flipped[len(fieldsAdditionsMagic)+2] ^= 1 // in the cache's checksum
+	swapped := binary.BigEndian.AppendUint32([]byte(fieldsAdditionsMagic), readFieldsCache(cache).sum)
+	for _, b := range []byte{0xff, 0x01} {
+		swapped = append(swapped, bytes.Repeat([]byte{b}, len(plumbing.Hash{}))...)
+		swapped = binary.AppendUvarint(swapped, 0)
+	}
+	swapped = binary.BigEndian.AppendUint32(swapped, crc32.ChecksumIEEE(swapped))
+	for name, damaged := range map[string][]byte{"changed value": changed, "flipped": flipped, "cut": good[:len(good)-7], "out of order": swapped, "fifo": nil} {
+		if err := os.Remove(additions); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if damaged == nil {
+			if err := syscall.Mkfifo(additions, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(additions, damaged, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		if readFieldsAdditions(cache, readFieldsCache(cache)) != nil {
+			t.Errorf("%s: damaged additions were read", name)
+		}
+		check(`{"estimate":3,"team":["web","\u003capi\u003e"]}`)
+		if now, err := os.ReadFile(additions); err != nil || !bytes.Equal(now, good) {
+			t.Errorf("%s: the additions were not written again (%v)", name, err)
+		}
+	}
 	// Past the limit the additions go into the cache, written whole.
 	many := map[plumbing.Hash]json.RawMessage{}
 	for i := 0; i < fieldsAdditionsLimit(0); i++ {
