@@ -4,7 +4,11 @@
 // with git's fetch, push and ls-remote delayed by a latency wrapper put
 // first on the agents' PATH. For each latency and each N it prints claims
 // per second, the p50 and p99 latency of a successful claim, the give-ups
-// (exit 5: every attempt lost the race) and other failures, and checks
+// (exit 5: every attempt lost the race) and other failures, the CPU time a
+// claim costs (orch, git and the local remote's receive side, all calls
+// counted, the lost races' too) and how many cores the agents kept busy
+// (that CPU time over the row's wall time: near the machine's core count,
+// the row is bound by the CPU, not by the protocol), and checks
 // what the race must never break: every task claimed at most once (in the
 // answers, and in the remote's final state), every clone converging on one
 // state tip after `orch sync`, and `git fsck` clean on the remote.
@@ -164,7 +168,7 @@ func main() {
 var cleanup = func() {}
 
 var columns = []string{"clones", "latency", "claims", "seconds", "claims/s", "p50 ms", "p99 ms", "remote ops/claim",
-	"give-ups", "other failures", "double claims", "remote claims", "converged", "fsck"}
+	"CPU ms/claim", "cores busy", "give-ups", "other failures", "double claims", "remote claims", "converged", "fsck"}
 
 // row is one (latency, N) measurement.
 type row struct {
@@ -172,14 +176,15 @@ type row struct {
 	latency   time.Duration
 	claims    int // successful claim answers
 	seconds   float64
-	lat       []float64 // wall time of each successful claim, ms
-	giveups   int       // exit 5
-	fails     int       // any other failure: exit code not 0, 3 or 5, an unreadable answer, an answer naming another agent
-	retries   int       // claims undone after a lost race (orch's notes, in every call)
-	remOps    int       // fetch, push and ls-remote calls through the wrapper
-	doubles   int       // extra claims of a task, by any evidence
-	remote    int       // tasks claimed in the remote's final state
-	claimRefs int       // refs under refs/orch/claims/ on the remote at the end
+	lat       []float64     // wall time of each successful claim, ms
+	giveups   int           // exit 5
+	fails     int           // any other failure: exit code not 0, 3 or 5, an unreadable answer, an answer naming another agent
+	retries   int           // claims undone after a lost race (orch's notes, in every call)
+	remOps    int           // fetch, push and ls-remote calls through the wrapper
+	cpu       time.Duration // user and system time of every claim call, with the git processes it waited for (the remote's side included)
+	doubles   int           // extra claims of a task, by any evidence
+	remote    int           // tasks claimed in the remote's final state
+	claimRefs int           // refs under refs/orch/claims/ on the remote at the end
 	conv      bool
 	fsck      string
 	notes     []string // what went wrong, for the detail line
@@ -187,12 +192,14 @@ type row struct {
 
 func (r *row) cells() []string {
 	sort.Float64s(r.lat)
-	rate, ops := 0.0, "-"
+	rate, ops, cpu, busy := 0.0, "-", "-", "-"
 	if r.seconds > 0 {
 		rate = float64(r.claims) / r.seconds
+		busy = fmt.Sprintf("%.2f", r.cpu.Seconds()/r.seconds)
 	}
 	if r.claims > 0 {
 		ops = fmt.Sprintf("%.1f", float64(r.remOps)/float64(r.claims))
+		cpu = fmt.Sprintf("%.0f", float64(r.cpu.Milliseconds())/float64(r.claims))
 	}
 	conv := "yes"
 	if !r.conv {
@@ -201,7 +208,7 @@ func (r *row) cells() []string {
 	return []string{
 		strconv.Itoa(r.clones), fmtLatency(r.latency), strconv.Itoa(r.claims),
 		fmt.Sprintf("%.1f", r.seconds), fmt.Sprintf("%.1f", rate),
-		fmtMs(percentile(r.lat, 50)), fmtMs(percentile(r.lat, 99)), ops,
+		fmtMs(percentile(r.lat, 50)), fmtMs(percentile(r.lat, 99)), ops, cpu, busy,
 		strconv.Itoa(r.giveups), strconv.Itoa(r.fails), strconv.Itoa(r.doubles),
 		strconv.Itoa(r.remote), conv, r.fsck,
 	}
@@ -292,6 +299,12 @@ func (c *config) runRow(n int, lat time.Duration) (*row, error) {
 					code = -1
 				}
 				mu.Lock()
+				if ps := cmd.ProcessState; ps != nil {
+					// wait4's usage of a child includes the children it
+					// waited for: git push, and the receive-pack of the
+					// local remote that push waited for.
+					r.cpu += ps.UserTime() + ps.SystemTime()
+				}
 				// agent, start and end (ms since the row started), exit
 				// code, stdout, stderr: the evidence when a check fails.
 				fmt.Fprintf(callLog, "%s\t%.1f\t%.1f\t%d\t%s\t%s\n", agent, msSince(start, t0), msSince(start, t0)+ms, code,
