@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -229,9 +230,8 @@ func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*
 	// the actor are passed over before their dependencies are looked up
 	// (each a search among all tasks); why each was passed over is worked
 	// out only if nothing is claimable.
-	var passed []*gitstore.Summary
-	var eligible *gitstore.Summary
-	skip := e.claimSpread
+	var passed, eligible []*gitstore.Summary
+	window := max(e.claimShare.window, 1)
 	for h := order.next(); h != nil; h = order.next() {
 		s := load(h)
 		if rule, _ := e.notForActor(&s.Task, roles); rule != "" {
@@ -240,16 +240,19 @@ func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*
 		}
 		rule, _ := e.whyNot(s, roles)
 		if rule == "" {
-			if eligible = s; skip == 0 {
+			if e.claimShare.takes(s.Task.ID) {
 				return s, nil
 			}
-			skip--
+			if eligible = append(eligible, s); len(eligible) == window {
+				break
+			}
 			continue
 		}
 		counts[rule]++
 	}
-	if eligible != nil {
-		return eligible, nil
+	if len(eligible) > 0 {
+		// None of the first few is this agent's share: one of them.
+		return eligible[rand.IntN(len(eligible))], nil
 	}
 	for _, s := range passed {
 		rule, _ := e.whyNot(s, roles)

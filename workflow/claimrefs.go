@@ -55,6 +55,9 @@ func readRemoteClaims(st *gitstore.Store, refs map[string]plumbing.Hash) map[str
 	return out
 }
 
+// unknownClaimer holds a claim ref this clone lost but has not fetched.
+const unknownClaimer = "another clone"
+
 // claimState says what the state branch (as this engine has it) knows of
 // a remote claim: "pending" (it does not hold the claim yet: the ref is
 // what says the task is taken), "held" (it holds the claim, still

@@ -91,11 +91,11 @@ type Engine struct {
 	// remoteClaims are the remote's claim refs as claim --sync fetched
 	// them (claimrefs.go).
 	remoteClaims map[string]*remoteClaim
-	// claimSpread makes a claim pass over that many eligible tasks (as
-	// many as there are): claim --sync sets it after a lost claim ref, so
-	// that clones which fetched the same state stop racing for the same
-	// next task.
-	claimSpread int
+	// claimShare is this agent's share of the ready tasks when other
+	// agents claim from the same remote (claim --sync sets it, see
+	// claimShare): clones which fetched the same state do not all race for
+	// the same next task.
+	claimShare claimShare
 }
 
 // progress reports how far a long operation has got (see Progress).

@@ -3,7 +3,9 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -391,28 +393,29 @@ func (c *claimSync) open(fs *gitrepo.FetchedState) (*Engine, error) {
 		if e.remoteClaims[id] != nil {
 			continue // the fetch brought the claim that won
 		}
-		e.remoteClaims[id] = &remoteClaim{ID: id, By: "another clone", Attempt: 1 << 30, Until: e.Now().Add(time.Duration(e.Config.ClaimTimeout))}
+		e.remoteClaims[id] = &remoteClaim{ID: id, By: unknownClaimer, Attempt: 1 << 30, Until: e.Now().Add(time.Duration(e.Config.ClaimTimeout))}
 	}
-	// The clones that fetched what this one did go for the same next task.
-	// With other claims in flight (pending claim refs), other agents
-	// claiming lately (claim refs whose lease began in the last minute:
-	// about as many as agents claiming), or after a lost race, take one of
-	// the next few ready tasks at random instead; alone, the next one.
+	e.claimShare = c.share(e)
+	return e, nil
+}
+
+// share is this agent's share of the ready tasks (see claimShare): the
+// agents claiming are this one and those whose claim refs' leases began
+// in the last minute. Claiming alone, it takes the next task, or one of
+// the next few after a lost race or beside claims still in flight.
+func (c *claimSync) share(e *Engine) claimShare {
 	inFlight := 0
-	claimers := map[string]bool{}
+	claimers := map[string]bool{e.Actor: true}
 	lately := e.Now().Add(time.Duration(e.Config.ClaimTimeout) - time.Minute)
 	for _, rc := range e.remoteClaims {
 		if e.claimState(rc) == "pending" {
 			inFlight++
 		}
-		if rc.By != e.Actor && rc.Until.After(lately) {
+		if rc.By != unknownClaimer && rc.Until.After(lately) {
 			claimers[rc.By] = true
 		}
 	}
-	if n := inFlight + len(claimers) + 2*len(c.lost); n > 0 {
-		e.claimSpread = rand.IntN(n + 1)
-	}
-	return e, nil
+	return newClaimShare(e.Actor, slices.Collect(maps.Keys(claimers)), inFlight+2*len(c.lost))
 }
 
 // fail closes e and returns err (or what closing said).

@@ -1,0 +1,53 @@
+package workflow
+
+import (
+	"hash/fnv"
+	"slices"
+)
+
+// claimShare divides the ready tasks among agents claiming from one remote
+// at the same time (claim --sync). Without it, clones that fetched the same
+// state all go for the same next task and all but one lose the race for its
+// claim ref (each loss a push, a fetch and another try); and a clone's view
+// lacks what the others claimed since its last fetch, so the next task in
+// it is often one just taken.
+//
+// Each agent takes the first ready task, in claim order, whose ID hashes to
+// its rank among the agents claiming (by name). Its share does not depend
+// on when it fetched: a view that lacks the others' latest claims still
+// leads it to none of them. It looks only among the first window ready
+// tasks (eight per agent: in a stale view most of the first are the
+// others', taken already), and when none of those is its own, takes one of
+// them at random. In a fresh view an agent passes over about as many tasks
+// as there are agents claiming, as the random spread before it did; in the
+// worst case, a window less one.
+type claimShare struct {
+	agents int // agents claiming, this one included (≤1: alone)
+	rank   int // this agent's place among them
+	window int // ready tasks, in claim order, a claim chooses among (≤1: the next)
+}
+
+// claimShareWindow is the window per agent claiming.
+const claimShareWindow = 8
+
+// newClaimShare is actor's share among the agents claiming (actor among
+// them). Alone, window is 1 + spread: after a lost race or beside claims
+// still in flight, one of the next few tasks at random.
+func newClaimShare(actor string, agents []string, spread int) claimShare {
+	if len(agents) <= 1 {
+		return claimShare{agents: 1, window: 1 + spread}
+	}
+	slices.Sort(agents)
+	return claimShare{agents: len(agents), rank: slices.Index(agents, actor), window: claimShareWindow * len(agents)}
+}
+
+// takes reports whether task id is this agent's to take without looking
+// further down the queue.
+func (sh claimShare) takes(id string) bool {
+	if sh.agents <= 1 {
+		return sh.window <= 1
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32()%uint32(sh.agents)) == sh.rank
+}
