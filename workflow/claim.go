@@ -221,6 +221,12 @@ func (e *Engine) nextClaimable(roles []string) (*gitstore.Summary, []string) {
 	return e.pickClaimable(candidates, (*gitstore.SummaryHeader).Summary, roles)
 }
 
+// sameClaimClass reports whether a and b are in one queue of the claim
+// order, at one priority: the tasks a claimShare chooses among.
+func sameClaimClass(a, b *taskfile.Task) bool {
+	return claimQueueRank[a.Queue] == claimQueueRank[b.Queue] && a.Priority == b.Priority
+}
+
 // pickClaimable is nextClaimable over the given candidates, load giving a
 // candidate's whole summary.
 func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*gitstore.SummaryHeader) *gitstore.Summary, roles []string) (*gitstore.Summary, []string) {
@@ -240,6 +246,9 @@ func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*
 		}
 		rule, _ := e.whyNot(s, roles)
 		if rule == "" {
+			if len(eligible) > 0 && !sameClaimClass(&eligible[0].Task, &s.Task) {
+				break // a share never passes over rejected work, or a higher priority
+			}
 			if e.claimShare.takes(s.Task.ID) {
 				return s, nil
 			}

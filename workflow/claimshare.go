@@ -17,10 +17,11 @@ import (
 // on when it fetched: a view that lacks the others' latest claims still
 // leads it to none of them. It looks only among the first window ready
 // tasks (eight per agent: in a stale view most of the first are the
-// others', taken already), and when none of those is its own, takes one of
-// them at random. In a fresh view an agent passes over about as many tasks
-// as there are agents claiming, as the random spread before it did; in the
-// worst case, a window less one.
+// others', taken already) of the first task's queue and priority, and when
+// none of those is its own, takes one of them at random. In a fresh view
+// an agent passes over about as many tasks as there are agents claiming,
+// as the random spread before it did; in the worst case, a window less
+// one; never rejected work for new work, nor a task of a higher priority.
 type claimShare struct {
 	agents int // agents claiming, this one included (≤1: alone)
 	rank   int // this agent's place among them

@@ -152,13 +152,40 @@ func TestClaimShare(t *testing.T) {
 			}
 		}
 	}
-	// Alone: the next task; after a lost race, one of the next few.
-	if got := pick(newClaimShare("tester", []string{"tester"}, 0)); got != order[0] {
+	// A share never passes over a higher priority: a P0 made last is
+	// every agent's pick, whatever its share.
+	e, err = Open(Options{Dir: dir, Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	urgent, err := e.New(NewTask{Title: "Urgent", Priority: "P0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for r := range n {
+		if got := pick(claimShare{agents: n, rank: r, window: n * claimShareWindow}); got != urgent.Task.Task.ID {
+			t.Errorf("rank %d of %d: took %s, not the one P0 task %s", r, n, got, urgent.Task.Task.ID)
+		}
+	}
+	if got := pick(newClaimShare("tester", []string{"tester"}, 0)); got != urgent.Task.Task.ID {
+		t.Errorf("alone: took %s, not the P0 task", got)
+	}
+	for range 10 {
+		if got := pick(newClaimShare("tester", []string{"tester"}, 2)); got != urgent.Task.Task.ID {
+			t.Fatalf("alone after a lost race: took %s, not the P0 task", got)
+		}
+	}
+	// Alone: the next task; after a lost race, one of the next few (the
+	// P0 taken by another clone).
+	if got := pick(newClaimShare("tester", []string{"tester"}, 0), urgent.Task.Task.ID); got != order[0] {
 		t.Errorf("alone: took %s, want %s", got, order[0])
 	}
 	seen := map[string]bool{}
 	for range 40 {
-		got := pick(newClaimShare("tester", []string{"tester"}, 2))
+		got := pick(newClaimShare("tester", []string{"tester"}, 2), urgent.Task.Task.ID)
 		if !slices.Contains(order[:3], got) {
 			t.Fatalf("alone after a lost race: took %s, not one of the next three", got)
 		}
