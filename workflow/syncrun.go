@@ -401,7 +401,11 @@ func (c *claimSync) open(fs *gitrepo.FetchedState) (*Engine, error) {
 
 // share is this agent's share of the ready tasks (see claimShare): the
 // agents claiming are this one and those whose claim refs' leases began
-// in the last minute. Claiming alone, it takes the next task, or one of
+// in the last minute. A heartbeat that moved a claim ref began a lease
+// too, so an agent at work may count for a minute after it: its share is
+// then taken by the others only when none of their own is among the
+// first (older tasks of one priority may wait that minute; a higher
+// priority never does). Claiming alone, it takes the next task, or one of
 // the next few after a lost race or beside claims still in flight.
 func (c *claimSync) share(e *Engine) claimShare {
 	inFlight := 0
