@@ -46,6 +46,11 @@ const (
 	fieldsAdditionsMagic = "orch fields cache additions 2\n"
 )
 
+// fieldsAdditionsPath is the additions to the cache at path.
+func fieldsAdditionsPath(path string) string {
+	return filepath.Join(filepath.Dir(path), fieldsAdditionsName)
+}
+
 // fieldsAdditionsLimit is how many additions a cache of n blobs takes
 // before it is written again whole.
 func fieldsAdditionsLimit(n int) int { return max(512, n/16) }
@@ -216,7 +221,7 @@ func (r *FieldsReader) Done() {
 	r.cache.addTo(r.added)
 	r.additions.addTo(r.added)
 	writeFieldsCache(r.path, r.added, live)
-	_ = os.Remove(filepath.Join(filepath.Dir(r.path), fieldsAdditionsName)) // they name the old cache
+	_ = os.Remove(fieldsAdditionsPath(r.path)) // they name the old cache
 }
 
 // fieldsCache is the loaded cache: the file's bytes, and where each
@@ -300,7 +305,7 @@ func readFieldsAdditions(path string, cache *fieldsCache) *fieldsCache {
 	if cache == nil {
 		return nil
 	}
-	body, ok := readCacheFile(filepath.Join(filepath.Dir(path), fieldsAdditionsName), fieldsAdditionsMagic)
+	body, ok := readCacheFile(fieldsAdditionsPath(path), fieldsAdditionsMagic)
 	if !ok || len(body) < 4 || binary.BigEndian.Uint32(body) != cache.sum {
 		return nil
 	}
@@ -345,7 +350,7 @@ func writeFieldsCache(path string, cache map[plumbing.Hash]json.RawMessage, live
 // with entries.
 func writeFieldsAdditions(path string, sum uint32, entries map[plumbing.Hash]json.RawMessage) {
 	b := binary.BigEndian.AppendUint32([]byte(fieldsAdditionsMagic), sum)
-	writeCacheFile(filepath.Join(filepath.Dir(path), fieldsAdditionsName), appendFieldsEntries(b, entries, nil))
+	writeCacheFile(fieldsAdditionsPath(path), appendFieldsEntries(b, entries, nil))
 }
 
 // appendFieldsEntries appends the entries of m (of live blobs only, unless
