@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/statecache"
 )
 
 // TestTaskFieldsOf: the custom keys of many tasks come from the fields
@@ -220,4 +221,97 @@ func TestTaskFieldsOf(t *testing.T) {
 	}
 	cold.Close()
 	check(`{"estimate":3,"owner":"ana","team":["web","\u003capi\u003e"]}`)
+}
+
+// TestFieldsCacheUnwritable: a fields cache, or its additions, that cannot
+// be written (here a directory stands where the file goes, so the rename
+// fails, as a full disk fails the write) costs only time: the custom keys
+// come from the task files, no temporary file is left behind, and what
+// stands there is left alone.
+func TestFieldsCacheUnwritable(t *testing.T) {
+	dir, _ := doctorRepo(t)
+	e, err := Open(Options{Dir: dir, Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := e.New(NewTask{Title: "Task " + string(rune('a'+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	priv := filepath.Join(dir, ".git", "orch")
+	view := filepath.Join(dir, gitstore.ViewDirName, gitstore.TasksDir)
+	ents, err := os.ReadDir(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom := filepath.Join(view, ents[0].Name())
+	list := func(want string) {
+		t.Helper()
+		e, err := Open(Options{Dir: dir, Actor: "tester"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums := e.Store.Summaries()
+		for i, f := range e.TaskFieldsOf(sums) {
+			w := "{}"
+			if sums[i].Path == filepath.ToSlash(filepath.Join(gitstore.TasksDir, ents[0].Name())) {
+				w = want
+			}
+			if string(f) != w {
+				t.Errorf("%s: fields %s, want %s", sums[i].Path, f, w)
+			}
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		left, _ := filepath.Glob(filepath.Join(priv, statecache.TempPrefix+"*"))
+		if len(left) > 0 {
+			t.Errorf("temporary files left: %v", left)
+		}
+	}
+	block := func(name string) func() {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(priv, name, "kept"), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			t.Helper()
+			if _, err := os.Stat(filepath.Join(priv, name, "kept")); err != nil {
+				t.Errorf("what stood at %s was not left alone: %v", name, err)
+			}
+			if err := os.RemoveAll(filepath.Join(priv, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The whole cache cannot be written: every list parses the files.
+	_ = os.Remove(filepath.Join(priv, fieldsCacheName))
+	unblock := block(fieldsCacheName)
+	list("{}")
+	list("{}")
+	unblock()
+	list("{}") // writes the cache
+	if readFieldsCache(filepath.Join(priv, fieldsCacheName)) == nil {
+		t.Fatal("no fields cache once it could be written")
+	}
+	// Its additions cannot be written: the new blob is read from its file.
+	unblock = block(fieldsAdditionsName)
+	b, err := os.ReadFile(custom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(custom, []byte(strings.Replace(string(b), "\n---\n", "\nestimate: 5\n---\n", 1)), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	list(`{"estimate":5}`)
+	list(`{"estimate":5}`)
+	unblock()
+	list(`{"estimate":5}`)
+	if readFieldsAdditions(filepath.Join(priv, fieldsCacheName), readFieldsCache(filepath.Join(priv, fieldsCacheName))).len() != 1 {
+		t.Error("the additions were not written once they could be")
+	}
 }
