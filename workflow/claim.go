@@ -236,8 +236,8 @@ func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*
 	// the actor are passed over before their dependencies are looked up
 	// (each a search among all tasks); why each was passed over is worked
 	// out only if nothing is claimable.
-	var passed, eligible []*gitstore.Summary
-	window := max(e.claimShare.window, 1)
+	var passed, eligible, own []*gitstore.Summary
+	window, ownN := max(e.claimShare.window, 1), max(e.claimShare.own, 1)
 	for h := order.next(); h != nil; h = order.next() {
 		s := load(h)
 		if rule, _ := e.notForActor(&s.Task, roles); rule != "" {
@@ -249,15 +249,21 @@ func (e *Engine) pickClaimable(candidates []*gitstore.SummaryHeader, load func(*
 			if len(eligible) > 0 && !sameClaimClass(&eligible[0].Task, &s.Task) {
 				break // a share never passes over rejected work, or a higher priority
 			}
+			eligible = append(eligible, s)
 			if e.claimShare.takes(s.Task.ID) {
-				return s, nil
+				if own = append(own, s); len(own) == ownN {
+					break
+				}
 			}
-			if eligible = append(eligible, s); len(eligible) == window {
+			if len(eligible) == window {
 				break
 			}
 			continue
 		}
 		counts[rule]++
+	}
+	if len(own) > 0 {
+		return own[rand.IntN(len(own))], nil
 	}
 	if len(eligible) > 0 {
 		// None of the first few is this agent's share: one of them.

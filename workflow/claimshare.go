@@ -22,31 +22,41 @@ import (
 // an agent passes over about as many tasks as there are agents claiming,
 // as the random spread before it did; in the worst case, a window less
 // one; never rejected work for new work, nor a task of a higher priority.
+//
+// After a lost race it takes one of the first few of its share at random
+// (own): the agents' counts come from the claim refs each has seen, so
+// agents that start together count differently and some share a rank
+// until their claims are seen; each race lost widens the choice.
 type claimShare struct {
 	agents int // agents claiming, this one included (≤1: alone)
 	rank   int // this agent's place among them
 	window int // ready tasks, in claim order, a claim chooses among (≤1: the next)
+	own    int // of its share's first tasks in the window, how many it chooses among (≤1: the first)
 }
 
 // claimShareWindow is the window per agent claiming.
 const claimShareWindow = 8
 
 // newClaimShare is actor's share among the agents claiming (actor among
-// them). Alone, window is 1 + spread: after a lost race or beside claims
-// still in flight, one of the next few tasks at random.
-func newClaimShare(actor string, agents []string, spread int) claimShare {
+// them), lost the races this claim lost so far and inFlight the claims
+// seen in flight (claim refs the state branch does not show yet). Alone,
+// every task is its share and it takes the next, or one of the next
+// 1+inFlight+2*lost: beside claims in flight the next is likely taken.
+// Among others, its share's first, or one of its first 1+2*lost: the
+// others' claims in flight are not in its share.
+func newClaimShare(actor string, agents []string, inFlight, lost int) claimShare {
 	if len(agents) <= 1 {
-		return claimShare{agents: 1, window: 1 + spread}
+		n := 1 + inFlight + 2*lost
+		return claimShare{agents: 1, window: n, own: n}
 	}
 	slices.Sort(agents)
-	return claimShare{agents: len(agents), rank: slices.Index(agents, actor), window: claimShareWindow * len(agents)}
+	return claimShare{agents: len(agents), rank: slices.Index(agents, actor), window: claimShareWindow * len(agents), own: 1 + 2*lost}
 }
 
-// takes reports whether task id is this agent's to take without looking
-// further down the queue.
+// takes reports whether task id is in this agent's share.
 func (sh claimShare) takes(id string) bool {
 	if sh.agents <= 1 {
-		return sh.window <= 1
+		return true
 	}
 	h := fnv.New32a()
 	h.Write([]byte(id))

@@ -12,20 +12,21 @@ import (
 // share (the shares split the queue, none empty), the first of their share
 // in claim order; that pick does not change when the others' claims are
 // missing from the view (a stale fetch) or present; when the window holds
-// none of the agent's share it takes one of the window; alone it takes the
-// next task, or one of the next few after a lost race.
+// none of the agent's share it takes one of the window; after a lost race
+// one of the first few of its share; alone it takes the next task, or one
+// of the next few after a lost race.
 func TestClaimShare(t *testing.T) {
-	if got, want := newClaimShare("b", []string{"c", "a", "b"}, 5), (claimShare{agents: 3, rank: 1, window: 3 * claimShareWindow}); got != want {
-		t.Errorf("three agents: %+v, want %+v", got, want)
+	if got, want := newClaimShare("b", []string{"c", "a", "b"}, 5, 0), (claimShare{agents: 3, rank: 1, window: 3 * claimShareWindow, own: 1}); got != want {
+		t.Errorf("three agents, claims in flight: %+v, want %+v", got, want)
 	}
-	if got, want := newClaimShare("a", []string{"a"}, 3), (claimShare{agents: 1, window: 4}); got != want {
+	if got, want := newClaimShare("b", []string{"c", "a", "b"}, 5, 2), (claimShare{agents: 3, rank: 1, window: 3 * claimShareWindow, own: 5}); got != want {
+		t.Errorf("three agents after two lost races: %+v, want %+v", got, want)
+	}
+	if got, want := newClaimShare("a", []string{"a"}, 1, 1), (claimShare{agents: 1, window: 4, own: 4}); got != want {
 		t.Errorf("alone after a lost race: %+v, want %+v", got, want)
 	}
-	if !newClaimShare("a", []string{"a"}, 0).takes("T-any") {
-		t.Error("alone: the next task is not taken")
-	}
-	if newClaimShare("a", []string{"a"}, 2).takes("T-any") {
-		t.Error("alone after a lost race: the next task is taken without a choice")
+	if !newClaimShare("a", []string{"a"}, 0, 0).takes("T-any") {
+		t.Error("alone: a task is not in its share")
 	}
 
 	// Every ID belongs to exactly one agent's share, and every share has
@@ -137,6 +138,31 @@ func TestClaimShare(t *testing.T) {
 			}
 		}
 	}
+	// After a lost race, one of the first few of its share: the first
+	// three (own 3), not always the same; never another's.
+	for r := range n {
+		share := claimShare{agents: n, rank: r, window: n * claimShareWindow, own: 3}
+		var mine []string
+		for _, id := range order {
+			if share.takes(id) && len(mine) < 3 {
+				mine = append(mine, id)
+			}
+		}
+		if len(mine) < 2 {
+			continue // too few of this share among twelve to choose
+		}
+		seen := map[string]bool{}
+		for range 30 {
+			got := pick(share)
+			if !slices.Contains(mine, got) {
+				t.Fatalf("rank %d of %d after a lost race: took %s, not one of its share's first %v", r, n, got, mine)
+			}
+			seen[got] = true
+		}
+		if len(seen) < 2 {
+			t.Errorf("rank %d of %d after a lost race: always %v", r, n, seen)
+		}
+	}
 	if len(picked) < 2 {
 		t.Fatalf("the shares of %d agents hold %d of the twelve tasks' first picks", n, len(picked))
 	}
@@ -170,22 +196,22 @@ func TestClaimShare(t *testing.T) {
 			t.Errorf("rank %d of %d: took %s, not the one P0 task %s", r, n, got, urgent.Task.Task.ID)
 		}
 	}
-	if got := pick(newClaimShare("tester", []string{"tester"}, 0)); got != urgent.Task.Task.ID {
+	if got := pick(newClaimShare("tester", []string{"tester"}, 0, 0)); got != urgent.Task.Task.ID {
 		t.Errorf("alone: took %s, not the P0 task", got)
 	}
 	for range 10 {
-		if got := pick(newClaimShare("tester", []string{"tester"}, 2)); got != urgent.Task.Task.ID {
+		if got := pick(newClaimShare("tester", []string{"tester"}, 0, 1)); got != urgent.Task.Task.ID {
 			t.Fatalf("alone after a lost race: took %s, not the P0 task", got)
 		}
 	}
 	// Alone: the next task; after a lost race, one of the next few (the
 	// P0 taken by another clone).
-	if got := pick(newClaimShare("tester", []string{"tester"}, 0), urgent.Task.Task.ID); got != order[0] {
+	if got := pick(newClaimShare("tester", []string{"tester"}, 0, 0), urgent.Task.Task.ID); got != order[0] {
 		t.Errorf("alone: took %s, want %s", got, order[0])
 	}
 	seen := map[string]bool{}
 	for range 40 {
-		got := pick(newClaimShare("tester", []string{"tester"}, 2), urgent.Task.Task.ID)
+		got := pick(newClaimShare("tester", []string{"tester"}, 0, 1), urgent.Task.Task.ID)
 		if !slices.Contains(order[:3], got) {
 			t.Fatalf("alone after a lost race: took %s, not one of the next three", got)
 		}

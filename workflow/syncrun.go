@@ -406,7 +406,8 @@ func (c *claimSync) open(fs *gitrepo.FetchedState) (*Engine, error) {
 // then taken by the others only when none of their own is among the
 // first (older tasks of one priority may wait that minute; a higher
 // priority never does). Claiming alone, it takes the next task, or one of
-// the next few after a lost race or beside claims still in flight.
+// the next few after a lost race or beside claims still in flight; among
+// others, after a lost race, one of the first few of its share.
 func (c *claimSync) share(e *Engine) claimShare {
 	inFlight := 0
 	claimers := map[string]bool{e.Actor: true}
@@ -419,7 +420,7 @@ func (c *claimSync) share(e *Engine) claimShare {
 			claimers[rc.By] = true
 		}
 	}
-	return newClaimShare(e.Actor, slices.Collect(maps.Keys(claimers)), inFlight+2*len(c.lost))
+	return newClaimShare(e.Actor, slices.Collect(maps.Keys(claimers)), inFlight, len(c.lost))
 }
 
 // fail closes e and returns err (or what closing said).
