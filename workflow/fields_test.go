@@ -21,19 +21,7 @@ import (
 // cache, which is built on first use, follows a changed file (a new blob)
 // and is rebuilt when damaged; a task or two are read from their files.
 func TestTaskFieldsOf(t *testing.T) {
-	dir, _ := doctorRepo(t)
-	e, err := Open(Options{Dir: dir, Actor: "tester"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		if _, err := e.New(NewTask{Title: "Task " + string(rune('a'+i))}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := fieldsRepo(t)
 	// A person adds custom keys to one task in the view.
 	view := filepath.Join(dir, gitstore.ViewDirName, gitstore.TasksDir)
 	ents, err := os.ReadDir(view)
@@ -229,19 +217,7 @@ func TestTaskFieldsOf(t *testing.T) {
 // come from the task files, no temporary file is left behind, and what
 // stands there is left alone.
 func TestFieldsCacheUnwritable(t *testing.T) {
-	dir, _ := doctorRepo(t)
-	e, err := Open(Options{Dir: dir, Actor: "tester"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		if _, err := e.New(NewTask{Title: "Task " + string(rune('a'+i))}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := fieldsRepo(t)
 	priv := filepath.Join(dir, ".git", "orch")
 	view := filepath.Join(dir, gitstore.ViewDirName, gitstore.TasksDir)
 	ents, err := os.ReadDir(view)
@@ -314,4 +290,23 @@ func TestFieldsCacheUnwritable(t *testing.T) {
 	if readFieldsAdditions(filepath.Join(priv, fieldsCacheName), readFieldsCache(filepath.Join(priv, fieldsCacheName))).len() != 1 {
 		t.Error("the additions were not written once they could be")
 	}
+}
+
+// fieldsRepo is a repository with twenty tasks, without custom keys.
+func fieldsRepo(t *testing.T) string {
+	t.Helper()
+	dir, _ := doctorRepo(t)
+	e, err := Open(Options{Dir: dir, Actor: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := e.New(NewTask{Title: "Task " + string(rune('a'+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
