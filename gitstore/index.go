@@ -290,6 +290,29 @@ func queueFilter(queues map[taskfile.Queue]bool) func(taskfile.Queue) bool {
 	return func(q taskfile.Queue) bool { return slices.Contains(list, q) }
 }
 
+// ReleaseForListing lets go of what a command that has its answer, and
+// reads only summaries from here on (orch list --json), no longer needs:
+// the view scan's results, once the reconcile is over, and the memory of
+// the state cache's file (see statecache.Cache.ReleasePages). It then calls
+// ReleaseCacheBehind after each summary it reads in list order.
+func (st *Store) ReleaseForListing() {
+	if st.scan != nil && !st.deferred {
+		st.scan.wait()
+		st.scan = nil
+	}
+	if st.cache != nil {
+		st.cache.ReleasePages()
+	}
+}
+
+// ReleaseCacheBehind lets the memory of the summaries before h go (see
+// statecache.Cache.ReleaseBehind).
+func (st *Store) ReleaseCacheBehind(h *SummaryHeader) {
+	if st.cache != nil {
+		st.cache.ReleaseBehind(h)
+	}
+}
+
 // EachTaskID calls fn with every task's ID and queue, without decoding the
 // rest of the task (for resolving ID prefixes).
 func (st *Store) EachTaskID(fn func(id string, q taskfile.Queue)) {

@@ -173,6 +173,11 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 		sorted = append(sorted, p)
 	}
 	sort.Strings(sorted)
+	// The comparison was the last walk over the branch's trees that every
+	// command makes (their names are in the state cache's file): the
+	// memory of their pages can go, and a command that changes a tree
+	// reads its pages again.
+	st.cache.ReleaseTrees()
 	return sorted
 }
 

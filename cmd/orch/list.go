@@ -136,6 +136,9 @@ type listAnswer struct {
 // tasks (DESIGN §11: list --json memory is flat in the task count). It
 // runs in the printer, once, after the body's answer stands.
 func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*gitstore.SummaryHeader) error {
+	// The tasks come in list order, which the state cache stores them in:
+	// read front to back, the file's pages behind can go.
+	e.Store.ReleaseForListing()
 	var fields *workflow.FieldsReader
 	if g.fields.ShowsFields() {
 		fields = e.TaskFieldsReader(len(tasks))
@@ -149,6 +152,7 @@ func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*
 			b = append(b, ',')
 		}
 		s := h.Read(&scratch)
+		e.Store.ReleaseCacheBehind(h)
 		f := workflow.NoFields
 		if fields != nil {
 			f = fields.Of(s)

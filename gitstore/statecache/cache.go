@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -25,7 +26,7 @@ import (
 
 // cacheMagic starts every cache file; the version changes with the format,
 // and a file of another version is rebuilt.
-const cacheMagic = "orch-state-cache v17\n"
+const cacheMagic = "orch-state-cache v18\n"
 
 // Cache is the state cache of one state branch, as loaded: what it
 // describes (Tip, Root, Dirs), the task summaries and the view's sync
@@ -56,7 +57,11 @@ type Cache struct {
 	delIndex     map[string]bool
 	journalSize  int64
 	journalRaw   [][]byte // journal batches as read: decoded strings point into them
-	overlays     map[string]*dirOverlay
+	journalArena arena    // the headers' strings of the journal's summaries
+
+	behind   int // ReleaseBehind gave back the mapping's pages below this offset
+	treesEnd int // where the directories end in the file
+	overlays map[string]*dirOverlay
 }
 
 type rawDir struct {
@@ -329,20 +334,26 @@ func (d *dec) record() (body dec, end int, ok bool) {
 
 // decodeSumRec reads what encodeSummary wrote into a record: its header,
 // with raw keeping the record's bytes for Record.summary (and for writing it
-// back unchanged).
-func decodeSumRec(d *dec, r *Record) {
+// back unchanged). The header's strings are copied into a (see arena), or
+// are constants: none points into the file.
+func decodeSumRec(d *dec, r *Record, a *arena) {
 	start := d.pos
 	body, end, ok := d.record()
 	if !ok {
 		return
 	}
-	r.Path = body.str()
+	r.Path = a.copy(body.str())
 	body.hash() // the blob (Record.Blob)
 	body.str()  // problem
 	body.uv()   // its line
 	r.ID = body.str()
-	r.Queue = taskfile.Queue(body.str())
-	r.Priority = body.str()
+	if name := r.Path[strings.LastIndexByte(r.Path, '/')+1:]; strings.HasPrefix(name, r.ID) {
+		r.ID = name[:len(r.ID)] // as orch names task files
+	} else {
+		r.ID = a.copy(r.ID)
+	}
+	r.Queue = internQueue(body.str(), a)
+	r.Priority = internPriority(body.str(), a)
 	r.Created = body.time()
 	if body.err != nil {
 		d.fail()
@@ -444,16 +455,21 @@ func (c *Cache) encode() []byte {
 		}
 		encodeDir(e, path, d)
 	}
-	// Summaries and index entries in path order: loaded, each is a slab
-	// searched by path (see Summaries and Index), in the order of the
-	// branch's trees, which the view comparison walks.
+	// Summaries in list order (see cmpListOrder), then their places in
+	// path order, by which they are looked up (see Summaries); index
+	// entries in path order: loaded, a slab searched by path (see Index),
+	// in the order of the branch's trees, which the view comparison walks.
 	e.uv(uint64(c.Summaries.n))
-	for _, r := range c.Summaries.Sorted() {
+	for i, r := range c.Summaries.InListOrder() {
+		r.pos = int32(i)
 		if r.raw != nil {
 			e.b = append(e.b, r.raw...)
 			continue
 		}
 		encodeSummary(e, r.s)
+	}
+	for _, r := range c.Summaries.Sorted() {
+		e.b = binary.LittleEndian.AppendUint32(e.b, uint32(r.pos))
 	}
 	e.uv(uint64(c.Index.n))
 	c.Index.sorted(func(path string, ie *IndexEntry) {
@@ -517,33 +533,47 @@ func decodeCacheDirs(b []byte) (*Cache, *dec, error) {
 	if d.err != nil {
 		return nil, nil, errCorrupt
 	}
+	c.treesEnd = d.pos
 	return c, d, nil
 }
 
-// decodeRest verifies the file's checksum and decodes the summaries and the
-// sync index, which d is at.
+// decodeRest decodes the summaries and the sync index, which d is at, and
+// verifies the file's checksum. The checksum is taken as the decoding
+// walks the file (see filePass), so that each page is read once; what was
+// decoded from a file whose checksum does not match is dropped with it
+// (the decoding itself is bounds-checked: fuzz_cache_test.go).
 func (c *Cache) decodeRest(d *dec) error {
-	b := c.raw
-	if checksum(b[:len(b)-4]) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
-		return errCorrupt
-	}
+	// The directories, read already, are the view scan's now: summed,
+	// not given back (ReleaseTrees does, once the view is compared).
+	p := &filePass{c: c, sum: crc32.ChecksumIEEE(c.raw[:d.pos]), summed: d.pos}
 	ns := d.uv()
-	if ns > uint64(len(d.buf)) {
+	if ns > uint64(len(d.buf)-d.pos)/minRecord || ns > math.MaxInt32 {
 		return errCorrupt
 	}
-	// The records are in path order (see encode), which lookups by binary
-	// search rely on: a file that breaks it is corrupt.
-	c.Summaries.base = make([]Record, ns)
+	ss := &c.Summaries
+	ss.base = make([]Record, ns)
+	var a arena
 	for i := uint64(0); i < ns && d.err == nil; i++ {
-		r := &c.Summaries.base[i]
-		decodeSumRec(d, r)
-		if i > 0 && r.Path <= c.Summaries.base[i-1].Path {
+		decodeSumRec(d, &ss.base[i], &a)
+		p.readTo(d.pos)
+	}
+	// Their places in path order, which lookups by binary search rely on:
+	// a file that breaks it is corrupt.
+	if d.err != nil || uint64(len(d.buf)-d.pos) < 4*ns {
+		return errCorrupt
+	}
+	ss.byPath = make([]int32, ns)
+	for i := range ss.byPath {
+		at := binary.LittleEndian.Uint32(d.buf[d.pos:])
+		d.pos += 4
+		if uint64(at) >= ns || i > 0 && ss.base[at].Path <= ss.base[ss.byPath[i-1]].Path {
 			return errCorrupt
 		}
+		ss.byPath[i] = int32(at)
 	}
-	c.Summaries.n = int(ns)
+	ss.n = int(ns)
 	ni := d.uv()
-	if ni > uint64(len(d.buf)) {
+	if ni > uint64(len(d.buf)-d.pos)/minRecord {
 		return errCorrupt
 	}
 	// In path order too (see Index). Each entry is decoded here only to
@@ -554,21 +584,139 @@ func (c *Cache) decodeRest(d *dec) error {
 	c.Index.base = make([]indexRec, ni)
 	c.Index.buf = d.buf
 	var check IndexEntry
+	// An entry's path is its summary's (the same file, mostly), else
+	// copied: as the summaries' headers, lookups by path must not read the
+	// file's pages (see arena). Both are in path order: one walk.
+	j := 0
 	for i := uint64(0); i < ni && d.err == nil; i++ {
 		r := &c.Index.base[i]
-		r.path = d.str()
+		path := d.str()
+		for j < len(ss.byPath) && ss.base[ss.byPath[j]].Path < path {
+			j++
+		}
+		if j < len(ss.byPath) && ss.base[ss.byPath[j]].Path == path {
+			r.path = ss.base[ss.byPath[j]].Path
+		} else {
+			r.path = a.copy(path)
+		}
 		r.off = uint32(d.pos)
 		decodeIndexEntry(d, &check)
 		if i > 0 && r.path <= c.Index.base[i-1].path {
 			return errCorrupt
 		}
+		p.readTo(d.pos)
 	}
 	c.Index.n = int(ni)
-	if d.err != nil || d.pos != len(d.buf) {
+	if d.err != nil || d.pos != len(d.buf) || !p.matches() {
 		return errCorrupt
+	}
+	// The reconcile reads the index again, front to back (IndexCursor).
+	if c.mapping != nil {
+		c.Index.releaseRead = c.releaseRead
 	}
 	return nil
 }
+
+// minRecord is fewer bytes than any summary record or index entry takes
+// (each holds a 20-byte blob id and a path): a count of records that the
+// rest of the file cannot hold is corrupt, not an allocation to make.
+const minRecord = 22
+
+// filePass takes the checksum of the file as a decoding reads it front to
+// back, and gives back what it read a megabyte at a time (see release).
+// Nothing decoded from the summaries points into their pages (see arena):
+// they are read again only when a command asks for a whole summary, and
+// until then the memory can go; the index is read again by the reconcile,
+// front to back (IndexCursor). Taken at once before decoding, the checksum
+// made the whole file resident, and after giving it back, the decoding
+// faulted every page in a second time.
+type filePass struct {
+	c      *Cache
+	sum    uint32
+	summed int // the bytes in sum: the file's first
+}
+
+// readTo notes that the decoding has read the file up to offset at.
+func (p *filePass) readTo(at int) {
+	if at-p.summed >= releaseStep {
+		p.sum = crc32.Update(p.sum, crc32.IEEETable, p.c.raw[p.summed:at])
+		p.c.release(p.summed, at)
+		p.summed = at
+	}
+}
+
+// matches reports, once the decoding has read the whole file, whether its
+// checksum is the one stored at its end.
+func (p *filePass) matches() bool {
+	b := p.c.raw
+	body := b[:len(b)-4]
+	p.sum = crc32.Update(p.sum, crc32.IEEETable, body[p.summed:])
+	p.c.release(p.summed, len(b))
+	return p.sum == binary.LittleEndian.Uint32(b[len(b)-4:])
+}
+
+// release gives the pages of the mapped file between offsets from and to
+// back to the kernel (madvise MADV_DONTNEED): they are the page cache's,
+// and what reads them again faults them back in unchanged, since orch
+// never writes the file in place. Large resident mappings were most of
+// orch list --json's memory at 100,000 tasks.
+func (c *Cache) release(from, to int) {
+	if c.mapping == nil {
+		return
+	}
+	from &^= os.Getpagesize() - 1
+	if to < len(c.mapping) {
+		to &^= os.Getpagesize() - 1 // the page at to is still being read
+	} else {
+		to = len(c.mapping)
+	}
+	if from < to {
+		_ = unix.Madvise(c.mapping[from:to], unix.MADV_DONTNEED)
+	}
+}
+
+// releaseRead is release for a pass reading the file front to back: it
+// gives back what the pass read since from once that is a megabyte or
+// more, and returns where the part not given back starts.
+func (c *Cache) releaseRead(from, at int) int {
+	if at-from < releaseStep {
+		return from
+	}
+	c.release(from, at)
+	return at &^ (os.Getpagesize() - 1)
+}
+
+// ReleaseTrees gives back the pages of the directories (see release).
+func (c *Cache) ReleaseTrees() { c.release(0, c.treesEnd) }
+
+// ReleasePages gives back every page of the mapped file that the process
+// has read (see release): a command done with the trees and the index
+// calls it before reading the summaries in order (ReleaseBehind).
+func (c *Cache) ReleasePages() {
+	c.release(0, len(c.mapping))
+	c.behind = 0
+}
+
+// ReleaseBehind gives back the mapped file's pages before h's record once
+// they add up to a megabyte or more: a caller reading the summaries in
+// list order, as the file stores them, calls it after each, and holds a
+// megabyte or two of them at a time instead of all. Read in another order,
+// pages given back are faulted in again, at worst once per megabyte the
+// reading moved past the furthest point it had reached.
+func (c *Cache) ReleaseBehind(h *SummaryHeader) {
+	raw := h.rec.raw
+	if c.mapping == nil || len(raw) == 0 {
+		return
+	}
+	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) - uintptr(unsafe.Pointer(unsafe.SliceData(c.mapping))))
+	if off < 0 || off >= len(c.mapping) || off < c.behind+releaseStep {
+		return
+	}
+	c.release(c.behind, off)
+	c.behind = off &^ (os.Getpagesize() - 1)
+}
+
+const releaseStep = 1 << 20
 
 // Loading is a state cache loaded up to its directories: the file
 // decoded as far as decodeCacheDirs goes and the journal's directory

@@ -45,6 +45,10 @@ type Index struct {
 	buf   []byte                 // the base file's bytes, which base's offsets are into
 	added map[string]*IndexEntry // by path; each replaces a base entry, if any
 	n     int                    // live entries
+
+	// releaseRead gives back the mapped file's pages a pass read (see
+	// Cache.releaseRead); nil when the file is not mapped.
+	releaseRead func(from, at int) int
 }
 
 type indexRec struct {
@@ -206,6 +210,7 @@ type IndexCursor struct {
 	i       int
 	buf     []byte
 	scratch IndexEntry
+	behind  int // the offset in the file from which this cursor's pages are kept
 }
 
 // Cursor returns a cursor for the entries of dir, from name from on.
@@ -236,6 +241,16 @@ func (c *IndexCursor) Get(name string) *IndexEntry {
 			c.i++
 			continue
 		} else if rest == name && !b[c.i].gone {
+			// The reconcile walks the whole index so, front to back, in
+			// parts on several goroutines (a cursor each): the pages
+			// behind each cursor can go.
+			if release := c.set.releaseRead; release != nil {
+				if off := int(b[c.i].off); c.behind == 0 {
+					c.behind = off
+				} else {
+					c.behind = release(c.behind, off)
+				}
+			}
 			return c.set.view(&b[c.i], &c.scratch)
 		}
 		break

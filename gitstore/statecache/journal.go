@@ -198,7 +198,7 @@ func (c *Cache) applyBatch(b []byte, dirs bool) bool {
 			}
 		case opSum:
 			r := &Record{}
-			if decodeSumRec(d, r); d.err != nil {
+			if decodeSumRec(d, r, &c.journalArena); d.err != nil {
 				return false
 			}
 			if !dirs {

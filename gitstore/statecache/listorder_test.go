@@ -1,0 +1,238 @@
+package statecache
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/taskfile"
+)
+
+// mixedCache is sampleCache with tasks in every queue and priority, made
+// at random times, so that list order and path order differ.
+func mixedCache(n int, rng *rand.Rand) *Cache {
+	c := sampleCache(0)
+	prios := []string{"P0", "P1", "P2", "P3", "urgent-ish"}
+	queues := append(slices.Clone(taskfile.Queues), "by-hand")
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("T-%06d", rng.Intn(1_000_000))
+		p := "tasks/" + id + "-x.md"
+		if rng.Intn(10) == 0 {
+			p = fmt.Sprintf("tasks/named-by-hand-%d.md", i) // its id not in its name
+		}
+		var created time.Time
+		if rng.Intn(8) > 0 {
+			created = time.Unix(int64(rng.Intn(1000)), 0).UTC()
+		}
+		c.PutSummary(&Summary{Path: p, Blob: gitrepo.HashBlob([]byte(p)), Task: taskfile.Task{
+			ID: id, Title: "t " + p, Queue: queues[rng.Intn(len(queues))], Priority: prios[rng.Intn(len(prios))], Created: created}})
+	}
+	return c
+}
+
+// A base file stores the summaries in list order and finds them by path:
+// loaded, Each gives list order, Sorted path order, Get and ByNamedID find
+// every one, and no header string points into the mapped file (what lets
+// the pages go after the load's pass).
+func TestBaseInListOrder(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	path := filepath.Join(t.TempDir(), "state")
+	want := mixedCache(500, rng)
+	if err := want.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	n := want.Summaries.Len()
+	for round := 0; round < 3; round++ {
+		c := Load(path, "refs/heads/orch", true)
+		if c.Summaries.Len() != n || c.mapping == nil {
+			t.Fatalf("round %d: loaded %d summaries of %d (mapped: %v)", round, c.Summaries.Len(), n, c.mapping != nil)
+		}
+		var each []*Record
+		c.Summaries.Each(func(r *Record) { each = append(each, r) })
+		if round == 0 && !slices.IsSortedFunc(each, cmpListOrder) {
+			t.Fatal("a base file's summaries are not in list order")
+		}
+		if !slices.IsSortedFunc(c.Summaries.Sorted(), func(a, b *Record) int { return strings.Compare(a.Path, b.Path) }) {
+			t.Fatalf("round %d: Sorted is not in path order", round)
+		}
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(c.mapping)))
+		inFile := func(s string) bool {
+			p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+			return s != "" && p >= lo && p < lo+uintptr(len(c.mapping))
+		}
+		for _, r := range each {
+			if got := c.Summaries.Get(r.Path); got != r {
+				t.Fatalf("round %d: Get(%s) = %v", round, r.Path, got)
+			}
+			if NamedFor("tasks", r.Path, r.ID) && c.Summaries.ByNamedID("tasks", r.ID) == nil {
+				t.Fatalf("round %d: ByNamedID(%s) found nothing", round, r.ID)
+			}
+			if inFile(r.Path) || inFile(r.ID) || inFile(string(r.Queue)) || inFile(r.Priority) {
+				t.Fatalf("round %d: the header of %s points into the mapped file", round, r.Path)
+			}
+			if s := r.Summary(); s.Path != r.Path || s.Task.ID != r.ID || s.Task.Queue != r.Queue || s.Task.Priority != r.Priority || !s.Task.Created.Equal(r.Created) {
+				t.Fatalf("round %d: header %+v, summary %+v", round, r.SummaryHeader, s)
+			}
+		}
+		// Changes go to the journal, then (round 1) into a new base,
+		// merged into list order.
+		for i := 0; i < 40; i++ {
+			r := each[rng.Intn(len(each))]
+			if rng.Intn(3) == 0 {
+				c.DropSummary(r.Path)
+				continue
+			}
+			s := *r.Summary()
+			s.Task.Queue = taskfile.Queues[rng.Intn(len(taskfile.Queues))]
+			s.Task.Priority = fmt.Sprintf("P%d", rng.Intn(4))
+			c.PutSummary(&s)
+		}
+		c.PutSummary(&Summary{Path: "tasks/T-new-x.md", Task: taskfile.Task{ID: "T-new", Queue: taskfile.Incoming}})
+		if round == 1 {
+			if err := c.writeBase(path); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := c.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		n = c.Summaries.Len()
+		c.Close()
+		if round == 1 {
+			c = Load(path, "refs/heads/orch", true)
+			var after []*Record
+			c.Summaries.Each(func(r *Record) { after = append(after, r) })
+			if len(after) != n || !slices.IsSortedFunc(after, cmpListOrder) {
+				t.Fatalf("a base written after changes: %d summaries of %d, in list order: %v", len(after), n, slices.IsSortedFunc(after, cmpListOrder))
+			}
+			c.Close()
+		}
+	}
+}
+
+// A base file whose places in path order are out of order or out of range
+// is corrupt: lookups by binary search would miss.
+func TestBaseByPathChecked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	if err := mixedCache(50, rand.New(rand.NewSource(3))).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Where the places start: after the directories and the records.
+	_, d, err := decodeCacheDirs(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := int(d.uv())
+	for i := 0; i < ns; i++ {
+		if _, end, ok := d.record(); ok {
+			d.pos = end
+		}
+	}
+	at := d.pos
+	for name, tamper := range map[string]func(b []byte){
+		"swapped":      func(b []byte) { copy(b[at:at+4], good[at+4:at+8]); copy(b[at+4:at+8], good[at:at+4]) },
+		"out of range": func(b []byte) { binary.LittleEndian.PutUint32(b[at:], uint32(ns)) },
+		"repeated":     func(b []byte) { copy(b[at+4:at+8], good[at:at+4]) },
+	} {
+		b := slices.Clone(good)
+		tamper(b)
+		binary.LittleEndian.PutUint32(b[len(b)-4:], checksum(b[:len(b)-4]))
+		bad := filepath.Join(t.TempDir(), "state")
+		if err := os.WriteFile(bad, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if c := Load(bad, "refs/heads/orch", false); c.Summaries.Len() != 0 {
+			t.Errorf("%s: a file with its places in path order broken loaded %d summaries", name, c.Summaries.Len())
+		}
+	}
+	if c := Load(path, "refs/heads/orch", false); c.Summaries.Len() != 50 {
+		t.Fatalf("the untouched file loaded %d summaries", c.Summaries.Len())
+	}
+}
+
+// The pages the load read are given back, and those of the summaries read
+// in list order with ReleaseBehind; what is read after that is the same.
+func TestReleasedPagesReadTheSame(t *testing.T) {
+	if _, err := os.Stat("/proc/self/smaps"); err != nil {
+		t.Skip("no /proc/self/smaps")
+	}
+	path := filepath.Join(t.TempDir(), "state")
+	if err := mixedCache(60_000, rand.New(rand.NewSource(5))).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	// What each summary says, read from a copy of the file in the heap.
+	type said struct {
+		path, title string
+		queue       taskfile.Queue
+		created     time.Time
+	}
+	var want []said
+	Load(path, "refs/heads/orch", false).Summaries.Each(func(r *Record) {
+		s := r.Summary()
+		want = append(want, said{s.Path, s.Task.Title, s.Task.Queue, s.Task.Created})
+	})
+
+	c := Load(path, "refs/heads/orch", true)
+	defer c.Close()
+	size := len(c.mapping)
+	loaded := residentKB(t, path)
+	if loaded*1024 > size/2 {
+		t.Errorf("after the load %d kB of the %d kB file are resident; its passes give back what they read", loaded, size>>10)
+	}
+	c.ReleasePages()
+	var scratch Summary
+	most := 0
+	i := 0
+	c.Summaries.Each(func(r *Record) {
+		s := r.SummaryHeader.Read(&scratch)
+		if got := (said{s.Path, s.Task.Title, s.Task.Queue, s.Task.Created}); got != want[i] {
+			t.Fatalf("summary %d read after pages were given back: %+v, want %+v", i, got, want[i])
+		}
+		c.ReleaseBehind(&r.SummaryHeader)
+		if i%5000 == 0 {
+			most = max(most, residentKB(t, path))
+		}
+		i++
+	})
+	t.Logf("%d kB file: %d kB resident after the load, at most %d kB while reading in list order", size>>10, loaded, most)
+	if most*1024 > size/2 {
+		t.Errorf("reading the summaries in list order kept up to %d kB of the %d kB file resident", most, size>>10)
+	}
+}
+
+// residentKB is how much of the mapping of the file at path is resident.
+func residentKB(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	in := false
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 6 && strings.Contains(fields[0], "-") {
+			in = fields[len(fields)-1] == path
+		}
+		if in && len(fields) == 3 && fields[0] == "Rss:" {
+			kb, _ := strconv.Atoi(fields[1])
+			return kb
+		}
+	}
+	t.Fatalf("%s is not mapped", path)
+	return 0
+}
