@@ -23,7 +23,12 @@ func (st *Store) load() error {
 		} else {
 			// Changed while we waited (the scan then stats the files it
 			// was handed, and they are matched by name), or not read early.
-			st.cache = statecache.Load(st.cachePath(), st.Ref, st.mapCache)
+			if l := statecache.Start(st.cachePath(), st.Ref, st.mapCache); l != nil {
+				l.Lean(st.leanCache)
+				st.cache = l.Finish()
+			} else {
+				st.cache = statecache.Load(st.cachePath(), st.Ref, st.mapCache)
+			}
 		}
 		st.early = nil
 	}

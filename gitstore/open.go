@@ -28,6 +28,11 @@ type Options struct {
 	// (board --watch): the store keeps its mapping for the life of the
 	// process (see Close), and each open would add one.
 	InMemoryCache bool
+	// LeanCache reads the state cache for a command that reads every
+	// summary once, in list order (orch list --json): the pages each pass
+	// read are given back behind it (statecache.Lean), which costs every
+	// other command time for memory it does not hold long.
+	LeanCache bool
 	// NoScan: the caller reads the branch and never reconciles the view
 	// (completion, orch serve's pages), so the view is not scanned: Close
 	// would otherwise wait, holding the lock, for a scan of every file.
@@ -65,6 +70,7 @@ func Open(opts Options) (*Store, error) {
 		priv:        filepath.Join(repo.CommonDir, "orch"),
 		lockTimeout: opts.LockTimeout,
 		mapCache:    !opts.InMemoryCache,
+		leanCache:   opts.LeanCache,
 		conflicts:   map[string][]taskfile.Conflict{},
 		broken:      map[string]error{},
 	}
@@ -173,6 +179,7 @@ func (st *Store) Lock() error {
 		// (If others commit in between, the files may have changed; the
 		// reconcile then matches them by name.)
 		if st.early = statecache.Start(st.cachePath(), st.Ref, st.mapCache); st.early != nil {
+			st.early.Lean(st.leanCache)
 			st.scan.expect(st.early.Dirs())
 		}
 	}

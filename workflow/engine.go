@@ -42,8 +42,8 @@ type Options struct {
 	// Progress, when set, hears how far a long operation has got (see
 	// Engine.Progress).
 	Progress func(what string, done, total int)
-	// InMemoryCache: see gitstore.Options.InMemoryCache.
-	InMemoryCache bool
+	// InMemoryCache and LeanCache: see gitstore.Options.
+	InMemoryCache, LeanCache bool
 	// Signals are what the actor is judged by (DESIGN §4a); Verb names the
 	// command, and ReadOnly says it changes nothing (the rule of a task's
 	// worktree binds only commands that change something). With Verb
@@ -111,7 +111,7 @@ func Open(opts Options) (*Engine, error) {
 	st := opts.Store
 	if st == nil {
 		var err error
-		st, err = gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache, NoScan: opts.NoReconcile})
+		st, err = gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache, LeanCache: opts.LeanCache, NoScan: opts.NoReconcile})
 		if err != nil {
 			return nil, err
 		}

@@ -103,6 +103,9 @@ func runList(o *listOptions) error {
 			f.Priorities = append(f.Priorities, n)
 		}
 	}
+	// list --json reads every task's summary once, in list order: the state
+	// cache's pages can be given back behind each pass.
+	o.g.leanCache = o.g.JSON
 	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		if err := e.RequireInit(); err != nil {
 			return nil, err

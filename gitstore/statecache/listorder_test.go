@@ -40,10 +40,20 @@ func mixedCache(n int, rng *rand.Rand) *Cache {
 	return c
 }
 
+// loadLean is Load with Loading.Lean.
+func loadLean(path string) *Cache {
+	l := Start(path, "refs/heads/orch", true)
+	if l == nil {
+		return newCache("refs/heads/orch")
+	}
+	l.Lean(true)
+	return l.Finish()
+}
+
 // A base file stores the summaries in list order and finds them by path:
 // loaded, Each gives list order, Sorted path order, Get and ByNamedID find
-// every one, and no header string points into the mapped file (what lets
-// the pages go after the load's pass).
+// every one, and, lean, no header string points into the mapped file (what
+// lets the pages go after the load's pass).
 func TestBaseInListOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	path := filepath.Join(t.TempDir(), "state")
@@ -53,7 +63,11 @@ func TestBaseInListOrder(t *testing.T) {
 	}
 	n := want.Summaries.Len()
 	for round := 0; round < 3; round++ {
+		lean := round != 1
 		c := Load(path, "refs/heads/orch", true)
+		if lean {
+			c = loadLean(path)
+		}
 		if c.Summaries.Len() != n || c.mapping == nil {
 			t.Fatalf("round %d: loaded %d summaries of %d (mapped: %v)", round, c.Summaries.Len(), n, c.mapping != nil)
 		}
@@ -77,7 +91,7 @@ func TestBaseInListOrder(t *testing.T) {
 			if NamedFor("tasks", r.Path, r.ID) && c.Summaries.ByNamedID("tasks", r.ID) == nil {
 				t.Fatalf("round %d: ByNamedID(%s) found nothing", round, r.ID)
 			}
-			if inFile(r.Path) || inFile(r.ID) || inFile(string(r.Queue)) || inFile(r.Priority) {
+			if lean && (inFile(r.Path) || inFile(r.ID) || inFile(string(r.Queue)) || inFile(r.Priority)) {
 				t.Fatalf("round %d: the header of %s points into the mapped file", round, r.Path)
 			}
 			if s := r.Summary(); s.Path != r.Path || s.Task.ID != r.ID || s.Task.Queue != r.Queue || s.Task.Priority != r.Priority || !s.Task.Created.Equal(r.Created) {
@@ -119,8 +133,9 @@ func TestBaseInListOrder(t *testing.T) {
 	}
 }
 
-// A base file whose places in path order are out of order or out of range
-// is corrupt: lookups by binary search would miss.
+// A base file whose places in path order are out of range is corrupt. (One
+// out of order would mislead lookups; the decoder does not check that, at
+// the cost of reaching every record again: see decodeRest.)
 func TestBaseByPathChecked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state")
 	if err := mixedCache(50, rand.New(rand.NewSource(3))).Save(path); err != nil {
@@ -143,9 +158,8 @@ func TestBaseByPathChecked(t *testing.T) {
 	}
 	at := d.pos
 	for name, tamper := range map[string]func(b []byte){
-		"swapped":      func(b []byte) { copy(b[at:at+4], good[at+4:at+8]); copy(b[at+4:at+8], good[at:at+4]) },
 		"out of range": func(b []byte) { binary.LittleEndian.PutUint32(b[at:], uint32(ns)) },
-		"repeated":     func(b []byte) { copy(b[at+4:at+8], good[at:at+4]) },
+		"negative":     func(b []byte) { binary.LittleEndian.PutUint32(b[at+4:], 1<<31) },
 	} {
 		b := slices.Clone(good)
 		tamper(b)
@@ -185,7 +199,7 @@ func TestReleasedPagesReadTheSame(t *testing.T) {
 		want = append(want, said{s.Path, s.Task.Title, s.Task.Queue, s.Task.Created})
 	})
 
-	c := Load(path, "refs/heads/orch", true)
+	c := loadLean(path)
 	defer c.Close()
 	size := len(c.mapping)
 	loaded := residentKB(t, path)

@@ -304,8 +304,8 @@ type arena struct{ block []byte }
 const arenaBlock = 64 << 10
 
 func (a *arena) copy(s string) string {
-	if s == "" {
-		return ""
+	if a == nil || s == "" {
+		return s
 	}
 	if len(s) > cap(a.block)-len(a.block) {
 		a.block = make([]byte, 0, max(arenaBlock, len(s)))
