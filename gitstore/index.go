@@ -27,7 +27,7 @@ func (st *Store) load() error {
 				l.Lean(st.leanCache)
 				st.cache = l.Finish()
 			} else {
-				st.cache = statecache.Load(st.cachePath(), st.Ref, st.mapCache)
+				st.cache = statecache.Load(st.cachePath(), st.Ref, st.mapCache) // none usable: an empty cache
 			}
 		}
 		st.early = nil

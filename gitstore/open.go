@@ -30,8 +30,8 @@ type Options struct {
 	InMemoryCache bool
 	// LeanCache reads the state cache for a command that reads every
 	// summary once, in list order (orch list --json): the pages each pass
-	// read are given back behind it (statecache.Lean), which costs every
-	// other command time for memory it does not hold long.
+	// read are given back behind it (statecache.Loading.Lean), which would
+	// cost every other command time for memory it does not hold long.
 	LeanCache bool
 	// NoScan: the caller reads the branch and never reconciles the view
 	// (completion, orch serve's pages), so the view is not scanned: Close

@@ -173,10 +173,9 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 		sorted = append(sorted, p)
 	}
 	sort.Strings(sorted)
-	// The comparison was the last walk over the branch's trees that every
-	// command makes (their names are in the state cache's file): the
-	// memory of their pages can go, and a command that changes a tree
-	// reads its pages again.
+	// The comparison was the last walk over the branch's trees (their
+	// names are in the state cache's file) that orch list --json makes:
+	// the memory of their pages can go (a lean cache's only).
 	st.cache.ReleaseTrees()
 	return sorted
 }

@@ -335,10 +335,10 @@ func (d *dec) record() (body dec, end int, ok bool) {
 
 // decodeSumRec reads what encodeSummary wrote into a record: its header,
 // with raw keeping the record's bytes for Record.summary (and for writing it
-// back unchanged). The header's strings are copied into a (see arena), or
-// are constants: none points into the file.
+// back unchanged). The header's queue and (normal) priority are constants;
+// its other strings point into d's bytes, or are copied into a when there
+// is one (see arena and Loading.Lean).
 func decodeSumRec(d *dec, r *Record, a *arena) {
-	// (a nil arena copies nothing: see Loading.Lean)
 	start := d.pos
 	body, end, ok := d.record()
 	if !ok {
@@ -562,8 +562,6 @@ func (c *Cache) decodeRest(d *dec) error {
 		decodeSumRec(d, &ss.base[i], a)
 		p.readTo(d.pos)
 	}
-	// Their places in path order, which lookups by binary search rely on:
-	// a file that breaks it is corrupt.
 	if d.err != nil || uint64(len(d.buf)-d.pos) < 4*ns {
 		return errCorrupt
 	}
@@ -582,12 +580,12 @@ func (c *Cache) decodeRest(d *dec) error {
 		ss.byPath[i] = int32(at)
 	}
 	ss.n = int(ns)
-	// Lean, the index's paths are the summaries' where they are the same
-	// file (most are), else copied: as the headers' strings, so that
+	// Lean, an index entry's path is its summary's where they are the
+	// same file (most are), else copied: as the headers' strings, so that
 	// lookups by path do not read the file's pages. Both are in path
-	// order: one walk, over the paths gathered in one walk (the records
-	// are in list order: reaching each again at random cost a cache miss
-	// a time).
+	// order: one walk, over the summaries' paths gathered in one walk
+	// (the records are in list order: reaching each again at random cost
+	// a cache miss a time).
 	var paths []string
 	if c.lean {
 		paths = make([]string, ns)
@@ -608,9 +606,6 @@ func (c *Cache) decodeRest(d *dec) error {
 	c.Index.base = make([]indexRec, ni)
 	c.Index.buf = d.buf
 	var check IndexEntry
-	// An entry's path is its summary's (the same file, mostly), else
-	// copied: as the summaries' headers, lookups by path must not read the
-	// file's pages (see arena). Both are in path order: one walk.
 	for i := uint64(0); i < ni && d.err == nil; i++ {
 		r := &c.Index.base[i]
 		r.path = d.str()
@@ -652,8 +647,9 @@ func (c *Cache) decodeRest(d *dec) error {
 const minRecord = 22
 
 // filePass takes the checksum of the file as a decoding reads it front to
-// back, and gives back what it read a megabyte at a time (see release).
-// Nothing decoded from the summaries points into their pages (see arena):
+// back and, lean, gives back what it read a megabyte at a time (see
+// release). Nothing decoded lean from the summaries points into their
+// pages (see arena):
 // they are read again only when a command asks for a whole summary, and
 // until then the memory can go; the index is read again by the reconcile,
 // front to back (IndexCursor). Taken at once before decoding, the checksum

@@ -291,9 +291,10 @@ func createdKey(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// arena holds copies of the short strings a loaded record's header keeps
-// (its path and, when the path does not contain it, its id), in blocks
-// that never move. Pointing into the mapped file instead, every lookup by
+// arena holds copies of the short strings a record's header keeps (its
+// path and, when the path does not contain it, its id) and of index paths,
+// in blocks that never move, for a lean load (Loading.Lean); a nil arena
+// copies nothing. Pointing into the mapped file instead, every lookup by
 // path (a binary search) touched pages of it at random, and the kernel
 // maps a whole large folio of the page cache on each such fault (100 KB
 // and more here): the journal's replay alone brought back most of the
