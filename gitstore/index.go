@@ -23,11 +23,10 @@ func (st *Store) load() error {
 		} else {
 			// Changed while we waited (the scan then stats the files it
 			// was handed, and they are matched by name), or not read early.
-			if l := statecache.Start(st.cachePath(), st.Ref, st.mapCache); l != nil {
-				l.Lean(st.leanCache)
+			if l := st.startCache(); l != nil {
 				st.cache = l.Finish()
 			} else {
-				st.cache = statecache.Load(st.cachePath(), st.Ref, st.mapCache) // none usable: an empty cache
+				st.cache = statecache.Empty(st.Ref)
 			}
 		}
 		st.early = nil

@@ -164,6 +164,16 @@ func (st *Store) cachePath() string {
 // PrivDir is <common dir>/orch.
 func (st *Store) PrivDir() string { return st.priv }
 
+// startCache reads the state cache file as far as its directories (see
+// statecache.Start), as Options asked; nil when there is no usable file.
+func (st *Store) startCache() *statecache.Loading {
+	l := statecache.Start(st.cachePath(), st.Ref, st.mapCache)
+	if l != nil {
+		l.Lean(st.leanCache)
+	}
+	return l
+}
+
 // testHookBeforeLock, when set by a test, runs in Lock between reading the
 // cache early and taking the lock (where another process may commit).
 var testHookBeforeLock func()
@@ -178,8 +188,7 @@ func (st *Store) Lock() error {
 		// many agents at once, not while this command holds the lock.
 		// (If others commit in between, the files may have changed; the
 		// reconcile then matches them by name.)
-		if st.early = statecache.Start(st.cachePath(), st.Ref, st.mapCache); st.early != nil {
-			st.early.Lean(st.leanCache)
+		if st.early = st.startCache(); st.early != nil {
 			st.scan.expect(st.early.Dirs())
 		}
 	}

@@ -7,6 +7,7 @@ package taskfile
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,6 +40,14 @@ func (q Queue) Valid() bool {
 		}
 	}
 	return false
+}
+
+// Rank is q's place in board order (Queues), an unknown queue last.
+func (q Queue) Rank() int {
+	if i := slices.Index(Queues, q); i >= 0 {
+		return i
+	}
+	return len(Queues)
 }
 
 // Open reports whether a task in q still needs work or a decision.

@@ -49,15 +49,6 @@ var claimQueues = func() map[taskfile.Queue]bool {
 	return m
 }()
 
-func queueRank(q taskfile.Queue) int {
-	for i, k := range taskfile.Queues {
-		if k == q {
-			return i
-		}
-	}
-	return len(taskfile.Queues)
-}
-
 // DepsDone reports whether every dependency of t is done, and lists those
 // that are not.
 func (e *Engine) DepsDone(t *taskfile.Task) (bool, []string) {
@@ -104,7 +95,7 @@ func newClaimKey(q taskfile.Queue, priority string, created time.Time, byQueue b
 		claim = r
 	}
 	if byQueue {
-		board = queueRank(q)
+		board = q.Rank()
 	}
 	k := claimKey{rank: uint32(board)<<16 | uint32(claim)<<8 | uint32(taskfile.PriorityRank(priority)), created: math.MaxInt64}
 	if !created.IsZero() {

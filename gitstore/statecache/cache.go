@@ -57,7 +57,6 @@ type Cache struct {
 	delIndex     map[string]bool
 	journalSize  int64
 	journalRaw   [][]byte // journal batches as read: decoded strings point into them
-	journalArena arena    // the headers' strings of the journal's summaries
 
 	lean     bool // see Loading.Lean
 	behind   int  // ReleaseBehind gave back the mapping's pages below this offset
@@ -69,6 +68,10 @@ type rawDir struct {
 	tree *gitrepo.Tree
 	raw  []byte
 }
+
+// Empty is the cache of state branch ref when there is no usable file:
+// the store fills it from the branch.
+func Empty(ref string) *Cache { return newCache(ref) }
 
 func newCache(ref string) *Cache {
 	return &Cache{ref: ref, Dirs: map[string]*gitrepo.Tree{},
@@ -349,10 +352,12 @@ func decodeSumRec(d *dec, r *Record, a *arena) {
 	body.str()  // problem
 	body.uv()   // its line
 	r.ID = body.str()
-	if name := r.Path[strings.LastIndexByte(r.Path, '/')+1:]; strings.HasPrefix(name, r.ID) {
-		r.ID = name[:len(r.ID)] // as orch names task files
-	} else {
-		r.ID = a.copy(r.ID)
+	if a != nil {
+		if name := r.Path[strings.LastIndexByte(r.Path, '/')+1:]; strings.HasPrefix(name, r.ID) {
+			r.ID = name[:len(r.ID)] // as orch names task files: no copy
+		} else {
+			r.ID = a.copy(r.ID)
+		}
 	}
 	r.Queue = internQueue(body.str(), a)
 	r.Priority = internPriority(body.str(), a)
@@ -848,7 +853,7 @@ func (l *Loading) Finish() *Cache {
 func Load(path, ref string, mapped bool) *Cache {
 	l := Start(path, ref, mapped)
 	if l == nil {
-		return newCache(ref)
+		return Empty(ref)
 	}
 	return l.Finish()
 }

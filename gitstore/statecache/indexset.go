@@ -210,7 +210,7 @@ type IndexCursor struct {
 	i       int
 	buf     []byte
 	scratch IndexEntry
-	behind  int // the offset in the file from which this cursor's pages are kept
+	behind  int // the offset in the file from which this cursor's pages are kept (lean)
 }
 
 // Cursor returns a cursor for the entries of dir, from name from on.
@@ -221,6 +221,9 @@ func (s *Index) Cursor(dir, from string) *IndexCursor {
 	}
 	first := c.prefix + from
 	c.i = sort.Search(len(s.base), func(i int) bool { return s.base[i].path >= first })
+	if c.i < len(s.base) {
+		c.behind = int(s.base[c.i].off)
+	}
 	return c
 }
 
@@ -245,11 +248,7 @@ func (c *IndexCursor) Get(name string) *IndexEntry {
 			// parts on several goroutines (a cursor each): the pages
 			// behind each cursor can go.
 			if release := c.set.releaseRead; release != nil {
-				if off := int(b[c.i].off); c.behind == 0 {
-					c.behind = off
-				} else {
-					c.behind = release(c.behind, off)
-				}
+				c.behind = release(c.behind, int(b[c.i].off))
 			}
 			return c.set.view(&b[c.i], &c.scratch)
 		}

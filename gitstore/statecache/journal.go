@@ -198,7 +198,8 @@ func (c *Cache) applyBatch(b []byte, dirs bool) bool {
 			}
 		case opSum:
 			r := &Record{}
-			if decodeSumRec(d, r, &c.journalArena); d.err != nil {
+			// The journal is read into the heap: its strings need no copy.
+			if decodeSumRec(d, r, nil); d.err != nil {
 				return false
 			}
 			if !dirs {
