@@ -73,7 +73,7 @@ func (st *Store) load() error {
 // by name, in the order the reconcile compares them.
 func (st *Store) expectScan() {
 	if st.scan != nil {
-		st.scan.expect(st.snap.dirs)
+		st.scan.expect(st.snap.dirs, st.cache.ReleaseNames)
 	}
 }
 
@@ -82,12 +82,17 @@ func (st *Store) countTaskFiles() int {
 	if d == nil {
 		return 0
 	}
-	n := 0
-	for _, e := range d.Entries {
+	n, done := 0, 0 // entries before done are counted, their names' memory given back
+	for i, e := range d.Entries {
+		if i-done == releaseEntries {
+			st.cache.ReleaseNames(d.Entries[done:i])
+			done = i
+		}
 		if (e.Mode == gitrepo.ModeFile || e.Mode == gitrepo.ModeExec) && strings.HasSuffix(e.Name, ".md") {
 			n++
 		}
 	}
+	st.cache.ReleaseNames(d.Entries[done:])
 	return n
 }
 
@@ -242,6 +247,9 @@ func (st *Store) Summaries() []*Summary {
 	}
 	return out
 }
+
+// SummaryCount is the number of tasks on the state branch.
+func (st *Store) SummaryCount() int { return st.cache.Summaries.Len() }
 
 // EachSummaryWhile calls fn for tasks, in no particular order, until it
 // returns false; the tasks after that are not decoded.

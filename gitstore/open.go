@@ -189,7 +189,7 @@ func (st *Store) Lock() error {
 		// (If others commit in between, the files may have changed; the
 		// reconcile then matches them by name.)
 		if st.early = st.startCache(); st.early != nil {
-			st.scan.expect(st.early.Dirs())
+			st.scan.expect(st.early.Dirs(), st.early.ReleaseNames)
 		}
 	}
 	if testHookBeforeLock != nil {

@@ -34,6 +34,9 @@ func startProfile() func() {
 		pprof.StopCPUProfile()
 		f.Close()
 		if mem != "" {
+			// The profile is as of the last collection: without one
+			// here, what was allocated since (a list's output) is missing.
+			runtime.GC()
 			if mf, err := os.Create(mem); err == nil {
 				_ = pprof.Lookup("allocs").WriteTo(mf, 0)
 				mf.Close()

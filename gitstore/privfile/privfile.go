@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -79,5 +80,25 @@ func Read(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	// Sized from the file's length, as os.ReadFile does: io.ReadAll's
+	// doubling made twice the garbage (4.7 MB for list --json's 2.3 MB
+	// fields cache at 100,000 tasks).
+	size := 512
+	if fi, err := f.Stat(); err == nil && fi.Size() < math.MaxInt32 {
+		size = int(fi.Size()) + 1 // + 1: the read that sees the end
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // it grew since Stat
+		}
+	}
 }

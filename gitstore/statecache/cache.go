@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -185,16 +186,18 @@ func (d *dec) time() time.Time {
 	sec := d.sv()
 	return time.Unix(sec, int64(d.uv()%1e9)).UTC()
 }
-func (d *dec) strs() []string {
+
+// strs reads a list of strings into dst's array, grown when it lacks room.
+func (d *dec) strs(dst []string) []string {
 	n := d.uv()
 	if n > uint64(len(d.buf)-d.pos) {
 		d.fail()
 		return nil
 	}
 	if n == 0 {
-		return nil
+		return dst[:0] // nil when dst is
 	}
-	out := make([]string, n)
+	out := slices.Grow(dst[:0], int(n))[:n]
 	for i := range out {
 		out[i] = d.str()
 	}
@@ -236,6 +239,8 @@ func encodeTask(e *enc, t *taskfile.Task) {
 	e.time(t.FinishedAt)
 }
 
+// decodeTask decodes a task into t, filling its lists' arrays again (see
+// SummaryHeader.Read).
 func decodeTask(d *dec, t *taskfile.Task) {
 	decodeTaskHeader(d, t)
 	t.Title = d.str()
@@ -252,11 +257,11 @@ func decodeTask(d *dec, t *taskfile.Task) {
 	t.SubmittedBy = d.str()
 	t.SubmittedAt = d.time()
 	t.AssignedTo = d.str()
-	t.LockedOut = d.strs()
-	t.WorkedBy = d.strs()
-	t.GitHubReviews = d.strs()
-	t.DependsOn = d.strs()
-	t.Labels = d.strs()
+	t.LockedOut = d.strs(t.LockedOut)
+	t.WorkedBy = d.strs(t.WorkedBy)
+	t.GitHubReviews = d.strs(t.GitHubReviews)
+	t.DependsOn = d.strs(t.DependsOn)
+	t.Labels = d.strs(t.Labels)
 	t.RejectedAt = d.str()
 	t.Crashes = int(d.uv())
 	t.ReviewClaimedBy = d.str()
@@ -550,9 +555,13 @@ func decodeCacheDirs(b []byte) (*Cache, *dec, error) {
 // decoded from a file whose checksum does not match is dropped with it
 // (the decoding itself is bounds-checked: fuzz_cache_test.go).
 func (c *Cache) decodeRest(d *dec) error {
-	// The directories, read already, are the view scan's now: summed,
-	// not given back (ReleaseTrees does, once the view is compared).
+	// The directories, decoded already, are summed; a lean cache gives
+	// their pages back, which the view scan and the comparison fault in
+	// again as they read the names, a little at a time (ReleaseNames).
 	p := &filePass{c: c, sum: crc32.ChecksumIEEE(c.raw[:d.pos]), summed: d.pos}
+	if c.lean {
+		c.release(0, d.pos)
+	}
 	ns := d.uv()
 	if ns > uint64(len(d.buf)-d.pos)/minRecord || ns > math.MaxInt32 {
 		return errCorrupt
@@ -728,6 +737,31 @@ func (c *Cache) ReleaseTrees() {
 	}
 }
 
+// ReleaseNames gives back the pages of a lean cache's file that hold the
+// names of entries (a run of one of its directories, read in order): a
+// pass over a directory of 100,000 tasks calls it behind itself, and holds
+// a few hundred kilobytes of the trees' 8 MB at a time. Entries whose names
+// are not in the file are left alone.
+func (c *Cache) ReleaseNames(entries []gitrepo.TreeEntry) {
+	if !c.lean || len(entries) == 0 {
+		return
+	}
+	from, ok1 := c.offsetOf(entries[0].Name)
+	to, ok2 := c.offsetOf(entries[len(entries)-1].Name)
+	if ok1 && ok2 && from <= to && to <= c.treesEnd {
+		c.release(from, to)
+	}
+}
+
+// offsetOf is where s starts in the mapped file, if it is in it.
+func (c *Cache) offsetOf(s string) (int, bool) {
+	if c.mapping == nil || len(s) == 0 {
+		return 0, false
+	}
+	off := uintptr(unsafe.Pointer(unsafe.StringData(s))) - uintptr(unsafe.Pointer(unsafe.SliceData(c.mapping)))
+	return int(off), off < uintptr(len(c.mapping))
+}
+
 // ReleasePages gives back every page of the mapped file that the process
 // has read (see release): a command done with the trees and the index
 // calls it before reading the summaries in order (ReleaseBehind).
@@ -828,7 +862,12 @@ func (l *Loading) Current() bool {
 // walk that matches the index's paths with the summaries', and the pages
 // read again. Without it, decoded strings point into the file (see the
 // package doc) and its pages stay.
-func (l *Loading) Lean(lean bool) { l.c.lean = lean }
+func (l *Loading) Lean(lean bool) {
+	l.c.lean = lean
+}
+
+// ReleaseNames is Cache.ReleaseNames for the directories Dirs handed out.
+func (l *Loading) ReleaseNames(entries []gitrepo.TreeEntry) { l.c.ReleaseNames(entries) }
 
 // Finish verifies the checksum, decodes the summaries and the sync index
 // and replays the rest of the journal. A file that turns out damaged gives

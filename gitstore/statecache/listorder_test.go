@@ -250,3 +250,86 @@ func residentKB(t *testing.T, path string) int {
 	t.Fatalf("%s is not mapped", path)
 	return 0
 }
+
+// A pass over a lean cache's directory that gives back the pages of the
+// names behind it (ReleaseNames) reads the same names and keeps a few of
+// the trees' pages resident, not all: the load gives them back after
+// summing them, and each pass faults in only where it is.
+func TestReleaseNamesReadTheSame(t *testing.T) {
+	if _, err := os.Stat("/proc/self/smaps"); err != nil {
+		t.Skip("no /proc/self/smaps")
+	}
+	path := filepath.Join(t.TempDir(), "state")
+	c := sampleCache(0)
+	var names []string
+	ents := make([]gitrepo.TreeEntry, 80_000)
+	for i := range ents {
+		name := fmt.Sprintf("T-%06d-a-title-long-enough-to-fill-pages-of-names.md", i)
+		names = append(names, name)
+		ents[i] = gitrepo.TreeEntry{Name: name, Mode: gitrepo.ModeFile, Hash: gitrepo.HashBlob([]byte(name))}
+	}
+	c.Dirs["tasks"] = &gitrepo.Tree{Entries: ents}
+	c.Dirs[""] = &gitrepo.Tree{Entries: []gitrepo.TreeEntry{{Name: "tasks", Mode: gitrepo.ModeTree}}}
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+
+	lean := loadLean(path)
+	defer lean.Close()
+	size := len(lean.mapping)
+	if lean.treesEnd < size/2 {
+		t.Fatalf("the trees take %d of the %d bytes: not a test of their pages", lean.treesEnd, size)
+	}
+	loaded := residentKB(t, path)
+	got := lean.Dirs["tasks"].Entries
+	most := 0
+	done := 0
+	for i := range got {
+		if i-done == 4096 {
+			lean.ReleaseNames(got[done:i])
+			done = i
+			most = max(most, residentKB(t, path))
+		}
+		if got[i].Name != names[i] {
+			t.Fatalf("entry %d after pages were given back: %q, want %q", i, got[i].Name, names[i])
+		}
+	}
+	t.Logf("%d kB file, %d kB of trees: %d kB resident after the load, at most %d kB during the pass", size>>10, lean.treesEnd>>10, loaded, most)
+	if loaded*1024 > lean.treesEnd/2 || most*1024 > lean.treesEnd/2 {
+		t.Errorf("%d kB resident after the load, %d kB during a pass that gives back behind itself, of %d kB of trees", loaded, most, lean.treesEnd>>10)
+	}
+}
+
+// Read fills one scratch summary again and again (orch list --json): each
+// task's lists are its own, whatever the task before it had, though the
+// scratch's arrays are reused.
+func TestReadIntoScratch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	c := sampleCache(0)
+	for i := 0; i < 200; i++ {
+		p := fmt.Sprintf("tasks/T-%03d.md", i)
+		var labels, deps []string
+		for j := 0; j < i%4; j++ {
+			labels = append(labels, fmt.Sprintf("l%d-%d", i, j))
+		}
+		if i%3 == 0 {
+			deps = []string{fmt.Sprintf("T-%03d", i+1)}
+		}
+		c.PutSummary(&Summary{Path: p, Blob: gitrepo.HashBlob([]byte(p)), Task: taskfile.Task{
+			ID: fmt.Sprintf("T-%03d", i), Queue: taskfile.Incoming, Labels: labels, DependsOn: deps, LockedOut: labels}})
+	}
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	lean := loadLean(path)
+	defer lean.Close()
+	var scratch Summary
+	lean.Summaries.Each(func(r *Record) {
+		want := c.Summaries.Get(r.Path).Summary().Task
+		got := r.SummaryHeader.Read(&scratch).Task
+		if !slices.Equal(got.Labels, want.Labels) || !slices.Equal(got.DependsOn, want.DependsOn) || !slices.Equal(got.LockedOut, want.LockedOut) {
+			t.Errorf("%s read into scratch: labels %q, depends_on %q, locked_out %q; want %q, %q, %q",
+				r.Path, got.Labels, got.DependsOn, got.LockedOut, want.Labels, want.DependsOn, want.LockedOut)
+		}
+	})
+}

@@ -52,7 +52,12 @@ func (h *SummaryHeader) Read(scratch *Summary) *Summary {
 	if r.s != nil {
 		return r.s
 	}
+	t := scratch.Task
 	*scratch = Summary{}
+	// The lists' arrays are the scratch's to fill again (a few MB of
+	// list --json's garbage at 100,000 tasks).
+	scratch.Task.LockedOut, scratch.Task.WorkedBy, scratch.Task.GitHubReviews = t.LockedOut[:0], t.WorkedBy[:0], t.GitHubReviews[:0]
+	scratch.Task.DependsOn, scratch.Task.Labels = t.DependsOn[:0], t.Labels[:0]
 	if !r.decode(scratch) {
 		*scratch = *r.corrupt()
 	}

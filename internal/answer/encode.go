@@ -80,6 +80,12 @@ const hexDigits = "0123456789abcdef"
 // on: <, > and & as \u003c..., U+2028/9 escaped, invalid UTF-8 as U+FFFD.
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	b = appendEscaped(b, s)
+	return append(b, '"')
+}
+
+// appendEscaped is AppendString without the quotes.
+func appendEscaped(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -126,6 +132,5 @@ func AppendString(b []byte, s string) []byte {
 		}
 		i += size
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }

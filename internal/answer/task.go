@@ -88,7 +88,7 @@ func (x source) visit(v *visitor) {
 	v.time("review_claimed_at", t.ReviewClaimedAt)
 	v.number("review_attempts", t.ReviewAttempts)
 	v.object("fields", x.fields)
-	v.text("path", gitstore.ViewDirName+"/"+x.sum.Path) // branch paths are clean and slash-separated
+	v.viewPath("path", x.sum.Path)
 	v.flag("ready", x.ready)
 	v.flag("archived", gitstore.IsArchivePath(x.sum.Path))
 	v.text("problem", x.sum.Problem)
@@ -136,6 +136,19 @@ func (v *visitor) text(name, s string) {
 		v.describe(name, s)
 	} else if v.key() {
 		v.b = AppendString(v.b, s)
+	}
+}
+
+// viewPath is the view's path of a branch path (clean and slash-separated),
+// written without joining the two: list --json made a string per task.
+func (v *visitor) viewPath(name, p string) {
+	if v.values != nil {
+		v.describe(name, gitstore.ViewDirName+"/"+p)
+	} else if v.key() {
+		v.b = append(v.b, '"')
+		v.b = appendEscaped(v.b, gitstore.ViewDirName+"/")
+		v.b = appendEscaped(v.b, p)
+		v.b = append(v.b, '"')
 	}
 }
 
