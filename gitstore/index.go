@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
@@ -208,6 +209,12 @@ type (
 	SummaryHeader = statecache.SummaryHeader
 )
 
+// NoCreated is a header's Created when its task has no creation time.
+const NoCreated = statecache.NoCreated
+
+// CreatedKey is a creation time as a header's Created holds it.
+func CreatedKey(t time.Time) int64 { return statecache.CreatedKey(t) }
+
 func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
 	s, _ := summarizeFile(path, blob, data)
 	return s
@@ -275,11 +282,12 @@ func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)
 }
 
 // EachSummaryHeaderIn is EachSummaryIn without decoding the tasks: fn gets
-// each task's header (what claim order sorts by); the header's Summary is
-// the whole task.
+// each task's header (what claim order sorts by), in orch list's order
+// (see statecache.Summaries.EachInListOrder), which workflow then finds
+// sorted already; the header's Summary is the whole task.
 func (st *Store) EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*SummaryHeader)) {
 	in := queueFilter(queues)
-	st.cache.Summaries.Each(func(r *statecache.Record) {
+	st.cache.Summaries.EachInListOrder(func(r *statecache.Record) {
 		if in(r.Queue) {
 			fn(&r.SummaryHeader)
 		}

@@ -82,7 +82,7 @@ func BenchmarkClaimPick(b *testing.B) {
 		heads := make([]*gitstore.SummaryHeader, n)
 		whole := make(map[*gitstore.SummaryHeader]*gitstore.Summary, n)
 		for i, s := range all {
-			heads[i] = &gitstore.SummaryHeader{Path: s.Path, ID: s.Task.ID, Queue: s.Task.Queue, Priority: s.Task.Priority, Created: s.Task.Created}
+			heads[i] = &gitstore.SummaryHeader{Path: s.Path, ID: s.Task.ID, Queue: s.Task.Queue, Priority: s.Task.Priority, Created: gitstore.CreatedKey(s.Task.Created)}
 			whole[heads[i]] = s
 		}
 		load := func(h *gitstore.SummaryHeader) *gitstore.Summary { return whole[h] }

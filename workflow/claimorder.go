@@ -3,10 +3,8 @@ package workflow
 import (
 	"cmp"
 	"container/heap"
-	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/taskfile"
@@ -89,7 +87,9 @@ type claimKey struct {
 	i       int32  // the task's index in the list being sorted
 }
 
-func newClaimKey(q taskfile.Queue, priority string, created time.Time, byQueue bool) claimKey {
+// newClaimKey is the key of a task; created is as gitstore.CreatedKey gives
+// it (a header holds it so).
+func newClaimKey(q taskfile.Queue, priority string, created int64, byQueue bool) claimKey {
 	claim, board := 9, 0
 	if r, ok := claimQueueRank[q]; ok {
 		claim = r
@@ -97,11 +97,7 @@ func newClaimKey(q taskfile.Queue, priority string, created time.Time, byQueue b
 	if byQueue {
 		board = q.Rank()
 	}
-	k := claimKey{rank: uint32(board)<<16 | uint32(claim)<<8 | uint32(taskfile.PriorityRank(priority)), created: math.MaxInt64}
-	if !created.IsZero() {
-		k.created = created.UnixNano()
-	}
-	return k
+	return claimKey{rank: uint32(board)<<16 | uint32(claim)<<8 | uint32(taskfile.PriorityRank(priority)), created: created}
 }
 
 // cmpClaimKeys compares two tasks' keys, then their ids and paths.
@@ -122,7 +118,7 @@ func cmpClaimKeys(a, b claimKey, idA, pathA, idB, pathB string) int {
 // order first when byQueue is set.
 func sortClaimOrder(list []*gitstore.Summary, byQueue bool) {
 	sortByClaimKey(list, func(s *gitstore.Summary) (claimKey, string, string) {
-		return newClaimKey(s.Task.Queue, s.Task.Priority, s.Task.Created, byQueue), s.Task.ID, s.Path
+		return newClaimKey(s.Task.Queue, s.Task.Priority, gitstore.CreatedKey(s.Task.Created), byQueue), s.Task.ID, s.Path
 	})
 }
 

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
 
@@ -133,7 +134,14 @@ func (e *Engine) ListHeaders(f ListFilter) ([]*gitstore.SummaryHeader, error) {
 			return cmp.Compare(taskfile.PriorityRank(a.Priority), taskfile.PriorityRank(b.Priority))
 		})
 	case "created":
-		slices.SortStableFunc(out, func(a, b *gitstore.SummaryHeader) int { return b.Created.Compare(a.Created) })
+		// Newest first; a task without a creation time last.
+		newest := func(h *gitstore.SummaryHeader) int64 {
+			if h.Created == gitstore.NoCreated {
+				return math.MinInt64
+			}
+			return h.Created
+		}
+		slices.SortStableFunc(out, func(a, b *gitstore.SummaryHeader) int { return cmp.Compare(newest(b), newest(a)) })
 	case "id":
 		slices.SortStableFunc(out, func(a, b *gitstore.SummaryHeader) int { return cmp.Compare(a.ID, b.ID) })
 	case "title":

@@ -521,7 +521,7 @@ func TestClaimQueueMatchesSort(t *testing.T) {
 			q, p := queues[rng.Intn(len(queues))], prios[rng.Intn(len(prios))]
 			path := fmt.Sprintf("tasks/%s-%d.md", id, i)
 			sums = append(sums, &gitstore.Summary{Path: path, Task: taskfile.Task{ID: id, Queue: q, Priority: p, Created: created}})
-			heads = append(heads, &gitstore.SummaryHeader{Path: path, ID: id, Queue: q, Priority: p, Created: created})
+			heads = append(heads, &gitstore.SummaryHeader{Path: path, ID: id, Queue: q, Priority: p, Created: gitstore.CreatedKey(created)})
 		}
 		sortClaimOrder(sums, false)
 		order := newClaimQueue(heads)

@@ -68,6 +68,10 @@ type Cache struct {
 type rawDir struct {
 	tree *gitrepo.Tree
 	raw  []byte
+	// undecoded: tree's entries are still only in raw (decodeCacheDirs),
+	// until the journal's changes to them are known (see flushOverlay and
+	// decodeDirEntries).
+	undecoded bool
 }
 
 // Empty is the cache of state branch ref when there is no usable file:
@@ -298,6 +302,20 @@ func encodeDir(e *enc, path string, d *gitrepo.Tree) {
 
 // decodeDir reads what encodeDir wrote (nil on a corrupt count).
 func decodeDir(d *dec) (string, *gitrepo.Tree) {
+	path, dt, ne := decodeDirHead(d)
+	if dt == nil {
+		return path, nil
+	}
+	dt.Entries = make([]gitrepo.TreeEntry, ne)
+	for j := range dt.Entries {
+		dt.Entries[j] = d.entry()
+	}
+	return path, dt
+}
+
+// decodeDirHead reads a directory's path, tree id and number of entries,
+// which follow; the tree is nil when the number cannot be right.
+func decodeDirHead(d *dec) (string, *gitrepo.Tree, int) {
 	path := d.str()
 	dt := &gitrepo.Tree{Hash: d.hash()}
 	ne := d.uv()
@@ -305,13 +323,41 @@ func decodeDir(d *dec) (string, *gitrepo.Tree) {
 	// damage cannot make this allocate more than about twice the file.
 	if ne > uint64(len(d.buf)-d.pos)/22 {
 		d.fail()
-		return path, nil
+		return path, nil, 0
 	}
-	dt.Entries = make([]gitrepo.TreeEntry, ne)
-	for j := range dt.Entries {
-		dt.Entries[j] = gitrepo.TreeEntry{Name: d.str(), Mode: uint32(d.uv()), Hash: d.hash()}
+	return path, dt, int(ne)
+}
+
+// skipDir reads a directory as decodeDir does, without making its entries.
+func skipDir(d *dec) (string, *gitrepo.Tree) {
+	path, dt, ne := decodeDirHead(d)
+	for range ne {
+		d.entry()
 	}
 	return path, dt
+}
+
+// entry reads one directory entry.
+func (d *dec) entry() gitrepo.TreeEntry {
+	return gitrepo.TreeEntry{Name: d.str(), Mode: uint32(d.uv()), Hash: d.hash()}
+}
+
+// decodeDirEntries decodes the entries of the directories decodeCacheDirs
+// read but left undecoded, unless the journal replaced them since.
+func (c *Cache) decodeDirEntries() {
+	for path, r := range c.rawDirs {
+		if !r.undecoded {
+			continue
+		}
+		if c.Dirs[path] != r.tree {
+			delete(c.rawDirs, path) // replaced by the journal
+			continue
+		}
+		_, dt := decodeDir(&dec{buf: r.raw}) // read whole by decodeCacheDirs
+		r.tree.Entries = dt.Entries
+		r.undecoded = false
+		c.rawDirs[path] = r
+	}
 }
 
 // encodeSummary writes a task summary: its length, then path, blob,
@@ -366,13 +412,13 @@ func decodeSumRec(d *dec, r *Record, a *arena) {
 	}
 	r.Queue = internQueue(body.str(), a)
 	r.Priority = internPriority(body.str(), a)
-	r.Created = body.time()
+	r.Created = CreatedKey(body.time())
 	if body.err != nil {
 		d.fail()
 		return
 	}
 	d.pos = end
-	r.raw = d.buf[start:end:end]
+	r.rawData, r.rawLen = &d.buf[start], uint32(end-start) // a record is at least minRecord bytes
 	r.rec = r
 }
 
@@ -474,8 +520,8 @@ func (c *Cache) encode() []byte {
 	e.uv(uint64(c.Summaries.n))
 	for i, r := range c.Summaries.InListOrder() {
 		r.pos = int32(i)
-		if r.raw != nil {
-			e.b = append(e.b, r.raw...)
+		if raw := r.raw(); raw != nil {
+			e.b = append(e.b, raw...)
 			continue
 		}
 		encodeSummary(e, r.s)
@@ -503,6 +549,7 @@ func decodeCache(b []byte) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.decodeDirEntries()
 	if err := c.decodeRest(d); err != nil {
 		return nil, err
 	}
@@ -513,8 +560,9 @@ func decodeCache(b []byte) (*Cache, error) {
 	return c, nil
 }
 
-// decodeCacheDirs decodes a cache file's header and directories, and
-// returns the decoder at its summaries. The checksum is verified by
+// decodeCacheDirs decodes a cache file's header and reads its directories,
+// whose entries decodeDirEntries (or a journal's change, flushOverlay)
+// decodes, and returns the decoder at its summaries. The checksum is verified by
 // decodeRest: until then the directories are only fit for the view scan,
 // which stats the names they list (see Loading.Dirs).
 func decodeCacheDirs(b []byte) (*Cache, *dec, error) {
@@ -535,11 +583,11 @@ func decodeCacheDirs(b []byte) (*Cache, *dec, error) {
 	c.rawDirs = map[string]rawDir{}
 	for i := uint64(0); i < nd && d.err == nil; i++ {
 		start := d.pos
-		path, dt := decodeDir(d)
+		path, dt := skipDir(d)
 		if dt == nil {
 			return nil, nil, errCorrupt
 		}
-		c.rawDirs[path] = rawDir{dt, body[start:d.pos:d.pos]}
+		c.rawDirs[path] = rawDir{dt, body[start:d.pos:d.pos], true}
 		c.Dirs[path] = dt
 	}
 	if d.err != nil {
@@ -777,7 +825,7 @@ func (c *Cache) ReleasePages() {
 // pages given back are faulted in again, at worst once per megabyte the
 // reading moved past the furthest point it had reached.
 func (c *Cache) ReleaseBehind(h *SummaryHeader) {
-	raw := h.rec.raw
+	raw := h.rec.raw()
 	if c.mapping == nil || len(raw) == 0 {
 		return
 	}
@@ -819,7 +867,12 @@ func Start(path, ref string, mapped bool) *Loading {
 	}
 	c.mapping = mapping
 	l := &Loading{c: c, d: d, path: path}
+	// The directories' entries are decoded after the journal's changes
+	// to them are read, and with them: decoded first, a directory the
+	// journal changes was decoded twice, and the first copy left as
+	// garbage (4 MB at 100,000 tasks, enough to make list --json collect).
 	l.journal, l.j = c.replayDirs(JournalPath(path))
+	c.decodeDirEntries()
 	trace.Phase("  decode dirs")
 	return l
 }

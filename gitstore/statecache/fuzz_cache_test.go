@@ -36,6 +36,7 @@ func FuzzCacheDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		decode := func(b []byte) {
 			if c, d, err := decodeCacheDirs(b); err == nil {
+				c.decodeDirEntries()
 				if c.decodeRest(d) == nil {
 					c.Summaries.Each(func(r *Record) { r.Summary() })
 				}

@@ -277,7 +277,7 @@ func (c *Cache) appendJournal(path string) (bool, error) {
 		}
 	}
 	for _, r := range c.Summaries.added {
-		if r.gone || r.raw != nil {
+		if r.gone || r.rawData != nil {
 			continue // replaced since, or as read
 		}
 		e.b = append(e.b, opSum)
@@ -414,18 +414,26 @@ func (c *Cache) flushOverlay(path string) {
 		}
 	}
 	slices.SortFunc(ups, func(a, b gitrepo.TreeEntry) int { return gitrepo.CompareEntries(&a, &b) })
-	out := make([]gitrepo.TreeEntry, 0, len(base.Entries)+len(ups))
+	// The base's entries, decoded as they are merged when the load has
+	// not decoded them yet (see decodeDirEntries).
+	n, at := len(base.Entries), func(i int) gitrepo.TreeEntry { return base.Entries[i] }
+	if r, ok := c.rawDirs[path]; ok && r.undecoded && r.tree == base {
+		d := &dec{buf: r.raw}
+		_, _, n = decodeDirHead(d) // read whole by decodeCacheDirs
+		at = func(int) gitrepo.TreeEntry { return d.entry() }
+	}
+	out := make([]gitrepo.TreeEntry, 0, n+len(ups))
 	u := 0
-	for i := range base.Entries {
-		en := &base.Entries[i]
+	for i := range n {
+		en := at(i)
 		if _, changed := ov.put[en.Name]; changed {
 			continue
 		}
-		for u < len(ups) && gitrepo.CompareEntries(&ups[u], en) < 0 {
+		for u < len(ups) && gitrepo.CompareEntries(&ups[u], &en) < 0 {
 			out = append(out, ups[u])
 			u++
 		}
-		out = append(out, *en)
+		out = append(out, en)
 	}
 	out = append(out, ups[u:]...)
 	c.Dirs[path] = &gitrepo.Tree{Hash: ov.hash, Entries: out}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
@@ -145,5 +146,33 @@ func TestReadKeepsNothing(t *testing.T) {
 		if s := r.Summary(); !reflect.DeepEqual(*s, want) || r.SummaryHeader.Read(&scratch) != s {
 			t.Fatalf("%s: Summary gave %+v, Read %+v", r.Path, *s, want)
 		}
+	}
+}
+
+// CreatedKey orders creation times as time.Time does, within and beyond
+// the years Unix nanoseconds reach, and puts no creation time last.
+func TestCreatedKey(t *testing.T) {
+	times := []time.Time{
+		time.Date(1200, 1, 1, 0, 0, 0, 0, time.UTC), // clamped
+		time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(0, 0),
+		time.Unix(1, 5),
+		time.Date(2026, 11, 29, 1, 0, 0, 0, time.FixedZone("x", 3600)),
+		time.Date(2026, 11, 29, 1, 0, 0, 1, time.UTC),
+		time.Date(2250, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), // clamped
+		{},
+	}
+	for i := 1; i < len(times); i++ {
+		a, b := CreatedKey(times[i-1]), CreatedKey(times[i])
+		if a >= b {
+			t.Errorf("CreatedKey(%v) = %d, not before CreatedKey(%v) = %d", times[i-1], a, times[i], b)
+		}
+	}
+	if k := CreatedKey(time.Time{}); k != NoCreated {
+		t.Errorf("no creation time: %d, want NoCreated", k)
+	}
+	if k, want := CreatedKey(times[4]), times[4].UnixNano(); k != want {
+		t.Errorf("CreatedKey(%v) = %d, want its Unix nanoseconds %d", times[4], k, want)
 	}
 }
