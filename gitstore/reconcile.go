@@ -178,7 +178,7 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 	sort.Strings(sorted)
 	// The comparison was the last walk over the branch's trees (their
 	// names are in the state cache's file) that orch list --json makes:
-	// the memory of their pages can go (a lean cache's only).
+	// what the lookups above faulted in can go (a lean cache's only).
 	st.cache.ReleaseTrees()
 	return sorted
 }

@@ -30,7 +30,8 @@
 // the strings that lookups compare (a summary header's path and id, an
 // index entry's path) instead, so that the pages each pass read, front to
 // back, can be given back behind it (see release) and are not faulted in
-// again at random by lookups. Close unmaps a mapped file, so nothing decoded from it may
+// again at random by lookups; tree entry names still point into the file,
+// whose pages a pass over them gives back as it goes (ReleaseNames). Close unmaps a mapped file, so nothing decoded from it may
 // be used after Close. A heap copy needs no Close: the garbage collector
 // keeps it while any of its strings is in use.
 //
