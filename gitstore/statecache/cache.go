@@ -788,25 +788,29 @@ func (c *Cache) ReleaseTrees() {
 // ReleaseNames gives back the pages of a lean cache's file that hold the
 // names of entries (a run of one of its directories, read in order): a
 // pass over a directory of 100,000 tasks calls it behind itself, and holds
-// a few hundred kilobytes of the trees' 8 MB at a time. Entries whose names
-// are not in the file are left alone.
+// a window of the trees' 8 MB (a megabyte or two: the kernel maps a large
+// folio around each fault) instead of all. Entries whose names are not in
+// the file are left alone.
 func (c *Cache) ReleaseNames(entries []gitrepo.TreeEntry) {
 	if !c.lean || len(entries) == 0 {
 		return
 	}
-	from, ok1 := c.offsetOf(entries[0].Name)
-	to, ok2 := c.offsetOf(entries[len(entries)-1].Name)
+	from, ok1 := c.offsetOf(unsafe.StringData(entries[0].Name))
+	to, ok2 := c.offsetOf(unsafe.StringData(entries[len(entries)-1].Name))
 	if ok1 && ok2 && from <= to && to <= c.treesEnd {
 		c.release(from, to)
 	}
 }
 
-// offsetOf is where s starts in the mapped file, if it is in it.
-func (c *Cache) offsetOf(s string) (int, bool) {
-	if c.mapping == nil || len(s) == 0 {
+// offsetOf is where the byte at p is in the mapped file, if it is in it
+// (what was decoded from the file points into it; the pointers are
+// compared as numbers: unsafe, and the only way to know it without an
+// offset kept beside every string).
+func (c *Cache) offsetOf(p *byte) (int, bool) {
+	if c.mapping == nil || p == nil {
 		return 0, false
 	}
-	off := uintptr(unsafe.Pointer(unsafe.StringData(s))) - uintptr(unsafe.Pointer(unsafe.SliceData(c.mapping)))
+	off := uintptr(unsafe.Pointer(p)) - uintptr(unsafe.Pointer(unsafe.SliceData(c.mapping)))
 	return int(off), off < uintptr(len(c.mapping))
 }
 
@@ -825,12 +829,8 @@ func (c *Cache) ReleasePages() {
 // pages given back are faulted in again, at worst once per megabyte the
 // reading moved past the furthest point it had reached.
 func (c *Cache) ReleaseBehind(h *SummaryHeader) {
-	raw := h.rec.raw()
-	if c.mapping == nil || len(raw) == 0 {
-		return
-	}
-	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) - uintptr(unsafe.Pointer(unsafe.SliceData(c.mapping))))
-	if off < 0 || off >= len(c.mapping) || off < c.behind+releaseStep {
+	off, ok := c.offsetOf(h.rec.rawData)
+	if !ok || off < c.behind+releaseStep {
 		return
 	}
 	c.release(c.behind, off)
