@@ -128,11 +128,15 @@ func bufferedTaskList(mask answer.Mask, e *workflow.Engine, tasks []*gitstore.Su
 
 // orch list --json streams its answer, and it is byte for byte what the
 // renderer that held the whole document wrote: over every queue, more
-// than 512 tasks (where that renderer split the work in two), custom keys,
+// than 512 tasks (where that renderer split the work in two) and more
+// chunks of tasks than writeTaskList keeps (it reuses them), custom keys,
 // an invalid file, text to escape, and with --json=FIELDS, --jq, filters
 // and an empty list.
 func TestListJSONStreamedAsBefore(t *testing.T) {
-	repo := listRepo(t, 600)
+	repo := listRepo(t, 800)
+	if 800 <= (2*listChunksInFlight+1)*listChunkTasks {
+		t.Fatal("too few tasks to reuse a chunk")
+	}
 	cases := []struct {
 		args   []string
 		filter workflow.ListFilter
@@ -140,9 +144,9 @@ func TestListJSONStreamedAsBefore(t *testing.T) {
 		jq     string
 		shows  []string // what the answer must hold, for the case to test anything
 	}{
-		{args: []string{"--json"}, shows: []string{`"estimate":3`, `"id":"T-bad002"`, `"favourite":"tea"`, `"path":".orchestrator/tasks/T-bad001-broken.md"`, `\"quoted\" \u003cb\u003e\u0026amp;`, `"queue":"claimed"`, `"count":6`}},
+		{args: []string{"--json"}, shows: []string{`"estimate":3`, `"id":"T-bad002"`, `"favourite":"tea"`, `"path":".orchestrator/tasks/T-bad001-broken.md"`, `\"quoted\" \u003cb\u003e\u0026amp;`, `"queue":"claimed"`, `"count":8`}},
 		{args: []string{"--json=id,title,fields,problem,ready"}, names: []string{"id", "title", "fields", "problem", "ready"}},
-		{args: []string{"--json=count"}, names: []string{"count"}, shows: []string{`{"schema_version":2,"count":6`}},
+		{args: []string{"--json=count"}, names: []string{"count"}, shows: []string{`{"schema_version":2,"count":8`}},
 		{args: []string{"--jq", `.tasks[] | select(.fields != {}) | .id`}, jq: `.tasks[] | select(.fields != {}) | .id`, shows: []string{"T-cust01\n"}},
 		{args: []string{"--json", "--queue", "failed", "--queue", "done"}, filter: workflow.ListFilter{Queues: []taskfile.Queue{taskfile.Failed, taskfile.Done}}},
 		{args: []string{"--json", "--label", "nosuchlabel"}, filter: workflow.ListFilter{Labels: []string{"nosuchlabel"}}, shows: []string{`"count":0,"tasks":[]}`}},

@@ -84,16 +84,27 @@ func AppendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// plainASCII marks the bytes a JSON string holds as they are: printable
+// ASCII but for ", \ and the HTML-escaped <, > and &. One look-up a byte
+// instead of six comparisons: the escaping was a seventh of list --json's
+// CPU time at 10,000 tasks.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendEscaped is AppendString without the quotes.
 func appendEscaped(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plainASCII[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
