@@ -191,12 +191,12 @@ func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*
 		e.Store.ReleaseCacheBehind(c.last)
 		return c
 	}
-	var chunks []*listChunk
+	made := 0 // chunks: as many as can be queued, formatted or waiting to be taken back
 	for i := 0; i < len(tasks) && !failed.Load(); i += listChunkTasks {
 		var c *listChunk
-		if len(chunks) < 2*listChunksInFlight+1 {
+		if made < 2*listChunksInFlight+1 {
 			c = &listChunk{sums: make([]gitstore.Summary, listChunkTasks)}
-			chunks = append(chunks, c)
+			made++
 		} else {
 			c = recycle()
 		}
