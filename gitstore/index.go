@@ -282,12 +282,23 @@ func (st *Store) EachSummaryIn(queues map[taskfile.Queue]bool, fn func(*Summary)
 }
 
 // EachSummaryHeaderIn is EachSummaryIn without decoding the tasks: fn gets
-// each task's header (what claim order sorts by), in orch list's order
-// (see statecache.Summaries.EachInListOrder), which workflow then finds
-// sorted already; the header's Summary is the whole task.
+// each task's header (what claim order sorts by), in no particular order;
+// the header's Summary is the whole task.
 func (st *Store) EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*SummaryHeader)) {
+	st.eachHeaderIn(queues, fn, st.cache.Summaries.Each)
+}
+
+// EachSummaryHeaderInListOrder is EachSummaryHeaderIn in orch list's
+// order (see statecache.Summaries.EachInListOrder), which list then finds
+// sorted already: it sorts the summaries changed since the base file was
+// written, which a claim, taking the first in its own order, need not.
+func (st *Store) EachSummaryHeaderInListOrder(queues map[taskfile.Queue]bool, fn func(*SummaryHeader)) {
+	st.eachHeaderIn(queues, fn, st.cache.Summaries.EachInListOrder)
+}
+
+func (st *Store) eachHeaderIn(queues map[taskfile.Queue]bool, fn func(*SummaryHeader), each func(func(*statecache.Record))) {
 	in := queueFilter(queues)
-	st.cache.Summaries.EachInListOrder(func(r *statecache.Record) {
+	each(func(r *statecache.Record) {
 		if in(r.Queue) {
 			fn(&r.SummaryHeader)
 		}

@@ -21,8 +21,7 @@ type TaskIndex interface {
 	QueueByID(id string) (taskfile.Queue, bool)
 	EachSummaryWhile(fn func(*gitstore.Summary) bool)
 	// EachSummaryHeaderIn gives the headers of the tasks in queues, in no
-	// particular order (the store's come in orch list's, which spares
-	// list the sort); a header's Summary() is the whole task.
+	// particular order; a header's Summary() is the whole task.
 	EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*gitstore.SummaryHeader))
 	BrokenFile(path string) error
 	Conflicted(path string) []taskfile.Conflict

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/internal/answer"
@@ -234,5 +236,39 @@ func TestListJSONWritesInPieces(t *testing.T) {
 	}
 	if largest > listBuffer || len(out.sizes) < out.Len()/listBuffer {
 		t.Errorf("%d bytes in %d writes, the largest %d bytes: want writes of at most %d bytes", out.Len(), len(out.sizes), largest, listBuffer)
+	}
+}
+
+// failingWriter takes n writes, then fails every one.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n == 0 {
+		return 0, errors.New("no space left on device")
+	}
+	w.n--
+	return len(p), nil
+}
+
+// A write that fails (a closed pipe, a full disk) ends orch list --json
+// with that error, wherever in the list it comes: the decoding and the
+// writing run on two goroutines, and neither may be left blocked on the
+// other.
+func TestListJSONWriteFails(t *testing.T) {
+	repo := listRepo(t, 800)
+	for _, n := range []int{0, 1, 3} {
+		var errb bytes.Buffer
+		done := make(chan int)
+		go func() {
+			done <- Main([]string{"-C", repo, "list", "--json"}, strings.NewReader(""), &failingWriter{n: n}, &errb)
+		}()
+		select {
+		case code := <-done:
+			if code == 0 || !strings.Contains(errb.String(), "no space left on device") {
+				t.Errorf("after %d writes: exit %d, stderr %q: want the write's error", n, code, errb.String())
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("after %d writes: orch list --json still running a minute after its output failed", n)
+		}
 	}
 }

@@ -1,9 +1,9 @@
 package privfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -83,22 +83,12 @@ func Read(path string) ([]byte, error) {
 	// Sized from the file's length, as os.ReadFile does: io.ReadAll's
 	// doubling made twice the garbage (4.7 MB for list --json's 2.3 MB
 	// fields cache at 100,000 tasks).
-	size := 512
-	if fi, err := f.Stat(); err == nil && fi.Size() < math.MaxInt32 {
-		size = int(fi.Size()) + 1 // + 1: the read that sees the end
+	var buf bytes.Buffer
+	if fi, err := f.Stat(); err == nil && fi.Size() < math.MaxInt32-bytes.MinRead {
+		buf.Grow(int(fi.Size()) + bytes.MinRead)
 	}
-	b := make([]byte, 0, size)
-	for {
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // it grew since Stat
-		}
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, err
 	}
+	return buf.Bytes(), nil
 }
