@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -33,6 +34,56 @@ type Run struct {
 	// Backoff is a rate-limited slot's first wait when its agent's output
 	// gives no reset time; it doubles each time, up to 64 times as long.
 	Backoff Duration `yaml:"backoff" json:"backoff"`
+	// MaxWait caps every wait for a rate limit's reset, whatever time the
+	// agent's output names (a reset in 2099 is not a wait).
+	MaxWait Duration `yaml:"max_wait" json:"max_wait"`
+	// MaxLog caps one run's log: past it, the head and the newest output
+	// are kept, and the cut is marked.
+	MaxLog ByteSize `yaml:"max_log" json:"max_log"`
+}
+
+// ByteSize is a size in bytes, written 16MiB, 512KiB, 1GB, 4096.
+type ByteSize int64
+
+// UnmarshalYAML reads a size with an optional unit (B, KB, KiB, MB, MiB,
+// GB, GiB; K, M and G are the binary units).
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseByteSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %v", n.Line, err)
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
+// ParseByteSize reads a size as config.yaml writes it.
+func ParseByteSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = strings.TrimSpace(t[:i]), strings.TrimSpace(t[i:])
+	}
+	mult := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1e3, "m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9}[strings.ToLower(unit)]
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || mult == 0 || v < 0 {
+		return 0, fmt.Errorf("%q is not a size (16MiB, 512KiB, 4096)", s)
+	}
+	return int64(v * mult), nil
+}
+
+// String is the size in the largest binary unit that holds it whole.
+func (b ByteSize) String() string {
+	for _, u := range []struct {
+		name string
+		n    int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if b > 0 && int64(b)%u.n == 0 {
+			return strconv.FormatInt(int64(b)/u.n, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(b), 10)
 }
 
 // RunSlot is one agent or reviewer of run:.
@@ -134,7 +185,7 @@ func (s RunSlot) Resolved() RunSlot {
 // defaultRun is run:'s defaults (DESIGN §12).
 func defaultRun() Run {
 	return Run{TaskTimeout: Duration(45 * time.Minute), StallTimeout: Duration(10 * time.Minute), KillGrace: Duration(10 * time.Second),
-		MaxCrashes: 2, PollPRs: Duration(5 * time.Minute), Backoff: Duration(time.Minute)}
+		MaxCrashes: 2, PollPRs: Duration(5 * time.Minute), Backoff: Duration(time.Minute), MaxWait: Duration(6 * time.Hour), MaxLog: 16 << 20}
 }
 
 // check validates run: (path names config.yaml in messages).
@@ -181,6 +232,12 @@ func (r *Run) check(c *Config, path string, data []byte) error {
 	}
 	if r.MaxProvisional < 0 {
 		return problem(keyLine(data, "max_provisional"), "max_provisional must be 0 (no limit) or more")
+	}
+	if r.MaxLog < 64<<10 {
+		return problem(keyLine(data, "max_log"), "max_log must be at least 64KiB (the head and the newest output of a run are kept)")
+	}
+	if r.MaxWait <= 0 {
+		return problem(keyLine(data, "max_wait"), "max_wait must be more than 0")
 	}
 	return nil
 }

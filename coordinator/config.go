@@ -12,10 +12,14 @@ import (
 // renewed three times per claim_timeout.
 func FromConfig(r *config.Run, claimTimeout time.Duration) (*Run, error) {
 	out := &Run{TaskTimeout: time.Duration(r.TaskTimeout), StallTimeout: time.Duration(r.StallTimeout), KillGrace: time.Duration(r.KillGrace),
-		MaxProvisional: r.MaxProvisional, MaxCrashes: r.MaxCrashes, Backoff: time.Duration(r.Backoff), PollPRs: time.Duration(r.PollPRs)}
+		MaxProvisional: r.MaxProvisional, MaxCrashes: r.MaxCrashes, Backoff: time.Duration(r.Backoff), PollPRs: time.Duration(r.PollPRs),
+		MaxWait: time.Duration(r.MaxWait), MaxLog: int64(r.MaxLog)}
 	out.RenewEvery = min(max(claimTimeout/3, time.Second), 10*time.Minute)
 	if out.Backoff <= 0 {
 		out.Backoff = time.Minute
+	}
+	if out.MaxWait <= 0 {
+		out.MaxWait = 6 * time.Hour
 	}
 	for _, list := range []struct {
 		slots    []config.RunSlot

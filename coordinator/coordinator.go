@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +41,9 @@ type End struct {
 	Duration time.Duration
 	Tail     []string // the log's last lines
 	Log      string
+	// Escaped are the processes that had left the agent's process group
+	// when it ended ("PID COMMAND"), which orch run ended.
+	Escaped []string
 }
 
 // Outcome is what became of a task when its agent's run ended: the event
@@ -156,8 +160,11 @@ type Coordinator struct {
 	lastLook time.Time
 	lastArch time.Time
 	full     bool // claiming waits: run.max_provisional submissions wait for review
-	status   []Status
-	state    *runState
+	// unrecorded counts the runs whose ending could not be recorded: orch
+	// run then ends with an error (UnrecordedError), not as idle.
+	unrecorded int
+	status     []Status
+	state      *runState
 }
 
 // slotState is a slot and what it runs.
@@ -200,6 +207,23 @@ func New(opts Options) (*Coordinator, error) {
 		c.slots = append(c.slots, &slotState{Slot: s})
 	}
 	return c, nil
+}
+
+// UnrecordedError says that some runs' endings could not be recorded: their
+// tasks stay claimed until their leases run out.
+type UnrecordedError struct{ N int }
+
+func (e *UnrecordedError) Error() string {
+	return fmt.Sprintf("the endings of %d run(s) could not be recorded (see the errors above); their tasks stay claimed until their leases run out", e.N)
+}
+
+func (c *Coordinator) unrecordedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unrecorded > 0 {
+		return &UnrecordedError{N: c.unrecorded}
+	}
+	return nil
 }
 
 // NoSlotsError: run: names no agent and no reviewer.
@@ -256,9 +280,12 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		running := c.running()
 		c.snapshot()
 		if running == 0 && (drainSeen || stopSeen) {
-			return nil
+			return c.unrecordedErr()
 		}
 		if running == 0 && c.opts.UntilIdle && !busy && !c.waiting(now) {
+			if err := c.unrecordedErr(); err != nil {
+				return err
+			}
 			c.emit(Event{Event: "idle", Text: "nothing left to claim or review, and no agent runs"})
 			return nil
 		}
@@ -310,24 +337,29 @@ func (c *Coordinator) saveState() {
 // tasks are listed before the live coordinators' state is read, so a
 // live coordinator's claim in flight is never taken for a dead one's.
 func (c *Coordinator) recover() {
+	dead := orphans(c.opts.PrivDir)
 	var jobs []*Job
 	var pending []RunningJob
-	orphans(c.opts.PrivDir, func(rj RunningJob) {
-		if rj.Claiming {
-			pending = append(pending, rj)
-			return
+	for _, d := range dead {
+		for _, rj := range d.jobs {
+			if rj.Claiming {
+				pending = append(pending, rj)
+				continue
+			}
+			jobs = append(jobs, &Job{Slot: c.slotFor(rj.Slot, rj.Reviewer), Task: rj.Task, Attempt: rj.Attempt, Log: rj.Log, Started: rj.Started})
 		}
-		jobs = append(jobs, &Job{Slot: c.slotFor(rj.Slot, rj.Reviewer), Task: rj.Task, Attempt: rj.Attempt, Log: rj.Log, Started: rj.Started})
-	})
+	}
+	failed := false
 	var found []*Job
 	for _, p := range pending {
 		js, err := c.opts.Queue.ClaimedSince(c.slotFor(p.Slot, p.Reviewer), p.Started)
 		if err != nil {
+			failed = true
 			c.emit(Event{Event: "error", Slot: p.Slot, Text: "cannot look for the claims of a dead orch run: " + err.Error()})
 		}
 		found = append(found, js...)
 	}
-	live := liveEntries(c.opts.PrivDir)
+	live := liveEntries(c.opts.PrivDir, dead)
 	for _, j := range found {
 		if !slices.ContainsFunc(live, func(l RunningJob) bool {
 			return l.Task == j.Task || (l.Claiming && l.Slot == j.Slot.Name && l.Reviewer == j.Slot.Reviewer)
@@ -340,10 +372,18 @@ func (c *Coordinator) recover() {
 		switch {
 		case errors.Is(err, ErrLost):
 		case err != nil:
-			c.emit(Event{Event: "error", Slot: j.Slot.Name, Task: j.Task, Text: "cannot give back a run of a dead orch run: " + err.Error()})
+			failed = true
+			c.emit(Event{Event: "error", Slot: j.Slot.Name, Task: j.Task, Text: "cannot give back a run of a dead orch run (the next orch run tries again): " + err.Error()})
 		default:
 			c.emit(Event{Event: o.Event, Slot: j.Slot.Name, Task: j.Task, Attempt: j.Attempt, Reason: "orphaned", Log: j.Log,
 				Text: fmt.Sprintf("%s (the orch run that started it on this clone died)", o.Text)})
+		}
+	}
+	for _, d := range dead {
+		if failed {
+			d.keep()
+		} else {
+			d.release()
 		}
 	}
 }
@@ -509,9 +549,10 @@ func (c *Coordinator) start(s *slotState, j *Job) {
 	}
 	log := filepath.Join(dir, name+".log")
 	promptFile := filepath.Join(dir, name+".prompt")
-	err := os.MkdirAll(dir, 0o777)
+	// Private: an agent's prompt and output can hold secrets.
+	err := os.MkdirAll(dir, 0o700)
 	if err == nil {
-		err = os.WriteFile(promptFile, []byte(j.Prompt), 0o666)
+		err = os.WriteFile(promptFile, []byte(j.Prompt), 0o600)
 	}
 	if err == nil {
 		s.job, s.log, s.killed = j, log, ""
@@ -522,7 +563,7 @@ func (c *Coordinator) start(s *slotState, j *Job) {
 			"ORCH_WORKTREE="+j.Worktree, "ORCH_PROMPT_FILE="+promptFile, "ORCH_LOG="+log)
 		var p *proc
 		p, err = startProc(procSpec{Orch: c.opts.Orch, Script: s.Cmd, Dir: j.Worktree, Env: env, Stdin: promptFile, Log: log,
-			Grace: c.opts.Run.KillGrace, OnLine: s.rateLimitWatch()})
+			MaxLog: c.opts.Run.MaxLog, Grace: c.opts.Run.KillGrace, OnLine: s.rateLimitWatch()})
 		if err == nil {
 			s.proc = p
 			c.saveState()
@@ -647,6 +688,10 @@ func (c *Coordinator) finish(s *slotState) {
 		Text: fmt.Sprintf("%s on %s exited %d after %s", s.Name, j.Task, code, dur)})
 	s.proc = nil
 	c.saveState()
+	if esc := p.escapedProcs(); len(esc) > 0 {
+		c.emit(Event{Event: "escaped", Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt,
+			Text: fmt.Sprintf("%s on %s left %d process(es) outside its process group; orch run ended them: %s", s.Name, j.Task, len(esc), text.Clip(text.Visible(strings.Join(esc, "; ")), 200))})
+	}
 	if s.killed == "lost" {
 		s.job = nil
 		return
@@ -663,7 +708,7 @@ func (c *Coordinator) finish(s *slotState) {
 		s.job = nil
 		return
 	}
-	end := End{Reason: "crash", ExitCode: code, Duration: dur, Tail: p.lastLines(tailLines), Log: s.log}
+	end := End{Reason: "crash", ExitCode: code, Duration: dur, Tail: p.lastLines(tailLines), Log: s.log, Escaped: p.escapedProcs()}
 	switch {
 	case s.killed != "":
 		end.Reason = s.killed
@@ -687,11 +732,22 @@ func (c *Coordinator) abandon(s *slotState, end End) {
 	j := s.job
 	s.job = nil
 	o, err := c.opts.Queue.Abandon(j, end)
+	if err != nil && !errors.Is(err, ErrLost) {
+		// The ending is recorded whatever the output was: once more
+		// without it (the log keeps it), before the task is left claimed.
+		c.emit(Event{Event: "error", Slot: s.Name, Task: j.Task, Text: "cannot record the run's ending (trying again without its output): " + err.Error()})
+		bare := end
+		bare.Tail, bare.Escaped = nil, nil
+		o, err = c.opts.Queue.Abandon(j, bare)
+	}
 	if err != nil {
 		if errors.Is(err, ErrLost) {
 			return
 		}
-		c.emit(Event{Event: "error", Slot: s.Name, Task: j.Task, Text: err.Error()})
+		c.mu.Lock()
+		c.unrecorded++
+		c.mu.Unlock()
+		c.emit(Event{Event: "error", Slot: s.Name, Task: j.Task, Text: fmt.Sprintf("the ending of %s's run on %s was not recorded, and the task stays claimed until its lease runs out: %v", s.Name, j.Task, err)})
 		return
 	}
 	c.emit(Event{Event: o.Event, Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Reason: end.Reason, Log: end.Log, Text: o.Text})
@@ -704,7 +760,11 @@ func (c *Coordinator) backOff(s *slotState) {
 	now := time.Now()
 	line, resetAt := s.limit.get()
 	if !resetAt.IsZero() && resetAt.After(now) {
+		// A reset time is the agent's word: run.max_wait bounds it.
 		until := resetAt.Add(time.Second)
+		if cap := now.Add(c.opts.Run.MaxWait); c.opts.Run.MaxWait > 0 && until.After(cap) {
+			until = cap
+		}
 		for _, o := range c.slots {
 			if o == s || (s.Harness != "" && o.Harness == s.Harness) || (s.Account != "" && o.Account == s.Account) {
 				if until.After(o.backoff) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -226,6 +227,15 @@ func countsAsCrash(reason string) bool {
 	return reason == "crash" || reason == "timeout" || reason == "stall" || reason == "unstartable"
 }
 
+// noteLines and noteLineWidth bound what a note keeps of a run's output:
+// its last lines, each cut, control characters made visible. Whatever the
+// agent printed (a NUL, 30 kB lines, escape sequences), the note can be
+// written; the log has the rest.
+const (
+	noteLines     = 10
+	noteLineWidth = 300
+)
+
 // runNote is the note a run without a transition leaves for the next
 // agent: the exit status, the duration and the log's last lines (indented:
 // a code block, whatever the agent printed).
@@ -247,9 +257,19 @@ func runNote(end End) string {
 	default:
 		fmt.Fprintf(&b, "It exited with status %d after %s without submitting, pausing or refusing.", end.ExitCode, roundDuration(end.Duration))
 	}
-	if len(end.Tail) > 0 {
+	if len(end.Escaped) > 0 {
+		b.WriteString(" It left processes that escaped its process group, which orch run ended: ")
+		for i, p := range end.Escaped {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(text.Clip(text.Visible(text.OneLine(p)), 120))
+		}
+		b.WriteString(".")
+	}
+	if tail := text.Lines(strings.Join(end.Tail, "\n"), noteLines, noteLineWidth); len(end.Tail) > 0 && len(tail) > 0 {
 		b.WriteString(" The last lines of its output:\n\n")
-		for _, l := range end.Tail {
+		for _, l := range tail {
 			b.WriteString("    " + strings.ReplaceAll(l, "\t", "    ") + "\n")
 		}
 	}

@@ -23,6 +23,7 @@ type procSpec struct {
 	Env    []string // the whole environment
 	Stdin  string   // a file: the prompt
 	Log    string   // the attempt's log file (created; output is appended)
+	MaxLog int64    // the log's cap in bytes (0: none): see cappedLog
 	Grace  time.Duration
 	// OnLine hears every line of output as it comes (the live view, the
 	// rate-limit pattern). It must not block.
@@ -34,19 +35,30 @@ type procSpec struct {
 type proc struct {
 	cmd     *exec.Cmd
 	started time.Time
-	log     *os.File
+	log     *cappedLog
 
 	mu      sync.Mutex
 	pgid    int
 	last    time.Time // when the last output came
 	tail    []string  // the last tailLines lines
 	partial []byte
+	escaped []string // processes that left the agent's group, which the supervisor ended
 
 	done     chan struct{}
 	exitCode int
 }
 
 const tailLines = 20
+
+// maxLineKept is how much of one line of output the tail keeps: a line of
+// 30 kB (a minified file, a base64 blob) is cut there.
+const maxLineKept = 4 << 10
+
+// outputDrain is how long the output is read after the supervisor has
+// exited: what the agent printed last is still in the pipe, but a process
+// that escaped even the supervisor (another PID namespace) may hold it open
+// for ever.
+const outputDrain = 2 * time.Second
 
 // startProc starts the agent under its supervisor.
 func startProc(spec procSpec) (*proc, error) {
@@ -55,7 +67,7 @@ func startProc(spec procSpec) (*proc, error) {
 		return nil, err
 	}
 	defer in.Close()
-	log, err := os.OpenFile(spec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+	log, err := openCappedLog(spec.Log, spec.MaxLog)
 	if err != nil {
 		return nil, err
 	}
@@ -94,29 +106,44 @@ func startProc(spec procSpec) (*proc, error) {
 		log.Close()
 		return nil, err
 	}
-	var readers sync.WaitGroup
-	readers.Add(2)
+	// The status pipe is the supervisor's alone (it keeps it from the
+	// agent: close-on-exec), so it ends when the supervisor does. The
+	// output pipe is the agent's and its children's: the run's end does
+	// not wait for every one of them to close it (outputDrain).
+	statDone := make(chan struct{})
 	go func() {
-		defer readers.Done()
+		defer close(statDone)
 		sc := bufio.NewScanner(statR)
 		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "pgid "); ok {
+			line := sc.Text()
+			if v, ok := strings.CutPrefix(line, "pgid "); ok {
 				n, _ := strconv.Atoi(v)
 				p.mu.Lock()
 				p.pgid = n
+				p.mu.Unlock()
+			} else if v, ok := strings.CutPrefix(line, "escaped "); ok {
+				p.mu.Lock()
+				p.escaped = append(p.escaped, v)
 				p.mu.Unlock()
 			}
 		}
 		statR.Close()
 	}()
+	outDone := make(chan struct{})
 	go func() {
-		defer readers.Done()
+		defer close(outDone)
 		p.copyOutput(outR, spec.OnLine)
-		outR.Close()
 	}()
 	go func() {
 		err := cmd.Wait()
-		readers.Wait()
+		<-statDone
+		select {
+		case <-outDone:
+		case <-time.After(outputDrain):
+			outR.Close() // ends the read that waits
+			<-outDone
+		}
+		outR.Close()
 		p.mu.Lock()
 		p.exitCode = exitCode(err)
 		p.mu.Unlock()
@@ -124,6 +151,14 @@ func startProc(spec procSpec) (*proc, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// escapedProcs are the processes that had left the agent's process group
+// when its shell ended, and that the supervisor ended: "PID COMMAND".
+func (p *proc) escapedProcs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.escaped...)
 }
 
 // copyOutput writes the agent's output to the log as it comes, and keeps
@@ -152,6 +187,9 @@ func (p *proc) copyOutput(r io.Reader, onLine func(string)) {
 				p.partial = nil
 			}
 			for _, l := range lines {
+				if len(l) > maxLineKept {
+					l = l[:maxLineKept]
+				}
 				p.tail = append(p.tail, l)
 			}
 			if len(p.tail) > tailLines {
@@ -167,6 +205,9 @@ func (p *proc) copyOutput(r io.Reader, onLine func(string)) {
 		if err != nil {
 			p.mu.Lock()
 			if len(p.partial) > 0 {
+				if len(p.partial) > maxLineKept {
+					p.partial = p.partial[:maxLineKept]
+				}
 				p.tail = append(p.tail, string(p.partial))
 				if onLine != nil {
 					onLine(string(p.partial))
@@ -225,3 +266,71 @@ func (p *proc) exited() (int, bool) {
 }
 
 func (p *proc) String() string { return fmt.Sprintf("pid %d", p.cmd.Process.Pid) }
+
+// cappedLog is a run's log, at most max bytes however much the agent
+// prints (run.max_log): past it, the head (a quarter) stays, then a line
+// that says how much was cut, then the newest output (half), so that the
+// start and the end of a run are always there to read.
+type cappedLog struct {
+	f         *os.File
+	max       int64
+	size      int64
+	head      int64 // where the mark of the cut goes
+	tailStart int64 // where the output after the head starts (after the mark)
+	cut       int64 // bytes cut so far
+}
+
+func openCappedLog(path string, max int64) (*cappedLog, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l := &cappedLog{f: f, max: max, size: fi.Size(), head: max / 4}
+	l.tailStart = l.head
+	return l, nil
+}
+
+func (l *cappedLog) Write(p []byte) (int, error) {
+	n := len(p)
+	if l.max > 0 && l.size < l.head && l.size+int64(len(p)) > l.max {
+		// The head is filled first, whole: it is never cut.
+		k := l.head - l.size
+		if _, err := l.f.WriteAt(p[:k], l.size); err != nil {
+			return 0, err
+		}
+		l.size, p = l.head, p[k:]
+	}
+	if l.max <= 0 || l.size+int64(len(p)) <= l.max {
+		_, err := l.f.WriteAt(p, l.size)
+		l.size += int64(len(p))
+		return n, err
+	}
+	keep := l.max / 2
+	var tail []byte
+	if int64(len(p)) >= keep {
+		l.cut += l.size - l.tailStart + int64(len(p)) - keep
+		tail = p[int64(len(p))-keep:]
+	} else {
+		from := max(l.tailStart, l.size-(keep-int64(len(p))))
+		tail = make([]byte, l.size-from, l.size-from+int64(len(p)))
+		if _, err := l.f.ReadAt(tail, from); err != nil {
+			return 0, err
+		}
+		tail = append(tail, p...)
+		l.cut += from - l.tailStart
+	}
+	mark := fmt.Sprintf("\n[orch run: %d bytes of output cut here (run.max_log)]\n", l.cut)
+	if _, err := l.f.WriteAt(append([]byte(mark), tail...), l.head); err != nil {
+		return 0, err
+	}
+	l.tailStart = l.head + int64(len(mark))
+	l.size = l.tailStart + int64(len(tail))
+	return n, l.f.Truncate(l.size)
+}
+
+func (l *cappedLog) Close() error { return l.f.Close() }

@@ -5,6 +5,8 @@ package coordinator
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -174,4 +176,70 @@ func isZombie(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
+}
+
+// A process that leaves the agent's group and session (setsid, a dev
+// server, a test watcher) and closes every file it had does not hold the
+// run open: the run ends when the agent's shell does, the escaped process
+// is ended too, and the run says which it was.
+func TestProcEscapedChildEnded(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "escaped.pid")
+	spec := testSpec(t, `setsid sh -c 'echo $$ > `+pidFile+`; exec sleep 7103' </dev/null >/dev/null 2>&1 & sleep 0.3; echo submitted`)
+	p, err := startProc(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := waitProc(t, p, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	assertGone(t, pidFile)
+	if runtime.GOOS == "linux" {
+		esc := p.escapedProcs()
+		if len(esc) != 1 || !strings.Contains(esc[0], "sleep 7103") {
+			t.Errorf("escaped = %q, want the sleep", esc)
+		}
+	}
+}
+
+// One that escapes and keeps the output pipe open does not either.
+func TestProcEscapedChildHoldingOutput(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "escaped.pid")
+	spec := testSpec(t, `setsid sh -c 'echo $$ > `+pidFile+`; exec sleep 7104' & sleep 0.3; echo done`)
+	p, err := startProc(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProc(t, p, 10*time.Second)
+	assertGone(t, pidFile)
+}
+
+// A run's log is capped at its limit: the head and the newest output are
+// kept, and the cut is marked; the run still ends and reads its last lines.
+func TestProcLogCapped(t *testing.T) {
+	spec := testSpec(t, `echo first line; i=0; while [ $i -lt 3000 ]; do echo "line $i of a long run"; i=$((i+1)); done; echo last line`)
+	spec.MaxLog = 8 << 10
+	p, err := startProc(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProc(t, p, 20*time.Second)
+	log, err := os.ReadFile(spec.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) > int(spec.MaxLog) {
+		t.Errorf("log is %d bytes, over its limit of %d", len(log), spec.MaxLog)
+	}
+	s := string(log)
+	if !strings.HasPrefix(s, "first line\n") || !strings.HasSuffix(s, "line 2999 of a long run\nlast line\n") {
+		t.Errorf("log lost its head or its end:\n%s", s)
+	}
+	if !regexp.MustCompile(`\[orch run: \d+ bytes of output cut here \(run\.max_log\)\]`).MatchString(s) {
+		t.Errorf("log has no mark of the cut:\n%s", s)
+	}
+	if got := p.lastLines(1); len(got) != 1 || got[0] != "last line" {
+		t.Errorf("last line %q", got)
+	}
 }

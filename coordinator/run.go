@@ -22,8 +22,12 @@ type Run struct {
 	MaxProvisional int
 	MaxCrashes     int
 	// Backoff is a rate-limited slot's first wait when its agent's output
-	// gives no reset time; it doubles each time.
+	// gives no reset time; it doubles each time. MaxWait caps every wait,
+	// a reset time the output names included.
 	Backoff time.Duration
+	MaxWait time.Duration
+	// MaxLog caps each run's log, in bytes (0: no cap).
+	MaxLog int64
 	// RenewEvery is how often a running agent's lease is renewed.
 	RenewEvery time.Duration
 	// PollPRs > 0 runs orch pr poll that often (github.repo set).

@@ -50,11 +50,11 @@ func stateDir(privDir string) string { return filepath.Join(privDir, "run") }
 // openRunState creates and locks this coordinator's state file.
 func openRunState(privDir string) (*runState, error) {
 	dir := stateDir(privDir)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	base := filepath.Join(dir, fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()))
-	f, err := os.OpenFile(base+".lock", os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := os.OpenFile(base+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (rs *runState) write(jobs []RunningJob) error {
 		return err
 	}
 	tmp := rs.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o666); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, rs.path)
@@ -84,9 +84,17 @@ func (rs *runState) write(jobs []RunningJob) error {
 
 // close removes the state file: nothing runs any more.
 func (rs *runState) close() {
-	os.Remove(rs.path)
-	os.Remove(strings.TrimSuffix(rs.path, ".json") + ".lock")
+	removeState(strings.TrimSuffix(rs.path, ".json"))
 	rs.lock.Close()
+}
+
+// removeState removes a coordinator's state file, the temporary file a
+// write of it may have left, and its lock, last: the lock is what says the
+// file is a coordinator's.
+func removeState(base string) {
+	os.Remove(base + ".json")
+	os.Remove(base + ".json.tmp")
+	os.Remove(base + ".lock")
 }
 
 // live reports whether the coordinator of a state file still runs: its
@@ -107,16 +115,20 @@ func live(lockPath string) bool {
 // Running lists the runs of every live orch run on this clone (privDir:
 // <common dir>/orch), oldest first.
 func Running(privDir string) []RunningJob {
-	return slices.DeleteFunc(liveEntries(privDir), func(j RunningJob) bool { return j.Claiming })
+	return slices.DeleteFunc(liveEntries(privDir, nil), func(j RunningJob) bool { return j.Claiming })
 }
 
 // liveEntries is every entry of the live coordinators' state files, claims
-// in flight included.
-func liveEntries(privDir string) []RunningJob {
+// in flight included, but those of the dead runs this process holds.
+func liveEntries(privDir string, held []*deadRun) []RunningJob {
 	var jobs []RunningJob
 	paths, _ := filepath.Glob(filepath.Join(stateDir(privDir), "*.json"))
 	for _, p := range paths {
-		if live(strings.TrimSuffix(p, ".json") + ".lock") {
+		base := strings.TrimSuffix(p, ".json")
+		if slices.ContainsFunc(held, func(d *deadRun) bool { return d.base == base }) {
+			continue
+		}
+		if live(base + ".lock") {
 			jobs = append(jobs, readJobs(p)...)
 		}
 	}
@@ -134,15 +146,34 @@ func readJobs(path string) []RunningJob {
 	return js
 }
 
-// orphans hands fn the runs of every dead coordinator of this clone, and
-// removes their state files. A state file is written only once its lock
-// is held, and its runs are handed over while this process holds the dead
-// lock, so a live coordinator's runs are never taken, and no two
-// coordinators give back the same run.
-func orphans(privDir string, fn func(RunningJob)) {
-	paths, _ := filepath.Glob(filepath.Join(stateDir(privDir), "*.json"))
-	for _, p := range paths {
-		lockPath := strings.TrimSuffix(p, ".json") + ".lock"
+// deadRun is the state file of a coordinator of this clone that died,
+// held (its lock taken by this process) until its runs are given back.
+type deadRun struct {
+	base string
+	jobs []RunningJob
+	lock *os.File
+}
+
+// release removes the dead coordinator's state: its runs are given back.
+func (d *deadRun) release() {
+	removeState(d.base)
+	d.lock.Close()
+}
+
+// keep leaves the state for the next orch run: a give-back failed.
+func (d *deadRun) keep() { d.lock.Close() }
+
+// orphans takes the state files of every dead coordinator of this clone.
+// A state file is written only once its lock is held, and its runs are
+// handed over while this process holds the dead lock, so a live
+// coordinator's runs are never taken, and no two coordinators give back
+// the same run. The caller gives the runs back and only then releases each
+// (a crash in between leaves the file for the next orch run: a give-back is
+// recorded before the state that names it is dropped).
+func orphans(privDir string) []*deadRun {
+	var out []*deadRun
+	locks, _ := filepath.Glob(filepath.Join(stateDir(privDir), "*.lock"))
+	for _, lockPath := range locks {
 		f, err := os.OpenFile(lockPath, os.O_RDWR, 0)
 		if err != nil {
 			continue
@@ -151,11 +182,8 @@ func orphans(privDir string, fn func(RunningJob)) {
 			f.Close() // alive
 			continue
 		}
-		for _, j := range readJobs(p) {
-			fn(j)
-		}
-		os.Remove(p)
-		os.Remove(lockPath)
-		f.Close()
+		base := strings.TrimSuffix(lockPath, ".lock")
+		out = append(out, &deadRun{base: base, jobs: readJobs(base + ".json"), lock: f})
 	}
+	return out
 }

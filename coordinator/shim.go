@@ -23,8 +23,12 @@ import (
 // notices its parent changed within half a second). The supervisor stays in
 // the coordinator's process group and the agent gets one of its own, so a
 // Ctrl-C at the terminal reaches the coordinator (which drains) and not the
-// agents. A process that leaves its group (setsid, a daemon) is beyond
-// this; docs/agents.md says so.
+// agents. On Linux the supervisor is also the child subreaper of the
+// agent's tree, so a process that leaves the group (setsid, a daemon) is
+// reparented to it and ended with the rest once the agent's shell exits;
+// the supervisor names each such process on the status pipe ("escaped PID
+// COMMAND"), for the run's note. Elsewhere such a process is beyond it;
+// docs/agents.md says so.
 
 // SupervisorCommand is the hidden verb that runs Supervise.
 const SupervisorCommand = "__supervise"
@@ -45,6 +49,11 @@ func Supervise(parent int, grace time.Duration, script string) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 
+	// The status pipe is the supervisor's: the agent must not inherit it,
+	// or a process it leaves behind would hold the run open.
+	syscall.CloseOnExec(3)
+	status := os.NewFile(3, "status")
+	becomeSubreaper()
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -53,28 +62,80 @@ func Supervise(parent int, grace time.Duration, script string) int {
 		return 127
 	}
 	pgid := cmd.Process.Pid
-	if f := os.NewFile(3, "status"); f != nil {
-		fmt.Fprintf(f, "pgid %d\n", pgid)
-		f.Close()
+	if status != nil {
+		fmt.Fprintf(status, "pgid %d\n", pgid)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
+	end := func(code int) int {
+		endEscaped(status, grace)
+		if status != nil {
+			status.Close()
+		}
+		return code
+	}
 	for {
 		select {
 		case err := <-done:
 			endGroup(pgid, grace, nil)
-			return exitCode(err)
+			return end(exitCode(err))
 		case s := <-sigs:
 			if s == syscall.SIGTERM {
-				return endGroup(pgid, grace, done)
+				return end(endGroup(pgid, grace, done))
 			}
 		case <-tick.C:
 			if os.Getppid() != parent {
-				return endGroup(pgid, grace, done)
+				return end(endGroup(pgid, grace, done))
 			}
 		}
+	}
+}
+
+// endEscaped ends the processes that left the agent's group and were
+// reparented to the supervisor (its subreaper's children, once the agent's
+// shell has been waited for): SIGTERM, SIGKILL after grace, each reaped.
+// Each is named on the status pipe first.
+func endEscaped(status *os.File, grace time.Duration) {
+	self := os.Getpid()
+	pids, names := childrenOf(self)
+	if len(pids) == 0 {
+		return
+	}
+	for i, pid := range pids {
+		if status != nil {
+			fmt.Fprintf(status, "escaped %s\n", names[i])
+		}
+		// Its own group too: a daemon's children are in it.
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline, killed := time.Now().Add(grace), false
+	for {
+		for {
+			// Reap what has ended (reparented grandchildren included).
+			pid, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+		}
+		left, _ := childrenOf(self)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			if killed {
+				return // past SIGKILL: nothing more a signal can do
+			}
+			for _, pid := range left {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			deadline, killed = time.Now().Add(time.Second), true
+			continue
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

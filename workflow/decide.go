@@ -92,7 +92,7 @@ func (e *Engine) RefusalAwaiting(s *gitstore.Summary) (*PendingRefusal, error) {
 // reformulated task and supersedes the original. auto takes the protocol's
 // default for the refusal's reason.
 func (e *Engine) Decide(id, decision, text string, auto bool) (*DecideResult, error) {
-	if err := checkTexts(namedText{"the message (-m)", text}); err != nil {
+	if err := checkTexts(namedText{"the message (-m)", &text}); err != nil {
 		return nil, err
 	}
 	if err := e.RequireInit(); err != nil {

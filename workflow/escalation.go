@@ -55,7 +55,7 @@ func crashEscalation(crashes int, end RunEnd) (reason, why string) {
 
 // Escalate asks a human to act.
 func (e *Engine) Escalate(id, text string) (*Result, error) {
-	if err := checkTexts(namedText{"the message (-m)", text}); err != nil {
+	if err := checkTexts(namedText{"the message (-m)", &text}); err != nil {
 		return nil, err
 	}
 	text = strings.TrimSpace(text)

@@ -18,7 +18,7 @@ type SubmitOptions struct {
 
 // Submit hands the work in for review.
 func (e *Engine) Submit(id string, opts SubmitOptions) (*Result, error) {
-	if err := checkTexts(namedText{"the note (-m)", opts.Note}); err != nil {
+	if err := checkTexts(namedText{"the note (-m)", &opts.Note}); err != nil {
 		return nil, err
 	}
 	return e.transition(id, ActionSubmit, func(t *Task) (*change, error) {
@@ -107,7 +107,7 @@ func (e *Engine) submitGuards(t *Task) error {
 // Approve accepts the work: provisional -> done. Lockouts are lifted: the
 // task is finished.
 func (e *Engine) Approve(id, notes string) (*Result, error) {
-	if err := checkTexts(namedText{"the notes (-m)", notes}); err != nil {
+	if err := checkTexts(namedText{"the notes (-m)", &notes}); err != nil {
 		return nil, err
 	}
 	return e.approve(id, VerdictApproved, notes, nil)
@@ -172,7 +172,7 @@ func unresolvedBlocking(f *taskfile.File) []string {
 // Pause stops work before it is finished; the note goes into the next
 // prompt.
 func (e *Engine) Pause(id, note string) (*Result, error) {
-	if err := checkTexts(namedText{"the note (-m)", note}); err != nil {
+	if err := checkTexts(namedText{"the note (-m)", &note}); err != nil {
 		return nil, err
 	}
 	note = strings.TrimSpace(note)
@@ -200,7 +200,7 @@ func demote(s string) string { return taskfile.SafeText(s) }
 
 // Fail gives the task up.
 func (e *Engine) Fail(id, reason string) (*Result, error) {
-	if err := checkTexts(namedText{"the reason (-m)", reason}); err != nil {
+	if err := checkTexts(namedText{"the reason (-m)", &reason}); err != nil {
 		return nil, err
 	}
 	reason = strings.TrimSpace(reason)
@@ -231,7 +231,7 @@ func (e *Engine) Fail(id, reason string) (*Result, error) {
 // kept; the reason goes into the task above everything else, for whoever
 // claims it next.
 func (e *Engine) Reopen(id, reason string) (*Result, error) {
-	if err := checkTexts(namedText{"the reason (-m or -F)", reason}); err != nil {
+	if err := checkTexts(namedText{"the reason (-m or -F)", &reason}); err != nil {
 		return nil, err
 	}
 	reason = strings.TrimSpace(reason)

@@ -22,7 +22,7 @@ type NewTask struct {
 
 // New creates a task in incoming.
 func (e *Engine) New(nt NewTask) (*Result, error) {
-	if err := checkTexts(namedText{"the body (--body or -F)", nt.Body}); err != nil {
+	if err := checkTexts(namedText{"the body (--body or -F)", &nt.Body}); err != nil {
 		return nil, err
 	}
 	if err := e.RequireInit(); err != nil {

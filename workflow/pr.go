@@ -111,7 +111,7 @@ func (e *Engine) ImportPR(id string, reviews []ghreview.Review, comments []ghrev
 // anything, so that `submit --create-pr` never opens a pull request for a
 // submission that would be refused.
 func (e *Engine) SubmitCheck(id string, opts SubmitOptions) (*Task, error) {
-	if err := checkTexts(namedText{"the note (-m)", opts.Note}); err != nil {
+	if err := checkTexts(namedText{"the note (-m)", &opts.Note}); err != nil {
 		return nil, err
 	}
 	s := e.Store.SummaryByID(id)

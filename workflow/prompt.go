@@ -7,6 +7,7 @@ import (
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/internal/lazyregexp"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/prompt"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -47,7 +48,10 @@ func (e *Engine) Prompt(id, role string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	return out, role, nil
+	// Task text is an agent's and a person's: whatever control characters
+	// a file holds (a hand edit, an orch older than text.Visible) are shown,
+	// never passed to the next agent's terminal or model as they are.
+	return text.Visible(out), role, nil
 }
 
 func (e *Engine) promptData(t *Task, role string) prompt.Data {
@@ -110,10 +114,17 @@ func (e *Engine) promptData(t *Task, role string) prompt.Data {
 		case strings.HasPrefix(sec.Title, "Review Feedback ("):
 			pastRound = true
 		case strings.HasPrefix(sec.Title, "Continuation Note (") && !pastRound:
-			text := strings.TrimSpace(t.File.SectionText(sec))
-			notes = append(notes, "### "+strings.TrimPrefix(strings.TrimSuffix(sec.Title, ")"), "Continuation Note (")+"\n\n"+text)
+			note := strings.TrimSpace(t.File.SectionText(sec))
+			if len(notes) > 0 {
+				// Older notes in one line each, as older review rounds
+				// are: a task that crashed ten times must not hand the
+				// next agent ten logs' tails.
+				first, _, _ := strings.Cut(note, "\n")
+				note = text.Clip(first, 200) + " (`orch show " + task.ID + "` has the whole note)"
+			}
+			notes = append(notes, "### "+strings.TrimPrefix(strings.TrimSuffix(sec.Title, ")"), "Continuation Note (")+"\n\n"+note)
 			if len(notes) == 1 {
-				d.ContinuationNote = text
+				d.ContinuationNote = note
 			}
 		case strings.HasPrefix(sec.Title, "Refusal Overridden (") && d.OverrideMessage == "":
 			d.OverrideMessage = strings.TrimSpace(t.File.SectionText(sec))

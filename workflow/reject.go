@@ -28,7 +28,7 @@ type rejection struct {
 
 // Reject sends the work back with feedback.
 func (e *Engine) Reject(id, text string) (*Result, error) {
-	if err := checkTexts(namedText{"the feedback (-m or -F)", text}); err != nil {
+	if err := checkTexts(namedText{"the feedback (-m or -F)", &text}); err != nil {
 		return nil, err
 	}
 	text = strings.TrimSpace(text)
@@ -46,7 +46,7 @@ func (e *Engine) Reject(id, text string) (*Result, error) {
 // task must not have been submitted since (the next review is the place
 // then).
 func (e *Engine) AmendRejection(id, text string) (*Result, error) {
-	if err := checkTexts(namedText{"the note (-m or -F)", text}); err != nil {
+	if err := checkTexts(namedText{"the note (-m or -F)", &text}); err != nil {
 		return nil, err
 	}
 	text = strings.TrimSpace(text)

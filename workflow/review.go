@@ -142,10 +142,13 @@ type ReviewResult struct {
 // Review records a structured review of submitted work and moves the task by
 // its verdict.
 func (e *Engine) Review(id string, in *ReviewInput) (*ReviewResult, error) {
-	if err := checkTexts(reviewTexts(in)...); err != nil {
+	// A review's text is refused with control characters in it (a
+	// reviewer writes it on purpose and can write it again), before
+	// checkTexts would make them visible.
+	if err := checkReviewInput(in); err != nil {
 		return nil, err
 	}
-	if err := checkReviewInput(in); err != nil {
+	if err := checkTexts(reviewTexts(in)...); err != nil {
 		return nil, err
 	}
 	out := &ReviewResult{}
@@ -604,7 +607,7 @@ func justificationWords(s string) int {
 // command runs in (HEAD is this worktree's); it must be on the task's branch,
 // and its full hash is recorded.
 func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error) {
-	if err := checkTexts(namedText{"the response (-m)", text}); err != nil {
+	if err := checkTexts(namedText{"the response (-m)", &text}); err != nil {
 		return nil, err
 	}
 	st, ok := responseStatuses[strings.ToLower(status)]

@@ -173,7 +173,7 @@ func (e *RunLostError) Error() string { return e.Msg }
 // implementer's task is paused with the note (or escalated after
 // run.max_crashes crashes in a row), a reviewer's claim released.
 func (e *Engine) EndRun(end RunEnd) (*Result, error) {
-	if err := checkTexts(namedText{"the note", end.Note}); err != nil {
+	if err := checkTexts(namedText{"the note", &end.Note}); err != nil {
 		return nil, err
 	}
 	if end.Reviewer && end.Reason == "unstartable" {
@@ -320,6 +320,8 @@ func (e *Engine) ClaimsHere(actor string, reviewer bool, since time.Time) []RunC
 		action = ActionClaimReview
 	}
 	var out []RunClaim
+	// Claim times are kept to the millisecond.
+	since = since.Truncate(time.Millisecond)
 	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Claimed: !reviewer, taskfile.Provisional: reviewer}, func(s *gitstore.Summary) {
 		t := &s.Task
 		switch {

@@ -16,14 +16,21 @@ import (
 // before it reads or changes anything; the doors (the command line, orch
 // mcp, the board) call those methods, so none needs a check of its own.
 
-// namedText is one text a verb was given, named as the person gave it.
-type namedText struct{ field, text string }
+// namedText is one text a verb was given, named as the person gave it,
+// where the verb keeps it (checkTexts cleans it in place).
+type namedText struct {
+	field string
+	text  *string
+}
 
-// checkTexts refuses the first text over taskfile.MaxText bytes.
+// checkTexts makes the control characters of every text visible
+// (text.Visible: a note an agent wrote reaches terminals and the next
+// agent's prompt), then refuses the first text over taskfile.MaxText bytes.
 func checkTexts(texts ...namedText) error {
 	for _, t := range texts {
-		if len(t.text) > taskfile.MaxText {
-			return &TextTooLongError{Field: t.field, Size: len(t.text), Limit: taskfile.MaxText, Next: Next{Advice: AdviseShortenText}}
+		*t.text = text.Visible(*t.text)
+		if len(*t.text) > taskfile.MaxText {
+			return &TextTooLongError{Field: t.field, Size: len(*t.text), Limit: taskfile.MaxText, Next: Next{Advice: AdviseShortenText}}
 		}
 	}
 	return nil
@@ -34,12 +41,13 @@ func checkTexts(texts ...namedText) error {
 // given).
 func reviewTexts(in *ReviewInput) []namedText {
 	var out []namedText
-	for i, is := range in.Issues {
-		for _, f := range []namedText{{"title", is.Title}, {"location", is.Location}, {"problem", is.Problem}, {"fix", is.Fix}, {"why", is.Why}, {"id", is.ID}, {"fix_patch", is.FixPatch}} {
+	for i := range in.Issues {
+		is := &in.Issues[i]
+		for _, f := range []namedText{{"title", &is.Title}, {"location", &is.Location}, {"problem", &is.Problem}, {"fix", &is.Fix}, {"why", &is.Why}, {"id", &is.ID}, {"fix_patch", &is.FixPatch}} {
 			out = append(out, namedText{fmt.Sprintf("issue %d's %s", i+1, f.field), f.text})
 		}
 	}
-	return append(out, namedText{"the review's notes (-m, or notes in -F)", in.Notes})
+	return append(out, namedText{"the review's notes (-m, or notes in -F)", &in.Notes})
 }
 
 // refusalTexts are the texts of a refusal record, each named by its field
@@ -51,28 +59,33 @@ func refusalTexts(r *refusal.Record) []namedText {
 		}
 		return "the refusal's " + name + " (" + flag + ")"
 	}
+	// The reason's type is one of five names (the validator refuses any
+	// other), so a copy of it is only measured.
+	reasonType := string(r.ReasonType)
 	out := []namedText{
-		{field("task_id", ""), r.TaskID}, {field("handoff_id", ""), r.HandoffID}, {field("agent_id", ""), r.AgentID}, {field("rejected_at", ""), r.RejectedAt},
-		{field("reason_type", "--reason"), string(r.ReasonType)},
-		{field("reason_summary", "--summary"), r.ReasonSummary},
-		{field("reason_detail", "--detail"), r.ReasonDetail},
+		{field("task_id", ""), &r.TaskID}, {field("handoff_id", ""), &r.HandoffID}, {field("agent_id", ""), &r.AgentID}, {field("rejected_at", ""), &r.RejectedAt},
+		{field("reason_type", "--reason"), &reasonType},
+		{field("reason_summary", "--summary"), &r.ReasonSummary},
+		{field("reason_detail", "--detail"), &r.ReasonDetail},
 	}
-	for i, a := range r.WhatAttempted {
-		out = append(out, namedText{field(fmt.Sprintf("what_attempted, item %d", i+1), "--attempted"), a})
+	for i := range r.WhatAttempted {
+		out = append(out, namedText{field(fmt.Sprintf("what_attempted, item %d", i+1), "--attempted"), &r.WhatAttempted[i]})
 	}
-	out = append(out, namedText{field("blocking_factor", "--blocking-factor"), r.BlockingFactor})
-	for i, ev := range r.Evidence {
-		for _, f := range []namedText{{"type", ev.Type}, {"data", ev.Data}, {"source", ev.Source}} {
+	out = append(out, namedText{field("blocking_factor", "--blocking-factor"), &r.BlockingFactor})
+	for i := range r.Evidence {
+		ev := &r.Evidence[i]
+		for _, f := range []namedText{{"type", &ev.Type}, {"data", &ev.Data}, {"source", &ev.Source}} {
 			out = append(out, namedText{field(fmt.Sprintf("evidence, item %d: %s", i+1, f.field), "--evidence"), f.text})
 		}
 	}
-	out = append(out, namedText{field("suggested_alternative", "--alternative"), r.SuggestedAlternative})
-	for i, at := range r.AlternativeTasks {
-		for _, f := range []namedText{{"title", at.Title}, {"scope", at.Scope}, {"dependencies", at.Dependencies}, {"estimate", at.Estimate}} {
+	out = append(out, namedText{field("suggested_alternative", "--alternative"), &r.SuggestedAlternative})
+	for i := range r.AlternativeTasks {
+		at := &r.AlternativeTasks[i]
+		for _, f := range []namedText{{"title", &at.Title}, {"scope", &at.Scope}, {"dependencies", &at.Dependencies}, {"estimate", &at.Estimate}} {
 			out = append(out, namedText{field(fmt.Sprintf("alternative_tasks, item %d: %s", i+1, f.field), "--alt-task"), f.text})
 		}
 	}
-	return append(out, namedText{field("task_original_scope", "--original-scope"), r.TaskOriginalScope})
+	return append(out, namedText{field("task_original_scope", "--original-scope"), &r.TaskOriginalScope})
 }
 
 // checkRefusalTexts applies the limit to each text of a refusal, and
@@ -86,7 +99,7 @@ func checkRefusalTexts(r *refusal.Record) error {
 	}
 	total := 0
 	for _, t := range texts {
-		total += len(t.text)
+		total += len(*t.text)
 	}
 	if total > refusal.MaxBytes {
 		return &TextTooLongError{Field: "the refusal (its texts together)", Size: total, Limit: refusal.MaxBytes,
@@ -100,11 +113,11 @@ func checkRefusalTexts(r *refusal.Record) error {
 // that reach the Engine any other way.
 func gitHubTexts(reviews []ghreview.Review, comments []ghreview.Comment) []namedText {
 	var out []namedText
-	for _, r := range reviews {
-		out = append(out, namedText{fmt.Sprintf("GitHub review %d's body", r.ID), r.Body})
+	for i := range reviews {
+		out = append(out, namedText{fmt.Sprintf("GitHub review %d's body", reviews[i].ID), &reviews[i].Body})
 	}
-	for _, c := range comments {
-		out = append(out, namedText{fmt.Sprintf("GitHub comment %d's body", c.ID), c.Body})
+	for i := range comments {
+		out = append(out, namedText{fmt.Sprintf("GitHub comment %d's body", comments[i].ID), &comments[i].Body})
 	}
 	return out
 }

@@ -21,6 +21,7 @@ import (
 // characters), and the refusal names the text, its size and the limit, as
 // a usage error.
 func TestCheckTexts(t *testing.T) {
+	ptr := func(s string) *string { return &s }
 	for _, c := range []struct {
 		name  string
 		texts []namedText
@@ -28,12 +29,12 @@ func TestCheckTexts(t *testing.T) {
 		size  int
 	}{
 		{name: "none"},
-		{name: "empty", texts: []namedText{{"the message (-m)", ""}}},
-		{name: "at the limit", texts: []namedText{{"the message (-m)", strings.Repeat("x", taskfile.MaxText)}}},
-		{name: "one byte over", texts: []namedText{{"the message (-m)", strings.Repeat("x", taskfile.MaxText+1)}}, field: "the message (-m)", size: taskfile.MaxText + 1},
-		{name: "at the limit in two-byte characters", texts: []namedText{{"the note (-m)", strings.Repeat("é", taskfile.MaxText/2)}}},
-		{name: "bytes, not characters", texts: []namedText{{"the note (-m)", strings.Repeat("é", taskfile.MaxText/2+1)}}, field: "the note (-m)", size: taskfile.MaxText + 2},
-		{name: "the first too long is named", texts: []namedText{{"a", "ok"}, {"b", strings.Repeat("x", 5<<20)}, {"c", strings.Repeat("x", 6<<20)}}, field: "b", size: 5 << 20},
+		{name: "empty", texts: []namedText{{"the message (-m)", ptr("")}}},
+		{name: "at the limit", texts: []namedText{{"the message (-m)", ptr(strings.Repeat("x", taskfile.MaxText))}}},
+		{name: "one byte over", texts: []namedText{{"the message (-m)", ptr(strings.Repeat("x", taskfile.MaxText+1))}}, field: "the message (-m)", size: taskfile.MaxText + 1},
+		{name: "at the limit in two-byte characters", texts: []namedText{{"the note (-m)", ptr(strings.Repeat("é", taskfile.MaxText/2))}}},
+		{name: "bytes, not characters", texts: []namedText{{"the note (-m)", ptr(strings.Repeat("é", taskfile.MaxText/2+1))}}, field: "the note (-m)", size: taskfile.MaxText + 2},
+		{name: "the first too long is named", texts: []namedText{{"a", ptr("ok")}, {"b", ptr(strings.Repeat("x", 5<<20))}, {"c", ptr(strings.Repeat("x", 6<<20))}}, field: "b", size: 5 << 20},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := checkTexts(c.texts...)
@@ -273,4 +274,17 @@ func repoSnapshot(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestCheckTextsCleans: a text's control characters are made visible in
+// place before it is measured and written: an agent's note cannot carry a
+// terminal's escape sequences into a task file, a prompt or orch show.
+func TestCheckTextsCleans(t *testing.T) {
+	note := "done\x1b]52;c;ZXZpbA==\x07\x1b]0;title\x07 ok"
+	if err := checkTexts(namedText{"the note (-m)", &note}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `done\x1b]52;c;ZXZpbA==\x07\x1b]0;title\x07 ok`; note != want {
+		t.Errorf("note = %q, want %q", note, want)
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/orch-tool/orch/coordinator"
 	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -18,6 +20,7 @@ type logsOptions struct {
 	Attempt int
 	Review  bool
 	Follow  bool
+	Raw     bool
 }
 
 func newLogsCmd(g *globalOptions) *cobra.Command {
@@ -29,8 +32,11 @@ func newLogsCmd(g *globalOptions) *cobra.Command {
 (<git common dir>/orch/logs/<task>/: N.log for the implementer's attempt N,
 review-N.log for review claim N). orch logs prints the newest, or the one
 --attempt (with --review, the review claim) names. -f follows it while orch
-run still runs it. With --json: the task's logs, and the text of the one
-chosen. Inside a task's worktree ID may be omitted.`,
+run still runs it. What an agent printed is shown with its control
+characters made visible (an escape sequence cannot set the terminal's title
+or clipboard); --raw copies the bytes as they are. With --json: the task's
+logs, and the text of the one chosen. Inside a task's worktree ID may be
+omitted.`,
 		Example: `  orch logs T-4k9x2m
   orch logs T-4k9x2m --attempt 1
   orch logs T-4k9x2m -f
@@ -42,6 +48,7 @@ chosen. Inside a task's worktree ID may be omitted.`,
 	f.IntVar(&o.Attempt, "attempt", 0, "the run to print (default: the newest)")
 	f.BoolVar(&o.Review, "review", false, "with --attempt: the review claim of that number")
 	f.BoolVarP(&o.Follow, "follow", "f", false, "keep printing while orch run runs it")
+	f.BoolVar(&o.Raw, "raw", false, "copy the log's bytes as they are, control characters included")
 	return cmd
 }
 
@@ -112,16 +119,51 @@ func runLogs(o *logsOptions, ref string) error {
 		return err
 	}
 	defer f.Close()
-	if _, err := io.Copy(o.g.io.Out, f); err != nil {
+	var w io.Writer = o.g.io.Out
+	lc := &lineCleaner{w: o.g.io.Out}
+	if !o.Raw {
+		w = lc
+	}
+	if _, err := io.Copy(w, f); err != nil {
 		return err
 	}
 	for o.Follow && running(priv, chosen.Path) {
 		time.Sleep(200 * time.Millisecond)
-		if _, err := io.Copy(o.g.io.Out, f); err != nil {
+		if _, err := io.Copy(w, f); err != nil {
 			return err
 		}
 	}
-	_, err = io.Copy(o.g.io.Out, f)
+	if _, err = io.Copy(w, f); err != nil {
+		return err
+	}
+	return lc.flush()
+}
+
+// lineCleaner writes what an agent printed with its control characters
+// made visible, a whole line at a time, so that a character or a CRLF cut
+// between two reads of a log that grows is cleaned whole.
+type lineCleaner struct {
+	w       io.Writer
+	partial []byte
+}
+
+func (c *lineCleaner) Write(p []byte) (int, error) {
+	c.partial = append(c.partial, p...)
+	if i := bytes.LastIndexByte(c.partial, '\n'); i >= 0 {
+		if _, err := io.WriteString(c.w, text.Visible(string(c.partial[:i+1]))); err != nil {
+			return 0, err
+		}
+		c.partial = append(c.partial[:0], c.partial[i+1:]...)
+	}
+	return len(p), nil
+}
+
+func (c *lineCleaner) flush() error {
+	if len(c.partial) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(c.w, text.Visible(string(c.partial)))
+	c.partial = nil
 	return err
 }
 

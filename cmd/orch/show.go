@@ -1,10 +1,13 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/coordinator"
 	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -119,7 +122,12 @@ func runShow(o *showOptions, ref string) error {
 			return nil, err
 		}
 		if !o.g.JSON {
-			return func(out *output) error { _, err := out.Out.Write(t.File.Src); return err }, nil
+			// Shown, not copied: control characters a file holds are made
+			// visible (the file's own bytes are --json's content).
+			return func(out *output) error {
+				_, err := io.WriteString(out.Out, text.Visible(string(t.File.Src)))
+				return err
+			}, nil
 		}
 		d := o.g.showJSON(e, t)
 		r, err := e.RefusalAwaiting(t.Summary)
