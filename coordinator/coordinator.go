@@ -52,6 +52,9 @@ type End struct {
 type Outcome struct {
 	Event string
 	Text  string
+	// Held says a policy file was found changed in the view as the run
+	// ended (see engineQueue.heldEdits), for the lead to hear.
+	Held string
 }
 
 // ErrLost says a task is no longer the job's: its lease ran out and another
@@ -701,6 +704,9 @@ func (c *Coordinator) finish(s *slotState) {
 		c.emit(Event{Event: "error", Slot: s.Name, Task: j.Task, Text: err.Error()})
 		s.job = nil
 		return
+	}
+	if o.Held != "" {
+		c.emit(Event{Event: "policy_held", Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Reason: "policy_file", Text: o.Held})
 	}
 	if done {
 		s.backoffStep = 0

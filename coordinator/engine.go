@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -32,6 +34,8 @@ type engineQueue struct {
 	logs func(task string) []string
 	tip  plumbing.Hash
 	told string // the run: section whose difference was told last
+	// heldTold: the policy-file changes found and recorded already.
+	heldTold map[string]bool
 }
 
 // NewQueue is the Queue of the repository lead opens: lead is the person
@@ -52,9 +56,13 @@ func (q *engineQueue) as(s *Slot, verb string, fence *workflow.Fence) workflow.O
 	return o
 }
 
+// asLead is how the coordinator opens the repository for its own
+// bookkeeping: as the lead, but holding back any edit of a policy file
+// found in the view (an agent may have made it: only a person's own
+// command commits one).
 func (q *engineQueue) asLead(verb string) workflow.Options {
 	o := q.lead
-	o.Verb, o.Optimistic, o.Fence = verb, false, nil
+	o.Verb, o.Optimistic, o.Fence, o.HoldPolicyEdits = verb, false, nil, true
 	return o
 }
 
@@ -159,14 +167,46 @@ func (q *engineQueue) Finish(j *Job) (Outcome, bool, error) {
 		return Outcome{}, false, err
 	}
 	defer e.Close()
+	held := q.heldEdits(e, j)
+	o, done := q.outcome(e, j)
+	o.Held = held
+	return o, done, nil
+}
+
+// heldEdits records a policy file found changed in the view when a run
+// ended, naming the run's agent (once for each change of the file), and
+// says it for orch run's output.
+func (q *engineQueue) heldEdits(e *workflow.Engine, j *Job) string {
+	var out []string
+	for _, p := range e.HeldPolicyEdits() {
+		key := p
+		if fi, err := os.Stat(filepath.Join(e.Store.View, filepath.FromSlash(p))); err == nil {
+			key = fmt.Sprintf("%s %d %d", p, fi.Size(), fi.ModTime().UnixNano())
+		}
+		if q.heldTold[key] {
+			continue
+		}
+		if q.heldTold == nil {
+			q.heldTold = map[string]bool{}
+		}
+		q.heldTold[key] = true
+		e.RecordHeldEdit(p, j.Slot.Name, j.Task, j.Attempt)
+		out = append(out, fmt.Sprintf("%s/%s was changed in the view during %s's run of %s (attempt %d): not committed, and not used; orch run keeps the config it started with, and will not start again until a person commits or undoes the change (orch inbox)",
+			gitstore.ViewDirName, p, j.Slot.Name, j.Task, j.Attempt))
+	}
+	return strings.Join(out, "\n")
+}
+
+// outcome is what became of the job's task, as the state branch says.
+func (q *engineQueue) outcome(e *workflow.Engine, j *Job) (Outcome, bool) {
 	s := e.Store.SummaryByID(j.Task)
 	if s == nil {
-		return Outcome{Event: "archived", Text: j.Task + " is gone from the state branch (archived)"}, true, nil
+		return Outcome{Event: "archived", Text: j.Task + " is gone from the state branch (archived)"}, true
 	}
 	t := &s.Task
 	if j.Slot.Reviewer {
 		if t.Queue == taskfile.Provisional && t.ReviewClaimedBy == j.Slot.Name && t.ReviewAttempts == j.Attempt {
-			return Outcome{}, false, nil
+			return Outcome{}, false
 		}
 		verdict := "approved"
 		switch {
@@ -175,17 +215,17 @@ func (q *engineQueue) Finish(j *Job) (Outcome, bool, error) {
 		case t.Queue != taskfile.Done:
 			verdict = "left it " + string(t.Queue)
 		}
-		return Outcome{Event: "reviewed", Text: fmt.Sprintf("%s reviewed %s: %s", j.Slot.Name, j.Task, verdict)}, true, nil
+		return Outcome{Event: "reviewed", Text: fmt.Sprintf("%s reviewed %s: %s", j.Slot.Name, j.Task, verdict)}, true
 	}
 	if t.Queue == taskfile.Claimed && t.ClaimedBy == j.Slot.Name && t.Attempts == j.Attempt {
-		return Outcome{}, false, nil
+		return Outcome{}, false
 	}
 	ev := map[taskfile.Queue]string{taskfile.Provisional: "submitted", taskfile.NeedsContinuation: "paused", taskfile.Blocked: "refused",
 		taskfile.Escalated: "escalated", taskfile.Failed: "failed", taskfile.Done: "done"}[t.Queue]
 	if ev == "" {
 		ev = "moved"
 	}
-	return Outcome{Event: ev, Text: fmt.Sprintf("%s on %s: %s (%s)", j.Slot.Name, j.Task, ev, t.Queue)}, true, nil
+	return Outcome{Event: ev, Text: fmt.Sprintf("%s on %s: %s (%s)", j.Slot.Name, j.Task, ev, t.Queue)}, true
 }
 
 // Abandon records a run that ended without a transition of its agent.

@@ -40,7 +40,7 @@ func fleetClaims(t *testing.T, arbiter string, clones, claimers, tasks int) {
 	if err := os.WriteFile(cfg, []byte(edited), 0o666); err != nil {
 		t.Fatal(err)
 	}
-	r.MustOrch(r.Main, "list") // a person's edit of the config, committed
+	r.MustOrch(r.Main, "check") // a person's edit of the config, committed on purpose
 	if out := r.Git(r.Main, "show", "orch:config.yaml"); !strings.Contains(out, "claim_arbiter: "+arbiter) {
 		t.Fatalf("the config edit was not committed:\n%s", out)
 	}

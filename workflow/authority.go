@@ -94,9 +94,15 @@ func (e *Engine) refuseAuthority(verb, id, rule, msg string, next Next) error {
 }
 
 func (e *Engine) recordAuthorityRefusal(verb, id, rule, msg string) {
+	e.recordAuthorityEvent(verb, id, rule, msg, func() gitstore.Change { return e.authorityMessage(verb, id, rule, msg) })
+}
+
+// recordAuthorityEvent commits an authority event with its inbox message.
+func (e *Engine) recordAuthorityEvent(verb, id, rule, msg string, message func() gitstore.Change) {
 	if e.Store == nil || !e.Store.Exists() || e.recordedRefusal {
 		return
 	}
+	inbox := message()
 	e.recordedRefusal = true
 	_, _ = e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
 		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: ActionAuthorityRefused, Actor: e.Actor}
@@ -104,7 +110,7 @@ func (e *Engine) recordAuthorityRefusal(verb, id, rule, msg string) {
 		if err != nil {
 			return nil, err
 		}
-		changes := []gitstore.Change{c, e.authorityMessage(verb, id, rule, msg)}
+		changes := []gitstore.Change{c, inbox}
 		subject := id
 		if subject == "" {
 			subject = "-"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/prompt"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -54,6 +56,10 @@ type Options struct {
 	// Fence is the run of orch run this process belongs to (nil: none):
 	// see checkFence.
 	Fence *Fence
+	// HoldPolicyEdits keeps hand edits of policy files (config.yaml,
+	// prompts/) out of the branch even for a human: orch run, which acts
+	// for its agents, never commits what one of them may have written.
+	HoldPolicyEdits bool
 }
 
 // Engine runs workflow operations on one repository. Open takes the store
@@ -80,6 +86,10 @@ type Engine struct {
 	Signals ActorSignals
 	Verb    string
 	Fence   *Fence
+	// holdPolicy: see Options.HoldPolicyEdits.
+	holdPolicy bool
+	// policyNotes say how the policy files this command committed changed.
+	policyNotes []string
 
 	clone   string // this clone's ID in event file names, once read
 	archive archiveIndex
@@ -116,7 +126,7 @@ func Open(opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress, Signals: opts.Signals, Verb: opts.Verb, Fence: opts.Fence}
+	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress, Signals: opts.Signals, Verb: opts.Verb, Fence: opts.Fence, holdPolicy: opts.HoldPolicyEdits}
 	st.Progress = opts.Progress
 	st.Parsed = e.noteParsedFields
 	if e.Now == nil {
@@ -211,7 +221,7 @@ func (e *Engine) Notes() []string { return e.Store.Notes() }
 // AllNotes are Notes and the warnings of the reconcile: hand edits that
 // could not be committed, files in conflict, policy files held.
 func (e *Engine) AllNotes() []string {
-	notes := append([]string(nil), e.Notes()...)
+	notes := append(append([]string(nil), e.Notes()...), e.policyNotes...)
 	if e.Reconciled != nil {
 		for _, err := range e.Reconciled.Broken {
 			notes = append(notes, fmt.Sprintf("warning: %v (not committed; orch check lists every problem)", err))
@@ -276,8 +286,16 @@ func (e *Engine) policy() gitstore.Policy {
 		OrchFields:     e.keepOrchFields,
 		CheckTask:      e.checkDependencies,
 		Hold: func(path string) error {
-			if e.IsHuman() || !isPolicyFile(path) {
+			switch {
+			case !isPolicyFile(path):
 				return nil
+			case e.holdPolicy:
+				return fmt.Errorf("%s/%s: the change waits for a human's own command: orch run acts for its agents, and never commits a policy file (the file is kept as it is)", gitstore.ViewDirName, path)
+			case e.IsHuman() && (e.Verb == "" || policyVerbs[e.Verb]):
+				e.notePolicyChange(path)
+				return nil
+			case e.IsHuman():
+				return fmt.Errorf("%s/%s has a change that is not committed: a policy file is committed on purpose, by orch check (which shows the change) or orch edit, not by whatever command runs next (the file is kept as it is)", gitstore.ViewDirName, path)
 			}
 			return fmt.Errorf("%s/%s: the change waits for a human: policy files (config.yaml, prompts/) are committed only by a human's command, and %s is an agent (the file is kept as it is)", gitstore.ViewDirName, path, e.Actor)
 		},
@@ -286,6 +304,26 @@ func (e *Engine) policy() gitstore.Policy {
 				&NewData{Path: path, ByHand: true})
 		},
 	}
+}
+
+// policyVerbs are the commands by which a human commits a hand edit of a
+// policy file: on purpose, having seen it. Any other command leaves the
+// edit in the view with a warning, since an agent working in the main
+// worktree may have made it, and the next command a person happens to run
+// must not make it theirs.
+var policyVerbs = map[string]bool{"check": true, "edit": true, "doctor": true, "init": true}
+
+// notePolicyChange keeps, for the command's notes, how a policy file's
+// hand edit that is about to be committed changes it: the person sees what
+// they accepted.
+func (e *Engine) notePolicyChange(path string) {
+	was, _ := e.Store.Snapshot().Read(path)
+	now, err := os.ReadFile(filepath.Join(e.Store.View, filepath.FromSlash(path)))
+	if err != nil || string(was) == string(now) {
+		return
+	}
+	e.policyNotes = append(e.policyNotes, fmt.Sprintf("%s/%s: the change committed:\n%s", gitstore.ViewDirName, path,
+		strings.TrimRight(text.Visible(LineDiff(string(was), string(now))), "\n")))
 }
 
 // isPolicyFile reports whether a branch path is one only humans change.

@@ -88,6 +88,11 @@ func (e *Engine) Inbox() ([]InboxItem, error) {
 			}
 		}
 		item.Summary = fmt.Sprintf("%s tried orch %s: %s", by, verb, why)
+		if n := f.Node("rule"); n != nil && n.Value == "policy_file" && strings.HasPrefix(why, gitstore.ViewDirName+"/") {
+			// Evidence orch found after a run (RecordHeldEdit), not a
+			// verb refused.
+			item.Summary = why
+		}
 		out = append(out, item)
 	}
 	for _, s := range e.Store.Summaries() {

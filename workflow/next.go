@@ -112,23 +112,24 @@ const (
 	AdviseNoCommitFlag   Advice = "no_commit_flag"   // -
 
 	// Files, branches and worktrees.
-	AdviseFixOrDelete      Advice = "fix_or_delete"       // -
-	AdviseEditOrDelete     Advice = "edit_or_delete"      // Path
-	AdviseFixViewFirst     Advice = "fix_view_first"      // -
-	AdviseEditAgain        Advice = "edit_again"          // Task ("" for none)
-	AdviseEditAgainFromNew Advice = "edit_again_from_new" // Task
-	AdviseOwnedFields      Advice = "owned_fields"        // Steps: what makes each change
-	AdviseFixBranchField   Advice = "fix_branch_field"    // -
-	AdviseDropBranchField  Advice = "drop_branch_field"   // Task
-	AdviseCreateBase       Advice = "create_base"         // Base
-	AdviseBaseFromHere     Advice = "base_from_here"      // Base, Branch: the one checked out here
-	AdviseAskForBase       Advice = "ask_for_base"        // Task, Base
-	AdviseFetchOrReclaim   Advice = "fetch_or_reclaim"    // Branch
-	AdviseFetchBranch      Advice = "fetch_branch"        // Branch
-	AdviseLogBranch        Advice = "log_branch"          // Branch
-	AdviseOtherPath        Advice = "other_path"          // -
-	AdviseExistingTrees    Advice = "existing_worktrees"  // -
-	AdviseListTrees        Advice = "list_worktrees"      // -
+	AdviseFixOrDelete       Advice = "fix_or_delete"       // -
+	AdviseEditOrDelete      Advice = "edit_or_delete"      // Path
+	AdviseFixViewFirst      Advice = "fix_view_first"      // -
+	AdviseEditAgain         Advice = "edit_again"          // Task ("" for none)
+	AdviseEditAgainFromNew  Advice = "edit_again_from_new" // Task
+	AdviseOwnedFields       Advice = "owned_fields"        // Steps: what makes each change
+	AdviseFixBranchField    Advice = "fix_branch_field"    // -
+	AdviseDropBranchField   Advice = "drop_branch_field"   // Task
+	AdviseCreateBase        Advice = "create_base"         // Base
+	AdviseBaseFromHere      Advice = "base_from_here"      // Base, Branch: the one checked out here
+	AdviseAskForBase        Advice = "ask_for_base"        // Task, Base
+	AdviseFetchOrReclaim    Advice = "fetch_or_reclaim"    // Branch
+	AdviseFetchBranch       Advice = "fetch_branch"        // Branch
+	AdviseLogBranch         Advice = "log_branch"          // Branch
+	AdviseOtherPath         Advice = "other_path"          // -
+	AdviseExistingTrees     Advice = "existing_worktrees"  // -
+	AdviseListTrees         Advice = "list_worktrees"      // -
+	AdvisePolicyEditPending Advice = "policy_edit_pending" // Path: the policy file
 
 	// Tools and remotes.
 	AdviseCheckGH        Advice = "check_gh"         // -
@@ -172,7 +173,7 @@ var Advices = []Advice{
 	AdviseFixOrDelete, AdviseEditOrDelete, AdviseFixViewFirst, AdviseEditAgain, AdviseEditAgainFromNew,
 	AdviseOwnedFields, AdviseFixBranchField, AdviseDropBranchField, AdviseCreateBase, AdviseBaseFromHere,
 	AdviseAskForBase, AdviseFetchOrReclaim, AdviseFetchBranch, AdviseLogBranch, AdviseOtherPath,
-	AdviseExistingTrees, AdviseListTrees,
+	AdviseExistingTrees, AdviseListTrees, AdvisePolicyEditPending,
 
 	AdviseCheckGH, AdviseCheckRemote, AdviseRenewalKept, AdviseRetryCommand, AdviseSyncAgain, AdviseClaimSyncAgain,
 	AdviseUpgradeOrch,

@@ -47,7 +47,7 @@ func rulesRepo(t *testing.T, config string) string {
 	if err := os.WriteFile(filepath.Join(dir, ".orchestrator", "config.yaml"), []byte(config), 0o666); err != nil {
 		t.Fatal(err)
 	}
-	openAs(t, dir, "tester", false).Close() // a human commits the config
+	openCheck(t, dir, "tester").Close() // a human commits the config
 	return dir
 }
 

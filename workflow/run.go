@@ -3,12 +3,15 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -298,8 +301,116 @@ func (e *Engine) StartRun() (*config.Run, error) {
 	if e.ConfigErr != nil {
 		return nil, e.ConfigErr
 	}
+	if err := e.pendingPolicyEdit(); err != nil {
+		return nil, err
+	}
 	r := e.Config.Run
 	return &r, nil
+}
+
+// pendingPolicyEdit refuses to start agents while a policy file in the
+// view differs from the branch (held by an engine opened with
+// Options.HoldPolicyEdits): what runs must be what a person committed, not
+// an edit an agent may have made in the main worktree. The refusal shows
+// the edit and how a person commits it on purpose.
+func (e *Engine) pendingPolicyEdit() error {
+	held := e.HeldPolicyEdits()
+	if len(held) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, p := range held {
+		view := filepath.Join(e.Store.View, filepath.FromSlash(p))
+		fmt.Fprintf(&b, "\n--- %s (the state branch)\n+++ %s/%s (the view)\n", p, gitstore.ViewDirName, p)
+		branch, _ := e.Store.Snapshot().Read(p)
+		mine, err := os.ReadFile(view)
+		if err != nil {
+			fmt.Fprintf(&b, "(cannot read it: %v)\n", err)
+			continue
+		}
+		b.WriteString(text.Visible(LineDiff(string(branch), string(mine))))
+	}
+	first := held[0]
+	return &RuleError{Rule: "policy_edit_pending",
+		Msg: fmt.Sprintf("%s/%s has a change that is not committed, and orch run starts only what the state branch holds: an edit of a policy file may come from an agent, so orch run never commits one, and will not start beside one%s",
+			gitstore.ViewDirName, first, strings.TrimRight(b.String(), "\n")),
+		Next: Next{Advice: AdvisePolicyEditPending, Path: first, Branch: strings.TrimPrefix(e.Store.Ref, "refs/heads/")}}
+}
+
+// HeldPolicyEdits are the policy files whose hand edits the reconcile kept
+// out of the branch, sorted.
+func (e *Engine) HeldPolicyEdits() []string {
+	if e.Reconciled == nil {
+		return nil
+	}
+	var out []string
+	for p := range e.Reconciled.Held {
+		if isPolicyFile(p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RecordHeldEdit records, as agent's, that a policy file was found changed
+// in the view when agent's run of task (attempt) ended: orch cannot prove
+// who wrote it, but the run that had just ended is the evidence a person
+// needs, in the event log and in orch inbox. The edit itself stays in the
+// view, uncommitted.
+func (e *Engine) RecordHeldEdit(path, agent, task string, attempt int) {
+	msg := fmt.Sprintf("%s/%s was found changed in the view when %s's run of %s (attempt %d) under orch run ended; policy files are a human's, so it is not committed, and orch run will not start again until a person commits it (orch check) or undoes it",
+		gitstore.ViewDirName, path, agent, task, attempt)
+	actor := e.Actor
+	e.Actor = agent
+	defer func() { e.Actor = actor }()
+	e.recordAuthorityEvent("edit "+path, task, "policy_file", msg, func() gitstore.Change {
+		inbox := e.authorityMessage("edit "+path, task, "policy_file", msg)
+		now := e.Now().UTC()
+		inbox.Data = []byte(fmt.Sprintf("---\nreason: authority\ntask: %s\ncreated: %s\nby: %q\nkind: agent\nverb: %q\nrule: policy_file\n---\n# %s's run left a change of %s/%s\n\n## Why\n\n%s\n\nThe change is in the view, not on the state branch: nothing runs from it. Read it (orch run shows it), then commit it yourself if you mean it, or undo it.\n",
+			task, taskfile.FormatTime(now), agent, "edit "+path, agent, gitstore.ViewDirName, path, msg))
+		return inbox
+	})
+}
+
+// LineDiff shows how b differs from a, a line at a time: "-" a line only a
+// has, "+" one only b has, in order (a longest common subsequence), with
+// the unchanged lines left out. Policy files are short: the quadratic table
+// is small.
+func LineDiff(a, b string) string {
+	al := strings.Split(strings.TrimSuffix(a, "\n"), "\n")
+	bl := strings.Split(strings.TrimSuffix(b, "\n"), "\n")
+	if len(al)*len(bl) > 4<<20 {
+		return "(too long to show: compare the two files)\n"
+	}
+	lcs := make([][]int, len(al)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(bl)+1)
+	}
+	for i := len(al) - 1; i >= 0; i-- {
+		for j := len(bl) - 1; j >= 0; j-- {
+			if al[i] == bl[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out strings.Builder
+	i, j := 0, 0
+	for i < len(al) || j < len(bl) {
+		switch {
+		case i < len(al) && j < len(bl) && al[i] == bl[j]:
+			i, j = i+1, j+1
+		case j < len(bl) && (i == len(al) || lcs[i][j+1] >= lcs[i+1][j]):
+			out.WriteString("+" + bl[j] + "\n")
+			j++
+		default:
+			out.WriteString("-" + al[i] + "\n")
+			i++
+		}
+	}
+	return out.String()
 }
 
 // RunClaim is a claim (or review claim) an actor made on this clone.

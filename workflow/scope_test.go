@@ -20,7 +20,7 @@ func scopeRepo(t *testing.T, config string, tasks map[string][]string) (string, 
 	if err := os.WriteFile(filepath.Join(dir, ".orchestrator", "config.yaml"), []byte(config), 0o666); err != nil {
 		t.Fatal(err)
 	}
-	e := openAs(t, dir, "tester", false) // a human commits the config
+	e := openCheck(t, dir, "tester") // a human commits the config
 	ids := map[string]string{}
 	for title, labels := range tasks {
 		r, err := e.New(NewTask{Title: title, Labels: labels})
@@ -44,6 +44,20 @@ func scopeRepo(t *testing.T, config string, tasks map[string][]string) (string, 
 }
 
 // openAs opens the repository as name: an agent (ORCH_AGENT set) or not.
+// openCheck opens the repository as orch check does for the human name:
+// the command by which a person commits a hand edit of config.yaml.
+func openCheck(t *testing.T, dir, name string) *Engine {
+	t.Helper()
+	e, err := Open(Options{Dir: dir, Actor: name, Signals: ActorSignals{Source: "--agent"}, Verb: "check"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ConfigErr != nil {
+		t.Fatal(e.ConfigErr)
+	}
+	return e
+}
+
 func openAs(t *testing.T, dir, name string, agent bool) *Engine {
 	t.Helper()
 	sig := ActorSignals{Source: "--agent"}

@@ -206,6 +206,9 @@ func hintFor(n workflow.Next) string {
 		return "git worktree list shows the existing worktrees"
 	case workflow.AdviseListTrees:
 		return "git worktree list shows the worktrees"
+	case workflow.AdvisePolicyEditPending:
+		v := ".orchestrator/" + n.Path
+		return fmt.Sprintf("read the change above; if you mean it, commit it yourself with orch check (it shows what it commits); if not, undo it: git show %s:%s > %s (orch inbox says which run it was found after)", n.Branch, n.Path, v)
 
 	// Tools and remotes.
 	case workflow.AdviseCheckGH:

@@ -289,7 +289,8 @@ func (g *globalOptions) engineOptions(optimistic bool) workflow.Options {
 		sig.Worktree = r.WorkTree
 	}
 	return workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(),
-		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: g.kind == kindRead || g.kind == kindNone, InMemoryCache: g.longRunning, LeanCache: g.leanCache, Fence: runFence()}
+		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: g.kind == kindRead || g.kind == kindNone, InMemoryCache: g.longRunning, LeanCache: g.leanCache, Fence: runFence(),
+		HoldPolicyEdits: g.verb == "run"}
 }
 
 // runFence is the run of orch run this process's agent belongs to, from
