@@ -351,6 +351,12 @@ func (c *Config) InRoster(name string) bool {
 	return c.Run.runAgent(name) != nil || c.Run.runReviewer(name) != nil
 }
 
+// IsRunSlot reports whether name is a slot of run: (an agent or a
+// reviewer orch run starts).
+func (c *Config) IsRunSlot(name string) bool {
+	return c.Run.runAgent(name) != nil || c.Run.runReviewer(name) != nil
+}
+
 // IsReviewer reports whether name may review under the config (some
 // tasks, when its entry is scoped: see Reviewer.Covers).
 func (c *Config) IsReviewer(name string) bool {

@@ -94,7 +94,23 @@ func (e *Engine) refuseAuthority(verb, id, rule, msg string, next Next) error {
 }
 
 func (e *Engine) recordAuthorityRefusal(verb, id, rule, msg string) {
-	e.recordAuthorityEvent(verb, id, rule, msg, func() gitstore.Change { return e.authorityMessage(verb, id, rule, msg) })
+	e.recordAuthorityEvent(verb, id, rule, msg, func() gitstore.Change {
+		return e.authorityMessage(verb, id, rule, fmt.Sprintf("%s was refused: orch %s", e.Actor, verb), msg,
+			"Nothing was changed. If the agent needs what it tried, do it yourself, or answer it with guidance.")
+	})
+}
+
+// recordEvidence records, in the event log and orch inbox, something an
+// agent did that was allowed but must leave evidence a human sees (DESIGN
+// of authority: a deliberate act leaves a trace), as an authority event of
+// the agent's.
+func (e *Engine) recordEvidence(verb, id, rule, title, msg, footer string) {
+	e.recordAuthorityEvent(verb, id, rule, msg, func() gitstore.Change {
+		c := e.authorityMessage(verb, id, rule, title, msg, footer)
+		// Not a refusal: orch inbox shows the evidence itself.
+		c.Data = []byte(strings.Replace(string(c.Data), "\nrule: "+rule+"\n", "\nrule: "+rule+"\nallowed: true\n", 1))
+		return c
+	})
 }
 
 // recordAuthorityEvent commits an authority event with its inbox message.
@@ -125,7 +141,7 @@ func (e *Engine) recordAuthorityEvent(verb, id, rule, msg string, message func()
 
 // authorityMessage is the inbox's note of a refused attempt:
 // messages/<time>-authority-<clone>.md.
-func (e *Engine) authorityMessage(verb, id, rule, msg string) gitstore.Change {
+func (e *Engine) authorityMessage(verb, id, rule, title, msg, footer string) gitstore.Change {
 	now := e.Now().UTC()
 	name := fmt.Sprintf("%s/%s-authority-%s.md", gitstore.MessagesDir, now.Format("20060102T150405.000Z"), e.cloneID())
 	var b strings.Builder
@@ -134,14 +150,14 @@ func (e *Engine) authorityMessage(verb, id, rule, msg string) gitstore.Change {
 		fmt.Fprintf(&b, "task: %s\n", id)
 	}
 	fmt.Fprintf(&b, "created: %s\nby: %q\nkind: %s\nverb: %q\nrule: %s\n---\n", taskfile.FormatTime(now), e.Actor, e.Kind, verb, rule)
-	fmt.Fprintf(&b, "# %s was refused: orch %s\n\n## Why\n\n%s\n\n", e.Actor, verb, msg)
+	fmt.Fprintf(&b, "# %s\n\n## Why\n\n%s\n\n", title, msg)
 	sig := e.Signals
 	b.WriteString("## Signals\n\n")
 	fmt.Fprintf(&b, "- name from: %s\n- ORCH_AGENT: %s\n- worktree: %s\n- terminal: %v\n", sig.Source, orDash(sig.EnvAgent), orDash(sig.Worktree), sig.Terminal)
 	if sig.WorktreeTask != "" {
 		fmt.Fprintf(&b, "- worktree of task: %s\n", sig.WorktreeTask)
 	}
-	b.WriteString("\nNothing was changed. If the agent needs what it tried, do it yourself, or answer it with guidance.\n")
+	b.WriteString("\n" + footer + "\n")
 	return gitstore.Change{Path: name, Data: []byte(b.String())}
 }
 

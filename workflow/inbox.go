@@ -88,8 +88,8 @@ func (e *Engine) Inbox() ([]InboxItem, error) {
 			}
 		}
 		item.Summary = fmt.Sprintf("%s tried orch %s: %s", by, verb, why)
-		if n := f.Node("rule"); n != nil && n.Value == "policy_file" && strings.HasPrefix(why, gitstore.ViewDirName+"/") {
-			// Evidence orch found after a run (RecordHeldEdit), not a
+		if n := f.Node("allowed"); n != nil && n.Value == "true" {
+			// Evidence of an act orch allowed (recordEvidence), not a
 			// verb refused.
 			item.Summary = why
 		}

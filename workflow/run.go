@@ -36,7 +36,10 @@ type Fence struct {
 // hold any more.
 func (e *Engine) checkFence(t *taskfile.Task) error {
 	f := e.Fence
-	if f == nil || f.Task != t.ID || f.Attempt <= 0 {
+	if f == nil {
+		return e.checkUnfenced(t)
+	}
+	if f.Task != t.ID || f.Attempt <= 0 {
 		return nil
 	}
 	var held bool
@@ -60,6 +63,40 @@ func (e *Engine) checkFence(t *taskfile.Task) error {
 	return &RuleError{Rule: "stale_attempt",
 		Msg:  fmt.Sprintf("%s: this process belongs to attempt %d (ORCH_ATTEMPT), and the task is %s, at %s: that run has ended", t.ID, f.Attempt, t.Queue, now),
 		Next: Next{Advice: AdviseRunEnded, Task: t.ID}}
+}
+
+// checkUnfenced applies the fence to a process without one: an agent
+// process that names the slot of orch run holding t (its claim or review
+// claim) but carries no ORCH_ATTEMPT has left its run's environment on
+// purpose (a zombie of an older attempt that unset it, say). Inside the
+// task's worktree, where only the run's own process works, the verb is
+// refused; elsewhere it goes ahead (a person may work as a slot by hand),
+// and is recorded as unfenced, for orch inbox: the evidence a deliberate
+// act must leave.
+func (e *Engine) checkUnfenced(t *taskfile.Task) error {
+	if e.Signals.EnvAgent == "" || e.Actor != e.Signals.EnvAgent || !e.Config.IsRunSlot(e.Actor) {
+		return nil
+	}
+	var held string
+	switch {
+	case t.Queue == taskfile.Claimed && t.ClaimedBy == e.Actor:
+		held = fmt.Sprintf("attempt %d", t.Attempts)
+	case t.Queue == taskfile.Provisional && t.ReviewClaimedBy == e.Actor:
+		held = fmt.Sprintf("review %d", t.ReviewAttempts)
+	default:
+		return nil
+	}
+	repo := e.Store.Repo
+	inWorktree := t.Branch != "" && repo.WorkTree != "" && repo.WorkTree != repo.MainWorkTree && repo.HeadBranch() == t.Branch
+	if inWorktree {
+		return e.refuseAuthority(e.Verb, t.ID, "unfenced",
+			fmt.Sprintf("%s: this process says it is %s, which holds the task under orch run (%s), but it carries no ORCH_ATTEMPT: inside the task's worktree only that run's own process acts on it", t.ID, e.Actor, held),
+			Next{Advice: AdviseRunEnded, Task: t.ID})
+	}
+	e.recordEvidence(e.Verb, t.ID, "unfenced", fmt.Sprintf("%s ran orch %s on %s unfenced", e.Actor, e.Verb, t.ID),
+		fmt.Sprintf("%s ran orch %s on %s (%s under orch run) from a process without ORCH_ATTEMPT, outside the task's worktree: allowed, and recorded as unfenced", e.Actor, e.Verb, t.ID, held),
+		"It went ahead. If no person did this by hand, a process of the agent left its run's environment: read orch log "+t.ID+" and the run's logs (orch logs "+t.ID+").")
+	return nil
 }
 
 // reviewLeaseEnd is when a review claim runs out: claim_timeout after it
@@ -364,13 +401,8 @@ func (e *Engine) RecordHeldEdit(path, agent, task string, attempt int) {
 	actor := e.Actor
 	e.Actor = agent
 	defer func() { e.Actor = actor }()
-	e.recordAuthorityEvent("edit "+path, task, "policy_file", msg, func() gitstore.Change {
-		inbox := e.authorityMessage("edit "+path, task, "policy_file", msg)
-		now := e.Now().UTC()
-		inbox.Data = []byte(fmt.Sprintf("---\nreason: authority\ntask: %s\ncreated: %s\nby: %q\nkind: agent\nverb: %q\nrule: policy_file\n---\n# %s's run left a change of %s/%s\n\n## Why\n\n%s\n\nThe change is in the view, not on the state branch: nothing runs from it. Read it (orch run shows it), then commit it yourself if you mean it, or undo it.\n",
-			task, taskfile.FormatTime(now), agent, "edit "+path, agent, gitstore.ViewDirName, path, msg))
-		return inbox
-	})
+	e.recordEvidence("edit "+path, task, "policy_file", fmt.Sprintf("%s's run left a change of %s/%s", agent, gitstore.ViewDirName, path), msg,
+		"The change is in the view, not on the state branch: nothing runs from it. Read it (orch run shows it), then commit it yourself if you mean it (orch check), or undo it.")
 }
 
 // LineDiff shows how b differs from a, a line at a time: "-" a line only a
