@@ -25,6 +25,7 @@ type Job struct {
 	Attempt  int    // the task's attempt (implementer) or review claim (reviewer): ORCH_ATTEMPT
 	Role     string // the implementer's role, or "reviewer": ORCH_ROLE
 	Worktree string
+	Branch   string // the task's branch
 	Prompt   string
 	// Rejections is the task's rejection count when a review was claimed:
 	// a verdict that requested changes raised it.
@@ -53,9 +54,26 @@ type Outcome struct {
 	Event string
 	Text  string
 	// Held says a policy file was found changed in the view as the run
-	// ended (see engineQueue.heldEdits), for the lead to hear.
-	Held string
+	// ended (see engineQueue.heldEdits), for the lead to hear; Warning, what
+	// else went wrong around the ending (a push of the task's branch).
+	Held    string
+	Warning string
 }
+
+// ErrBranchMissing says a claimed job cannot start because its task's
+// branch is in no repository this clone reaches: the lead's problem, or a
+// push still on its way, never the task's. The claim is given back without
+// counting, and the slot passes the task over for a while (missingRetry),
+// then for good, saying so.
+var ErrBranchMissing = errors.New("the task's branch is not here")
+
+// missingRetry is how long a slot passes over a task whose branch was
+// missing, and missingTries how many times it tries before it stops
+// trying for as long as orch run runs.
+const (
+	missingRetry = 30 * time.Second
+	missingTries = 3
+)
 
 // ErrLost says a task is no longer the job's: its lease ran out and another
 // agent holds it now, or a person moved it. The coordinator ends the run
@@ -121,6 +139,9 @@ type Options struct {
 	PrivDir   string
 	Env       []string
 	UntilIdle bool
+	// Fetches says claims go through a remote (orch run --sync): a task
+	// branch missing here may arrive with the next fetch.
+	Fetches bool
 	// Events hears everything the coordinator does, in order.
 	Events func(Event)
 	// Poll is how often the coordinator looks at its agents and the state
@@ -186,6 +207,15 @@ type slotState struct {
 	lookedAt    time.Time // when it last found nothing
 	unseen      bool      // the state branch moved since it found nothing
 	claiming    time.Time // a claim is under way since then
+	// missing: the tasks whose branch was missing, with the tries and until
+	// when the slot passes them over (zero: for good).
+	missing map[string]*missingBranch
+}
+
+type missingBranch struct {
+	tries  int
+	until  time.Time
+	looked bool // the slot looked again once until had passed
 }
 
 // New makes a coordinator of run's slots.
@@ -208,6 +238,9 @@ func New(opts Options) (*Coordinator, error) {
 	}
 	for _, s := range opts.Run.Reviewers {
 		c.slots = append(c.slots, &slotState{Slot: s})
+	}
+	for _, s := range c.slots {
+		s.Skip = s.skipping
 	}
 	return c, nil
 }
@@ -420,6 +453,11 @@ func (c *Coordinator) waiting(now time.Time) bool {
 		if now.Before(s.backoff) || s.unseen {
 			return true
 		}
+		for _, m := range s.missing {
+			if now.Before(m.until) {
+				return true // a branch that may arrive
+			}
+		}
 	}
 	return false
 }
@@ -475,6 +513,11 @@ func (c *Coordinator) fill(now time.Time) bool {
 		if moved && s.nothing {
 			s.unseen = true
 		}
+		for _, m := range s.missing {
+			if !m.until.IsZero() && !now.Before(m.until) && !m.looked {
+				m.looked, s.nothing = true, false // its branch may be here now
+			}
+		}
 		if s.nothing && !recheck && (!s.unseen || now.Sub(s.lookedAt) < idleLook) {
 			continue
 		}
@@ -493,6 +536,13 @@ func (c *Coordinator) fill(now time.Time) bool {
 			job, err = c.opts.Queue.Claim(s.Slot)
 		}
 		s.claiming = time.Time{}
+		if job != nil && errors.Is(err, ErrBranchMissing) {
+			s.job = job
+			c.branchMissing(s, job, err)
+			c.saveState()
+			busy = true
+			continue
+		}
 		if job != nil && err != nil {
 			// Claimed, but it cannot run (its branch is gone, say): give
 			// it back at once, counted like a crash, so that a task that
@@ -520,6 +570,37 @@ func (c *Coordinator) fill(now time.Time) bool {
 		c.start(s, job)
 	}
 	return busy
+}
+
+// skipping reports whether the slot passes task over for now.
+func (s *slotState) skipping(task string) bool {
+	m := s.missing[task]
+	return m != nil && (m.until.IsZero() || time.Now().Before(m.until))
+}
+
+// branchMissing gives back a claim whose task's branch is not here,
+// without counting it, and passes the task over: for missingRetry, and
+// after missingTries for as long as this orch run runs, saying what the
+// lead can do.
+func (c *Coordinator) branchMissing(s *slotState, j *Job, err error) {
+	if s.missing == nil {
+		s.missing = map[string]*missingBranch{}
+	}
+	m := s.missing[j.Task]
+	if m == nil {
+		m = &missingBranch{}
+		s.missing[j.Task] = m
+	}
+	m.tries++
+	m.until, m.looked = time.Now().Add(missingRetry), false
+	text := fmt.Sprintf("%s cannot start on %s: %v; its claim is given back (not counted), and it tries again in %s", s.Name, j.Task, err, missingRetry)
+	if m.tries >= missingTries || !c.opts.Fetches {
+		// Without --sync nothing brings the branch here: no use waiting.
+		m.until = time.Time{}
+		text = fmt.Sprintf("%s cannot start on %s: %v; its claim is given back (not counted), and orch run passes the task over until it starts again (push the branch here from the clone that has it, or orch requeue %s)", s.Name, j.Task, err, j.Task)
+	}
+	c.emit(Event{Event: "error", Slot: s.Name, Task: j.Task, Reason: "no_branch", Text: text})
+	c.abandon(s, End{Reason: "no_branch", ExitCode: -1, Tail: []string{"orch run: " + err.Error()}})
 }
 
 // tooManyWaiting applies run.max_provisional: claiming waits while that
@@ -707,6 +788,9 @@ func (c *Coordinator) finish(s *slotState) {
 	}
 	if o.Held != "" {
 		c.emit(Event{Event: "policy_held", Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Reason: "policy_file", Text: o.Held})
+	}
+	if o.Warning != "" {
+		c.emit(Event{Event: "error", Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Text: o.Warning})
 	}
 	if done {
 		s.backoffStep = 0

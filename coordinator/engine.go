@@ -87,31 +87,50 @@ func (q *engineQueue) Claim(s *Slot) (*Job, error) {
 		}
 		return nil, err
 	}
-	defer e.Close()
 	t := res.Task.Task
-	j := &Job{Slot: s, Task: t.ID, Title: t.Title, Attempt: res.Attempt, Role: t.Role}
+	j := &Job{Slot: s, Task: t.ID, Title: t.Title, Attempt: res.Attempt, Role: t.Role, Branch: res.Branch}
 	if j.Role == "" {
 		j.Role = e.Config.DefaultRole
 	}
-	return j, q.prepare(e, j, "")
+	return q.prepare(e, j, "", "claim")
 }
 
-// prepare gives a claimed job its worktree and prompt.
-func (q *engineQueue) prepare(e *workflow.Engine, j *Job, role string) error {
+// prepare gives a claimed job its worktree and prompt, and closes e. With
+// --sync, the task's branch is fetched first (with e closed: no lock of
+// orch's is held across the network), so that work another clone pushed
+// is reviewed or continued here.
+func (q *engineQueue) prepare(e *workflow.Engine, j *Job, role, verb string) (*Job, error) {
+	if q.sync != nil && j.Branch != "" {
+		repo := e.Store.Repo
+		who := e.Signature().String()
+		e.Close()
+		if err := workflow.FetchTaskBranch(repo, q.sync.Remote, j.Branch, who); err != nil {
+			return j, fmt.Errorf("cannot fetch the branch %s from %s: %w", j.Branch, q.sync.Remote, err)
+		}
+		var err error
+		if e, err = workflow.Open(q.as(j.Slot, verb, nil)); err != nil {
+			return j, err
+		}
+	}
+	defer e.Close()
 	wt, err := e.TaskWorktree(j.Task, "")
+	var rule *workflow.RuleError
+	if errors.As(err, &rule) && rule.Rule == "no_branch" {
+		return j, fmt.Errorf("%w: %v", ErrBranchMissing, err)
+	}
 	if err != nil {
-		return err
+		return j, err
 	}
 	j.Worktree = wt.Path
 	j.Prompt, _, err = e.Prompt(j.Task, role)
-	return err
+	return j, err
 }
 
 func (q *engineQueue) ClaimReview(s *Slot) (*Job, error) {
 	var rc *workflow.ReviewClaim
 	claim := func(e *workflow.Engine) error {
 		var err error
-		rc, err = e.ClaimReview("")
+		rc, err = e.ClaimReview("", s.Skip)
 		return err
 	}
 	var e *workflow.Engine
@@ -124,13 +143,13 @@ func (q *engineQueue) ClaimReview(s *Slot) (*Job, error) {
 	if e == nil {
 		return nil, err
 	}
-	defer e.Close()
 	if err != nil || rc == nil {
+		e.Close()
 		return nil, err
 	}
 	t := rc.Task.Task
-	j := &Job{Slot: s, Task: t.ID, Title: t.Title, Attempt: rc.Attempt, Role: "reviewer", Rejections: t.RejectionCount}
-	return j, q.prepare(e, j, "reviewer")
+	j := &Job{Slot: s, Task: t.ID, Title: t.Title, Attempt: rc.Attempt, Role: "reviewer", Rejections: t.RejectionCount, Branch: t.Branch}
+	return q.prepare(e, j, "reviewer", "claim-review")
 }
 
 func (q *engineQueue) fence(j *Job) *workflow.Fence {
@@ -158,8 +177,13 @@ func (q *engineQueue) Renew(j *Job) error {
 
 // Finish reads what became of the job's task.
 func (q *engineQueue) Finish(j *Job) (Outcome, bool, error) {
+	var pushErr error
 	if q.sync != nil {
-		// The agent's verbs committed here; share them (and see the others').
+		// The agent's commits first, then its verbs: a reviewer or the next
+		// agent on another clone fetches the branch the state names.
+		if !j.Slot.Reviewer && j.Branch != "" && q.lead.Repo != nil {
+			pushErr = workflow.PushTaskBranch(q.lead.Repo, q.sync.Remote, j.Branch)
+		}
 		_, _, _ = workflow.Sync(q.asLead("sync"), *q.sync)
 	}
 	e, err := workflow.Open(q.asLead("show"))
@@ -170,6 +194,9 @@ func (q *engineQueue) Finish(j *Job) (Outcome, bool, error) {
 	held := q.heldEdits(e, j)
 	o, done := q.outcome(e, j)
 	o.Held = held
+	if pushErr != nil {
+		o.Warning = fmt.Sprintf("the branch %s was not pushed to %s (a reviewer on another clone does not see this work yet): %v", j.Branch, q.sync.Remote, pushErr)
+	}
 	return o, done, nil
 }
 

@@ -17,6 +17,7 @@ const (
 	// What a verb adds.
 	TrailerAttempt    = "Orch-Attempt"     // claim, heartbeat: the claim's attempt
 	TrailerLeaseUntil = "Orch-Lease-Until" // claim, heartbeat: when the lease ends
+	TrailerClaimedAt  = "Orch-Claimed-At"  // claim, heartbeat: when the claim was made (with the actor and the attempt, it names the claim)
 	TrailerVerdict    = "Orch-Verdict"     // approve, review
 	TrailerRound      = "Orch-Round"       // reject, review: the feedback round
 	TrailerLockedOut  = "Orch-Locked-Out"  // reject, review: the author the rejection locked out

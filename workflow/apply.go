@@ -136,6 +136,9 @@ func (e *Engine) step(s *gitstore.Summary, load func(*gitstore.Summary) (*Task, 
 	if err := e.editable(s); err != nil {
 		return nil, "", "", err
 	}
+	if err := e.claimRefLost(&s.Task, verb); err != nil {
+		return nil, "", "", err
+	}
 	if checkQueue {
 		if err := CheckTransition(verb, id, s.Task.Queue); err != nil {
 			return nil, "", "", err
@@ -183,8 +186,9 @@ func (e *Engine) step(s *gitstore.Summary, load func(*gitstore.Summary) (*Task, 
 		case !from.Open() && to.Open():
 			edits = append(edits, taskfile.Unset(taskfile.KeyFinishedAt))
 		}
-		if c.file.Task.Crashes > 0 && from == taskfile.Claimed && s.Task.ClaimedBy == e.Actor {
-			// The agent ended its own run: the crashes were not in a row.
+		if c.file.Task.Crashes > 0 && (from == taskfile.Claimed && s.Task.ClaimedBy == e.Actor || from == taskfile.Provisional && to != taskfile.Escalated) {
+			// The agent ended its own run, or a verdict ended the review:
+			// the crashes were not in a row.
 			edits = append(edits, taskfile.Unset(taskfile.KeyCrashes))
 		}
 		if c.file, err = c.file.Apply(edits...); err != nil {

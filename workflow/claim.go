@@ -154,9 +154,12 @@ func (e *Engine) claimStep(roles []string, branchOf func(*Task) (string, bool, s
 		}
 		out.Branch, out.BranchReused, out.BranchNote = branch, reused, note
 		out.Attempt = t.Task.Attempts + 1
+		// One time for the file and the trailers: with the actor and the
+		// attempt it names the claim (remoteClaim.isClaim).
+		now := e.Now()
 		edits := []taskfile.Edit{
 			taskfile.Set(taskfile.KeyClaimedBy, taskfile.String(e.Actor)),
-			taskfile.Set(taskfile.KeyClaimedAt, taskfile.Time(e.Now())),
+			taskfile.Set(taskfile.KeyClaimedAt, taskfile.Time(now)),
 			taskfile.Unset(taskfile.KeyHeartbeatAt),
 			taskfile.Set(taskfile.KeyAttempts, taskfile.Int(out.Attempt)),
 			taskfile.Set(taskfile.KeyBranch, taskfile.String(branch)),
@@ -190,7 +193,7 @@ func (e *Engine) claimStep(roles []string, branchOf func(*Task) (string, bool, s
 			body:      body + "; " + how + ".",
 			data:      data,
 			beforeRef: create,
-			trailers:  leaseTrailers(out.Attempt, e.Now().Add(time.Duration(e.Config.ClaimTimeout))),
+			trailers:  leaseTrailers(out.Attempt, now, now.Add(time.Duration(e.Config.ClaimTimeout))),
 		}, nil
 	}
 }

@@ -29,6 +29,18 @@ type remoteClaim struct {
 	By      string
 	Attempt int
 	Until   time.Time // when its lease ends (zero: unknown, taken as now)
+	// ClaimedAt is when the claim was made (zero: a claim ref of an orch
+	// that did not say). Attempt numbers are counted on each clone's state
+	// branch, so two clones that never saw each other's claim can both
+	// make attempt 1 of a task: the actor, the attempt and this time
+	// together name one claim.
+	ClaimedAt time.Time
+}
+
+// isClaim reports whether the claim ref names the claim t records.
+func (rc *remoteClaim) isClaim(t *taskfile.Task) bool {
+	return t.Queue == taskfile.Claimed && t.ClaimedBy == rc.By && t.Attempts == rc.Attempt &&
+		(rc.ClaimedAt.IsZero() || t.ClaimedAt.Equal(rc.ClaimedAt))
 }
 
 // readRemoteClaims reads the claim commits the fetch brought. A ref that
@@ -50,6 +62,7 @@ func readRemoteClaims(st *gitstore.Store, refs map[string]plumbing.Hash) map[str
 		rc := &remoteClaim{ID: id, Commit: h, By: tr.Get(gitstore.TrailerActor)}
 		rc.Attempt, _ = strconv.Atoi(tr.Get(gitstore.TrailerAttempt))
 		rc.Until, _ = taskfile.ParseTime(tr.Get(gitstore.TrailerLeaseUntil))
+		rc.ClaimedAt, _ = taskfile.ParseTime(tr.Get(gitstore.TrailerClaimedAt))
 		out[id] = rc
 	}
 	return out
@@ -63,15 +76,46 @@ const unknownClaimer = "another clone"
 // what says the task is taken), "held" (it holds the claim, still
 // claimed), "ended" (it holds the claim and the task has moved on, or a
 // later claim: the ref is stale).
+//
+// A claim the state names (actor, attempt and time) is held; one with a
+// later attempt than the state knows is pending. Otherwise the state may
+// hold the claim and have moved on (ended), or never have seen it (another
+// clone's claim of the same attempt number): the claim commit's ancestry
+// tells, since a state branch that holds a claim holds its commit. A claim
+// the state has not seen is pending while its lease runs, and ended once
+// it has run out (the task is anyone's again, as a lease promises).
 func (e *Engine) claimState(rc *remoteClaim) string {
 	s := e.tasks().SummaryByID(rc.ID)
 	if s == nil || s.Task.Attempts < rc.Attempt {
 		return "pending"
 	}
-	if s.Task.Attempts == rc.Attempt && s.Task.Queue == taskfile.Claimed && s.Task.ClaimedBy == rc.By {
+	if rc.isClaim(&s.Task) {
 		return "held"
 	}
+	if e.Store != nil && e.Now().Before(rc.Until) && !e.Store.Repo.IsAncestor(rc.Commit, e.Store.Snapshot().Tip) {
+		return "pending"
+	}
 	return "ended"
+}
+
+// holderVerbs are the verbs of a task's claimant.
+var holderVerbs = map[Action]bool{ActionSubmit: true, ActionPause: true, ActionRespond: true, ActionRefuse: true, ActionHeartbeat: true, ActionFail: true}
+
+// claimRefLost refuses a claimant's verb (holderVerbs) when the remote's
+// claim ref names another claim of the task that this clone's state has not
+// seen: a takeover of an expired lease on another clone. The claim ref
+// decides, so the old holder's heartbeat, submit, pause or respond through
+// the remote is refused (exit 4, naming the new holder), never pushed over
+// the new claim. nil when no claim ref was fetched for the task (a verb
+// without --sync decides nothing across clones).
+func (e *Engine) claimRefLost(t *taskfile.Task, verb Action) error {
+	rc := e.remoteClaims[t.ID]
+	if rc == nil || !holderVerbs[verb] || rc.By == unknownClaimer || rc.isClaim(t) || e.claimState(rc) != "pending" {
+		return nil
+	}
+	return &RuleError{Rule: "claim_lost",
+		Msg:  fmt.Sprintf("%s is claimed by %s now (attempt %d, claim ref %s on the remote): your claim of it has ended, and nothing of yours was shared", t.ID, rc.By, rc.Attempt, rc.Commit.String()[:12]),
+		Next: Next{Advice: AdviseClaimLost, Task: t.ID}}
 }
 
 // pendingClaim returns the live claim another clone holds on the remote
@@ -98,9 +142,12 @@ func (e *Engine) staleClaims() map[string]plumbing.Hash {
 }
 
 // leaseTrailers are what a claim commit, and a heartbeat's that renews it,
-// say for the claim refs: the attempt and when its lease ends.
-func leaseTrailers(attempt int, until time.Time) gitstore.Trailers {
-	return gitstore.Trailers{{Key: gitstore.TrailerAttempt, Value: strconv.Itoa(attempt)}, {Key: gitstore.TrailerLeaseUntil, Value: taskfile.FormatTime(until)}}
+// say for the claim refs: the attempt, when the claim was made and when
+// its lease ends.
+func leaseTrailers(attempt int, claimedAt, until time.Time) gitstore.Trailers {
+	return gitstore.Trailers{{Key: gitstore.TrailerAttempt, Value: strconv.Itoa(attempt)},
+		{Key: gitstore.TrailerClaimedAt, Value: taskfile.FormatTime(claimedAt)},
+		{Key: gitstore.TrailerLeaseUntil, Value: taskfile.FormatTime(until)}}
 }
 
 // claimArbiter is the configured arbiter of claims across machines.
@@ -173,9 +220,9 @@ func (e *Engine) MigrateClaims() (*Result, error) {
 // Only a ref that holds this actor's claim of the same attempt is moved,
 // and only if it still holds what the fetch saw (a push with a lease);
 // without one there is nothing to renew (moved is false).
-func (e *Engine) renewClaimRef(remote, id string, attempt int, commit plumbing.Hash) (moved bool, err error) {
+func (e *Engine) renewClaimRef(remote, id string, t *taskfile.Task, commit plumbing.Hash) (moved bool, err error) {
 	rc := e.remoteClaims[id]
-	if rc == nil || rc.By != e.Actor || rc.Attempt != attempt || rc.Commit == commit {
+	if rc == nil || !rc.isClaim(t) || rc.Commit == commit {
 		return false, nil // no claim ref, another claim of the task, or this very renewal
 	}
 	if err := e.Store.Repo.PushClaim(remote, id, commit, rc.Commit); err != nil {

@@ -79,7 +79,7 @@ func (e *Engine) Heartbeat(id string) (*HeartbeatResult, error) {
 		// (HeartbeatSync) tells other clones the renewed lease.
 		return &change{file: f, body: fmt.Sprintf("Lease renewed by %s until %s.", e.Actor, until),
 			data:     &HeartbeatData{LeaseUntil: until},
-			trailers: leaseTrailers(t.Task.Attempts, out.LeaseUntil)}, nil
+			trailers: leaseTrailers(t.Task.Attempts, t.Task.ClaimedAt, out.LeaseUntil)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func HeartbeatSync(opts Options, so SyncOptions, ref string) (*Engine, *Heartbea
 		}
 		// Also when the state branch was not pushed: the claim ref alone
 		// tells other clones the renewed lease.
-		if moved, err := e.renewClaimRef(remote, id, res.Task.Task.Attempts, res.Commit); err != nil {
+		if moved, err := e.renewClaimRef(remote, id, &res.Task.Task, res.Commit); err != nil {
 			notes = append(notes, "warning: the claim ref was not renewed: "+err.Error())
 		} else if moved {
 			notes = append(notes, "renewed the lease in the claim ref "+gitrepo.ClaimRef(id)+" on "+remote)
@@ -200,7 +200,11 @@ func (e *Engine) claimEnded(id string, was *taskfile.Task, remote string) error 
 	}
 	var now string
 	s := e.Store.SummaryByID(id)
+	rc := e.remoteClaims[id]
 	switch {
+	case rc != nil && !rc.isClaim(was) && (s == nil || !rc.isClaim(&s.Task)) && e.claimState(rc) == "pending":
+		// The claim ref decides: another clone's claim of the task.
+		now = fmt.Sprintf("%s is claimed by %s now (attempt %d, claim ref %s on %s)", id, rc.By, rc.Attempt, rc.Commit.String()[:12], remote)
 	case s == nil:
 		now = fmt.Sprintf("%s is archived now (on %s)", id, remote)
 	case s.Task.Queue != taskfile.Claimed:
@@ -208,11 +212,7 @@ func (e *Engine) claimEnded(id string, was *taskfile.Task, remote string) error 
 	case s.Task.ClaimedBy != e.Actor:
 		now = fmt.Sprintf("%s is claimed by %s now (attempt %d, on %s)", id, s.Task.ClaimedBy, s.Task.Attempts, remote)
 	default:
-		rc := e.remoteClaims[id]
-		if rc == nil || rc.By == e.Actor || e.claimState(rc) != "pending" {
-			return nil
-		}
-		now = fmt.Sprintf("%s is claimed by %s now (claim ref %s on %s)", id, rc.By, rc.Commit.String()[:12], remote)
+		return nil
 	}
 	return &RuleError{Rule: "claim_lost", Msg: now + ": your claim of it has ended, and your lease was not renewed",
 		Next: Next{Advice: AdviseClaimLost, Task: id}}

@@ -105,6 +105,14 @@ func (e *Engine) reviewLeaseEnd(t *taskfile.Task) time.Time {
 	return t.ReviewClaimedAt.Add(time.Duration(e.Config.ClaimTimeout))
 }
 
+// reviewClaimed reports whether anyone holds a live review claim on t: a
+// claim is a run's, not a name's (two coordinators may each have a slot
+// rev-1), so a reviewer never takes a live claim over, even one held under
+// its own name; the run that holds it renews or releases it.
+func (e *Engine) reviewClaimed(t *taskfile.Task) bool {
+	return t.ReviewClaimedBy != "" && e.Now().Before(e.reviewLeaseEnd(t))
+}
+
 // reviewClaimedByOther reports whether another reviewer holds a live review
 // claim on t.
 func (e *Engine) reviewClaimedByOther(t *taskfile.Task) bool {
@@ -136,8 +144,9 @@ type ReviewClaim struct {
 
 // ClaimReview takes the next submission the actor may review, in claim
 // order (priority, then age), and holds it for the actor as a lease of
-// claim_timeout; id names one. Nil when there is none.
-func (e *Engine) ClaimReview(id string) (*ReviewClaim, error) {
+// claim_timeout; id names one. skip, when set, passes over the tasks it
+// names (ones this reviewer cannot start just now). Nil when there is none.
+func (e *Engine) ClaimReview(id string, skip func(id string) bool) (*ReviewClaim, error) {
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
@@ -156,12 +165,12 @@ func (e *Engine) ClaimReview(id string) (*ReviewClaim, error) {
 	}
 	for _, s := range candidates {
 		t := &s.Task
-		if t.Queue != taskfile.Provisional || e.reviewClaimedByOther(t) || !e.mayReview(t) || e.editable(s) != nil {
+		if t.Queue != taskfile.Provisional || e.reviewClaimed(t) || !e.mayReview(t) || e.editable(s) != nil || skip != nil && skip(t.ID) {
 			continue
 		}
 		out := &ReviewClaim{}
 		res, err := e.transitionAny(t.ID, ActionClaimReview, func(t *Task) (*change, error) {
-			if t.Task.Queue != taskfile.Provisional || e.reviewClaimedByOther(&t.Task) || !e.mayReview(&t.Task) {
+			if t.Task.Queue != taskfile.Provisional || e.reviewClaimed(&t.Task) || !e.mayReview(&t.Task) {
 				return nil, &RuleError{Rule: "review_claimed", Msg: fmt.Sprintf("%s cannot be claimed for review now (it is %s, review claimed by %s)", t.Task.ID, t.Task.Queue, orDash(t.Task.ReviewClaimedBy))}
 			}
 			out.Attempt = t.Task.ReviewAttempts + 1
@@ -231,18 +240,7 @@ func (e *Engine) EndRun(end RunEnd) (*Result, error) {
 		})
 	}
 	if end.Reviewer {
-		return e.transitionAny(end.Task, ActionReleaseReview, func(t *Task) (*change, error) {
-			if t.Task.Queue != taskfile.Provisional || t.Task.ReviewClaimedBy != end.Agent || t.Task.ReviewAttempts != end.Attempt {
-				return nil, &RunLostError{fmt.Sprintf("%s is not %s's review %d any more", end.Task, end.Agent, end.Attempt)}
-			}
-			f, err := t.File.Apply(taskfile.Unset(taskfile.KeyReviewBy), taskfile.Unset(taskfile.KeyReviewAt))
-			if err != nil {
-				return nil, err
-			}
-			return &change{file: f, body: fmt.Sprintf("Review claim of %s released by orch run (%s): %s", end.Agent, end.Reason, firstSentence(end.Note)),
-				data:     &ReleaseReviewData{Note: end.Note, RunData: runData(end, 0)},
-				trailers: runTrailers(end)}, nil
-		})
+		return e.endReview(end)
 	}
 	var res *Result
 	var err error
@@ -298,6 +296,64 @@ func (e *Engine) EndRun(end RunEnd) (*Result, error) {
 		}
 		return &change{file: f, to: taskfile.NeedsContinuation, body: fmt.Sprintf("Paused by orch run after %s's attempt %d ended (%s).", end.Agent, end.Attempt, end.Reason),
 			data:     &PauseData{Note: end.Note, Branch: t.Task.Branch, RunData: runData(end, crashes)},
+			trailers: runTrailers(end)}, nil
+	})
+}
+
+// endReview records a review run that ended without a verdict: the review
+// claim is released, and a crash (an exit, a timeout, a stall) counts in
+// crashes as an implementer's does (the submit cleared them, a verdict
+// clears them again): run.max_crashes in a row escalate the task, so that a
+// reviewer that always crashes is not paid to run for ever.
+func (e *Engine) endReview(end RunEnd) (*Result, error) {
+	lost := func(t *Task) error {
+		if t.Task.Queue != taskfile.Provisional || t.Task.ReviewClaimedBy != end.Agent || t.Task.ReviewAttempts != end.Attempt {
+			return &RunLostError{fmt.Sprintf("%s is not %s's review %d any more", end.Task, end.Agent, end.Attempt)}
+		}
+		return nil
+	}
+	crashes := 0
+	if end.Crash {
+		s := e.Store.SummaryByID(end.Task)
+		if s == nil {
+			return nil, &NotFoundError{What: "task", Ref: end.Task, Next: Next{Advice: AdviseListTasks}}
+		}
+		crashes = s.Task.Crashes + 1
+	}
+	if end.Crash && end.MaxCrashes > 0 && crashes >= end.MaxCrashes {
+		return e.transition(end.Task, ActionEscalate, func(t *Task) (*change, error) {
+			if err := lost(t); err != nil {
+				return nil, err
+			}
+			why := fmt.Sprintf("%d review runs in a row ended without a verdict (run.max_crashes is %d); the last was %s's review %d (%s).",
+				crashes, end.MaxCrashes, end.Agent, end.Attempt, end.Reason)
+			if len(end.Logs) > 0 {
+				why += " Logs: " + strings.Join(end.Logs, ", ") + " (orch logs " + end.Task + ")."
+			}
+			f, err := t.File.Apply(taskfile.Set(taskfile.KeyCrashes, taskfile.Int(crashes)))
+			if err != nil {
+				return nil, err
+			}
+			msg := e.escalationMessage(&f.Task, t.Path, "review_crashes", why)
+			return &change{file: f, to: taskfile.Escalated, body: "Escalated by orch run: " + why, extra: []gitstore.Change{msg},
+				data:     &EscalateData{Reason: "review_crashes", Text: why, RunData: runData(end, crashes)},
+				trailers: runTrailers(end)}, nil
+		})
+	}
+	return e.transitionAny(end.Task, ActionReleaseReview, func(t *Task) (*change, error) {
+		if err := lost(t); err != nil {
+			return nil, err
+		}
+		edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyReviewBy), taskfile.Unset(taskfile.KeyReviewAt)}
+		if end.Crash {
+			edits = append(edits, taskfile.Set(taskfile.KeyCrashes, taskfile.Int(crashes)))
+		}
+		f, err := t.File.Apply(edits...)
+		if err != nil {
+			return nil, err
+		}
+		return &change{file: f, body: fmt.Sprintf("Review claim of %s released by orch run (%s): %s", end.Agent, end.Reason, firstSentence(end.Note)),
+			data:     &ReleaseReviewData{Note: end.Note, RunData: runData(end, crashes)},
 			trailers: runTrailers(end)}, nil
 	})
 }

@@ -54,6 +54,9 @@ func StepSync(opts Options, so SyncOptions, verb string, do func(e *Engine) erro
 			}
 			return nil, notes, err
 		}
+		// The claim refs decide who holds a task: the verb of a claimant
+		// whose claim ended on the remote is refused (claimRefLost).
+		e.remoteClaims = readRemoteClaims(e.Store, fs.Claims)
 		if err := e.ForActor(e.mergeRemote(remote, fs.Tip, &SyncResult{Remote: remote})); err != nil {
 			return fail(err)
 		}

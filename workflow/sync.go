@@ -106,6 +106,9 @@ func (e *Engine) acceptRemoteRewrite(remote string, prev, rtip plumbing.Hash) er
 // It returns what it did ("up_to_date", "ahead", "fast_forward", "merged").
 func (e *Engine) mergeRemote(remote string, rtip plumbing.Hash, res *SyncResult) error {
 	st := e.Store
+	if err := e.dropEndedClaimWork(remote, rtip, res); err != nil {
+		return err
+	}
 	ltip := st.Snapshot().Tip
 	res.RemoteTip = hashText(rtip)
 	switch {
@@ -151,6 +154,87 @@ func (e *Engine) mergeRemote(remote string, rtip plumbing.Hash, res *SyncResult)
 	}
 	// Both moved: merge on top of the local tip.
 	return e.mergeFrom(remote, base, rtip, res)
+}
+
+// dropEndedClaimWork takes back, before a merge with the remote, what this
+// clone did to a task under a claim that has ended on the remote: the
+// remote's claim ref names another claim of the task (a takeover of an
+// expired lease) that this clone has not seen. The claim ref decides, so
+// the old holder's transitions (a submit, a pause committed here by a
+// process that did not know) are not pushed over the new holder's claim:
+// the task file is set back to the remote's version, in a commit of its
+// own, and each is reported as a conflict the remote won. A task the
+// remote's state branch does not hold is left alone (nothing to go back
+// to).
+func (e *Engine) dropEndedClaimWork(remote string, rtip plumbing.Hash, res *SyncResult) error {
+	if len(e.remoteClaims) == 0 || rtip.IsZero() {
+		return nil
+	}
+	st := e.Store
+	ls := st.Snapshot()
+	if ls.Tip.IsZero() || st.Contains(rtip, ls.Tip) {
+		return nil // a fast-forward: nothing of this clone's survives it
+	}
+	rs, err := st.SnapshotOf(rtip)
+	if err != nil {
+		return err
+	}
+	var changes []gitstore.Change
+	var dropped []SyncConflict
+	ids := make([]string, 0, len(e.remoteClaims))
+	for id := range e.remoteClaims {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		rc := e.remoteClaims[id]
+		s := st.SummaryByID(id)
+		if s == nil || rc.By == unknownClaimer || rc.isClaim(&s.Task) || e.claimState(rc) != "pending" {
+			continue
+		}
+		ours, err1 := ls.Read(s.Path)
+		theirs, err2 := rs.Read(s.Path)
+		if err1 != nil || err2 != nil || bytes.Equal(ours, theirs) {
+			continue
+		}
+		tf, err := taskfile.Parse(s.Path, theirs)
+		if err != nil {
+			continue
+		}
+		t, r := &s.Task, &tf.Task
+		if t.Queue == r.Queue && t.ClaimedBy == r.ClaimedBy && t.Attempts == r.Attempts && t.SubmittedBy == r.SubmittedBy {
+			continue // no transition here: the three-way merge keeps the edits
+		}
+		changes = append(changes, gitstore.Change{Path: s.Path, Data: theirs})
+		who := t.ClaimedBy
+		if who == "" {
+			who = t.SubmittedBy
+		}
+		dropped = append(dropped, SyncConflict{Path: s.Path, Task: id, Key: "queue",
+			Local:  fmt.Sprintf("%s by %s (attempt %d)", t.Queue, orDash(who), t.Attempts),
+			Remote: fmt.Sprintf("claimed by %s (attempt %d, claim ref %s)", rc.By, rc.Attempt, rc.Commit.String()[:12]), Kept: "remote"})
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	_, err = st.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		var body strings.Builder
+		for _, c := range dropped {
+			fmt.Fprintf(&body, "%s: local %s dropped; %s is %s on %s.\n", c.Task, c.Local, c.Task, c.Remote, remote)
+		}
+		ev, err := e.eventChange(&mergedSnapshot{snap, changes}, Event{Time: taskfile.FormatTime(e.Now()), Action: ActionSyncConflict, Actor: e.Actor},
+			&SyncConflictData{Remote: remote, Conflicts: dropped})
+		if err != nil {
+			return nil, err
+		}
+		tr := gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(ActionSync)}, {Key: gitstore.TrailerRemote, Value: remote}, {Key: gitstore.TrailerActor, Value: e.Actor}}
+		return &gitstore.CommitRequest{Changes: mergeChange(changes, ev), Message: tr.Message("orch: sync with "+remote+": drop what ended claims did here", body.String()), Author: e.Signature()}, nil
+	})
+	if err != nil {
+		return err
+	}
+	res.Conflicts = append(res.Conflicts, dropped...)
+	return nil
 }
 
 // mergeFrom merges the remote tip rtip into the local tip, three ways from

@@ -140,10 +140,11 @@ func Sync(opts Options, so SyncOptions) (res *SyncResult, notes []string, err er
 		if err != nil {
 			return nil, notes, err
 		}
-		err = e.ForActor(e.syncAttempt(remote, so, prev, rtip, res))
-		// The claim refs the merged state shows have ended: removed once
-		// the remote holds that state.
+		// The claim refs decide the claims the merge meets; those the
+		// merged state shows have ended are removed once the remote holds
+		// that state.
 		e.remoteClaims = readRemoteClaims(e.Store, fs.Claims)
+		err = e.ForActor(e.syncAttempt(remote, so, prev, rtip, res))
 		stale := e.staleClaims()
 		local, repo, ref := e.Store.Snapshot().Tip, e.Store.Repo, e.Store.Ref
 		if cerr := closeNoting(e, &notes); err == nil {

@@ -288,3 +288,65 @@ func (e *Engine) Diff(id string, sinceRejection, stat bool) (*DiffResult, error)
 	res.Diff = out
 	return res, nil
 }
+
+// FetchTaskBranch brings the remote's copy of the task's branch into this
+// clone (its remote-tracking ref), and makes the local branch hold that
+// work when it holds none of its own: when it is missing, or when it was
+// just made from the base and the remote's copy is ahead of it. A branch
+// with commits of its own here is left as it is (the claim's note says
+// when the two have diverged). orch run --sync does this for each claim and
+// review claim, so that work pushed from another clone is continued and
+// reviewed, not started over or reported missing. It runs git fetch: the
+// caller holds no lock of orch's.
+func FetchTaskBranch(repo *gitrepo.Repo, remote, branch, who string) error {
+	if branch == "" || !taskfile.ValidBranch(branch) {
+		return nil
+	}
+	ref := "refs/heads/" + branch
+	theirs, err := repo.Fetch(remote, ref)
+	if err != nil || theirs.IsZero() {
+		return err
+	}
+	mine, err := repo.ReadRef(ref)
+	if err != nil || mine == theirs {
+		return err
+	}
+	if !mine.IsZero() && (!repo.IsAncestor(mine, theirs) || len(repo.CheckedOutIn(ref)) > 0) {
+		return nil
+	}
+	return repo.UpdateRef(gitrepo.RefUpdate{Name: ref, Old: mine, New: theirs, Who: who, Message: "orch: " + branch + " from " + remote})
+}
+
+// PushTaskBranch shares the task's branch through the remote (a plain
+// push: never forced), so that a reviewer or the next agent on another
+// clone works on what this clone's agent committed.
+func PushTaskBranch(repo *gitrepo.Repo, remote, branch string) error {
+	if branch == "" || !taskfile.ValidBranch(branch) {
+		return nil
+	}
+	h, err := repo.ReadRef("refs/heads/" + branch)
+	if err != nil || h.IsZero() {
+		return err
+	}
+	return repo.PushBranch(remote, branch, h)
+}
+
+// PushBranchOf pushes the task's branch to the remote (orch submit --sync:
+// the work before the verb that names it), once the claimant's rules hold:
+// a process whose claim ended pushes nothing.
+func (e *Engine) PushBranchOf(id, remote string) error {
+	s := e.Store.SummaryByID(id)
+	if s == nil {
+		return &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
+	}
+	if err := e.checkFence(&s.Task); err != nil {
+		return err
+	}
+	if err := e.claimRefLost(&s.Task, ActionSubmit); err != nil {
+		return err
+	}
+	if err := PushTaskBranch(e.Store.Repo, remote, s.Task.Branch); err != nil {
+		return &ExternalError{Msg: fmt.Sprintf("cannot push %s to %s: %v", s.Task.Branch, remote, err), Next: Next{Advice: AdviseCheckRemote}}
+	}
+	return nil
+}

@@ -12,6 +12,7 @@ type respondOptions struct {
 	g      *globalOptions
 	Text   string
 	Commit string
+	step   remoteStep
 }
 
 func newRespondCmd(g *globalOptions) *cobra.Command {
@@ -33,7 +34,9 @@ blocking issue of the newest review has no response.
 --commit takes any commit-ish of the repository the command runs in: HEAD (the
 current worktree's), a full or short hash, a branch or tag, with ~N or ^N. It
 must be on the task's branch (its tip or an ancestor), and its full hash is
-recorded. Inside the task's worktree the ID may be omitted.`, workflow.MinJustificationWords),
+recorded. Inside the task's worktree the ID may be omitted.
+
+%s`, workflow.MinJustificationWords, holderSyncHelp),
 		Example: `  orch respond T-4k9x2m R1.1 fixed -m "fork start uses snapResult" --commit 3f2a9c1
   orch respond R1.1 fixed -m "parameterised the query" --commit HEAD
   orch respond R1.2 deferred -m "tracked as T-7hd3kq"
@@ -53,11 +56,12 @@ recorded. Inside the task's worktree the ID may be omitted.`, workflow.MinJustif
 	}
 	cmd.Flags().StringVarP(&o.Text, "message", "m", "", "what you did, or why not")
 	cmd.Flags().StringVar(&o.Commit, "commit", "", "the commit that fixes it: HEAD, a hash, BRANCH~N (on the task's branch)")
+	o.step.addFlags(cmd)
 	return cmd
 }
 
 func runRespond(o *respondOptions, ref, issue, status string) error {
-	return o.g.taskVerb(ref, "respond", func(e *workflow.Engine, id string) (*workflow.Result, error) {
+	return o.step.taskStep(o.g, ref, "respond", func(e *workflow.Engine, id string) (*workflow.Result, error) {
 		return e.Respond(id, issue, status, o.Text, o.Commit)
 	})
 }

@@ -145,7 +145,7 @@ func runRun(o *runOptions) error {
 	priv := g.privDir()
 	q := coordinator.NewQueue(lead, so, run, func(task string) []string { return coordinator.LogPaths(priv, task) })
 	c, err := coordinator.New(coordinator.Options{Run: cr, Queue: q, Orch: exe, PrivDir: priv, Env: agentEnv(lead.StateBranch, exe),
-		UntilIdle: o.UntilIdle, Events: out.event})
+		UntilIdle: o.UntilIdle, Fetches: o.Sync, Events: out.event})
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,12 @@ func (r *remoteStep) taskStep(g *globalOptions, ref, verb string, fn func(e *wor
 	})
 }
 
+// holderSyncHelp says what --sync does for a claimant's verb.
+const holderSyncHelp = `--sync does it across clones: fetch and merge the remote's state branch, do
+it, push with a lease. When the remote's claim ref of the task names another
+claim (another clone took the task over once your lease ran out), it is
+refused (exit 4, naming the new holder) and nothing of yours is pushed.`
+
 // stepSyncHelp says what --sync does, in the help of each verb that has it.
 const stepSyncHelp = `--sync does it across clones: fetch and merge the remote's state branch, do
 it, push with a lease; it is answered only once the remote holds it. When

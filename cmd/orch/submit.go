@@ -14,6 +14,7 @@ type submitOptions struct {
 	PR       int
 	CreatePR bool
 	Note     string
+	step     remoteStep
 }
 
 func newSubmitCmd(g *globalOptions) *cobra.Command {
@@ -30,7 +31,10 @@ Inside the task's worktree the ID may be omitted.
 
 --create-pr runs gh pr create --draft for the task's branch (push the branch
 first) and records the pull request's number; it is only tried once every
-check of submit has passed, and when gh fails nothing changes.`,
+check of submit has passed, and when gh fails nothing changes.
+
+` + holderSyncHelp + ` The task's branch is pushed to the remote first (never
+forced), so that a reviewer on another clone has the work.`,
 		Example: `  orch submit T-4k9x2m --pr 48 -m "snaps fork start; dedups the handler"
   orch submit --create-pr   # inside the task's worktree, after git push`,
 		Args: maxArgs(1, "submit [ID] [--pr N | --create-pr] [-m NOTE]"),
@@ -39,6 +43,7 @@ check of submit has passed, and when gh fails nothing changes.`,
 	cmd.Flags().IntVar(&o.PR, "pr", 0, "the pull request number to record")
 	cmd.Flags().BoolVar(&o.CreatePR, "create-pr", false, "open a draft pull request with gh and record its number")
 	cmd.Flags().StringVarP(&o.Note, "message", "m", "", "a note for the reviewer")
+	o.step.addFlags(cmd)
 	return cmd
 }
 
@@ -56,7 +61,13 @@ func runSubmit(o *submitOptions, ref string) error {
 			return err
 		}
 	}
-	return o.g.taskVerb(ref, "submit", func(e *workflow.Engine, id string) (*workflow.Result, error) {
+	return o.step.taskStep(o.g, ref, "submit", func(e *workflow.Engine, id string) (*workflow.Result, error) {
+		if o.step.Sync {
+			// The work before the verb that names it.
+			if err := e.PushBranchOf(id, o.step.Remote); err != nil {
+				return nil, err
+			}
+		}
 		return e.Submit(id, workflow.SubmitOptions{PR: pr, Note: o.Note})
 	})
 }

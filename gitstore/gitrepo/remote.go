@@ -145,6 +145,21 @@ func (r *Repo) Push(remote, ref string, h, expected plumbing.Hash) error {
 	return nil
 }
 
+// PushBranch pushes commit h to the remote's branch as a fast-forward
+// (never forced: work another clone pushed there is not lost), and keeps
+// the remote-tracking ref in step.
+func (r *Repo) PushBranch(remote, branch string, h plumbing.Hash) error {
+	if !ValidRemote(remote) {
+		return fmt.Errorf("invalid remote %q", remote)
+	}
+	ref := "refs/heads/" + branch
+	if _, err := r.git("push", "--quiet", "--", remote, h.String()+":"+ref); err != nil {
+		return err
+	}
+	_ = r.UpdateRef(RefUpdate{Name: TrackingRef(remote, ref), Old: mustRead(r, TrackingRef(remote, ref)), New: h, Message: "orch: push"})
+	return nil
+}
+
 func mustRead(r *Repo, ref string) plumbing.Hash {
 	h, _ := r.ReadRef(ref)
 	return h
