@@ -355,7 +355,11 @@ func (c *Coordinator) saveState() {
 	for _, s := range c.slots {
 		switch {
 		case s.job != nil:
-			jobs = append(jobs, RunningJob{Slot: s.Name, Reviewer: s.Reviewer, Task: s.job.Task, Attempt: s.job.Attempt, Started: s.started, Log: s.log, PID: os.Getpid()})
+			rj := RunningJob{Slot: s.Name, Reviewer: s.Reviewer, Task: s.job.Task, Attempt: s.job.Attempt, Started: s.started, Log: s.log, PID: os.Getpid()}
+			if s.proc != nil {
+				rj.Supervisor = s.proc.cmd.Process.Pid
+			}
+			jobs = append(jobs, rj)
 		case !s.claiming.IsZero():
 			jobs = append(jobs, RunningJob{Slot: s.Name, Reviewer: s.Reviewer, Started: s.claiming, PID: os.Getpid(), Claiming: true})
 		}
@@ -383,6 +387,9 @@ func (c *Coordinator) recover() {
 				continue
 			}
 			jobs = append(jobs, &Job{Slot: c.slotFor(rj.Slot, rj.Reviewer), Task: rj.Task, Attempt: rj.Attempt, Log: rj.Log, Started: rj.Started})
+			// No task goes to another agent while this one may still run:
+			// its supervisor is ending its group (kill_grace at most).
+			waitSupervisorGone(rj.Supervisor, c.opts.Run.KillGrace+3*time.Second)
 		}
 	}
 	failed := false

@@ -33,6 +33,10 @@ type RunningJob struct {
 	Started  time.Time `json:"started"`
 	Log      string    `json:"log"`
 	PID      int       `json:"pid"` // the coordinator's
+	// Supervisor is the pid of the run's supervisor (orch __supervise):
+	// a restart waits for it to end the agent's group before it gives the
+	// task to anyone else.
+	Supervisor int `json:"supervisor,omitempty"`
 	// Claiming marks a slot that is claiming since Started: the claim may
 	// have landed before the coordinator recorded it (see recover).
 	Claiming bool `json:"claiming,omitempty"`
@@ -144,6 +148,38 @@ func readJobs(path string) []RunningJob {
 	var js []RunningJob
 	_ = json.Unmarshal(b, &js)
 	return js
+}
+
+// waitSupervisorGone waits, up to d, for a dead coordinator's supervisor to
+// end its agent's group and exit (Linux sends it SIGTERM as its parent
+// dies; its agent gets kill_grace). A pid that is no supervisor now (it
+// ended, and the pid was reused) is not waited for.
+func waitSupervisorGone(pid int, d time.Duration) {
+	if pid <= 0 {
+		return
+	}
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if !isSupervisor(pid) {
+			return
+		}
+	}
+}
+
+// isSupervisor reports whether pid runs orch's supervisor.
+func isSupervisor(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		// No /proc (not Linux): alive is all that can be told.
+		return true
+	}
+	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if i := strings.LastIndexByte(string(stat), ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+		return false // a zombie: its group is ended
+	}
+	return strings.Contains(string(cmdline), "\x00"+SupervisorCommand+"\x00")
 }
 
 // deadRun is the state file of a coordinator of this clone that died,

@@ -117,6 +117,14 @@ func readRuns(t *testing.T, path string) []*agentRun {
 // before until (the agents were checked dead then).
 func checkExclusive(t *testing.T, runs []*agentRun, until int64) {
 	t.Helper()
+	checkExclusiveSettled(t, runs, []int64{until})
+}
+
+// checkExclusiveSettled is checkExclusive over several kills: settles are
+// the times, in order, at which every agent was checked dead; a run
+// without an end record ended by the first of them after its start.
+func checkExclusiveSettled(t *testing.T, runs []*agentRun, settles []int64) {
+	t.Helper()
 	byTask := map[string][]*agentRun{}
 	for _, r := range runs {
 		byTask[r.task] = append(byTask[r.task], r)
@@ -126,8 +134,13 @@ func checkExclusive(t *testing.T, runs []*agentRun, until int64) {
 		for i := 1; i < len(rs); i++ {
 			prev, cur := rs[i-1], rs[i]
 			end := prev.end
+			for k := 0; end == 0 && k < len(settles); k++ {
+				if settles[k] > prev.start {
+					end = settles[k]
+				}
+			}
 			if end == 0 {
-				end = until
+				end = settles[len(settles)-1]
 			}
 			if cur.start < end {
 				t.Errorf("%s was run by two agents at once: %s (%s attempt %s, pid %d) and %s (%s attempt %s, pid %d)",

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -222,6 +223,18 @@ func (e *RunLostError) Error() string { return e.Msg }
 // implementer's task is paused with the note (or escalated after
 // run.max_crashes crashes in a row), a reviewer's claim released.
 func (e *Engine) EndRun(end RunEnd) (*Result, error) {
+	res, err := e.endRun(end)
+	var illegal *IllegalTransitionError
+	if errors.As(err, &illegal) {
+		// The task moved on before the ending was recorded (the agent
+		// submitted, and its coordinator died before it heard): the run
+		// is not the task's any more.
+		return nil, &RunLostError{Msg: fmt.Sprintf("%s is not %s's run %d any more: %v", end.Task, end.Agent, end.Attempt, err)}
+	}
+	return res, err
+}
+
+func (e *Engine) endRun(end RunEnd) (*Result, error) {
 	if err := checkTexts(namedText{"the note", &end.Note}); err != nil {
 		return nil, err
 	}
