@@ -1,0 +1,3 @@
+// Package harness reads the output of the coding-agent CLIs orch runs
+// (Claude Code's stream-json, Codex's exec --json, plain text).
+package harness
