@@ -301,9 +301,13 @@ func (r *Reader) classify(msg string, status int, kinds []string, at time.Time) 
 	case has("overloaded", "overloaded_error", "server_error", "api_error"):
 		typed = API
 	}
-	switch {
-	case typed == None || typed == c:
-	case typed == Quota || typed == UsageLimit && c != Quota || c == Crash || c == API && typed != API && status < 500:
+	// The typed kind wins when it says more than the text: a quota or a
+	// usage limit always (a 429's text may not tell them from a rate
+	// limit), anything over a crash, and a specific cause over a generic
+	// API error below 500.
+	overrides := typed == Quota || typed == UsageLimit && c != Quota || c == Crash ||
+		c == API && typed != API && status < 500
+	if typed != None && typed != c && overrides {
 		c = typed
 		if c == Auth || c == Model {
 			if c2, w, ok := authOrModel(normalize(msg), status); ok && c2 == c {
