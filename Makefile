@@ -36,7 +36,7 @@ FUZZ_TARGETS = \
 	./taskfile:FuzzParse ./taskfile:FuzzEdit ./taskfile:FuzzMergeText \
 	./workflow:FuzzReview ./refusal:FuzzRefusal \
 	./ghreview:FuzzParseReviews ./ghreview:FuzzParseComments ./taskfile:FuzzFeedbackText \
-	./internal/answer:FuzzJSONString ./internal/text:FuzzVisible ./cmd/orch:FuzzSessionHook ./gitstore/statecache:FuzzCacheDecode
+	./internal/answer:FuzzJSONString ./internal/text:FuzzVisible ./coordinator/harness:FuzzReader ./cmd/orch:FuzzSessionHook ./gitstore/statecache:FuzzCacheDecode
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t#*:} ($${t%%:*})"; \

@@ -372,3 +372,34 @@ func TestIdleSlotLooksAgainOncePerIdleLook(t *testing.T) {
 		t.Errorf("%d claims on a still branch after finding nothing, want 1", q.claims-n)
 	}
 }
+
+// A reset time far off (2099) is capped at run.max_wait, ISO times as
+// much as epochs and durations: one bad line cannot park a harness's
+// slots for years.
+func TestCoordinatorResetTimeCapped(t *testing.T) {
+	q := newFakeQueue(t, "T-r")
+	limited := &Slot{Name: "a", Harness: "h", Cmd: `echo "rate limit reached, resets at 2099-01-01T00:00Z"; exit 1`, RateLimit: regexp.MustCompile(`rate limit`)}
+	r := testRun(limited)
+	r.MaxWait = 2 * time.Hour
+	start := time.Now()
+	rec, _ := runFor(t, q, r, 2*time.Second)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	seen := false
+	for _, ev := range rec.events {
+		if ev.Event != "backoff" {
+			continue
+		}
+		seen = true
+		until, err := time.Parse(time.RFC3339, ev.Until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if until.After(start.Add(r.MaxWait + time.Minute)) {
+			t.Errorf("waits until %v, past run.max_wait (%v)", until, r.MaxWait)
+		}
+	}
+	if !seen {
+		t.Errorf("no backoff: %v", rec.events)
+	}
+}
