@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -40,6 +41,18 @@ type Run struct {
 	// MaxLog caps one run's log: past it, the head and the newest output
 	// are kept, and the cut is marked.
 	MaxLog ByteSize `yaml:"max_log" json:"max_log"`
+	// Allow is what an agent may run without asking, one command prefix
+	// each ("git", "orch", "go test"), translated to each harness's flags
+	// (Harness.Command). nil: DefaultAllow.
+	Allow []string `yaml:"allow" json:"allow"`
+}
+
+// AllowList is run.allow, or DefaultAllow when it says none.
+func (r *Run) AllowList() []string {
+	if r.Allow == nil {
+		return DefaultAllow
+	}
+	return r.Allow
 }
 
 // ByteSize is a size in bytes, written 16MiB, 512KiB, 1GB, 4096.
@@ -142,21 +155,67 @@ func (s *RunSlot) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // Harness is a preset for a coding agent's command-line tool: its
-// documented non-interactive form (the prompt comes on stdin, or from
-// $ORCH_PROMPT_FILE), and what its rate-limit messages look like.
+// non-interactive form, with the prompt on stdin, and the structured output
+// orch reads (Stream: "claude" for Claude Code's stream-json, "codex" for
+// codex exec --json, "" for plain text, read only at a failed run's end).
+// Checked is the version of the CLI the preset was proven against (the
+// e2e suite drives that version); "" means it was not.
 type Harness struct {
-	Cmd       string
+	Program string
+	Stream  string
+	Checked string
+	// RateLimit is a plain-text preset's pattern for a limit message in a
+	// failed run's last lines.
 	RateLimit string
+	command   func(allow []string) string
 }
+
+// Command is the preset's command with what the agent may run without
+// asking (run.allow) translated to the CLI's own flags.
+func (h Harness) Command(allow []string) string { return h.command(allow) }
 
 // Harnesses are the presets run.agents[].harness may name.
 var Harnesses = map[string]Harness{
-	"claude":   {Cmd: "claude -p --permission-mode acceptEdits", RateLimit: `(?i)usage limit|rate.?limit|\b429\b|overloaded`},
-	"codex":    {Cmd: "codex exec --full-auto -", RateLimit: `(?i)usage limit|rate.?limit|\b429\b|quota exceeded`},
-	"aider":    {Cmd: `aider --yes-always --no-pretty --message-file "$ORCH_PROMPT_FILE"`, RateLimit: `(?i)RateLimitError|rate.?limit|\b429\b`},
-	"gemini":   {Cmd: `gemini --yolo --prompt "$(cat "$ORCH_PROMPT_FILE")"`, RateLimit: `(?i)RESOURCE_EXHAUSTED|quota|rate.?limit|\b429\b`},
-	"opencode": {Cmd: `opencode run "$(cat "$ORCH_PROMPT_FILE")"`, RateLimit: `(?i)usage limit|rate.?limit|\b429\b`},
+	// Claude Code: stream-json, one line per event (liveness for
+	// stall_timeout, and the result that says how the run ended); edits
+	// accepted, and each allowed command a Bash rule (Claude checks every
+	// part of a compound command against them); orch's MCP tools allowed.
+	// bypassPermissions is refused as root, and a denied call is only a
+	// tool error the model may ignore, so the rules are the way.
+	"claude": {Program: "claude", Stream: "claude", Checked: "2.1.328", command: func(allow []string) string {
+		rules := []string{"mcp__orch"}
+		for _, a := range allow {
+			rules = append(rules, "Bash("+a+":*)")
+		}
+		return "claude -p --output-format stream-json --verbose --permission-mode acceptEdits --allowedTools '" + strings.Join(rules, " ") + "'"
+	}},
+	// Codex: exec --json. It has no list of commands: what it may run is
+	// its sandbox. workspace-write cannot commit in a linked worktree (its
+	// git dir is in the main repository's .git, which the sandbox keeps
+	// read-only, --add-dir or not), so an allow list that names anything
+	// (git, orch) needs danger-full-access. Its login shell would reset
+	// PATH (and lose orch): allow_login_shell=false keeps orch run's.
+	"codex": {Program: "codex", Stream: "codex", Checked: "0.169.0", command: func(allow []string) string {
+		sandbox := "danger-full-access"
+		if len(allow) == 0 {
+			sandbox = "workspace-write"
+		}
+		return "codex exec --json --skip-git-repo-check --sandbox " + sandbox + " -c allow_login_shell=false -"
+	}},
+	"aider": {Program: "aider", RateLimit: `(?i)RateLimitError|rate.?limit|\b429\b`, command: func([]string) string {
+		return `aider --yes-always --no-pretty --message-file "$ORCH_PROMPT_FILE"`
+	}},
+	"gemini": {Program: "gemini", RateLimit: `(?i)RESOURCE_EXHAUSTED|quota|rate.?limit|\b429\b`, command: func([]string) string {
+		return `gemini --yolo --prompt "$(cat "$ORCH_PROMPT_FILE")"`
+	}},
+	"opencode": {Program: "opencode", RateLimit: `(?i)usage limit|rate.?limit|\b429\b`, command: func([]string) string {
+		return `opencode run "$(cat "$ORCH_PROMPT_FILE")"`
+	}},
 }
+
+// DefaultAllow is run.allow when config.yaml says none: what the loop
+// itself needs (git to commit, orch to submit).
+var DefaultAllow = []string{"git", "orch"}
 
 // harnessNames lists the presets, sorted.
 func harnessNames() []string {
@@ -168,12 +227,12 @@ func harnessNames() []string {
 	return out
 }
 
-// Resolved is the slot with its harness preset applied: the command and
-// rate-limit pattern it runs with.
-func (s RunSlot) Resolved() RunSlot {
+// Resolved is the slot with its harness preset applied: the command (for
+// allow) and the rate-limit pattern it runs with.
+func (s RunSlot) Resolved(allow []string) RunSlot {
 	if h, ok := Harnesses[s.Harness]; ok {
 		if s.Cmd == "" {
-			s.Cmd = h.Cmd
+			s.Cmd = h.Command(allow)
 		}
 		if s.RateLimit == "" {
 			s.RateLimit = h.RateLimit
@@ -181,6 +240,19 @@ func (s RunSlot) Resolved() RunSlot {
 	}
 	return s
 }
+
+// Stream is the structured output orch reads from the slot's runs: its
+// harness's, when its command is the preset's.
+func (s RunSlot) Stream() string {
+	if h, ok := Harnesses[s.Harness]; ok && s.Cmd == "" {
+		return h.Stream
+	}
+	return ""
+}
+
+// allowRE is what one entry of run.allow may be: a command and its first
+// words, as a prefix ("go test", "npm run lint").
+var allowRE = lazyregexp.New(`^[A-Za-z0-9_][A-Za-z0-9_./+-]*( [A-Za-z0-9_./+=-]+)*$`)
 
 // defaultRun is run:'s defaults (DESIGN §12).
 func defaultRun() Run {
@@ -209,13 +281,13 @@ func (r *Run) check(c *Config, path string, data []byte) error {
 				return problem(s.line, "%s: %s is named twice: each slot is one actor, and distinct names are what hand a locked-out task to a fresh agent", list.key, s.Name)
 			case slices.Contains(c.Humans, s.Name):
 				return problem(s.line, "%s: %s is in humans too: a slot is an agent", list.key, s.Name)
-			case s.Harness != "" && Harnesses[s.Harness] == Harness{}:
+			case s.Harness != "" && Harnesses[s.Harness].command == nil:
 				return problem(s.line, "%s: %s: harness %q is not one of %v", list.key, s.Name, s.Harness, harnessNames())
 			case s.Cmd == "" && s.Harness == "":
 				return problem(s.line, "%s: %s needs a cmd (run by sh -c in the task's worktree) or a harness (%v)", list.key, s.Name, harnessNames())
 			}
 			seen[s.Name] = true
-			if rs := s.Resolved().RateLimit; rs != "" {
+			if rs := s.Resolved(r.AllowList()).RateLimit; rs != "" {
 				if _, err := regexp.Compile(rs); err != nil {
 					return problem(s.line, "%s: %s: rate_limit is not a regular expression: %v", list.key, s.Name, err)
 				}
@@ -232,6 +304,11 @@ func (r *Run) check(c *Config, path string, data []byte) error {
 	}
 	if r.MaxProvisional < 0 {
 		return problem(keyLine(data, "max_provisional"), "max_provisional must be 0 (no limit) or more")
+	}
+	for _, a := range r.Allow {
+		if !allowRE().MatchString(a) {
+			return problem(keyLine(data, "allow"), "allow: %q is not a command prefix (a command and its first words, like \"go test\")", a)
+		}
 	}
 	if r.MaxLog < 64<<10 {
 		return problem(keyLine(data, "max_log"), "max_log must be at least 64KiB (the head and the newest output of a run are kept)")

@@ -26,8 +26,12 @@ func FromConfig(r *config.Run, claimTimeout time.Duration) (*Run, error) {
 		reviewer bool
 	}{{r.Agents, false}, {r.Reviewers, true}} {
 		for _, rs := range list.slots {
-			rs = rs.Resolved()
-			s := &Slot{Name: rs.Name, Reviewer: list.reviewer, Cmd: rs.Cmd, Harness: rs.Harness, Account: rs.Account, Roles: rs.Roles, Labels: rs.Labels}
+			stream := rs.Stream()
+			rs = rs.Resolved(r.AllowList())
+			s := &Slot{Name: rs.Name, Reviewer: list.reviewer, Cmd: rs.Cmd, Harness: rs.Harness, Stream: stream, Account: rs.Account, Roles: rs.Roles, Labels: rs.Labels}
+			if h, ok := config.Harnesses[rs.Harness]; ok && stream != "" {
+				s.Program = h.Program
+			}
 			if rs.RateLimit != "" {
 				re, err := regexp.Compile(rs.RateLimit)
 				if err != nil {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orch-tool/orch/coordinator/harness"
 	"github.com/orch-tool/orch/internal/text"
 )
 
@@ -45,6 +46,10 @@ type End struct {
 	// Escaped are the processes that had left the agent's process group
 	// when it ended ("PID COMMAND"), which orch run ended.
 	Escaped []string
+	// Cause is why it ended, in words, as the harness's output says ("not
+	// logged in", "usage limit until 20:09 UTC"); Usage what it spent.
+	Cause string
+	Usage harness.Usage
 }
 
 // Outcome is what became of a task when its agent's run ended: the event
@@ -98,7 +103,9 @@ type Queue interface {
 	Renew(j *Job) error
 	// Finish says what the agent did with its task: done is false when the
 	// run ended without a transition of the agent's (then Abandon follows).
-	Finish(j *Job) (o Outcome, done bool, err error)
+	// It records the run (r, with whether the agent moved its task) on the
+	// state branch, for orch show, orch stats and the board on every clone.
+	Finish(j *Job, r RunRecord) (o Outcome, done bool, err error)
 	// Abandon records a run that ended without a transition: the task is
 	// paused with a note (a crash counts toward run.max_crashes, and may
 	// escalate it), or a review claim released.
@@ -116,6 +123,10 @@ type Queue interface {
 	// from what this coordinator started with ("" when it does not, or
 	// when that difference was told already).
 	RunChanged() string
+	// Done is called once Run ends: what is left to share is shared.
+	Done()
+	// SlotStopped tells orch inbox that a slot stopped, and why.
+	SlotStopped(s *Slot, why string) error
 	// ClaimedSince lists the claims (review claims, for a reviewer) the
 	// slot made through this clone at since or later: those of a
 	// coordinator that died between a claim and its record.
@@ -199,14 +210,23 @@ type slotState struct {
 	log         string
 	started     time.Time
 	renewed     time.Time
-	limit       rateLimitSeen
-	killed      string // why the coordinator ended the run (timeout, stall, stopped, lost)
+	reader      *harness.Reader // reads the run's output: its log, and how it ended
+	killed      string          // why the coordinator ended the run (timeout, stall, stopped, lost)
 	backoff     time.Time
 	backoffStep int
 	nothing     bool      // the last look found nothing for it
 	lookedAt    time.Time // when it last found nothing
 	unseen      bool      // the state branch moved since it found nothing
 	claiming    time.Time // a claim is under way since then
+	// stopped is why the slot runs no more (its setup is broken: a
+	// command not found, not logged in, a quota gone); "" while it runs.
+	stopped string
+	// strikes counts the runs in a row that ended fast without a
+	// transition, or with the same setup cause (lastCause); lastFast is the
+	// task of the last fast ending.
+	strikes   int
+	lastCause string
+	lastFast  string
 	// missing: the tasks whose branch was missing, with the tries and until
 	// when the slot passes them over (zero: for good).
 	missing map[string]*missingBranch
@@ -305,7 +325,12 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	c.state = state
 	defer state.close()
+	defer c.opts.Queue.Done()
 	c.recover()
+	c.checkSlots()
+	if err := c.allStopped(); err != nil {
+		return err
+	}
 	tick := time.NewTicker(c.opts.Poll)
 	defer tick.Stop()
 	drainSeen, stopSeen := false, false
@@ -317,6 +342,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.snapshot()
 		if running == 0 && (drainSeen || stopSeen) {
 			return c.unrecordedErr()
+		}
+		if running == 0 {
+			if err := c.allStopped(); err != nil {
+				return err
+			}
 		}
 		if running == 0 && c.opts.UntilIdle && !busy && !c.waiting(now) {
 			if err := c.unrecordedErr(); err != nil {
@@ -514,7 +544,7 @@ func (c *Coordinator) fill(now time.Time) bool {
 	}
 	busy := false
 	for _, s := range c.slots {
-		if s.proc != nil || now.Before(s.backoff) {
+		if s.proc != nil || now.Before(s.backoff) || s.stopped != "" {
 			continue
 		}
 		if moved && s.nothing {
@@ -647,14 +677,23 @@ func (c *Coordinator) start(s *slotState, j *Job) {
 	}
 	if err == nil {
 		s.job, s.log, s.killed = j, log, ""
-		s.limit.reset()
+		s.reader = harness.NewReader(s.Stream, time.Now)
 		s.started, s.renewed = time.Now(), time.Now()
 		env := append(append([]string(nil), c.opts.Env...),
 			"ORCH_AGENT="+s.Name, "ORCH_TASK="+j.Task, "ORCH_ROLE="+role, fmt.Sprintf("ORCH_ATTEMPT=%d", j.Attempt),
 			"ORCH_WORKTREE="+j.Worktree, "ORCH_PROMPT_FILE="+promptFile, "ORCH_LOG="+log)
+		spec := procSpec{Orch: c.opts.Orch, Script: s.Cmd, Dir: j.Worktree, Env: env, Stdin: promptFile, Log: log,
+			MaxLog: c.opts.Run.MaxLog, Grace: c.opts.Run.KillGrace}
+		if s.Stream != "" {
+			// The log is what the stream says, in words; the stream itself
+			// is kept beside it.
+			spec.Render, spec.RawLog = s.reader.Line, filepath.Join(dir, name+".jsonl")
+		} else {
+			rd := s.reader
+			spec.OnLine = func(l string) { rd.Line(l) }
+		}
 		var p *proc
-		p, err = startProc(procSpec{Orch: c.opts.Orch, Script: s.Cmd, Dir: j.Worktree, Env: env, Stdin: promptFile, Log: log,
-			MaxLog: c.opts.Run.MaxLog, Grace: c.opts.Run.KillGrace, OnLine: s.rateLimitWatch()})
+		p, err = startProc(spec)
 		if err == nil {
 			s.proc = p
 			c.saveState()
@@ -675,47 +714,6 @@ func claimedVerb(s *slotState) string {
 		return "reviews"
 	}
 	return "claimed"
-}
-
-// rateLimitSeen is what an agent's output said of a rate limit: the first
-// line that matched rate_limit, and the reset time it gave. The output is
-// read on a goroutine of its own.
-type rateLimitSeen struct {
-	mu      sync.Mutex
-	line    string
-	resetAt time.Time
-}
-
-func (r *rateLimitSeen) reset() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.line, r.resetAt = "", time.Time{}
-}
-
-func (r *rateLimitSeen) get() (string, time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.line, r.resetAt
-}
-
-// rateLimitWatch is the slot's watcher of its agent's output.
-func (s *slotState) rateLimitWatch() func(string) {
-	if s.RateLimit == nil {
-		return nil
-	}
-	return func(line string) {
-		if !s.RateLimit.MatchString(line) {
-			return
-		}
-		s.limit.mu.Lock()
-		defer s.limit.mu.Unlock()
-		if s.limit.line == "" {
-			s.limit.line = line
-		}
-		if t, ok := resetTime(line, time.Now()); ok {
-			s.limit.resetAt = t
-		}
-	}
 }
 
 // watch applies the timeouts to the running agents and renews their
@@ -787,7 +785,9 @@ func (c *Coordinator) finish(s *slotState) {
 		s.job = nil
 		return
 	}
-	o, done, err := c.opts.Queue.Finish(j)
+	res := s.reader.Finish(code)
+	rec := RunRecord{Exit: code, Duration: dur, Cause: string(res.Cause), Words: res.Words, Usage: res.Usage, Killed: s.killed}
+	o, done, err := c.opts.Queue.Finish(j, rec)
 	if err != nil {
 		c.emit(Event{Event: "error", Slot: s.Name, Task: j.Task, Text: err.Error()})
 		s.job = nil
@@ -800,25 +800,15 @@ func (c *Coordinator) finish(s *slotState) {
 		c.emit(Event{Event: "error", Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Text: o.Warning})
 	}
 	if done {
-		s.backoffStep = 0
+		s.strikes, s.lastFast, s.backoffStep = 0, "", 0
 		o.emitFor(c, s, j)
 		s.job = nil
 		return
 	}
-	end := End{Reason: "crash", ExitCode: code, Duration: dur, Tail: p.lastLines(tailLines), Log: s.log, Escaped: p.escapedProcs()}
-	switch {
-	case s.killed != "":
-		end.Reason = s.killed
-	case s.limitLine() != "" || s.RateLimitExit[code]:
-		end.Reason = "rate_limit"
-	}
-	c.abandon(s, end)
-	if end.Reason == "rate_limit" {
-		c.backOff(s)
-	}
+	end := End{Reason: "crash", ExitCode: code, Duration: dur, Tail: promptless(p.lastLines(tailLines), j.Prompt), Log: s.log, Escaped: p.escapedProcs(),
+		Cause: res.Words, Usage: res.Usage}
+	c.endWithout(s, end, res)
 }
-
-func (s *slotState) limitLine() string { l, _ := s.limit.get(); return l }
 
 func (o Outcome) emitFor(c *Coordinator, s *slotState, j *Job) {
 	c.emit(Event{Event: o.Event, Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Text: o.Text})
@@ -848,37 +838,6 @@ func (c *Coordinator) abandon(s *slotState, end End) {
 		return
 	}
 	c.emit(Event{Event: o.Event, Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Reason: end.Reason, Log: end.Log, Text: o.Text})
-}
-
-// backOff makes a rate-limited slot wait: until the reset time its agent's
-// output gave, with every slot of the same harness or account; else alone,
-// twice as long as the time before.
-func (c *Coordinator) backOff(s *slotState) {
-	now := time.Now()
-	line, resetAt := s.limit.get()
-	if !resetAt.IsZero() && resetAt.After(now) {
-		// A reset time is the agent's word: run.max_wait bounds it.
-		until := resetAt.Add(time.Second)
-		if cap := now.Add(c.opts.Run.MaxWait); c.opts.Run.MaxWait > 0 && until.After(cap) {
-			until = cap
-		}
-		for _, o := range c.slots {
-			if o == s || (s.Harness != "" && o.Harness == s.Harness) || (s.Account != "" && o.Account == s.Account) {
-				if until.After(o.backoff) {
-					o.backoff = until
-				}
-				c.emit(Event{Event: "backoff", Slot: o.Name, Reason: "rate_limit", Until: until.UTC().Format(time.RFC3339), Text: fmt.Sprintf("%s waits until %s: %s said its rate limit resets then", o.Name, until.Format("15:04:05"), s.Name)})
-			}
-		}
-		return
-	}
-	d := c.opts.Run.Backoff << min(s.backoffStep, 10)
-	if max := c.opts.Run.Backoff * 64; d > max {
-		d = max
-	}
-	s.backoffStep++
-	s.backoff = now.Add(d)
-	c.emit(Event{Event: "backoff", Slot: s.Name, Reason: "rate_limit", Until: s.backoff.UTC().Format(time.RFC3339), Text: fmt.Sprintf("%s backs off for %s (rate limited, no reset time given: %s)", s.Name, d, text.Clip(text.OneLine(line), 120))})
 }
 
 // Status is one slot as the live view shows it.

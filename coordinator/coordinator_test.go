@@ -4,11 +4,13 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +28,7 @@ type fakeQueue struct {
 	done      []string
 	lost      map[string]bool
 	renewed   map[string]int
+	stopped   map[string]string // slots stopped, and why
 }
 
 func newFakeQueue(t *testing.T, tasks ...string) *fakeQueue {
@@ -69,7 +72,7 @@ func (q *fakeQueue) Renew(j *Job) error {
 	return nil
 }
 
-func (q *fakeQueue) Finish(j *Job) (Outcome, bool, error) {
+func (q *fakeQueue) Finish(j *Job, r RunRecord) (Outcome, bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if _, err := os.Stat(filepath.Join(q.dir, j.Task+".done")); err == nil {
@@ -92,6 +95,16 @@ func (q *fakeQueue) ClaimedSince(*Slot, time.Time) ([]*Job, error) { return nil,
 func (q *fakeQueue) Moved() bool                                   { return false }
 func (q *fakeQueue) PollPRs() error                                { return nil }
 func (q *fakeQueue) Archive() error                                { return nil }
+func (q *fakeQueue) Done()                                         {}
+func (q *fakeQueue) SlotStopped(s *Slot, why string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped == nil {
+		q.stopped = map[string]string{}
+	}
+	q.stopped[s.Name] = why
+	return nil
+}
 
 type recorder struct {
 	mu     sync.Mutex
@@ -373,16 +386,30 @@ func TestIdleSlotLooksAgainOncePerIdleLook(t *testing.T) {
 	}
 }
 
-// A reset time far off (2099) is capped at run.max_wait, ISO times as
-// much as epochs and durations: one bad line cannot park a harness's
-// slots for years.
+// A reset time past run.max_wait is not waited for: the slot stops and
+// says why (its task went back to the queue). One far off (2099) is not
+// believed at all, and the slot backs off within run.max_wait.
 func TestCoordinatorResetTimeCapped(t *testing.T) {
+	in3days := time.Now().Add(72 * time.Hour).UTC().Format(time.RFC3339)
 	q := newFakeQueue(t, "T-r")
-	limited := &Slot{Name: "a", Harness: "h", Cmd: `echo "rate limit reached, resets at 2099-01-01T00:00Z"; exit 1`, RateLimit: regexp.MustCompile(`rate limit`)}
+	limited := &Slot{Name: "a", Harness: "h", Cmd: `echo "rate limit reached, resets at ` + in3days + `"; exit 1`, RateLimit: regexp.MustCompile(`rate limit`)}
 	r := testRun(limited)
 	r.MaxWait = 2 * time.Hour
+	rec, err := runFor(t, q, r, 10*time.Second)
+	var stopped *SlotsStoppedError
+	if !errors.As(err, &stopped) || !strings.Contains(q.stopped["a"], "past run.max_wait (2h0m0s)") {
+		t.Errorf("err %v, stopped %v; want slot a stopped past run.max_wait (events %v)", err, q.stopped, rec.kinds())
+	}
+	if rec.has("backoff", "") {
+		t.Errorf("waited: %v", rec.kinds())
+	}
+
+	q = newFakeQueue(t, "T-r")
+	limited = &Slot{Name: "a", Harness: "h", Cmd: `echo "rate limit reached, resets at 2099-01-01T00:00Z"; exit 1`, RateLimit: regexp.MustCompile(`rate limit`)}
+	r = testRun(limited)
+	r.MaxWait = 2 * time.Hour
 	start := time.Now()
-	rec, _ := runFor(t, q, r, 2*time.Second)
+	rec, _ = runFor(t, q, r, 2*time.Second)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	seen := false

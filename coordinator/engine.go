@@ -176,7 +176,7 @@ func (q *engineQueue) Renew(j *Job) error {
 }
 
 // Finish reads what became of the job's task.
-func (q *engineQueue) Finish(j *Job) (Outcome, bool, error) {
+func (q *engineQueue) Finish(j *Job, rec RunRecord) (Outcome, bool, error) {
 	var pushErr error
 	if q.sync != nil {
 		// The agent's commits first, then its verbs: a reviewer or the next
@@ -194,6 +194,9 @@ func (q *engineQueue) Finish(j *Job) (Outcome, bool, error) {
 	held := q.heldEdits(e, j)
 	o, done := q.outcome(e, j)
 	o.Held = held
+	if err := e.RecordRun(j.Task, runData(j, rec, done)); err != nil {
+		o.Warning = "cannot record what the run spent: " + err.Error()
+	}
 	if pushErr != nil {
 		o.Warning = fmt.Sprintf("the branch %s was not pushed to %s (a reviewer on another clone does not see this work yet): %v", j.Branch, q.sync.Remote, pushErr)
 	}
@@ -255,6 +258,37 @@ func (q *engineQueue) outcome(e *workflow.Engine, j *Job) (Outcome, bool) {
 	return Outcome{Event: ev, Text: fmt.Sprintf("%s on %s: %s (%s)", j.Slot.Name, j.Task, ev, t.Queue)}, true
 }
 
+// runData is a run's event data.
+func runData(j *Job, r RunRecord, done bool) *workflow.RunRecordData {
+	role := j.Role
+	if j.Slot.Reviewer {
+		role = "reviewer"
+	}
+	return &workflow.RunRecordData{Agent: j.Slot.Name, Role: role, Attempt: j.Attempt, Harness: j.Slot.Harness, DurationMS: r.Duration.Milliseconds(),
+		Exit: r.Exit, Transition: done, Cause: r.Cause, Words: r.Words, Killed: r.Killed,
+		Input: r.Usage.InputTokens, Output: r.Usage.OutputTokens, CacheRead: r.Usage.CacheReadTokens, CacheWrite: r.Usage.CacheWriteTokens, CostUSD: r.Usage.CostUSD}
+}
+
+// SlotStopped tells orch inbox that a slot stopped (the lead's).
+func (q *engineQueue) SlotStopped(s *Slot, why string) error {
+	e, err := workflow.Open(q.asLead("run"))
+	if err != nil {
+		return err
+	}
+	err = e.SlotStopped(s.Name, s.Reviewer, why)
+	if cerr := e.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Done shares, with --sync, what the last runs recorded.
+func (q *engineQueue) Done() {
+	if q.sync != nil {
+		_, _, _ = workflow.Sync(q.asLead("sync"), *q.sync)
+	}
+}
+
 // Abandon records a run that ended without a transition of its agent.
 func (q *engineQueue) Abandon(j *Job, end End) (Outcome, error) {
 	e, err := workflow.Open(q.asLead("run"))
@@ -289,8 +323,11 @@ func (q *engineQueue) Abandon(j *Job, end End) (Outcome, error) {
 }
 
 // countsAsCrash: exits, timeouts and stalls count toward run.max_crashes;
-// rate limits, a stop by the lead and a dead coordinator do not.
+// rate limits, a stop by the lead, a dead coordinator, a slot's broken
+// setup (setup, permission, fast) and a missing branch do not.
 func countsAsCrash(reason string) bool {
+	// setup, permission, fast, rate_limit, stopped, orphaned, no_branch:
+	// not the task's doing.
 	return reason == "crash" || reason == "timeout" || reason == "stall" || reason == "unstartable"
 }
 
@@ -321,8 +358,15 @@ func runNote(end End) string {
 		b.WriteString("The orch run that started it ended without stopping it (killed); the agent died with it.")
 	case "unstartable":
 		b.WriteString("orch run could not start it.")
+	case "setup", "permission":
+		fmt.Fprintf(&b, "It could not work: its setup is the lead's to fix (exit status %d, after %s); this does not count as a crash.", end.ExitCode, roundDuration(end.Duration))
+	case "fast":
+		fmt.Fprintf(&b, "It exited with status %d after %s without a transition, too fast to have worked; this does not count as a crash.", end.ExitCode, roundDuration(end.Duration))
 	default:
 		fmt.Fprintf(&b, "It exited with status %d after %s without submitting, pausing or refusing.", end.ExitCode, roundDuration(end.Duration))
+	}
+	if end.Cause != "" {
+		fmt.Fprintf(&b, " The cause: %s.", strings.TrimSuffix(text.Clip(text.Visible(text.OneLine(end.Cause)), 300), "."))
 	}
 	if len(end.Escaped) > 0 {
 		b.WriteString(" It left processes that escaped its process group, which orch run ended: ")

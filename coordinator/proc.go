@@ -4,6 +4,7 @@ package coordinator
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -25,8 +26,13 @@ type procSpec struct {
 	Log    string   // the attempt's log file (created; output is appended)
 	MaxLog int64    // the log's cap in bytes (0: none): see cappedLog
 	Grace  time.Duration
-	// OnLine hears every line of output as it comes (the live view, the
-	// rate-limit pattern). It must not block.
+	// Render, when set, turns each line of a harness's structured stream
+	// into the lines the log shows (coordinator/harness); the stream
+	// itself goes to RawLog, capped like the log.
+	Render func(line string) []string
+	RawLog string
+	// OnLine, without a Render, hears every line of output as it comes
+	// (the harness reader of a plain-text run). It must not block.
 	OnLine func(line string)
 }
 
@@ -71,6 +77,13 @@ func startProc(spec procSpec) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	var raw *cappedLog
+	if spec.Render != nil && spec.RawLog != "" {
+		if raw, err = openCappedLog(spec.RawLog, spec.MaxLog); err != nil {
+			log.Close()
+			return nil, err
+		}
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		log.Close()
@@ -104,6 +117,9 @@ func startProc(spec procSpec) (*proc, error) {
 		outR.Close()
 		statR.Close()
 		log.Close()
+		if raw != nil {
+			raw.Close()
+		}
 		return nil, err
 	}
 	// The status pipe is the supervisor's alone (it keeps it from the
@@ -132,7 +148,19 @@ func startProc(spec procSpec) (*proc, error) {
 	outDone := make(chan struct{})
 	go func() {
 		defer close(outDone)
-		p.copyOutput(outR, spec.OnLine)
+		var rw io.Writer
+		if raw != nil {
+			rw = raw
+		}
+		render := spec.Render
+		if render == nil && spec.OnLine != nil {
+			// The log keeps the bytes; the reader hears the lines.
+			on := spec.OnLine
+			render = func(l string) []string { on(l); return nil }
+			p.copyOutput(outR, render, nil, true)
+			return
+		}
+		p.copyOutput(outR, render, rw, false)
 	}()
 	go func() {
 		err := cmd.Wait()
@@ -148,6 +176,9 @@ func startProc(spec procSpec) (*proc, error) {
 		p.exitCode = exitCode(err)
 		p.mu.Unlock()
 		log.Close()
+		if raw != nil {
+			raw.Close()
+		}
 		close(p.done)
 	}()
 	return p, nil
@@ -162,59 +193,77 @@ func (p *proc) escapedProcs() []string {
 }
 
 // copyOutput writes the agent's output to the log as it comes, and keeps
-// its last lines and the time of its last output.
-func (p *proc) copyOutput(r io.Reader, onLine func(string)) {
+// its last lines and the time of its last output. With a Render (a
+// harness's structured stream), the log holds what Render makes of each
+// line, and the bytes as they came go to the raw log.
+func (p *proc) copyOutput(r io.Reader, render func(string) []string, raw io.Writer, hearOnly bool) {
 	buf := make([]byte, 32<<10)
+	// A line without end (a progress bar) is taken as it is past this; a
+	// stream's event can be long (a tool's whole output), and is read whole.
+	maxPartial := 4 << 10
+	if render != nil && !hearOnly {
+		maxPartial = 1 << 20
+	}
+	emit := func(lines []string) {
+		var shown []string
+		for _, l := range lines {
+			if render == nil || hearOnly {
+				if render != nil {
+					render(l)
+				}
+				shown = append(shown, l)
+				continue
+			}
+			out := render(l)
+			shown = append(shown, out...)
+			for _, o := range out {
+				_, _ = io.WriteString(p.log, o+"\n")
+			}
+		}
+		p.mu.Lock()
+		for _, l := range shown {
+			if len(l) > maxLineKept {
+				l = l[:maxLineKept]
+			}
+			p.tail = append(p.tail, l)
+		}
+		if len(p.tail) > tailLines {
+			p.tail = append([]string(nil), p.tail[len(p.tail)-tailLines:]...)
+		}
+		p.mu.Unlock()
+	}
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			_, _ = p.log.Write(buf[:n])
+			if render == nil || hearOnly {
+				_, _ = p.log.Write(buf[:n])
+			} else if raw != nil {
+				_, _ = raw.Write(buf[:n])
+			}
 			p.mu.Lock()
 			p.last = time.Now()
+			p.mu.Unlock()
 			p.partial = append(p.partial, buf[:n]...)
 			var lines []string
 			for {
-				i := strings.IndexByte(string(p.partial), '\n')
+				i := bytes.IndexByte(p.partial, '\n')
 				if i < 0 {
 					break
 				}
 				lines = append(lines, strings.TrimRight(string(p.partial[:i]), "\r"))
 				p.partial = p.partial[i+1:]
 			}
-			if len(p.partial) > 4<<10 {
-				// A line without end (a progress bar): taken as it is.
+			if len(p.partial) > maxPartial {
 				lines = append(lines, string(p.partial))
 				p.partial = nil
 			}
-			for _, l := range lines {
-				if len(l) > maxLineKept {
-					l = l[:maxLineKept]
-				}
-				p.tail = append(p.tail, l)
-			}
-			if len(p.tail) > tailLines {
-				p.tail = append([]string(nil), p.tail[len(p.tail)-tailLines:]...)
-			}
-			p.mu.Unlock()
-			if onLine != nil {
-				for _, l := range lines {
-					onLine(l)
-				}
-			}
+			emit(lines)
 		}
 		if err != nil {
-			p.mu.Lock()
 			if len(p.partial) > 0 {
-				if len(p.partial) > maxLineKept {
-					p.partial = p.partial[:maxLineKept]
-				}
-				p.tail = append(p.tail, string(p.partial))
-				if onLine != nil {
-					onLine(string(p.partial))
-				}
+				emit([]string{string(p.partial)})
 				p.partial = nil
 			}
-			p.mu.Unlock()
 			return
 		}
 	}

@@ -57,8 +57,6 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestProcOutputAndExit(t *testing.T) {
 	spec := testSpec(t, `read line; echo "got: $line"; echo to-stderr >&2; printf 'no newline'; exit 3`)
-	var lines []string
-	spec.OnLine = func(l string) { lines = append(lines, l) }
 	p, err := startProc(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -73,8 +71,30 @@ func TestProcOutputAndExit(t *testing.T) {
 	if got := strings.Join(p.lastLines(2), "|"); got != "to-stderr|no newline" {
 		t.Errorf("last lines %q", got)
 	}
-	if len(lines) != 3 {
-		t.Errorf("OnLine heard %q", lines)
+}
+
+// With a Render (a harness's stream), the log holds what it makes of each
+// line, the raw log the bytes as they came, and the tail the rendered lines.
+func TestProcRendered(t *testing.T) {
+	spec := testSpec(t, `echo '{"event":1}'; echo plain; printf 'last'`)
+	var heard []string
+	spec.Render = func(l string) []string { heard = append(heard, l); return []string{"shown: " + l} }
+	spec.RawLog = filepath.Join(filepath.Dir(spec.Log), "raw")
+	p, err := startProc(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProc(t, p, 10*time.Second)
+	log, _ := os.ReadFile(spec.Log)
+	raw, _ := os.ReadFile(spec.RawLog)
+	if string(log) != "shown: {\"event\":1}\nshown: plain\nshown: last\n" {
+		t.Errorf("log = %q", log)
+	}
+	if string(raw) != "{\"event\":1}\nplain\nlast" {
+		t.Errorf("raw = %q", raw)
+	}
+	if len(heard) != 3 || strings.Join(p.lastLines(1), "") != "shown: last" {
+		t.Errorf("rendered %q, tail %q", heard, p.lastLines(3))
 	}
 }
 

@@ -36,10 +36,15 @@ type Run struct {
 
 // Slot is one agent or reviewer of run: one actor, one process at a time.
 type Slot struct {
-	Name          string
-	Reviewer      bool
-	Cmd           string // run by sh -c in the task's worktree, the prompt on stdin
-	Harness       string
+	Name     string
+	Reviewer bool
+	Cmd      string // run by sh -c in the task's worktree, the prompt on stdin
+	Harness  string
+	// Stream is the structured output its runs print ("claude", "codex"),
+	// read by coordinator/harness; "" is plain text. Program is the
+	// preset's executable, checked at start.
+	Stream        string
+	Program       string
 	Account       string
 	Roles         []string
 	Labels        []string

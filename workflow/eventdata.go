@@ -69,6 +69,10 @@ func newData(a Action) EventData {
 		return new(ClaimReviewData)
 	case ActionReleaseReview:
 		return new(ReleaseReviewData)
+	case ActionRun:
+		return new(RunRecordData)
+	case ActionSlotStopped:
+		return new(SlotStoppedData)
 	}
 	return nil
 }
@@ -290,6 +294,34 @@ type RunData struct {
 	Logs    []string `json:"logs,omitempty"`
 }
 
+// RunRecordData is one run of orch run: whose, which attempt (or review
+// claim), how it ended, and what it spent as its CLI counted (tokens;
+// cost where the CLI says, Claude Code's total_cost_usd).
+type RunRecordData struct {
+	Agent      string  `json:"agent"`
+	Role       string  `json:"role"` // implementer (or the task's role) or reviewer
+	Attempt    int     `json:"attempt"`
+	Harness    string  `json:"harness,omitempty"`
+	DurationMS int64   `json:"duration_ms"`
+	Exit       int     `json:"exit"`
+	Transition bool    `json:"transition"` // the agent moved its task itself
+	Cause      string  `json:"cause,omitempty"`
+	Words      string  `json:"words,omitempty"`
+	Killed     string  `json:"killed,omitempty"`
+	Input      int64   `json:"input_tokens"`
+	Output     int64   `json:"output_tokens"`
+	CacheRead  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWrite int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD    float64 `json:"cost_usd"`
+}
+
+// SlotStoppedData is a slot of orch run that stopped, and why.
+type SlotStoppedData struct {
+	Slot     string `json:"slot"`
+	Reviewer bool   `json:"reviewer,omitempty"`
+	Why      string `json:"why"`
+}
+
 // ClaimReviewData is a review claim: its number and when its lease ends.
 type ClaimReviewData struct {
 	Attempt    int    `json:"attempt"`
@@ -441,6 +473,8 @@ func (*AuthorityData) Action() Action      { return ActionAuthorityRefused }
 func (*SyncConflictData) Action() Action   { return ActionSyncConflict }
 func (*ClaimReviewData) Action() Action    { return ActionClaimReview }
 func (*ReleaseReviewData) Action() Action  { return ActionReleaseReview }
+func (*RunRecordData) Action() Action      { return ActionRun }
+func (*SlotStoppedData) Action() Action    { return ActionSlotStopped }
 
 // ApprovalRounds is, for an event that approved a task (orch approve, or a
 // review that moved it to done), the rejection rounds before the approval;

@@ -62,6 +62,12 @@ const (
 	// review claim (orch run's reviewers).
 	ActionClaimReview   Action = "claim-review"
 	ActionReleaseReview Action = "release-review"
+	// ActionRun records one run of orch run: how it ended and what it
+	// spent (tokens, cost), whatever became of its task.
+	ActionRun Action = "run"
+	// ActionSlotStopped records a slot of orch run that stopped: its setup
+	// cannot run (orch inbox lists it).
+	ActionSlotStopped Action = "slot.stopped"
 )
 
 // The actions of commits that write no event.

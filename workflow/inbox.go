@@ -27,6 +27,37 @@ type InboxItem struct {
 	Refusal *PendingRefusal `json:"refusal,omitempty"`
 }
 
+// slotItem is the inbox item of a slot of orch run that stopped (from the
+// last week): not a task's, the lead's setup to fix.
+func slotItem(snap *gitstore.Snapshot, fe gitstore.FileEntry, cutoff time.Time) (InboxItem, bool) {
+	data, err := snap.ReadBlob(fe.Blob)
+	if err != nil {
+		return InboxItem{}, false
+	}
+	f, err := taskfile.Parse("message.md", data)
+	if err != nil {
+		return InboxItem{}, false
+	}
+	item := InboxItem{Reason: "slot", Message: filepath.ToSlash(filepath.Join(gitstore.ViewDirName, fe.Path))}
+	if n := f.Node("created"); n != nil {
+		item.Created, _ = taskfile.ParseTime(n.Value)
+	}
+	if item.Created.Before(cutoff) {
+		return InboxItem{}, false
+	}
+	slot := ""
+	if n := f.Node("slot"); n != nil {
+		slot = n.Value
+	}
+	for _, sec := range f.Sections() {
+		if sec.Title == "Why" {
+			item.Summary = "slot " + slot + " stopped: " + strings.TrimSpace(f.SectionText(sec))
+		}
+	}
+	item.Title = "orch run's slot " + slot
+	return item, true
+}
+
 // Inbox lists open escalations (escalated tasks with their latest message)
 // and refusals awaiting a decision.
 func (e *Engine) Inbox() ([]InboxItem, error) {
@@ -50,6 +81,12 @@ func (e *Engine) Inbox() ([]InboxItem, error) {
 	// week: the lead sees what the agents tried.
 	cutoff := e.Now().Add(-authorityWindow)
 	for _, fe := range snap.Files(gitstore.MessagesDir) {
+		if strings.Contains(filepath.Base(fe.Path), "Z-slot") {
+			if item, ok := slotItem(snap, fe, cutoff); ok {
+				out = append(out, item)
+			}
+			continue
+		}
 		if !strings.Contains(filepath.Base(fe.Path), "Z-authority") {
 			continue
 		}

@@ -567,3 +567,53 @@ func (e *Engine) ClaimsHere(actor string, reviewer bool, since time.Time) []RunC
 	}
 	return slices.DeleteFunc(out, func(c RunClaim) bool { return !mine[c.Task] })
 }
+
+// RecordRun records one run of orch run on the state branch: an event of
+// its own, the task file unchanged, so that every clone's orch show, orch
+// stats and board see what each attempt spent and how it ended.
+func (e *Engine) RecordRun(task string, d *RunRecordData) error {
+	if err := e.RequireInit(); err != nil {
+		return err
+	}
+	d.Words = text.Clip(text.Visible(d.Words), 300)
+	_, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: task, Action: ActionRun, Actor: e.Actor}
+		c, err := e.eventChange(snap, ev, d)
+		if err != nil {
+			return nil, err
+		}
+		body := fmt.Sprintf("Run of %s (%s %d) ended: exit %d after %s", d.Agent, d.Role, d.Attempt, d.Exit, time.Duration(d.DurationMS)*time.Millisecond)
+		if d.Words != "" {
+			body += "; " + d.Words
+		}
+		body += fmt.Sprintf(". Tokens: %d in, %d out; cost $%.4f.", d.Input, d.Output, d.CostUSD)
+		return &gitstore.CommitRequest{Changes: []gitstore.Change{c},
+			Message: commitMessage(task, ActionRun, "", "", e.Actor, body, gitstore.Trailers{{Key: gitstore.TrailerVia, Value: "orch run"}}),
+			Author:  e.Signature()}, nil
+	})
+	return err
+}
+
+// SlotStopped records that a slot of orch run stopped (its setup cannot
+// run), with a message for orch inbox: the lead's to fix, not a task's.
+func (e *Engine) SlotStopped(slot string, reviewer bool, why string) error {
+	if err := e.RequireInit(); err != nil {
+		return err
+	}
+	why = text.Clip(text.Visible(why), 1000)
+	_, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
+		ev := Event{Time: taskfile.FormatTime(e.Now()), Action: ActionSlotStopped, Actor: e.Actor}
+		c, err := e.eventChange(snap, ev, &SlotStoppedData{Slot: slot, Reviewer: reviewer, Why: why})
+		if err != nil {
+			return nil, err
+		}
+		now := e.Now().UTC()
+		name := fmt.Sprintf("%s/%s-slot-%s.md", gitstore.MessagesDir, now.Format("20060102T150405.000Z"), e.cloneID())
+		msg := fmt.Sprintf("---\nreason: slot\ncreated: %s\nslot: %q\n---\n# orch run's slot %s stopped\n\n## Why\n\n%s\n\nIts tasks went back to the queue, with no crash counted. Fix the slot's setup (its cmd or harness in run:, the CLI's login or key, run.allow), then start orch run again.\n",
+			taskfile.FormatTime(now), slot, slot, why)
+		return &gitstore.CommitRequest{Changes: []gitstore.Change{c, {Path: name, Data: []byte(msg)}},
+			Message: commitMessage("-", ActionSlotStopped, "", "", e.Actor, fmt.Sprintf("Slot %s stopped: %s", slot, why), gitstore.Trailers{{Key: gitstore.TrailerVia, Value: "orch run"}}),
+			Author:  e.Signature()}, nil
+	})
+	return err
+}

@@ -1,11 +1,13 @@
-package coordinator
+package harness
 
 import (
 	"testing"
 	"time"
 )
 
-func TestResetTime(t *testing.T) {
+// TestResetTimeForms: the reset times orch run read before the harness
+// streams (coordinator's resetTime), read the same by ParseLimit.
+func TestResetTimeForms(t *testing.T) {
 	now := time.Date(2026, 11, 26, 21, 0, 0, 0, time.UTC)
 	loc := time.Local
 	tests := []struct {
@@ -24,7 +26,8 @@ func TestResetTime(t *testing.T) {
 		{"stale epoch |1000000000", time.Time{}},
 	}
 	for _, tt := range tests {
-		got, ok := resetTime(tt.line, now)
+		_, got, ok := ParseLimit(tt.line, now)
+		ok = ok && !got.IsZero()
 		if tt.want.IsZero() {
 			if ok {
 				t.Errorf("resetTime(%q) = %v, want none", tt.line, got)
