@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -616,4 +617,52 @@ func (e *Engine) SlotStopped(slot string, reviewer bool, why string) error {
 			Author:  e.Signature()}, nil
 	})
 	return err
+}
+
+// TaskRun is one run of orch run on a task, as its event records it.
+type TaskRun struct {
+	Time time.Time
+	RunRecordData
+}
+
+// TaskRuns lists the runs of orch run on task t, oldest first, from the
+// event log: only the files of the days the task lived are read (its
+// creation to its end), so the cost follows the task's age, not the log's.
+func (e *Engine) TaskRuns(t *taskfile.Task) []TaskRun {
+	from := t.Created.UTC().Format("2006-01-02")
+	to := "9999"
+	if !t.FinishedAt.IsZero() {
+		to = t.FinishedAt.UTC().Format("2006-01-02") + "~"
+	}
+	snap := e.Store.Snapshot()
+	prefix := gitstore.EventsDir + "/"
+	needle := []byte(`"task":"` + t.ID + `"`)
+	var out []TaskRun
+	for _, fe := range snap.Files(gitstore.EventsDir) {
+		name := strings.TrimPrefix(fe.Path, prefix)
+		if len(name) < 10 || name[:10] < from || name > to {
+			continue
+		}
+		data, err := snap.ReadBlob(fe.Blob)
+		if err != nil {
+			continue
+		}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if !bytes.Contains(line, needle) || !bytes.Contains(line, []byte(`"action":"run"`)) {
+				continue
+			}
+			var ev Event
+			if json.Unmarshal(line, &ev) != nil || ev.Task != t.ID || ev.Action != ActionRun {
+				continue
+			}
+			var d RunRecordData
+			if json.Unmarshal(ev.Data, &d) != nil {
+				continue
+			}
+			at, _ := taskfile.ParseTime(ev.Time)
+			out = append(out, TaskRun{Time: at, RunRecordData: d})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b TaskRun) int { return a.Time.Compare(b.Time) })
+	return out
 }

@@ -41,6 +41,71 @@ type Stats struct {
 	Responses           ResponseStats  `json:"responses"`
 	Warnings            []Warning      `json:"warnings"`
 	Escalations         Breakdown      `json:"escalations"`
+	// Spend is what orch run's runs spent, as their CLIs counted.
+	Spend Spend `json:"spend"`
+}
+
+// Spend is tokens and cost of orch run's runs: in all, and by task, agent
+// and day (UTC), each list largest cost first (then most tokens).
+type Spend struct {
+	SpendTotal
+	ByTask  []SpendBy `json:"by_task"`
+	ByAgent []SpendBy `json:"by_agent"`
+	ByDay   []SpendBy `json:"by_day"`
+}
+
+// SpendTotal is what some runs spent together.
+type SpendTotal struct {
+	Runs         int     `json:"runs"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+func (t *SpendTotal) add(d *RunRecordData) {
+	t.Runs++
+	t.InputTokens += d.Input
+	t.OutputTokens += d.Output
+	t.CostUSD += d.CostUSD
+}
+
+// SpendBy is what the runs of one task, agent or day spent.
+type SpendBy struct {
+	Key string `json:"key"`
+	SpendTotal
+}
+
+// spendTally sums runs by key.
+type spendTally map[string]*SpendTotal
+
+func (t spendTally) add(key string, d *RunRecordData) {
+	if t[key] == nil {
+		t[key] = &SpendTotal{}
+	}
+	t[key].add(d)
+}
+
+// top is the tally, largest cost first, then most tokens, then key (n > 0:
+// at most n).
+func (t spendTally) top(n int) []SpendBy {
+	out := []SpendBy{}
+	for k, v := range t {
+		out = append(out, SpendBy{k, *v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.CostUSD != b.CostUSD {
+			return a.CostUSD > b.CostUSD
+		}
+		if x, y := a.InputTokens+a.OutputTokens, b.InputTokens+b.OutputTokens; x != y {
+			return x > y
+		}
+		return a.Key < b.Key
+	})
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out
 }
 
 // ReviewStats are the review loop's metrics (review-feedback-loop.md,
@@ -202,6 +267,7 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 	escReason, escAgent, escTask := counter{}, counter{}, counter{}
 	blockers := counter{}
 	blockerText := map[string]string{}
+	byTask, byAgent, byDay := spendTally{}, spendTally{}, spendTally{}
 	rounds, approvals := 0, 0
 	rejected := func(task, author string) {
 		st.Rejections.Total++
@@ -228,6 +294,8 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 			data, _ = ev.Payload()
 		case ActionRefuseInvalid:
 			st.InvalidRefusals++
+		case ActionRun:
+			data, _ = ev.Payload()
 		}
 		rv.add(ev, data)
 		switch d := data.(type) {
@@ -277,6 +345,13 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 			}
 		case *DecideData:
 			st.Decisions[d.Decision]++
+		case *RunRecordData:
+			st.Spend.add(d)
+			byTask.add(ev.Task, d)
+			byAgent.add(d.Agent, d)
+			if len(ev.Time) >= 10 {
+				byDay.add(ev.Time[:10], d)
+			}
 		}
 		if r, ok := ApprovalRounds(ev, data); ok {
 			approvals++
@@ -316,6 +391,8 @@ func (e *Engine) Stats(since time.Time, top int) (*Stats, error) {
 	if approvals > 0 {
 		st.AvgRoundsToApproval = float64(rounds) / float64(approvals)
 	}
+	st.Spend.ByTask, st.Spend.ByAgent, st.Spend.ByDay = byTask.top(top), byAgent.top(0), byDay.top(0)
+	sort.Slice(st.Spend.ByDay, func(i, j int) bool { return st.Spend.ByDay[i].Key > st.Spend.ByDay[j].Key })
 	st.Reviews.finish(rv, top)
 	st.Responses.finish(answers, top)
 	st.Warnings = warnings(rv, answers)

@@ -151,6 +151,49 @@ type showAnswer struct {
 	Body       string              `json:"body"`    // the markdown after the frontmatter
 	Content    string              `json:"content"` // the whole file
 	Logs       []logJSON           `json:"logs"`    // orch run's logs of the task's runs on this clone (orch logs)
+	Runs       []runJSON           `json:"runs"`    // orch run's runs of the task, on every clone, oldest first
+	Spent      spentJSON           `json:"spent"`   // what they spent together
+}
+
+// runJSON is one run of orch run (workflow.TaskRun).
+type runJSON struct {
+	Time             answer.Time `json:"time"`
+	Agent            string      `json:"agent"`
+	Role             string      `json:"role"`
+	Attempt          int         `json:"attempt"`
+	Harness          string      `json:"harness"`
+	DurationMS       int64       `json:"duration_ms"`
+	Exit             int         `json:"exit"`
+	Transition       bool        `json:"transition"` // the agent moved the task itself
+	Cause            string      `json:"cause"`      // how the harness said it ended: "", rate_limit, auth, ...
+	Words            string      `json:"words"`
+	InputTokens      int64       `json:"input_tokens"`
+	OutputTokens     int64       `json:"output_tokens"`
+	CacheReadTokens  int64       `json:"cache_read_tokens"`
+	CacheWriteTokens int64       `json:"cache_write_tokens"`
+	CostUSD          float64     `json:"cost_usd"`
+}
+
+// spentJSON is what runs spent together.
+type spentJSON struct {
+	Runs         int     `json:"runs"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+func runsJSON(runs []workflow.TaskRun) ([]runJSON, spentJSON) {
+	out := []runJSON{}
+	var sp spentJSON
+	for _, r := range runs {
+		out = append(out, runJSON{answer.Time(r.Time), r.Agent, r.Role, r.Attempt, r.Harness, r.DurationMS, r.Exit, r.Transition, r.Cause, r.Words,
+			r.Input, r.Output, r.CacheRead, r.CacheWrite, r.CostUSD})
+		sp.Runs++
+		sp.InputTokens += r.Input
+		sp.OutputTokens += r.Output
+		sp.CostUSD += r.CostUSD
+	}
+	return out, sp
 }
 
 func (g *globalOptions) showJSON(e *workflow.Engine, t *workflow.Task) showAnswer {
@@ -159,6 +202,7 @@ func (g *globalOptions) showJSON(e *workflow.Engine, t *workflow.Task) showAnswe
 	if ok, pending := e.DepsDone(&t.Summary.Task); !ok {
 		d.WaitingFor = nonNil(pending)
 	}
+	d.Runs, d.Spent = runsJSON(e.TaskRuns(&t.Summary.Task))
 	d.Rounds = roundsJSON(t.File.FeedbackRounds())
 	d.Sections = []sectionJSON{}
 	for _, sec := range t.File.Sections() {

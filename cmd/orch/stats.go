@@ -94,6 +94,7 @@ func runStats(o *statsOptions) error {
 		printResponses(w, &st.Responses)
 		fmt.Fprintf(w, "\nescalations: %d\n", st.Escalations.Total)
 		printCounts(w, "by reason", st.Escalations.ByReason)
+		printSpend(w, &st.Spend)
 		if len(st.Warnings) > 0 {
 			fmt.Fprintf(w, "\nwarnings:\n")
 			for _, wn := range st.Warnings {
@@ -210,6 +211,7 @@ type statsAnswer struct {
 	Responses           workflow.ResponseStats `json:"responses"`
 	Warnings            []workflow.Warning     `json:"warnings"`
 	Escalations         breakdownJSON          `json:"escalations"`
+	Spend               workflow.Spend         `json:"spend"`
 }
 
 type breakdownJSON struct {
@@ -292,7 +294,7 @@ func (g *globalOptions) statsJSON(e *workflow.Engine, st *workflow.Stats) statsA
 		since = answer.TimeText(st.Since)
 	}
 	return statsAnswer{since, st.Events, breakdown(&st.Rejections), breakdown(&st.Refusals), st.InvalidRefusals, nonNilCounts(st.CommonBlockers),
-		nonNilMap(st.Decisions), st.OverrideRate, st.Approvals, st.AvgRoundsToApproval, reviews, responses, warnings, breakdown(&st.Escalations)}
+		nonNilMap(st.Decisions), st.OverrideRate, st.Approvals, st.AvgRoundsToApproval, reviews, responses, warnings, breakdown(&st.Escalations), st.Spend}
 }
 
 func nonNilCounts(c []workflow.Count) []workflow.Count {
@@ -307,4 +309,28 @@ func nonNilMap(m map[string]int) map[string]int {
 		return map[string]int{}
 	}
 	return m
+}
+
+// printSpend prints what orch run's runs spent: in all, by agent, by day,
+// and the costliest tasks.
+func printSpend(w io.Writer, sp *workflow.Spend) {
+	if sp.Runs == 0 {
+		return
+	}
+	line := func(t workflow.SpendTotal) string {
+		return fmt.Sprintf("%d run(s), %d tokens in, %d out, $%.2f", t.Runs, t.InputTokens, t.OutputTokens, t.CostUSD)
+	}
+	fmt.Fprintf(w, "\nspent by orch run: %s\n", line(sp.SpendTotal))
+	for _, part := range []struct {
+		what string
+		list []workflow.SpendBy
+	}{{"by agent", sp.ByAgent}, {"by day", sp.ByDay}, {"by task", sp.ByTask}} {
+		if len(part.list) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %s:\n", part.what)
+		for _, b := range part.list {
+			fmt.Fprintf(w, "    %-12s %s\n", b.Key, line(b.SpendTotal))
+		}
+	}
 }
