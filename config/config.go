@@ -43,6 +43,8 @@ type Config struct {
 	GitHub GitHub   `yaml:"github" json:"github"`
 	// Run is what orch run starts (runconfig.go).
 	Run Run `yaml:"run" json:"run"`
+	// Land is how approved work reaches the base branch (landconfig.go).
+	Land Land `yaml:"land" json:"land"`
 }
 
 // Review holds the review and rejection policies.
@@ -53,6 +55,9 @@ type Review struct {
 	// Reviewers names who reviews among agents (empty: anyone), each
 	// entry a name or a name scoped to roles and labels (see Reviewer).
 	Reviewers Reviewers `yaml:"reviewers" json:"reviewers"`
+	// Check runs in the task's worktree after a submit, before any
+	// reviewer claims it (orch run); red rejects it with the output.
+	Check string `yaml:"check" json:"check"`
 }
 
 // LockoutOn reports whether rejected authors are locked out (default on).
@@ -135,8 +140,11 @@ const (
 	// "format" key and refuses config.yaml; one that knows the key and
 	// not the value refuses to write (Unknown).
 	FormatClaimRefs = 2
+	// FormatLanding: every clone knows the approved queue and lands
+	// approved work (land:); an older orch would take approved for done.
+	FormatLanding = 3
 	// KnownFormat is the newest format this orch reads and writes.
-	KnownFormat = FormatClaimRefs
+	KnownFormat = FormatLanding
 )
 
 // Unknown reports whether the repository's format is newer than this orch
@@ -168,6 +176,7 @@ func Default() *Config {
 		DefaultRole:  "implementer",
 		Review:       Review{MaxRejections: 3, MaxNoProgress: 2},
 		Run:          defaultRun(),
+		Land:         defaultLand(),
 	}
 }
 
@@ -175,7 +184,7 @@ func Default() *Config {
 // default and what it does.
 const DefaultYAML = `# orch configuration. This file lives on the state branch; edit it in
 # .orchestrator/config.yaml (or with "orch edit config") and orch commits it.
-format: 2                  # the repository format: an orch that does not know it never writes here
+format: 3                  # the repository format: an orch that does not know it never writes here
 base_branch: main          # task branches start from here
 branch_prefix: task/       # task branches are <prefix><id>-<slug>
 claim_timeout: 2h          # a claim is a lease this long, renewed by orch heartbeat and orch respond
@@ -197,6 +206,16 @@ agents: []                 # optional roster: {name, roles: [...]}; an agent cla
 humans: []                 # optional: the people; empty: everyone not an agent (ORCH_AGENT set, or in agents) is a human
 github:
   repo: ""                 # owner/name; empty: ask "gh repo view"
+land:
+  mode: local              # approved work lands on base_branch (orch land, orch run); off: approve
+                           # means done and a person merges; github: gh pr merge
+  strategy: merge          # merge (--no-ff, the commit names the task) | squash | rebase
+  check: ""                # run on the merged result before the base branch moves; empty: none
+  check_timeout: 20m
+  batch: 1                 # > 1: merge up to N in order, check once, bisect on red
+  max_failures: 3          # landing failures (conflict, red check) before the task escalates
+  push: false              # true: the push of the base branch to origin is the commit point
+  delete_branch: true      # a landed task's branch (and its clean worktree) goes
 `
 
 var cfgLineRE = lazyregexp.New(`line (\d+): (.*)`)
@@ -279,6 +298,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 	}
 	if err := c.Run.check(c, path, data); err != nil {
+		return nil, err
+	}
+	if err := c.Land.check(c, path, data); err != nil {
 		return nil, err
 	}
 	for _, h := range c.Humans {

@@ -74,13 +74,16 @@ type Source struct {
 // Round is one "## Review Feedback (rejection #N)" section, or, for a review
 // that approved the work, one "## Review (round N)" section.
 type Round struct {
-	Number   int      `json:"round"`
-	Verdict  string   `json:"verdict,omitempty"`
-	Approval bool     `json:"approval,omitempty"`
-	Sources  []Source `json:"sources"`
-	Line     int      `json:"line"`
-	start    int
-	end      int
+	Number   int    `json:"round"`
+	Verdict  string `json:"verdict,omitempty"`
+	Approval bool   `json:"approval,omitempty"`
+	// Landing: a "## Review Feedback (landing #N)" round: the work could
+	// not land (a conflict, a red check), numbered by landing failure.
+	Landing bool     `json:"landing,omitempty"`
+	Sources []Source `json:"sources"`
+	Line    int      `json:"line"`
+	start   int
+	end     int
 }
 
 // Blocking reports whether a severity blocks approval.
@@ -102,7 +105,7 @@ func ValidSeverity(s string) bool {
 }
 
 var (
-	roundRE    = lazyregexp.New(`^(?:Review Feedback \(rejection #(\d+)\)|Review \(round (\d+)\))\s*$`)
+	roundRE    = lazyregexp.New(`^(?:Review Feedback \(rejection #(\d+)\)|Review \(round (\d+)\)|Review Feedback \((?:landing|check) #(\d+)\))\s*$`)
 	sourceRE   = lazyregexp.New(`^From (.+?)(?: \((\S+)\))?\s*$`)
 	issueRE    = lazyregexp.New("^- \\[( |x|X)\\] \\*\\*(R\\d+\\.\\d+)\\*\\*\\s+([A-Za-z]+)(?:\\s+`([^`]*)`)?(?:\\s*(?:—|--|-)\\s*(.*))?\\s*$")
 	responseRE = lazyregexp.New(`^\s+- Response: ([A-Za-z]+)(?: \(([0-9a-fA-F]{4,40})\))?(?:\s*(?:—|--|-)\s*(.*))?\s*$`)
@@ -121,8 +124,8 @@ func (f *File) FeedbackRounds() []Round {
 		if m == nil {
 			continue
 		}
-		n, _ := strconv.Atoi(m[1] + m[2])
-		r := Round{Number: n, Line: s.StartLine, Approval: m[2] != "", start: s.Start, end: s.End}
+		n, _ := strconv.Atoi(m[1] + m[2] + m[3])
+		r := Round{Number: n, Line: s.StartLine, Approval: m[2] != "", Landing: m[3] != "", start: s.Start, end: s.End}
 		for _, sub := range secs[i+1:] {
 			if sub.Start >= s.End {
 				break
@@ -494,9 +497,12 @@ func escapeIssueLines(t string) string {
 // RenderRound writes a whole round.
 func RenderRound(r Round) string {
 	var b strings.Builder
-	if r.Approval {
+	switch {
+	case r.Approval:
 		fmt.Fprintf(&b, "## Review (round %d)\n\n", r.Number)
-	} else {
+	case r.Landing:
+		fmt.Fprintf(&b, "## Review Feedback (landing #%d)\n\n", r.Number)
+	default:
 		fmt.Fprintf(&b, "## Review Feedback (rejection #%d)\n\n", r.Number)
 	}
 	if r.Verdict != "" {

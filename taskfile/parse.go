@@ -336,7 +336,8 @@ func (f *File) decodeTask() error {
 			return &ParseError{Path: f.Path, Line: f.fileLine(fl.keyNode.Line), Msg: fmt.Sprintf("%s: ", fl.key) + fmt.Sprintf(format, a...)}
 		}
 		switch fl.key {
-		case KeyID, KeyTitle, KeyRole, KeyBranch, KeyBaseBranch, KeyClaimedBy, KeySubmittedBy, KeyAssignedTo, KeyRejectedAt, KeyReviewBy:
+		case KeyID, KeyTitle, KeyRole, KeyBranch, KeyBaseBranch, KeyClaimedBy, KeySubmittedBy, KeyAssignedTo, KeyRejectedAt, KeyReviewBy,
+			KeyApprovedAtSHA, KeyLandedCommit, KeyCheckedCommit:
 			s, ok := scalarString(v)
 			if !ok {
 				return bad("must be a single value")
@@ -362,6 +363,12 @@ func (f *File) decodeTask() error {
 				t.RejectedAt = s
 			case KeyReviewBy:
 				t.ReviewClaimedBy = s
+			case KeyApprovedAtSHA:
+				t.ApprovedCommit = s
+			case KeyLandedCommit:
+				t.LandedCommit = s
+			case KeyCheckedCommit:
+				t.CheckedCommit = s
 			}
 		case KeyQueue:
 			s, ok := scalarString(v)
@@ -380,7 +387,7 @@ func (f *File) decodeTask() error {
 				s = p
 			}
 			t.Priority = s
-		case KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyCrashes, KeyReviewCount:
+		case KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyCrashes, KeyReviewCount, KeyLandFailures:
 			s, ok := scalarString(v)
 			if !ok {
 				return bad("must be a number")
@@ -406,8 +413,10 @@ func (f *File) decodeTask() error {
 				t.Crashes = n
 			case KeyReviewCount:
 				t.ReviewAttempts = n
+			case KeyLandFailures:
+				t.LandFailures = n
 			}
-		case KeyClaimedAt, KeySubmittedAt, KeyCreated, KeyHeartbeatAt, KeyReviewAt, KeyFinishedAt:
+		case KeyClaimedAt, KeySubmittedAt, KeyCreated, KeyHeartbeatAt, KeyReviewAt, KeyFinishedAt, KeyApprovedAt:
 			s, ok := scalarString(v)
 			if !ok {
 				return bad("must be a time such as 2026-02-06T10:00:00Z")
@@ -433,6 +442,8 @@ func (f *File) decodeTask() error {
 				t.Created = tm
 			case KeyFinishedAt:
 				t.FinishedAt = tm
+			case KeyApprovedAt:
+				t.ApprovedAt = tm
 			}
 		case KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyGitHubReviews:
 			list, ok := stringList(v)

@@ -20,6 +20,7 @@ const (
 	Incoming          Queue = "incoming"
 	Claimed           Queue = "claimed"
 	Provisional       Queue = "provisional"
+	Approved          Queue = "approved" // approved, waiting to land on the base branch
 	Rejected          Queue = "rejected"
 	NeedsContinuation Queue = "needs_continuation"
 	Blocked           Queue = "blocked"
@@ -30,7 +31,16 @@ const (
 )
 
 // Queues lists every queue in board order.
-var Queues = []Queue{Incoming, Claimed, Provisional, Rejected, NeedsContinuation, Blocked, Escalated, Done, Failed, Superseded}
+var Queues = []Queue{Incoming, Claimed, Provisional, Approved, Rejected, NeedsContinuation, Blocked, Escalated, Done, Failed, Superseded}
+
+// QueueNames is every queue's name, in board order, comma-separated.
+func QueueNames() string {
+	names := make([]string, len(Queues))
+	for i, q := range Queues {
+		names[i] = string(q)
+	}
+	return strings.Join(names, ", ")
+}
 
 // Valid reports whether q is one of the known queues.
 func (q Queue) Valid() bool {
@@ -106,6 +116,16 @@ type Task struct {
 	// FinishedAt is when the task last entered done, failed or superseded
 	// (unset while it is open): archive_after counts from it.
 	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Landing (land:): when the task was approved and the branch tip that
+	// was (landing order, and the diff a landing retry's reviewer sees);
+	// the commit of the base branch that holds its work once it landed;
+	// the landing failures so far (land.max_failures); the branch tip
+	// review.check passed on.
+	ApprovedAt     time.Time `json:"approved_at,omitzero"`
+	ApprovedCommit string    `json:"approved_commit,omitempty"`
+	LandedCommit   string    `json:"landed_commit,omitempty"`
+	LandFailures   int       `json:"land_failures,omitempty"`
+	CheckedCommit  string    `json:"checked_commit,omitempty"`
 }
 
 // Field names orch reads and writes.
@@ -140,6 +160,11 @@ const (
 	KeyReviewAt      = "review_claimed_at"
 	KeyReviewCount   = "review_attempts"
 	KeyFinishedAt    = "finished_at"
+	KeyApprovedAt    = "approved_at"
+	KeyApprovedAtSHA = "approved_commit"
+	KeyLandedCommit  = "landed_commit"
+	KeyLandFailures  = "land_failures"
+	KeyCheckedCommit = "checked_commit"
 )
 
 // KeyOrder is the order orch writes keys in new files, and the order used to
@@ -149,6 +174,7 @@ var KeyOrder = []string{
 	KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeyHeartbeatAt, KeySubmittedBy, KeySubmittedAt,
 	KeyAssignedTo, KeyLockedOut, KeyWorkedBy, KeyDependsOn, KeyLabels, KeyCreated, KeyFinishedAt, KeyRejectedAt, KeyGitHubReviews,
 	KeyCrashes, KeyReviewBy, KeyReviewAt, KeyReviewCount,
+	KeyApprovedAt, KeyApprovedAtSHA, KeyLandedCommit, KeyLandFailures, KeyCheckedCommit,
 }
 
 // OrchOwned lists the fields that only orch's verbs change. A stale editor
@@ -158,6 +184,7 @@ var OrchOwned = []string{
 	KeyQueue, KeyBranch, KeyPRNumber, KeyRejectionCount, KeyNoProgress, KeyAttempts, KeyClaimedBy, KeyClaimedAt, KeyHeartbeatAt,
 	KeySubmittedBy, KeySubmittedAt, KeyLockedOut, KeyWorkedBy, KeyRejectedAt, KeyGitHubReviews,
 	KeyCrashes, KeyReviewBy, KeyReviewAt, KeyReviewCount, KeyFinishedAt,
+	KeyApprovedAt, KeyApprovedAtSHA, KeyLandedCommit, KeyLandFailures, KeyCheckedCommit,
 }
 
 // Priorities in order, highest first.

@@ -93,7 +93,7 @@ func (f *File) Validate() []*ParseError {
 	if t.Queue == "" {
 		add(KeyQueue, "queue: missing")
 	} else if !t.Queue.Valid() {
-		add(KeyQueue, "queue: %q is not a queue (one of %s)", t.Queue, queueNames())
+		add(KeyQueue, "queue: %q is not a queue (one of %s)", t.Queue, QueueNames())
 	}
 	if f.Has(KeyPriority) {
 		if _, ok := NormalizePriority(t.Priority); !ok {
@@ -142,14 +142,6 @@ func (f *File) Validate() []*ParseError {
 		add(KeyBaseBranch, "base_branch: %q is not a valid branch name", t.BaseBranch)
 	}
 	return errs
-}
-
-func queueNames() string {
-	names := make([]string, len(Queues))
-	for i, q := range Queues {
-		names[i] = string(q)
-	}
-	return strings.Join(names, ", ")
 }
 
 // ValidBranch applies git's check-ref-format rules to a branch name, and

@@ -44,7 +44,7 @@ func TestValidate(t *testing.T) {
 			"---"), []string{
 			`t.md:2: id: "12" is not a task ID (like T-4k9x2m)`,
 			"t.md:3: title: missing (set title: or start the body with a # heading)",
-			`t.md:4: queue: "waiting" is not a queue (one of incoming, claimed, provisional, rejected, needs_continuation, blocked, escalated, done, failed, superseded)`,
+			`t.md:4: queue: "waiting" is not a queue (one of incoming, claimed, provisional, approved, rejected, needs_continuation, blocked, escalated, done, failed, superseded)`,
 			`t.md:5: priority: "urgent" is not a priority (P0..P3 or critical, high, medium, low)`,
 			`t.md:10: locked_out: "bad name " is not a valid name`,
 			`t.md:10: locked_out: "../x" is not a valid name`,
@@ -57,7 +57,7 @@ func TestValidate(t *testing.T) {
 			`t.md:14: base_branch: "-main" is not a valid branch name`,
 		}},
 		{"lines after a line separator", "---\nnote: 'a\u2028b'\nid: T-abcd12\ntitle: x\nqueue: nope\n---\n", []string{
-			`t.md:5: queue: "nope" is not a queue (one of incoming, claimed, provisional, rejected, needs_continuation, blocked, escalated, done, failed, superseded)`}},
+			`t.md:5: queue: "nope" is not a queue (one of incoming, claimed, provisional, approved, rejected, needs_continuation, blocked, escalated, done, failed, superseded)`}},
 	} {
 		f, err := Parse("t.md", []byte(c.src))
 		if err != nil {

@@ -63,7 +63,7 @@ func (s *Server) board(r *http.Request, e *workflow.Engine, memo map[string]any,
 	for _, name := range q["queue"] {
 		qq := taskfile.Queue(name)
 		if !qq.Valid() {
-			f.Title, f.Error, f.Hint = "Bad request", "there is no queue "+strconv.Quote(name), "the queues are: incoming, claimed, provisional, rejected, needs_continuation, blocked, escalated, done, failed, superseded"
+			f.Title, f.Error, f.Hint = "Bad request", "there is no queue "+strconv.Quote(name), "the queues are: "+taskfile.QueueNames()
 			return view{name: "error", status: http.StatusBadRequest}, nil
 		}
 		want[qq] = true

@@ -40,6 +40,7 @@ const (
 	ActionSweep    Action = "sweep"
 	ActionReopen   Action = "reopen"
 	ActionArchive  Action = "archive"
+	ActionLand     Action = "land"
 )
 
 // The other actions that write an event.

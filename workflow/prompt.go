@@ -15,7 +15,7 @@ import (
 // noteSections are the sections orch writes at the top of a task's body for
 // the next reader; a prompt shows them in their own places, so they are cut
 // from the task description it shows.
-var noteSectionRE = lazyregexp.New(`^(Review Feedback \(rejection #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\)|Reopened \(.*\))$`)
+var noteSectionRE = lazyregexp.New(`^(Review Feedback \((?:rejection|landing|check) #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\)|Reopened \(.*\))$`)
 
 // Prompt renders the prompt for a task and role ("" picks reviewer for a
 // submitted task, else implementer).

@@ -20,7 +20,7 @@ type Transition struct {
 
 // Open queues, in the order the board shows them.
 var openQueues = []taskfile.Queue{
-	taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Rejected,
+	taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Approved, taskfile.Rejected,
 	taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated,
 }
 
@@ -29,15 +29,16 @@ var Transitions = []Transition{
 	{Verb: ActionNew, From: []taskfile.Queue{}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "create a task"},
 	{Verb: ActionClaim, From: []taskfile.Queue{taskfile.Incoming, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Claimed}, To: []taskfile.Queue{taskfile.Claimed}, Who: "agent", Summary: "take the next ready task (" + ClaimOrderText() + ")"},
 	{Verb: ActionSubmit, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.Provisional}, Who: "agent", Summary: "hand in the work on the task's branch for review"},
-	{Verb: ActionApprove, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Done}, Who: "reviewer", Summary: "accept the work"},
+	{Verb: ActionApprove, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Done, taskfile.Approved}, Who: "reviewer", Summary: "accept the work (with land.mode set, to approved: it lands next)"},
+	{Verb: ActionLand, From: []taskfile.Queue{taskfile.Approved}, To: []taskfile.Queue{taskfile.Done, taskfile.Rejected, taskfile.Escalated}, Who: "human", Summary: "land approved work on the base branch through a checked merge (a conflict or a red check sends it back; land.max_failures escalate)"},
 	{Verb: ActionReject, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated}, Who: "reviewer", Summary: "send the work back with feedback (escalates at review.max_rejections)"},
-	{Verb: ActionReview, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated, taskfile.Done}, Who: "reviewer", Summary: "structured review: blocking issues reject, suggestions only approve with notes"},
+	{Verb: ActionReview, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated, taskfile.Done, taskfile.Approved}, Who: "reviewer", Summary: "structured review: blocking issues reject, suggestions only approve with notes"},
 	{Verb: ActionPause, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "agent", Summary: "stop before finishing; the note goes into the next prompt"},
 	{Verb: ActionFail, From: nil, To: []taskfile.Queue{taskfile.Failed}, Who: "agent or human", Summary: "give the task up (an agent from claimed; a human from any open queue)"},
 	{Verb: ActionRefuse, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.Blocked}, Who: "agent", Summary: "refuse with a structured, evidenced reason"},
 	{Verb: ActionDecide, From: []taskfile.Queue{taskfile.Blocked}, To: []taskfile.Queue{taskfile.Claimed, taskfile.Incoming, taskfile.Blocked, taskfile.Superseded}, Who: "human", Summary: "answer a refusal: override, accept, defer, decompose, reformulate"},
-	{Verb: ActionEscalate, From: []taskfile.Queue{taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked}, To: []taskfile.Queue{taskfile.Escalated}, Who: "anyone", Summary: "ask a human to act"},
-	{Verb: ActionRequeue, From: []taskfile.Queue{taskfile.Claimed, taskfile.Provisional, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "put the task back in incoming (claim cleared; branch, feedback and counts kept)"},
+	{Verb: ActionEscalate, From: []taskfile.Queue{taskfile.Incoming, taskfile.Claimed, taskfile.Provisional, taskfile.Approved, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked}, To: []taskfile.Queue{taskfile.Escalated}, Who: "anyone", Summary: "ask a human to act"},
+	{Verb: ActionRequeue, From: []taskfile.Queue{taskfile.Claimed, taskfile.Provisional, taskfile.Approved, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "put the task back in incoming (claim cleared; branch, feedback and counts kept)"},
 	{Verb: ActionSweep, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "human", Summary: "move claims older than claim_timeout to needs_continuation"},
 	{Verb: ActionReopen, From: []taskfile.Queue{taskfile.Failed, taskfile.Done, taskfile.Superseded}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "send a finished task back to incoming, from the archive too (branch, feedback and counts kept; the reason is noted in the task)"},
 	{Verb: ActionArchive, From: []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded}, To: nil, Who: "human", Summary: "remove a finished task's file from the state branch (history keeps it)"},

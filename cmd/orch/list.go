@@ -78,7 +78,7 @@ func parseQueues(names []string) ([]taskfile.Queue, error) {
 		for _, part := range strings.Split(n, ",") {
 			q := taskfile.Queue(strings.TrimSpace(part))
 			if !q.Valid() {
-				return nil, &workflow.UsageError{Msg: fmt.Sprintf("%q is not a queue", part), Hint: "queues: incoming, claimed, provisional, rejected, needs_continuation, blocked, escalated, done, failed, superseded"}
+				return nil, &workflow.UsageError{Msg: fmt.Sprintf("%q is not a queue", part), Hint: "queues: " + taskfile.QueueNames()}
 			}
 			qs = append(qs, q)
 		}

@@ -27,7 +27,7 @@ import (
 
 // cacheMagic starts every cache file; the version changes with the format,
 // and a file of another version is rebuilt.
-const cacheMagic = "orch-state-cache v18\n"
+const cacheMagic = "orch-state-cache v19\n"
 
 // Cache is the state cache of one state branch, as loaded: what it
 // describes (Tip, Root, Dirs), the task summaries and the view's sync
@@ -241,6 +241,11 @@ func encodeTask(e *enc, t *taskfile.Task) {
 	e.time(t.ReviewClaimedAt)
 	e.uv(uint64(t.ReviewAttempts))
 	e.time(t.FinishedAt)
+	e.time(t.ApprovedAt)
+	e.str(t.ApprovedCommit)
+	e.str(t.LandedCommit)
+	e.uv(uint64(t.LandFailures))
+	e.str(t.CheckedCommit)
 }
 
 // decodeTask decodes a task into t, filling its lists' arrays again (see
@@ -272,6 +277,11 @@ func decodeTask(d *dec, t *taskfile.Task) {
 	t.ReviewClaimedAt = d.time()
 	t.ReviewAttempts = int(d.uv())
 	t.FinishedAt = d.time()
+	t.ApprovedAt = d.time()
+	t.ApprovedCommit = d.str()
+	t.LandedCommit = d.str()
+	t.LandFailures = int(d.uv())
+	t.CheckedCommit = d.str()
 }
 
 // decodeTaskHeader reads the fields encodeTask writes first.

@@ -72,7 +72,7 @@ func TestTaskObject(t *testing.T) {
 		`"pr_number":0,"rejection_count":0,"no_progress_count":0,"attempts":0,"claimed_by":"","claimed_at":null,` +
 		`"heartbeat_at":null,"submitted_by":"","submitted_at":null,"assigned_to":"","locked_out":[],"worked_by":[],` +
 		`"github_reviews":[],"depends_on":[],"labels":[],"created":"2026-01-01T00:00:00.000Z","finished_at":null,"rejected_at_commit":"",` +
-		`"crashes":0,"review_claimed_by":"","review_claimed_at":null,"review_attempts":0,"fields":{},"path":".orchestrator/p","ready":false,"archived":false,"problem":""}`
+		`"crashes":0,"review_claimed_by":"","review_claimed_at":null,"review_attempts":0,"approved_at":null,"approved_commit":"","landed_commit":"","land_failures":0,"checked_commit":"","fields":{},"path":".orchestrator/p","ready":false,"archived":false,"problem":""}`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -1,0 +1,595 @@
+// Package land moves approved work onto the base branch through a checked
+// merge: git's own merge machinery (the git CLI, so that the repository's
+// merge drivers, attributes and hooks apply) in a scratch worktree of the
+// clone, the project's check on the merged result, and a compare-and-swap
+// of the base ref from the tip the merge started at. A combination that
+// was not checked never lands: when the base moved meanwhile, the step
+// starts again from the new tip. It never touches a person's checkout but
+// as git merge --ff-only would (a clean worktree that has the base checked
+// out is advanced; one with changes makes the landing wait).
+//
+// It knows nothing of tasks' queues: workflow records what it did (the
+// landed commit, or the failure that sends the work back).
+package land
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/orch-tool/orch/internal/text"
+)
+
+// Candidate is one approved task's work, in landing order.
+type Candidate struct {
+	Task   string
+	Title  string
+	Branch string
+	Tip    string // the branch's commit to land (full hash)
+}
+
+// Options say where and how to land.
+type Options struct {
+	// CommonDir is the repository's git dir (its common dir); Worktrees
+	// lists the worktrees that have the base checked out (a person's).
+	CommonDir string
+	Base      string // the base branch ("main")
+	Strategy  string // merge, squash or rebase
+	// Check runs by sh -c in the scratch worktree on the merged result;
+	// "" lands without one.
+	Check        string
+	CheckTimeout time.Duration
+	// Scratch is the directory of the scratch worktrees (one per lander
+	// at once: <Scratch>/wt-N, taken with a lock).
+	Scratch string
+	// Name and Email make the landing commits (the lead's).
+	Name, Email string
+	// Remote, when set, is where the base branch is pushed: the push is
+	// the commit point, leased on the remote tip the merge started at.
+	Remote string
+	// Env is the check's environment (orch's own).
+	Env []string
+	// Attempts bounds the restarts after the base moved under a step.
+	Attempts int
+}
+
+// Outcome is what became of one candidate.
+type Outcome struct {
+	Task    string
+	Landed  bool
+	Commit  string // the base's commit that holds the work (landed)
+	Already bool   // it had landed before (a landing whose record was lost)
+	Check   string // "passed", "none"
+	Failure *Failure
+}
+
+// Failure says why a candidate did not land: the work goes back.
+type Failure struct {
+	Kind    string   // "conflict" or "check"
+	Base    string   // the base commit the work met
+	Files   []string // conflict: the conflicting files
+	Hunks   string   // conflict: their conflicting hunks (clipped)
+	Command string   // check: the command
+	Exit    int      // check: its exit status (-1: killed by check_timeout)
+	Output  string   // check: the tail of its output
+}
+
+// WaitError says the landing waits: the base branch is checked out in a
+// worktree with changes, which a landing never touches.
+type WaitError struct {
+	Worktree string
+	Changes  []string
+}
+
+func (e *WaitError) Error() string {
+	return fmt.Sprintf("the base branch is checked out in %s, which has changes (%s): landing waits until it is clean, so that nothing there is lost",
+		e.Worktree, text.Clip(strings.Join(e.Changes, ", "), 200))
+}
+
+// ErrMoved says the base kept moving under every try.
+var ErrMoved = errors.New("the base branch moved under every landing attempt")
+
+// The trailers of a landing commit: the task and the branch tip it landed,
+// so that a landing whose record was lost (a crash between the ref and the
+// state) is found, never landed twice.
+const (
+	TrailerTask = "Orch-Landed-Task"
+	TrailerTip  = "Orch-Landed-Tip"
+)
+
+// Land lands the candidates on the base, in order, as one step: each is
+// merged onto the base's tip (one after another, each keeping its own
+// commit), the check runs once on the result, and the base moves to it by
+// compare-and-swap. A candidate that conflicts goes back alone; a red check
+// over several is bisected, so that the culprit goes back and the rest
+// land. It returns each candidate's outcome, in order.
+func Land(o Options, cands []Candidate) ([]Outcome, error) {
+	if o.Attempts <= 0 {
+		o.Attempts = 20
+	}
+	wt, release, err := o.scratch()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	l := &lander{o: o, wt: wt}
+	out := make([]Outcome, len(cands))
+	for i, c := range cands {
+		out[i].Task = c.Task
+	}
+	return out, l.land(cands, out)
+}
+
+type lander struct {
+	o  Options
+	wt string
+}
+
+// land lands cands (writing their outcomes) from the base's tip now.
+func (l *lander) land(cands []Candidate, out []Outcome) error {
+	for attempt := 0; ; attempt++ {
+		if attempt >= l.o.Attempts {
+			return ErrMoved
+		}
+		tip, err := l.baseTip()
+		if err != nil {
+			return err
+		}
+		// Landed already: a record lost after the base moved.
+		left := make([]int, 0, len(cands))
+		for i, c := range cands {
+			if commit := l.landedIn(tip, c); commit != "" {
+				out[i] = Outcome{Task: c.Task, Landed: true, Already: true, Commit: commit, Check: "passed"}
+				continue
+			}
+			left = append(left, i)
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		moved, err := l.step(tip, cands, left, out)
+		if err != nil || !moved {
+			return err
+		}
+	}
+}
+
+// step tries the candidates left (indices of cands) on tip: merges, check,
+// swap. moved says the base moved under it (try again from the new tip).
+func (l *lander) step(tip string, cands []Candidate, left []int, out []Outcome) (moved bool, err error) {
+	if err := l.reset(tip); err != nil {
+		return false, err
+	}
+	var merged []int
+	commits := map[int]string{}
+	for _, i := range left {
+		c := cands[i]
+		commit, fail, err := l.merge(tip, c)
+		if err != nil {
+			return false, err
+		}
+		if fail != nil {
+			out[i] = Outcome{Task: c.Task, Failure: fail}
+			continue
+		}
+		merged = append(merged, i)
+		commits[i] = commit
+	}
+	if len(merged) == 0 {
+		return false, nil
+	}
+	head := commits[merged[len(merged)-1]]
+	check := "none"
+	if l.o.Check != "" {
+		fail, err := l.check(tip)
+		if err != nil {
+			return false, err
+		}
+		if fail != nil {
+			if len(merged) == 1 {
+				out[merged[0]] = Outcome{Task: cands[merged[0]].Task, Failure: fail}
+				return false, nil
+			}
+			// Bisect: the first half on its own, then the rest on
+			// whatever the base is then.
+			half := len(merged) / 2
+			first := make([]Candidate, half)
+			for k, i := range merged[:half] {
+				first[k] = cands[i]
+			}
+			fo := make([]Outcome, half)
+			if err := l.land(first, fo); err != nil {
+				return false, err
+			}
+			for k, i := range merged[:half] {
+				out[i] = fo[k]
+			}
+			rest := make([]Candidate, len(merged)-half)
+			for k, i := range merged[half:] {
+				rest[k] = cands[i]
+			}
+			ro := make([]Outcome, len(rest))
+			if err := l.land(rest, ro); err != nil {
+				return false, err
+			}
+			for k, i := range merged[half:] {
+				out[i] = ro[k]
+			}
+			return false, nil
+		}
+		check = "passed"
+	}
+	ok, err := l.advance(tip, head)
+	if err != nil || !ok {
+		return !ok && err == nil, err
+	}
+	for _, i := range merged {
+		out[i] = Outcome{Task: cands[i].Task, Landed: true, Commit: commits[i], Check: check}
+	}
+	return false, nil
+}
+
+// baseTip is the commit the step starts from: the remote's base (fetched
+// now) when the push is the commit point, else the local base.
+func (l *lander) baseTip() (string, error) {
+	if l.o.Remote != "" {
+		track := "refs/remotes/" + l.o.Remote + "/" + l.o.Base
+		if _, err := l.git("", "fetch", "--quiet", "--no-tags", l.o.Remote, "+refs/heads/"+l.o.Base+":"+track); err != nil {
+			return "", fmt.Errorf("cannot fetch %s from %s: %w", l.o.Base, l.o.Remote, err)
+		}
+		return l.rev(track)
+	}
+	return l.rev("refs/heads/" + l.o.Base)
+}
+
+func (l *lander) rev(ref string) (string, error) {
+	out, err := l.git("", "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("the base branch %s does not exist (%s)", l.o.Base, ref)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// landedIn finds, in the base's first-parent history since the branch's
+// tip was approved, the commit that landed c's tip already ("" if none).
+func (l *lander) landedIn(tip string, c Candidate) string {
+	out, err := l.git("", "log", "--first-parent", "-n", "500", "--format=%H%x00%B%x01", tip)
+	if err != nil {
+		return ""
+	}
+	for _, entry := range strings.Split(out, "\x01") {
+		h, msg, ok := strings.Cut(strings.TrimSpace(entry), "\x00")
+		if ok && strings.Contains(msg, "\n"+TrailerTask+": "+c.Task+"\n") && strings.Contains(msg+"\n", "\n"+TrailerTip+": "+c.Tip+"\n") {
+			return h
+		}
+	}
+	return ""
+}
+
+// reset puts the scratch worktree at tip, clean.
+func (l *lander) reset(tip string) error {
+	_, _ = l.git(l.wt, "merge", "--abort")
+	_, _ = l.git(l.wt, "rebase", "--abort")
+	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", tip); err != nil {
+		return err
+	}
+	if _, err := l.git(l.wt, "reset", "--quiet", "--hard", tip); err != nil {
+		return err
+	}
+	_, err := l.git(l.wt, "clean", "-q", "-ffdx")
+	return err
+}
+
+// message is a landing commit's message: it names the task.
+func message(c Candidate, extra string) string {
+	m := fmt.Sprintf("Land %s: %s\n\n", c.Task, text.Clip(text.OneLine(c.Title), 200))
+	if extra != "" {
+		m += extra + "\n\n"
+	}
+	return m + TrailerTask + ": " + c.Task + "\n" + TrailerTip + ": " + c.Tip + "\n"
+}
+
+// merge merges c onto the scratch worktree's HEAD with the strategy, and
+// returns the new HEAD, or the conflict that stopped it.
+func (l *lander) merge(base string, c Candidate) (string, *Failure, error) {
+	head, err := l.git(l.wt, "rev-parse", "HEAD")
+	if err != nil {
+		return "", nil, err
+	}
+	head = strings.TrimSpace(head)
+	var stderr string
+	switch l.o.Strategy {
+	case "squash":
+		stderr, err = l.git(l.wt, "merge", "--squash", "--no-verify", c.Tip)
+		if err == nil {
+			stderr, err = l.git(l.wt, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", message(c, "Squashed from "+c.Branch+"."))
+		}
+	case "rebase":
+		// The branch's commits replayed on HEAD, the last one naming the
+		// task; the base then fast-forwards to it.
+		stderr, err = l.git(l.wt, "rebase", "--quiet", "--no-autostash", head, c.Tip)
+		if err == nil {
+			var msg string
+			if msg, err = l.git(l.wt, "log", "-1", "--format=%B"); err == nil {
+				stderr, err = l.git(l.wt, "commit", "--quiet", "--amend", "--no-verify", "-m", strings.TrimRight(msg, "\n")+"\n\n"+TrailerTask+": "+c.Task+"\n"+TrailerTip+": "+c.Tip+"\n")
+			}
+		}
+	default:
+		stderr, err = l.git(l.wt, "merge", "--quiet", "--no-ff", "--no-verify", "-m", message(c, "Merged "+c.Branch+"."), c.Tip)
+	}
+	if err == nil {
+		out, err := l.git(l.wt, "rev-parse", "HEAD")
+		return strings.TrimSpace(out), nil, err
+	}
+	files, _ := l.git(l.wt, "diff", "--name-only", "--diff-filter=U")
+	if strings.TrimSpace(files) == "" && !strings.Contains(stderr, "CONFLICT") {
+		_ = l.undo(head)
+		return "", nil, fmt.Errorf("git could not merge %s: %v: %s", c.Branch, err, text.Clip(strings.TrimSpace(stderr), 400))
+	}
+	hunks, _ := l.git(l.wt, "diff")
+	f := &Failure{Kind: "conflict", Base: base, Files: strings.Fields(files), Hunks: clipLines(hunks, 120, 16<<10)}
+	if len(f.Files) == 0 {
+		f.Hunks = clipLines(stderr, 40, 8<<10)
+	}
+	return "", f, l.undo(head)
+}
+
+// undo leaves the scratch worktree at head again after a failed merge.
+func (l *lander) undo(head string) error {
+	_, _ = l.git(l.wt, "merge", "--abort")
+	_, _ = l.git(l.wt, "rebase", "--abort")
+	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", head); err != nil {
+		return err
+	}
+	_, err := l.git(l.wt, "reset", "--quiet", "--hard", head)
+	return err
+}
+
+// check runs the project's check on the scratch worktree: nil when green.
+func (l *lander) check(base string) (*Failure, error) {
+	timeout := l.o.CheckTimeout
+	if timeout <= 0 {
+		timeout = 20 * time.Minute
+	}
+	code, output, err := RunCheck(l.wt, l.o.Check, l.o.Env, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if code == 0 {
+		return nil, nil
+	}
+	return &Failure{Kind: "check", Base: base, Command: l.o.Check, Exit: code, Output: output}, nil
+}
+
+// RunCheck runs cmd by sh -c in dir, in a process group of its own ended
+// at timeout, and returns its exit status (-1 when killed at timeout) and
+// the tail of its output. err is for a check that could not start.
+func RunCheck(dir, cmd string, env []string, timeout time.Duration) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c := exec.Command("/bin/sh", "-c", cmd)
+	c.Dir = dir
+	c.Env = env
+	var buf bytes.Buffer
+	c.Stdout, c.Stderr = &buf, &buf
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		return 0, "", fmt.Errorf("cannot start the check %q: %w", cmd, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	var werr error
+	killed := false
+	select {
+	case werr = <-done:
+	case <-ctx.Done():
+		killed = true
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		werr = <-done
+	}
+	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // what it left behind
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case killed:
+		code = -1
+	case errors.As(werr, &ee):
+		code = ee.ExitCode()
+		if code < 0 {
+			code = 128
+		}
+	case werr != nil:
+		return 0, "", werr
+	}
+	return code, clipLines(text.Visible(buf.String()), 40, 8<<10), nil
+}
+
+// advance moves the base from tip to head by compare-and-swap; ok is false
+// when the base moved meanwhile. With a remote the leased push is the
+// commit point; the local base then follows when it can. A worktree that
+// has the base checked out is advanced as git merge --ff-only would, or
+// the landing waits when it has changes.
+func (l *lander) advance(tip, head string) (bool, error) {
+	wts := l.baseWorktrees()
+	for _, w := range wts {
+		if changes := l.changes(w); len(changes) > 0 {
+			return false, &WaitError{Worktree: w, Changes: changes}
+		}
+	}
+	if l.o.Remote != "" {
+		ref := "refs/heads/" + l.o.Base
+		stderr, err := l.git("", "push", "--quiet", "--force-with-lease="+ref+":"+tip, l.o.Remote, head+":"+ref)
+		if err != nil {
+			if lostRace(stderr) {
+				return false, nil
+			}
+			return false, fmt.Errorf("cannot push %s to %s: %v: %s", l.o.Base, l.o.Remote, err, text.Clip(strings.TrimSpace(stderr), 300))
+		}
+		_, _ = l.git("", "update-ref", "refs/remotes/"+l.o.Remote+"/"+l.o.Base, head)
+		local, err := l.rev("refs/heads/" + l.o.Base)
+		if err != nil || !l.isAncestor(local, head) {
+			return true, nil // the local base has work of its own: left as it is
+		}
+		tip = local
+	}
+	for _, w := range wts {
+		// A dry run first: a file in the way stops it before the ref moves.
+		if out, err := l.git(w, "read-tree", "-n", "-u", "-m", tip, head); err != nil {
+			return false, &WaitError{Worktree: w, Changes: []string{text.Clip(strings.TrimSpace(out), 200)}}
+		}
+	}
+	if _, err := l.git("", "update-ref", "-m", "orch land", "refs/heads/"+l.o.Base, head, tip); err != nil {
+		return false, nil // moved under us: the compare-and-swap lost
+	}
+	for _, w := range wts {
+		if out, err := l.git(w, "read-tree", "-u", "-m", tip, head); err != nil {
+			return true, fmt.Errorf("the base moved to %s, but %s could not follow (%s): run git status there", head[:12], w, text.Clip(strings.TrimSpace(out), 200))
+		}
+	}
+	return true, nil
+}
+
+func lostRace(stderr string) bool {
+	for _, s := range []string{"stale info", "non-fast-forward", "fetch first", "cannot lock ref", "failed to update ref", "but expected", "incorrect old value"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *lander) isAncestor(a, b string) bool {
+	_, err := l.git("", "merge-base", "--is-ancestor", a, b)
+	return err == nil
+}
+
+// baseWorktrees are the worktrees (a person's) that have the base checked
+// out.
+func (l *lander) baseWorktrees() []string {
+	out, err := l.git("", "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil
+	}
+	var wts []string
+	for _, block := range strings.Split(strings.TrimSpace(out), "\n\n") {
+		var path, branch string
+		bare := false
+		for _, line := range strings.Split(block, "\n") {
+			k, v, _ := strings.Cut(line, " ")
+			switch k {
+			case "worktree":
+				path = v
+			case "branch":
+				branch = v
+			case "bare":
+				bare = true
+			}
+		}
+		if !bare && branch == "refs/heads/"+l.o.Base && path != "" {
+			wts = append(wts, path)
+		}
+	}
+	return wts
+}
+
+// changes lists what a worktree holds beyond its HEAD (git status).
+func (l *lander) changes(wt string) []string {
+	out, err := l.git(wt, "status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return []string{"git status failed: " + strings.TrimSpace(out)}
+	}
+	var list []string
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if strings.TrimSpace(line) != "" {
+			list = append(list, strings.TrimSpace(line))
+		}
+	}
+	return list
+}
+
+// scratch takes a scratch worktree: the first of <Scratch>/wt-N whose lock
+// is free, made with git worktree add when it is not there yet.
+func (o Options) scratch() (string, func(), error) {
+	if err := os.MkdirAll(o.Scratch, 0o700); err != nil {
+		return "", nil, err
+	}
+	for n := 1; n <= 64; n++ {
+		dir := filepath.Join(o.Scratch, fmt.Sprintf("wt-%d", n))
+		lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return "", nil, err
+		}
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			lock.Close()
+			continue
+		}
+		release := func() { lock.Close() }
+		l := &lander{o: o}
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+			_, _ = l.git("", "worktree", "prune")
+			_ = os.RemoveAll(dir)
+			if out, err := l.git("", "worktree", "add", "--quiet", "--detach", dir, "refs/heads/"+o.Base); err != nil {
+				release()
+				return "", nil, fmt.Errorf("cannot make the scratch worktree %s: %v: %s", dir, err, strings.TrimSpace(out))
+			}
+		}
+		return dir, release, nil
+	}
+	return "", nil, errors.New("every scratch worktree is taken (64 landings at once)")
+}
+
+// git runs git in dir (a worktree), or on the repository when dir is "",
+// as the lead, with nothing of the caller's git environment; it returns
+// stdout, or stderr with the error. Landing commits skip the commit hooks
+// (--no-verify: nobody is there to answer one), never the repository's
+// merge drivers and attributes, which are config, not hooks.
+func (l *lander) git(dir string, args ...string) (string, error) {
+	full := append([]string{"-c", "maintenance.auto=false"}, args...)
+	if dir == "" {
+		full = append([]string{"--git-dir", l.o.CommonDir}, full...)
+	}
+	cmd := exec.Command("git", full...)
+	cmd.Dir = dir
+	env := []string{"GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_EDITOR=true", "GIT_AUTHOR_NAME=" + l.o.Name, "GIT_AUTHOR_EMAIL=" + l.o.Email,
+		"GIT_COMMITTER_NAME=" + l.o.Name, "GIT_COMMITTER_EMAIL=" + l.o.Email}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "LC_ALL=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return errb.String() + out.String(), err
+	}
+	return out.String(), nil
+}
+
+// clipLines keeps the last max lines of s, at most n bytes, marking a cut.
+func clipLines(s string, max, n int) string {
+	s = strings.TrimRight(s, "\n")
+	lines := strings.Split(s, "\n")
+	cut := false
+	if len(lines) > max {
+		lines, cut = lines[len(lines)-max:], true
+	}
+	out := strings.Join(lines, "\n")
+	if len(out) > n {
+		out, cut = out[len(out)-n:], true
+		if i := strings.IndexByte(out, '\n'); i >= 0 {
+			out = out[i+1:]
+		}
+	}
+	if cut {
+		out = "(earlier lines cut)\n" + out
+	}
+	return out
+}
