@@ -593,3 +593,18 @@ func clipLines(s string, max, n int) string {
 	}
 	return out
 }
+
+// TrialConflicts merges tip into base without a worktree (git merge-tree)
+// and lists the files that would conflict: what orch land --dry-run shows.
+func TrialConflicts(commonDir, base, tip string) ([]string, error) {
+	l := &lander{o: Options{CommonDir: commonDir}}
+	out, err := l.git("", "merge-tree", "--write-tree", "--name-only", "--no-messages", "refs/heads/"+base, tip)
+	if err == nil {
+		return nil, nil
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 || len(lines[0]) < 40 {
+		return nil, fmt.Errorf("git merge-tree failed: %s", text.Clip(strings.TrimSpace(out), 200))
+	}
+	return lines[1:], nil
+}

@@ -71,6 +71,8 @@ func newData(a Action) EventData {
 		return new(ReleaseReviewData)
 	case ActionRun:
 		return new(RunRecordData)
+	case ActionLand:
+		return new(LandData)
 	case ActionSlotStopped:
 		return new(SlotStoppedData)
 	}

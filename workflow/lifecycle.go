@@ -139,7 +139,11 @@ func (e *Engine) approveStep(verdict, notes string, extra func(t *Task, f *taskf
 		if len(t.Task.LockedOut) > 0 {
 			edits = append(edits, taskfile.Unset(taskfile.KeyLockedOut))
 		}
-		if f, err = f.Apply(edits...); err != nil {
+		landing, err := e.approvalEdits(&t.Task)
+		if err != nil {
+			return nil, err
+		}
+		if f, err = f.Apply(append(edits, landing...)...); err != nil {
 			return nil, err
 		}
 		body := fmt.Sprintf("%s by %s.", strings.ReplaceAll(verdict, "_", " "), e.Actor)
@@ -151,7 +155,7 @@ func (e *Engine) approveStep(verdict, notes string, extra func(t *Task, f *taskf
 			// Approval lifts every lockout: orch log names whom.
 			trailers.Add(gitstore.TrailerUnlocked, strings.Join(t.Task.LockedOut, ", "))
 		}
-		return &change{file: f, to: taskfile.Done, body: body,
+		return &change{file: f, to: e.approvedQueue(), body: body,
 			data:     &ApproveData{Verdict: verdict, Notes: notes, Author: t.Task.SubmittedBy, Rounds: t.Task.RejectionCount, Unlocked: t.Task.LockedOut},
 			ground:   ground,
 			trailers: trailers}, nil

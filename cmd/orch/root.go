@@ -201,6 +201,7 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		declare(kindNone, newPRCmd(g)), // poll and import declare theirs
 		declare(kindRead, newWorktreeCmd(g)),
 		declare(kindRemote, newSyncCmd(g)),
+		declare(kindRemote, newLandCmd(g)),
 		declare(kindRead, newDoctorCmd(g)),
 		declare(kindRead, newInstructionsCmd(g)),
 		declare(kindLong, newRunCmd(g)),
