@@ -200,6 +200,8 @@ review:
   max_rejections: 3        # the 3rd rejection escalates instead
   max_no_progress: 2       # structured reviews: rounds in a row that resolved no blocking issue
   lockout: true            # the agent whose work was rejected may not claim that task again
+  check: ""                # orch run: run in the task's worktree after a submit, before any review;
+                           # red sends it back (counts toward land.max_failures); empty: none
   reviewers: []            # empty: anyone may review; else only these agents (humans always may);
                            # an entry {name: qa, roles: [...], labels: [...]} reviews only tasks of those
 agents: []                 # optional roster: {name, roles: [...]}; an agent claims only tasks of its roles

@@ -125,6 +125,9 @@ type Queue interface {
 	RunChanged() string
 	// Done is called once Run ends: what is left to share is shared.
 	Done()
+	// House does one step of the coordinator's own work (house.go): a
+	// review.check, or a landing of approved work.
+	House() HouseResult
 	// SlotStopped tells orch inbox that a slot stopped, and why.
 	SlotStopped(s *Slot, why string) error
 	// ClaimedSince lists the claims (review claims, for a reviewer) the
@@ -198,8 +201,13 @@ type Coordinator struct {
 	// unrecorded counts the runs whose ending could not be recorded: orch
 	// run then ends with an error (UnrecordedError), not as idle.
 	unrecorded int
-	status     []Status
-	state      *runState
+	// The house's work (house.go): one step at a time.
+	houseDone chan HouseResult
+	houseBusy bool
+	houseIdle bool
+	houseAt   time.Time
+	status    []Status
+	state     *runState
 }
 
 // slotState is a slot and what it runs.
@@ -252,7 +260,7 @@ func New(opts Options) (*Coordinator, error) {
 	if opts.Events == nil {
 		opts.Events = func(Event) {}
 	}
-	c := &Coordinator{opts: opts, exits: make(chan *slotState, 64), drainCh: make(chan struct{}), stopCh: make(chan struct{})}
+	c := &Coordinator{opts: opts, exits: make(chan *slotState, 64), drainCh: make(chan struct{}), stopCh: make(chan struct{}), houseDone: make(chan HouseResult, 1)}
 	for _, s := range opts.Run.Agents {
 		c.slots = append(c.slots, &slotState{Slot: s})
 	}
@@ -340,7 +348,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		busy := c.fill(now)
 		running := c.running()
 		c.snapshot()
-		if running == 0 && (drainSeen || stopSeen) {
+		if running == 0 && !c.houseBusy && (drainSeen || stopSeen) {
 			return c.unrecordedErr()
 		}
 		if running == 0 {
@@ -348,7 +356,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				return err
 			}
 		}
-		if running == 0 && c.opts.UntilIdle && !busy && !c.waiting(now) {
+		if running == 0 && c.opts.UntilIdle && !busy && !c.waiting(now) && !c.houseBusy && c.houseIdle {
 			if err := c.unrecordedErr(); err != nil {
 				return err
 			}
@@ -358,6 +366,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		select {
 		case s := <-c.exits:
 			c.finish(s)
+		case r := <-c.houseDone:
+			c.houseEnded(r)
 		case <-tick.C:
 		case <-c.drainCh:
 			if !drainSeen {
@@ -524,6 +534,7 @@ func (c *Coordinator) fill(now time.Time) bool {
 		}
 	}
 	moved := c.opts.Queue.Moved()
+	c.startHouse(now, moved)
 	if moved {
 		if d := c.opts.Queue.RunChanged(); d != "" {
 			c.emit(Event{Event: "config_changed", Text: "config.yaml's run: changed on the state branch; it takes effect at the next start of orch run:\n" + d})

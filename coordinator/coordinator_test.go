@@ -96,6 +96,7 @@ func (q *fakeQueue) Moved() bool                                   { return fals
 func (q *fakeQueue) PollPRs() error                                { return nil }
 func (q *fakeQueue) Archive() error                                { return nil }
 func (q *fakeQueue) Done()                                         {}
+func (q *fakeQueue) House() HouseResult                            { return HouseResult{Idle: true} }
 func (q *fakeQueue) SlotStopped(s *Slot, why string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -242,7 +242,7 @@ func (q *engineQueue) outcome(e *workflow.Engine, j *Job) (Outcome, bool) {
 		switch {
 		case t.RejectionCount > j.Rejections:
 			verdict = "rejected"
-		case t.Queue != taskfile.Done:
+		case t.Queue != taskfile.Done && t.Queue != taskfile.Approved:
 			verdict = "left it " + string(t.Queue)
 		}
 		return Outcome{Event: "reviewed", Text: fmt.Sprintf("%s reviewed %s: %s", j.Slot.Name, j.Task, verdict)}, true
@@ -514,4 +514,66 @@ func lineDiff(was, is string) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// House does one step of the coordinator's own work: review.check on the
+// next submission that waits for it, else a landing of approved work (with
+// --sync, the push of the base is the commit point). It acts as the lead.
+func (q *engineQueue) House() HouseResult {
+	rep, err := workflow.ReviewCheck(q.asLead("run"))
+	if err != nil {
+		return HouseResult{Err: err}
+	}
+	if rep != nil {
+		ev := Event{Event: "checked", Task: rep.Task, Reason: rep.Outcome, Text: fmt.Sprintf("review.check on %s: %s", rep.Task, rep.Outcome)}
+		if rep.Why != "" {
+			ev.Text += " (" + rep.Why + ")"
+		}
+		q.shareState()
+		return HouseResult{Events: []Event{ev}}
+	}
+	lo := workflow.LandOptions{}
+	if q.sync != nil {
+		lo.Remote = q.sync.Remote
+	}
+	lrep, err := workflow.LandApproved(q.asLead("land"), lo)
+	var rule *workflow.RuleError
+	if errors.As(err, &rule) && rule.Rule == "land_mode" {
+		return HouseResult{Idle: true}
+	}
+	if err != nil {
+		return HouseResult{Err: err}
+	}
+	var evs []Event
+	for _, t := range lrep.Results {
+		text := fmt.Sprintf("%s %s: %s", t.Task, t.Outcome, t.Title)
+		switch {
+		case t.Outcome == "landed":
+			text = fmt.Sprintf("%s landed on %s as %s (check: %s): %s", t.Task, lrep.Base, shortHash(t.Commit), t.Check, t.Title)
+		case t.Why != "":
+			text += " (" + t.Why + ")"
+		}
+		evs = append(evs, Event{Event: t.Outcome, Task: t.Task, Reason: "land", Text: text})
+	}
+	if lrep.Waiting != "" {
+		evs = append(evs, Event{Event: "waiting", Reason: "land", Text: "landing waits: " + lrep.Waiting})
+	}
+	if len(evs) > 0 {
+		q.shareState()
+	}
+	return HouseResult{Events: evs, Idle: len(lrep.Results) == 0}
+}
+
+// shareState syncs the state branch with --sync.
+func (q *engineQueue) shareState() {
+	if q.sync != nil {
+		_, _, _ = workflow.Sync(q.asLead("sync"), *q.sync)
+	}
+}
+
+func shortHash(h string) string {
+	if len(h) > 7 {
+		return h[:7]
+	}
+	return h
 }

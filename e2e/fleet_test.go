@@ -101,6 +101,7 @@ func TestFleetVerdicts(t *testing.T) {
 	const clones, reviewers = 3, 2
 	r := NewRepo(t)
 	ids := r.SeedTasks(scale(24, 8), taskfile.Provisional)
+	landOff(t, r) // the seeded tasks have no branches to land
 	r.MustOrch(r.Main, "list")
 	remote, cloneDirs, dirs := r.fleet(clones, reviewers)
 	verdict := func(w int) string { // half the reviewers approve, half reject

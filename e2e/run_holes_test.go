@@ -30,8 +30,8 @@ rec start
 trap 'rec end "${how:-killed}"' EXIT
 trap 'exit 143' TERM
 `
-	implement := common + `echo "$ORCH_AGENT $ORCH_ATTEMPT" >> "work-$ORCH_TASK.txt"
-git add . && git commit -qm "$ORCH_TASK by $ORCH_AGENT"
+	implement := common + `mkdir -p work && echo "$ORCH_AGENT $ORCH_ATTEMPT" >> "work/$ORCH_TASK.txt"
+git add work && git commit -qm "$ORCH_TASK by $ORCH_AGENT"
 if orch submit -m done; then how=submit; else how=refused; fi
 `
 	review := common + `if orch approve "$ORCH_TASK" -m ok; then how=approve; else how=refused; fi
@@ -105,6 +105,7 @@ func TestRunKillLoop(t *testing.T) {
 	checkDead(t, runs)
 	checkExclusiveSettled(t, runs, settles)
 	queues := checkFinished(t, r, r.Main)
+	checkLanded(t, r, r.Main, r.Main)
 	if queues[string(taskfile.Done)] != tasks {
 		t.Errorf("tasks: %v, want all %d done", queues, tasks)
 	}
@@ -174,6 +175,7 @@ func TestRunTwoCoordinatorsOneClone(t *testing.T) {
 		t.Errorf("%d review runs were refused their verdict: a review claim was taken over by a slot of the same name", refused)
 	}
 	queues := checkFinished(t, r, r.Main)
+	checkLanded(t, r, r.Main, r.Main)
 	if queues[string(taskfile.Done)] != tasks {
 		t.Errorf("tasks: %v, want all %d done", queues, tasks)
 	}
@@ -214,6 +216,7 @@ func TestRunTwoClonesSyncAllDone(t *testing.T) {
 	checkDead(t, runs)
 	checkExclusive(t, runs, time.Now().UnixNano())
 	queues := checkFinished(t, r, r.Main)
+	checkLanded(t, r, r.Main, remote)
 	if queues[string(taskfile.Done)] != tasks {
 		t.Errorf("tasks: %v, want all %d done", queues, tasks)
 	}

@@ -40,8 +40,8 @@ trap 'exit 143' TERM
 `
 	implement := common + `if [ $r -lt 7 ]; then how=crash; echo "giving up"; exit 1; fi
 if [ $r -lt 12 ] && [ "$ORCH_ATTEMPT" = 1 ]; then how=pause; orch pause -m "half done"; exit 0; fi
-echo "$ORCH_AGENT $ORCH_ATTEMPT" >> work.txt
-git add work.txt && git commit -qm "$ORCH_TASK by $ORCH_AGENT"
+mkdir -p work && echo "$ORCH_AGENT $ORCH_ATTEMPT" >> "work/$ORCH_TASK.txt"
+git add work && git commit -qm "$ORCH_TASK by $ORCH_AGENT"
 if orch submit -m done; then how=submit; else how=refused; fi
 `
 	// A reviewer's first review claim of a task rejects it three times
@@ -197,7 +197,28 @@ func checkFinished(t *testing.T, r *Repo, dir string) map[string]int {
 			t.Errorf("%s ended %s, want done or escalated", task.ID, task.Queue)
 		}
 	}
+	if queues[string(taskfile.Done)] == 0 {
+		t.Errorf("no task was done: %v", queues)
+	}
 	return queues
+}
+
+// checkLanded checks that every done task's work is on main in gitDir (a
+// repository or a bare remote): done means landed.
+func checkLanded(t *testing.T, r *Repo, dir, gitDir string) {
+	t.Helper()
+	res := r.MustOrch(dir, "list", "--json", "--queue", "done")
+	var doc struct {
+		Tasks []TaskJSON `json:"tasks"`
+	}
+	if err := res.JSON(&doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range doc.Tasks {
+		if out := r.TryGit(gitDir, "cat-file", "-e", "main:work/"+task.ID+".txt"); !out.OK() {
+			t.Errorf("%s is done but its work is not on main in %s", task.ID, gitDir)
+		}
+	}
 }
 
 func startRun(r *Repo, dir string, args ...string) (*exec.Cmd, *strings.Builder) {
@@ -249,6 +270,26 @@ func appendConfig(t *testing.T, r *Repo, dir, text string) {
 	r.MustOrch(dir, "check")
 }
 
+// landOff sets land.mode: off in the config orch init wrote (approval ends
+// in done, as before landing), for tests of something else whose tasks
+// have no branches.
+func landOff(t *testing.T, r *Repo) {
+	t.Helper()
+	p := filepath.Join(r.Main, ".orchestrator", "config.yaml")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), "  mode: local ", "  mode: off   ", 1)
+	if edited == string(data) {
+		t.Fatalf("config.yaml has no land mode line:\n%s", data)
+	}
+	if err := os.WriteFile(p, []byte(edited), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	r.MustOrch(r.Main, "check")
+}
+
 // TestRunFleet: 8 implementers and 2 reviewers over 200 tasks (small: 4 and
 // 1 over 30), the coordinator killed with kill -9 halfway and restarted.
 func TestRunFleet(t *testing.T) {
@@ -297,6 +338,7 @@ func TestRunFleet(t *testing.T) {
 	}
 	checkExclusive(t, runs, settled)
 	queues := checkFinished(t, r, r.Main)
+	checkLanded(t, r, r.Main, r.Main)
 	t.Logf("%d runs; tasks: %v", len(runs), queues)
 	r.MustOrch(r.Main, "check")
 	r.Fsck()
@@ -337,6 +379,7 @@ func TestRunTwoClones(t *testing.T) {
 	checkDead(t, runs)
 	checkExclusive(t, runs, time.Now().UnixNano())
 	queues := checkFinished(t, r, r.Main)
+	checkLanded(t, r, r.Main, remote)
 	t.Logf("%d runs over two clones; tasks: %v", len(runs), queues)
 }
 

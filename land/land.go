@@ -84,13 +84,14 @@ type Failure struct {
 // WaitError says the landing waits: the base branch is checked out in a
 // worktree with changes, which a landing never touches.
 type WaitError struct {
+	Base     string
 	Worktree string
 	Changes  []string
 }
 
 func (e *WaitError) Error() string {
-	return fmt.Sprintf("the base branch is checked out in %s, which has changes (%s): landing waits until it is clean, so that nothing there is lost",
-		e.Worktree, text.Clip(strings.Join(e.Changes, ", "), 200))
+	return fmt.Sprintf("%s is checked out in %s with changes (%s): landing waits until that checkout is clean, so that nothing there is lost",
+		e.Base, e.Worktree, text.Clip(strings.Join(e.Changes, ", "), 200))
 }
 
 // ErrMoved says the base kept moving under every try.
@@ -420,7 +421,7 @@ func (l *lander) advance(tip, head string) (bool, error) {
 	wts := l.baseWorktrees()
 	for _, w := range wts {
 		if changes := l.changes(w); len(changes) > 0 {
-			return false, &WaitError{Worktree: w, Changes: changes}
+			return false, &WaitError{Base: l.o.Base, Worktree: w, Changes: changes}
 		}
 	}
 	if l.o.Remote != "" {
@@ -442,7 +443,7 @@ func (l *lander) advance(tip, head string) (bool, error) {
 	for _, w := range wts {
 		// A dry run first: a file in the way stops it before the ref moves.
 		if out, err := l.git(w, "read-tree", "-n", "-u", "-m", tip, head); err != nil {
-			return false, &WaitError{Worktree: w, Changes: []string{text.Clip(strings.TrimSpace(out), 200)}}
+			return false, &WaitError{Base: l.o.Base, Worktree: w, Changes: []string{text.Clip(strings.TrimSpace(out), 200)}}
 		}
 	}
 	if _, err := l.git("", "update-ref", "-m", "orch land", "refs/heads/"+l.o.Base, head, tip); err != nil {

@@ -57,8 +57,16 @@ type Data struct {
 	ContinuationNote string
 	OverrideMessage  string
 	ReopenNote       string // why a person reopened the failed task
-	Worktree         string
-	Commands         Commands
+	// SubmitNote is the author's note with the newest submission (orch
+	// submit -m), for the reviewer.
+	SubmitNote string
+	// LandingRetry: the work was approved at ApprovedCommit, then sent
+	// back by the landing or the check; the reviewer reads what changed
+	// since.
+	LandingRetry   bool
+	ApprovedCommit string
+	Worktree       string
+	Commands       Commands
 }
 
 // Task is the task as a prompt shows it.
@@ -79,7 +87,10 @@ type Task struct {
 
 // Round is one review round, blocking issues first.
 type Round struct {
-	Number      int
+	Number int
+	// Kind is what sent the work back: "rejection" (a review) or
+	// "landing" (a conflict or a red check).
+	Kind        string
 	Verdict     string
 	Blocking    []taskfile.Issue
 	Suggestions []taskfile.Issue
@@ -107,7 +118,10 @@ type Commands struct {
 
 // NewRound converts a parsed feedback round for a template.
 func NewRound(r taskfile.Round) Round {
-	out := Round{Number: r.Number, Verdict: r.Verdict}
+	out := Round{Number: r.Number, Kind: "rejection", Verdict: r.Verdict}
+	if r.Landing {
+		out.Kind = "landing"
+	}
 	for _, s := range r.Sources {
 		for _, is := range taskfile.SortIssues(s.Issues) {
 			if is.Blocking {

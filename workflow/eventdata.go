@@ -73,6 +73,8 @@ func newData(a Action) EventData {
 		return new(RunRecordData)
 	case ActionLand:
 		return new(LandData)
+	case ActionCheck:
+		return new(CheckData)
 	case ActionSlotStopped:
 		return new(SlotStoppedData)
 	}

@@ -41,6 +41,7 @@ const (
 	ActionReopen   Action = "reopen"
 	ActionArchive  Action = "archive"
 	ActionLand     Action = "land"
+	ActionCheck    Action = "check" // review.check on a submission, before review
 )
 
 // The other actions that write an event.

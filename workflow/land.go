@@ -25,30 +25,23 @@ import (
 // on its own branch with a round of landing feedback (a conflict, a red
 // check), which locks no one out and counts toward land.max_failures.
 
-// approvedQueue is where approval takes a task: approved when landing is
-// on, else done.
-func (e *Engine) approvedQueue() taskfile.Queue {
-	if e.Config.Land.On() {
-		return taskfile.Approved
-	}
-	return taskfile.Done
-}
-
-// approvalEdits record, with landing on, what was approved: the branch tip
-// (what lands, whatever the branch holds later) and when (landing order).
-func (e *Engine) approvalEdits(t *taskfile.Task) ([]taskfile.Edit, error) {
-	if !e.Config.Land.On() {
-		return nil, nil
+// approval is where approval takes a task and what it records: with
+// landing on, approved, with the branch tip that was approved (what lands,
+// whatever the branch holds later) and when (landing order); done when
+// landing is off, or when the task has no branch (nothing to land).
+func (e *Engine) approval(t *taskfile.Task) (taskfile.Queue, []taskfile.Edit, error) {
+	if !e.Config.Land.On() || t.Branch == "" || !taskfile.ValidBranch(t.Branch) {
+		return taskfile.Done, nil, nil
 	}
 	tip, err := e.Store.ReadRef("refs/heads/" + t.Branch)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	if t.Branch == "" || tip.IsZero() {
-		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("%s cannot be approved for landing: its branch %s is not in this repository", t.ID, orDash(t.Branch)),
+	if tip.IsZero() {
+		return "", nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("%s cannot be approved for landing: its branch %s is not in this repository", t.ID, t.Branch),
 			Next: Next{Advice: AdviseFetchBranch, Branch: t.Branch}}
 	}
-	return []taskfile.Edit{taskfile.Set(taskfile.KeyApprovedAt, taskfile.Time(e.Now())), taskfile.Set(taskfile.KeyApprovedAtSHA, taskfile.String(tip.String()))}, nil
+	return taskfile.Approved, []taskfile.Edit{taskfile.Set(taskfile.KeyApprovedAt, taskfile.Time(e.Now())), taskfile.Set(taskfile.KeyApprovedAtSHA, taskfile.String(tip.String()))}, nil
 }
 
 // LandQueue is the approved tasks in landing order: priority first, then
@@ -107,9 +100,9 @@ type LandedTask struct {
 	Task    string `json:"task"`
 	Title   string `json:"title"`
 	Outcome string `json:"outcome"` // landed, rejected, escalated, would_land, would_conflict, skipped
-	Commit  string `json:"commit,omitempty"`
-	Check   string `json:"check,omitempty"`
-	Why     string `json:"why,omitempty"`
+	Commit  string `json:"commit"`  // the landed commit on the base ("" unless landed)
+	Check   string `json:"check"`   // passed, none, failed ("" when no check ran)
+	Why     string `json:"why"`     // why it did not land ("" when it did)
 }
 
 // LandApproved lands the approved tasks of one base branch, up to
@@ -231,7 +224,7 @@ func (e *Engine) requireLanding() error {
 	}
 	if e.Config.Land.Mode != config.LandLocal {
 		return &RuleError{Rule: "land_mode", Msg: fmt.Sprintf("land.mode is %s: orch land lands only with land.mode: local (github: gh pr merge, then orch pr poll)", e.Config.Land.Mode),
-			Hint: "set land: mode: local in config.yaml (and format: 3), then orch check"}
+			Next: Next{Advice: AdviseLandMode}}
 	}
 	return nil
 }
@@ -325,7 +318,11 @@ func (e *Engine) failureChange(t *Task, fail *land.Failure, kind, tip string) (*
 		return nil, err
 	}
 	what := failureWords(fail)
-	data := &LandData{Base: e.baseOf(&t.Task), Tip: tip, Failure: fail.Kind, Why: what, Failures: n, Kind: kind}
+	ld := LandData{Base: e.baseOf(&t.Task), Tip: tip, Failure: fail.Kind, Why: what, Failures: n, Kind: kind}
+	var data EventData = &ld
+	if kind == "check" {
+		data = &CheckData{ld}
+	}
 	if n >= max {
 		why := fmt.Sprintf("%d landing failures (land.max_failures is %d); the last: %s", n, max, what)
 		msg := e.escalationMessage(&f.Task, t.Path, "land_failures", why)
@@ -367,7 +364,11 @@ func (e *Engine) failureText(t *taskfile.Task, f *land.Failure, kind, tip string
 	if kind == "check" {
 		fmt.Fprintf(&b, "    %s   # see it fail, fix it, git commit\n", f.Command)
 	} else {
-		fmt.Fprintf(&b, "    git merge %s   # resolve, run the check (%s), git commit\n", base, orDash(e.Config.Land.Check))
+		check := ""
+		if e.Config.Land.Check != "" {
+			check = " run " + e.Config.Land.Check + ","
+		}
+		fmt.Fprintf(&b, "    git merge %s   # resolve,%s git commit\n", base, check)
 	}
 	fmt.Fprintf(&b, "    orch submit %s -m \"what you changed\"\n\n", t.ID)
 	fmt.Fprintf(&b, "This is not a verdict on the work: no one is locked out. It is failure %d of %d (land.max_failures): the %s escalates it to a human.", n, max, ordinal(max))
@@ -440,3 +441,111 @@ type LandData struct {
 
 // Action is a LandData's action.
 func (*LandData) Action() Action { return ActionLand }
+
+// CheckData is the event of review.check on a submission: a LandData of
+// kind "check".
+type CheckData struct{ LandData }
+
+// Action is a CheckData's action.
+func (*CheckData) Action() Action { return ActionCheck }
+
+// needsCheck reports whether a submission waits for review.check: it is
+// set, and the check has not passed on the branch's tip.
+func (e *Engine) needsCheck(t *taskfile.Task) bool {
+	if e.Config.Review.Check == "" || t.Queue != taskfile.Provisional {
+		return false
+	}
+	tip, err := e.Store.ReadRef("refs/heads/" + t.Branch)
+	return err != nil || tip.IsZero() || tip.String() != t.CheckedCommit
+}
+
+// CheckReport is what one run of review.check did.
+type CheckReport struct {
+	Task    string
+	Title   string
+	Passed  bool
+	Outcome string // passed, rejected, escalated, skipped
+	Why     string
+}
+
+// ReviewCheck runs review.check on the next submission that waits for it
+// (claim order), in the task's worktree, with no lock of orch's held while
+// it runs: green records the tip it passed on (reviewers claim only such
+// submissions), red sends the task back with the check's output as a round
+// of feedback, without lockout, counted toward land.max_failures. nil when
+// none waits.
+func ReviewCheck(opts Options) (*CheckReport, error) {
+	e, err := Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	var next *gitstore.Summary
+	var candidates []*gitstore.Summary
+	e.Store.EachSummaryIn(map[taskfile.Queue]bool{taskfile.Provisional: true}, func(s *gitstore.Summary) { candidates = append(candidates, s) })
+	sortClaimOrder(candidates, false)
+	for _, s := range candidates {
+		if e.needsCheck(&s.Task) && !e.reviewClaimed(&s.Task) {
+			next = s
+			break
+		}
+	}
+	if next == nil {
+		return nil, e.Close()
+	}
+	t := next.Task
+	cmd, timeout := e.Config.Review.Check, time.Duration(e.Config.Land.CheckTimeout)
+	wt, werr := e.TaskWorktree(t.ID, "")
+	tipHash, _ := e.Store.ReadRef("refs/heads/" + t.Branch)
+	tip := tipHash.String()
+	e.Close()
+	rep := &CheckReport{Task: t.ID, Title: t.Title}
+	var fail *land.Failure
+	if werr != nil {
+		fail = &land.Failure{Kind: "check", Command: cmd, Exit: -2, Output: "orch could not make the task's worktree: " + werr.Error()}
+	} else {
+		code, out, err := land.RunCheck(wt.Path, cmd, checkEnv(nil), timeout)
+		if err != nil {
+			return nil, &ExternalError{Msg: err.Error(), Next: Next{Advice: AdviseRetryCommand}}
+		}
+		if code != 0 {
+			fail = &land.Failure{Kind: "check", Command: cmd, Exit: code, Output: out}
+		}
+	}
+	if e, err = Open(opts); err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	res, err := e.transitionAny(t.ID, ActionCheck, func(tk *Task) (*change, error) {
+		if tk.Task.Queue != taskfile.Provisional || tk.Task.Branch != t.Branch {
+			return nil, &RunLostError{fmt.Sprintf("%s is %s now", t.ID, tk.Task.Queue)}
+		}
+		if now, _ := e.Store.ReadRef("refs/heads/" + t.Branch); now.String() != tip {
+			return nil, &RunLostError{fmt.Sprintf("%s's branch moved while its check ran", t.ID)}
+		}
+		if fail == nil {
+			f, err := tk.File.Apply(taskfile.Set(taskfile.KeyCheckedCommit, taskfile.String(tip)))
+			if err != nil {
+				return nil, err
+			}
+			return &change{file: f, body: fmt.Sprintf("review.check passed on %s.", short(tip)),
+				data: &CheckData{LandData{Kind: "check", Tip: tip, Check: "passed", Base: e.baseOf(&tk.Task)}}}, nil
+		}
+		return e.failureChange(tk, fail, "check", tip)
+	})
+	var lost *RunLostError
+	if asLost(err, &lost) {
+		rep.Outcome, rep.Why = "skipped", lost.Msg
+		return rep, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep.Passed, rep.Outcome = fail == nil, "passed"
+	if fail != nil {
+		rep.Outcome, rep.Why = "rejected", failureWords(fail)
+		if res.To == taskfile.Escalated {
+			rep.Outcome = "escalated"
+		}
+	}
+	return rep, nil
+}

@@ -52,6 +52,13 @@ func (e *Engine) Submit(id string, opts SubmitOptions) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if opts.Note != "" {
+			// The reviewer reads it in the prompt, a person in orch show
+			// and on the board.
+			if f, err = f.AddSection(fmt.Sprintf("## Submission Note (%s, %s)\n\n%s\n", e.Actor, taskfile.FormatTime(e.Now()), demote(opts.Note))); err != nil {
+				return nil, err
+			}
+		}
 		body := "Submitted for review."
 		if opts.Note != "" {
 			body += "\n\n" + opts.Note
@@ -73,9 +80,31 @@ func hashText(h plumbing.Hash) string {
 	return h.String()
 }
 
-// submitGuards refuses the two commonest failures of review loops: handing
-// in work that does not answer the blocking issues of the last review, and
-// handing in the same work again.
+// requireWork refuses a submission whose branch holds no commit beyond
+// its base: there is nothing to review, and nothing would land.
+func (e *Engine) requireWork(t *taskfile.Task) error {
+	if e.Store == nil || t.Branch == "" {
+		return nil
+	}
+	tip, err := e.Store.ReadRef("refs/heads/" + t.Branch)
+	if err != nil || tip.IsZero() {
+		return err
+	}
+	base := e.baseOf(t)
+	baseTip, err := e.Store.ReadRef("refs/heads/" + base)
+	if err != nil || baseTip.IsZero() {
+		return nil // no base here to compare with (it was never fetched)
+	}
+	if tip == baseTip || e.Store.Repo.IsAncestor(tip, baseTip) {
+		return &RuleError{Rule: "no_work", Msg: fmt.Sprintf("the branch %s holds no commit beyond %s: there is nothing to review", t.Branch, base),
+			Next: Next{Advice: AdviseCommitWork, Task: t.ID, Branch: t.Branch}}
+	}
+	return nil
+}
+
+// submitGuards refuses the three commonest failures of review loops:
+// handing in nothing, handing in work that does not answer the blocking
+// issues of the last review, and handing in the same work again.
 func (e *Engine) submitGuards(t *Task) error {
 	if rounds := t.File.FeedbackRounds(); len(rounds) > 0 {
 		var missing []string
@@ -90,6 +119,9 @@ func (e *Engine) submitGuards(t *Task) error {
 			return &RuleError{Rule: "unanswered_blocking", Msg: fmt.Sprintf("blocking issues of the last review have no response: %s", strings.Join(missing, ", ")),
 				Next: Next{Advice: AdviseAnswerBlocking, Task: t.Task.ID, Issue: missing[0]}}
 		}
+	}
+	if err := e.requireWork(&t.Task); err != nil {
+		return err
 	}
 	if t.Task.RejectedAt != "" && t.Task.Branch != "" {
 		tip, err := e.Store.ReadRef("refs/heads/" + t.Task.Branch)
@@ -139,7 +171,7 @@ func (e *Engine) approveStep(verdict, notes string, extra func(t *Task, f *taskf
 		if len(t.Task.LockedOut) > 0 {
 			edits = append(edits, taskfile.Unset(taskfile.KeyLockedOut))
 		}
-		landing, err := e.approvalEdits(&t.Task)
+		to, landing, err := e.approval(&t.Task)
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +187,7 @@ func (e *Engine) approveStep(verdict, notes string, extra func(t *Task, f *taskf
 			// Approval lifts every lockout: orch log names whom.
 			trailers.Add(gitstore.TrailerUnlocked, strings.Join(t.Task.LockedOut, ", "))
 		}
-		return &change{file: f, to: e.approvedQueue(), body: body,
+		return &change{file: f, to: to, body: body,
 			data:     &ApproveData{Verdict: verdict, Notes: notes, Author: t.Task.SubmittedBy, Rounds: t.Task.RejectionCount, Unlocked: t.Task.LockedOut},
 			ground:   ground,
 			trailers: trailers}, nil

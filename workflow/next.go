@@ -73,6 +73,7 @@ const (
 	AdviseMovePR          Advice = "move_pr"           // Task, Branch, PR, NewPR
 	AdviseAnswerBlocking  Advice = "answer_blocking"   // Task, Issue
 	AdviseCommitFixes     Advice = "commit_fixes"      // Branch
+	AdviseCommitWork      Advice = "commit_work"       // Task, Branch
 	AdviseRespondFixed    Advice = "respond_fixed"     // Task, Issue
 	AdviseJustifyBlocking Advice = "justify_blocking"  // Task, Issue
 	AdviseJustifyOrDefer  Advice = "justify_or_defer"  // Task, Issue
@@ -130,6 +131,7 @@ const (
 	AdviseExistingTrees     Advice = "existing_worktrees"  // -
 	AdviseListTrees         Advice = "list_worktrees"      // -
 	AdvisePolicyEditPending Advice = "policy_edit_pending" // Path: the policy file
+	AdviseLandMode          Advice = "land_mode"           // -
 
 	// Tools and remotes.
 	AdviseCheckGH        Advice = "check_gh"         // -
@@ -160,7 +162,7 @@ var Advices = []Advice{
 	AdviseSelfReview, AdviseOutsideScope, AdviseLockedOut, AdviseClaimLost, AdviseRunEnded, AdviseSetRecordTask,
 	AdviseSetRecordAgent, AdviseUnlockFirst, AdviseAwaitsReview, AdviseReviewInstead, AdviseDecideExplicit,
 	AdviseRequeueTo, AdviseOverrideAccept, AdviseDeferReform, AdviseKeepPR, AdviseMovePR, AdviseAnswerBlocking,
-	AdviseCommitFixes, AdviseRespondFixed, AdviseJustifyBlocking, AdviseJustifyOrDefer, AdviseDropSuggestion,
+	AdviseCommitFixes, AdviseCommitWork, AdviseRespondFixed, AdviseJustifyBlocking, AdviseJustifyOrDefer, AdviseDropSuggestion,
 
 	AdviseEscalateText, AdvisePauseText, AdviseFailText, AdviseReopenText, AdviseRejectText, AdviseAmendText,
 	AdviseOverrideText, AdviseRespondText, AdviseJustifyText, AdviseShortenText, AdviseShortenLog,
@@ -173,7 +175,7 @@ var Advices = []Advice{
 	AdviseFixOrDelete, AdviseEditOrDelete, AdviseFixViewFirst, AdviseEditAgain, AdviseEditAgainFromNew,
 	AdviseOwnedFields, AdviseFixBranchField, AdviseDropBranchField, AdviseCreateBase, AdviseBaseFromHere,
 	AdviseAskForBase, AdviseFetchOrReclaim, AdviseFetchBranch, AdviseLogBranch, AdviseOtherPath,
-	AdviseExistingTrees, AdviseListTrees, AdvisePolicyEditPending,
+	AdviseExistingTrees, AdviseListTrees, AdvisePolicyEditPending, AdviseLandMode,
 
 	AdviseCheckGH, AdviseCheckRemote, AdviseRenewalKept, AdviseRetryCommand, AdviseSyncAgain, AdviseClaimSyncAgain,
 	AdviseUpgradeOrch,

@@ -15,7 +15,7 @@ import (
 // noteSections are the sections orch writes at the top of a task's body for
 // the next reader; a prompt shows them in their own places, so they are cut
 // from the task description it shows.
-var noteSectionRE = lazyregexp.New(`^(Review Feedback \((?:rejection|landing|check) #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\)|Reopened \(.*\))$`)
+var noteSectionRE = lazyregexp.New(`^(Review Feedback \((?:rejection|landing|check) #\d+\)|Continuation Note \(.*\)|Refusal Overridden \(.*\)|Refusal \(.*\)|Failed \(.*\)|Decision \(.*\)|Reopened \(.*\)|Submission Note \(.*\))$`)
 
 // Prompt renders the prompt for a task and role ("" picks reviewer for a
 // submitted task, else implementer).
@@ -92,6 +92,11 @@ func (e *Engine) promptData(t *Task, role string) prompt.Data {
 		}
 	}
 	rounds := t.File.FeedbackRounds()
+	if len(rounds) > 0 && rounds[0].Landing && task.ApprovedCommit != "" {
+		// Approved once, then sent back by the landing (or the check):
+		// the reviewer needs only what changed since that approval.
+		d.LandingRetry, d.ApprovedCommit = true, task.ApprovedCommit
+	}
 	if len(rounds) > 0 {
 		r := prompt.NewRound(rounds[0])
 		d.LatestRound = &r
@@ -128,6 +133,8 @@ func (e *Engine) promptData(t *Task, role string) prompt.Data {
 			}
 		case strings.HasPrefix(sec.Title, "Refusal Overridden (") && d.OverrideMessage == "":
 			d.OverrideMessage = strings.TrimSpace(t.File.SectionText(sec))
+		case strings.HasPrefix(sec.Title, "Submission Note (") && d.SubmitNote == "" && !pastRound:
+			d.SubmitNote = strings.TrimSpace(t.File.SectionText(sec))
 		case strings.HasPrefix(sec.Title, "Reopened (") && d.ReopenNote == "" && !pastRound:
 			d.ReopenNote = strings.TrimSpace(t.File.SectionText(sec))
 		}

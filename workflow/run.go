@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
@@ -167,7 +168,7 @@ func (e *Engine) ClaimReview(id string, skip func(id string) bool) (*ReviewClaim
 	}
 	for _, s := range candidates {
 		t := &s.Task
-		if t.Queue != taskfile.Provisional || e.reviewClaimed(t) || !e.mayReview(t) || e.editable(s) != nil || skip != nil && skip(t.ID) {
+		if t.Queue != taskfile.Provisional || e.reviewClaimed(t) || !e.mayReview(t) || e.editable(s) != nil || skip != nil && skip(t.ID) || e.needsCheck(t) {
 			continue
 		}
 		out := &ReviewClaim{}
@@ -609,7 +610,9 @@ func (e *Engine) SlotStopped(slot string, reviewer bool, why string) error {
 			return nil, err
 		}
 		now := e.Now().UTC()
-		name := fmt.Sprintf("%s/%s-slot-%s.md", gitstore.MessagesDir, now.Format("20060102T150405.000Z"), e.cloneID())
+		// The slot in the name: two slots stop in the same millisecond
+		// (both commands missing), and neither message may replace the other.
+		name := fmt.Sprintf("%s/%s-slot-%s-%s.md", gitstore.MessagesDir, now.Format("20060102T150405.000Z"), fileWord(slot), e.cloneID())
 		msg := fmt.Sprintf("---\nreason: slot\ncreated: %s\nslot: %q\n---\n# orch run's slot %s stopped\n\n## Why\n\n%s\n\nIts tasks went back to the queue, with no crash counted. Fix the slot's setup (its cmd or harness in run:, the CLI's login or key, run.allow), then start orch run again.\n",
 			taskfile.FormatTime(now), slot, slot, why)
 		return &gitstore.CommitRequest{Changes: []gitstore.Change{c, {Path: name, Data: []byte(msg)}},
@@ -617,6 +620,17 @@ func (e *Engine) SlotStopped(slot string, reviewer bool, why string) error {
 			Author:  e.Signature()}, nil
 	})
 	return err
+}
+
+// fileWord is name with what a file name should not hold (space, @, +,
+// letters beyond ASCII) as "-".
+func fileWord(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 128 && (r == '.' || r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '-'
+	}, name)
 }
 
 // TaskRun is one run of orch run on a task, as its event records it.

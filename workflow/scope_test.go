@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orch-tool/orch/internal/testgit"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -32,9 +33,11 @@ func scopeRepo(t *testing.T, config string, tasks map[string][]string) (string, 
 	e.Close()
 	for _, id := range ids {
 		a := openAs(t, dir, "agent-a", true)
-		if _, err := a.Claim(ClaimOptions{Task: id}); err != nil {
+		c, err := a.Claim(ClaimOptions{Task: id})
+		if err != nil {
 			t.Fatal(err)
 		}
+		testgit.Git(t, dir, "update-ref", "refs/heads/"+c.Branch, testgit.Git(t, dir, "commit-tree", "-p", c.Branch, "-m", "work", c.Branch+"^{tree}"))
 		if _, err := a.Submit(id, SubmitOptions{}); err != nil {
 			t.Fatal(err)
 		}

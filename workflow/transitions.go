@@ -31,6 +31,7 @@ var Transitions = []Transition{
 	{Verb: ActionSubmit, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.Provisional}, Who: "agent", Summary: "hand in the work on the task's branch for review"},
 	{Verb: ActionApprove, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Done, taskfile.Approved}, Who: "reviewer", Summary: "accept the work (with land.mode set, to approved: it lands next)"},
 	{Verb: ActionLand, From: []taskfile.Queue{taskfile.Approved}, To: []taskfile.Queue{taskfile.Done, taskfile.Rejected, taskfile.Escalated}, Who: "human", Summary: "land approved work on the base branch through a checked merge (a conflict or a red check sends it back; land.max_failures escalate)"},
+	{Verb: ActionCheck, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Provisional, taskfile.Rejected, taskfile.Escalated}, Who: "human", Summary: "run review.check on a submission before review (orch run): red sends it back with the output, without lockout"},
 	{Verb: ActionReject, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated}, Who: "reviewer", Summary: "send the work back with feedback (escalates at review.max_rejections)"},
 	{Verb: ActionReview, From: []taskfile.Queue{taskfile.Provisional}, To: []taskfile.Queue{taskfile.Rejected, taskfile.Escalated, taskfile.Done, taskfile.Approved}, Who: "reviewer", Summary: "structured review: blocking issues reject, suggestions only approve with notes"},
 	{Verb: ActionPause, From: []taskfile.Queue{taskfile.Claimed}, To: []taskfile.Queue{taskfile.NeedsContinuation}, Who: "agent", Summary: "stop before finishing; the note goes into the next prompt"},
@@ -150,5 +151,9 @@ func TransitionHelp(verb Action) string {
 	if t == nil {
 		return ""
 	}
-	return fmt.Sprintf("Moves a task from %s to %s.", t.FromText(), t.ToText())
+	to := t.ToText()
+	if i := strings.LastIndex(to, ", "); i >= 0 {
+		to = to[:i] + " or " + to[i+2:] // one of them: the rules pick
+	}
+	return fmt.Sprintf("Moves a task from %s to %s.", t.FromText(), to)
 }

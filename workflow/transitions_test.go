@@ -19,7 +19,7 @@ func TestTransitionToColumnEnforced(t *testing.T) {
 	_, err := e.transition(id, "approve", func(t *Task) (*change, error) {
 		return &change{file: t.File, to: taskfile.Rejected}, nil
 	})
-	if err == nil || !strings.Contains(err.Error(), "approve would move "+id+" from provisional to rejected, which the transition table does not allow (it allows done)") {
+	if err == nil || !strings.Contains(err.Error(), "approve would move "+id+" from provisional to rejected, which the transition table does not allow (it allows done, approved)") {
 		t.Fatalf("got %v", err)
 	}
 	if e.Store.Snapshot().Tip != before {

@@ -331,6 +331,20 @@ func PushTaskBranch(repo *gitrepo.Repo, remote, branch string) error {
 	return repo.PushBranch(remote, branch, h)
 }
 
+// FetchBranchOf brings the task's branch from the remote when this clone
+// lacks it or holds less (orch approve --sync and orch land --sync: the
+// work reviewed on another clone is what is approved and landed here).
+func (e *Engine) FetchBranchOf(id, remote string) error {
+	s := e.Store.SummaryByID(id)
+	if s == nil {
+		return &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
+	}
+	if err := FetchTaskBranch(e.Store.Repo, remote, s.Task.Branch, e.Actor); err != nil {
+		return &ExternalError{Msg: fmt.Sprintf("cannot fetch %s from %s: %v", s.Task.Branch, remote, err), Next: Next{Advice: AdviseCheckRemote}}
+	}
+	return nil
+}
+
 // PushBranchOf pushes the task's branch to the remote (orch submit --sync:
 // the work before the verb that names it), once the claimant's rules hold:
 // a process whose claim ended pushes nothing.

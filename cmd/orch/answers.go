@@ -49,6 +49,7 @@ var answers = map[string]struct {
 	"stats":                 {"stats", statsAnswer{}},
 	"submit":                {"submit", transitionJSON{}},
 	"sweep":                 {"sweep", sweepAnswer{}},
+	"land":                  {"land", landAnswer{}},
 	"sync":                  {"sync", syncAnswer{}},
 	"unlock":                {"unlock", transitionJSON{}},
 	"version":               {"version", versionAnswer{}},

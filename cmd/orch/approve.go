@@ -36,6 +36,12 @@ unresolved.
 
 func runApprove(o *approveOptions, ref string) error {
 	return o.step.taskStep(o.g, ref, "approve", func(e *workflow.Engine, id string) (*workflow.Result, error) {
+		if o.step.Sync && e.Config.Land.On() {
+			// The work reviewed on another clone, so that it can land.
+			if err := e.FetchBranchOf(id, o.step.Remote); err != nil {
+				return nil, err
+			}
+		}
 		return e.Approve(id, o.Notes)
 	})
 }

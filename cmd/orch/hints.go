@@ -97,6 +97,8 @@ func hintFor(n workflow.Next) string {
 		return fmt.Sprintf("answer each: orch respond %s %s fixed -m \"what you changed\" --commit SHA", id, n.Issue)
 	case workflow.AdviseCommitFixes:
 		return "commit your fixes on " + n.Branch + " first (git log " + n.Branch + " shows where it stands)"
+	case workflow.AdviseCommitWork:
+		return "commit your work on " + n.Branch + " in the task's worktree (orch worktree " + id + "), then orch submit " + id
 	case workflow.AdviseRespondFixed:
 		return `orch respond ` + id + ` ` + n.Issue + ` fixed -m "what you changed" --commit SHA`
 	case workflow.AdviseJustifyBlocking:
@@ -206,6 +208,8 @@ func hintFor(n workflow.Next) string {
 		return "git worktree list shows the existing worktrees"
 	case workflow.AdviseListTrees:
 		return "git worktree list shows the worktrees"
+	case workflow.AdviseLandMode:
+		return "set land: mode: local in .orchestrator/config.yaml (with format: 3), then orch check"
 	case workflow.AdvisePolicyEditPending:
 		v := ".orchestrator/" + n.Path
 		return fmt.Sprintf("read the change above; if you mean it, commit it yourself with orch check (it shows what it commits); if not, undo it: git show %s:%s > %s (orch inbox says which run it was found after)", n.Branch, n.Path, v)

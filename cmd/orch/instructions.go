@@ -253,8 +253,8 @@ func instructionsMarkdown(root *cobra.Command, role string, cfg *config.Config) 
 	b.WriteString("### Commands\n\n")
 	for _, v := range verbs {
 		fmt.Fprintf(&b, "- `%s`: %s.", v.Usage, strings.TrimSuffix(v.Short, "."))
-		if t := workflow.TransitionFor(workflow.Action(v.Name)); t != nil {
-			fmt.Fprintf(&b, " Moves a task from %s to %s.", t.FromText(), t.ToText())
+		if h := workflow.TransitionHelp(workflow.Action(v.Name)); h != "" {
+			b.WriteString(" " + h)
 		}
 		if v.Example != "" {
 			fmt.Fprintf(&b, " Example: `%s`", v.Example)

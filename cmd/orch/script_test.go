@@ -77,6 +77,7 @@ func scriptParams(dir string) testscript.Params {
 	return testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: false,
+		UpdateScripts:       os.Getenv("ORCH_UPDATE_SCRIPTS") == "1", // rewrite cmp golden files in place
 		Setup: func(env *testscript.Env) error {
 			vars, err := testgit.Home(filepath.Join(env.WorkDir, ".home"), "tester", "tester@example.com")
 			if err != nil {
@@ -110,6 +111,7 @@ func scriptParams(dir string) testscript.Params {
 			"json-error":     cmdJSONError,
 			"json-file":      cmdJSONFile,
 			"git-state-edit": cmdGitStateEdit,
+			"task-commit":    cmdTaskCommit,
 			"free-port":      cmdFreePort,
 			"http-get":       cmdHTTPGet,
 		},
@@ -210,6 +212,71 @@ func cmdGitStateEdit(ts *testscript.TestScript, neg bool, args []string) {
 	tree := git("", "write-tree")
 	commit := git("", "commit-tree", "-p", "orch", "-m", "edit "+args[0]+" with git", tree)
 	git("", "update-ref", "refs/heads/orch", commit)
+}
+
+// cmdTaskCommit commits a file on a task's branch, as an agent's work would
+// be, without a worktree (git's plumbing, in the repository the script is
+// in): task-commit ID [FILE]. The task's branch comes from its file in the
+// view. A submit needs work on the branch.
+func cmdTaskCommit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: task-commit ID [FILE]")
+	}
+	dir := ts.MkAbs(".")
+	git := func(stdin string, a ...string) string {
+		cmd := exec.Command("git", a...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+ts.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=agent", "GIT_AUTHOR_EMAIL=agent@example.com", "GIT_COMMITTER_NAME=agent", "GIT_COMMITTER_EMAIL=agent@example.com")
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			ts.Fatalf("git %v: %v", a, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	common := git("", "rev-parse", "--git-common-dir")
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(dir, common)
+	}
+	view := filepath.Join(filepath.Dir(filepath.Clean(common)), ".orchestrator", "tasks")
+	matches, _ := filepath.Glob(filepath.Join(view, args[0]+"-*.md"))
+	if len(matches) != 1 {
+		ts.Fatalf("no task file %s-*.md in %s", args[0], view)
+	}
+	branch := ""
+	for _, l := range strings.Split(ts.ReadFile(matches[0]), "\n") {
+		if v, ok := strings.CutPrefix(l, "branch: "); ok {
+			branch = strings.TrimSpace(v)
+		}
+	}
+	if branch == "" {
+		ts.Fatalf("%s has no branch", args[0])
+	}
+	tip := git("", "rev-parse", "refs/heads/"+branch)
+	name := "work-" + args[0] + ".txt"
+	if len(args) == 2 {
+		name = args[1]
+	}
+	prev := git("", "log", "-1", "--format=%s", tip)
+	blob := git(args[0]+" "+prev+"\n", "hash-object", "-w", "--stdin")
+	index := filepath.Join(common, "orch-test-index")
+	defer os.Remove(index)
+	gi := func(a ...string) string {
+		cmd := exec.Command("git", a...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+index, "HOME="+ts.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.Output()
+		if err != nil {
+			ts.Fatalf("git %v: %v", a, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	gi("read-tree", tip)
+	gi("update-index", "--add", "--cacheinfo", "100644,"+blob+","+name)
+	tree := gi("write-tree")
+	commit := git("", "commit-tree", "-p", tip, "-m", "work on "+args[0], tree)
+	git("", "update-ref", "refs/heads/"+branch, commit, tip)
 }
 
 func cmdStdoutEnv(ts *testscript.TestScript, neg bool, args []string) {
