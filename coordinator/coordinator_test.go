@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/orch-tool/orch/coordinator/harness"
 )
 
 // fakeQueue hands out tasks and takes a run as done when its agent wrote
@@ -429,5 +431,23 @@ func TestCoordinatorResetTimeCapped(t *testing.T) {
 	}
 	if !seen {
 		t.Errorf("no backoff: %v", rec.events)
+	}
+}
+
+// A backoff says once that no reset time was given, whether the harness's
+// words say it already (a 429 read from claude's or codex's output) or
+// not (a slot's own rate_limit pattern).
+func TestBackoffWords(t *testing.T) {
+	for _, c := range []struct{ words, want string }{
+		{"rate limited (429), no reset time given", "a backs off for 1s (rate limited (429), no reset time given)"},
+		{"", "a backs off for 1s (rate limited, no reset time given)"},
+	} {
+		rec := &recorder{}
+		s := &slotState{Slot: &Slot{Name: "a"}}
+		co := &Coordinator{opts: Options{Run: &Run{Backoff: time.Second, MaxWait: time.Hour}, Events: rec.add}, slots: []*slotState{s}}
+		co.backOff(s, harness.Result{Cause: harness.RateLimit, Words: c.words})
+		if len(rec.events) != 1 || rec.events[0].Text != c.want {
+			t.Errorf("words %q: events %+v, want one saying %q", c.words, rec.events, c.want)
+		}
 	}
 }

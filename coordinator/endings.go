@@ -169,8 +169,12 @@ func (c *Coordinator) backOff(s *slotState, res harness.Result) {
 		return
 	}
 	s.backoff = now.Add(d)
+	why := orWords(res.Words, "rate limited")
+	if !strings.Contains(why, "no reset time given") { // the harness's words may say it already
+		why += ", no reset time given"
+	}
 	c.emit(Event{Event: "backoff", Slot: s.Name, Reason: "rate_limit", Until: s.backoff.UTC().Format(time.RFC3339),
-		Text: fmt.Sprintf("%s backs off for %s (%s, no reset time given)", s.Name, d, orWords(res.Words, "rate limited"))})
+		Text: fmt.Sprintf("%s backs off for %s (%s)", s.Name, d, why)})
 }
 
 func orWords(w, or string) string {
