@@ -202,12 +202,13 @@ type Coordinator struct {
 	// run then ends with an error (UnrecordedError), not as idle.
 	unrecorded int
 	// The house's work (house.go): one step at a time.
-	houseDone chan HouseResult
-	houseBusy bool
-	houseIdle bool
-	houseAt   time.Time
-	status    []Status
-	state     *runState
+	houseDone  chan HouseResult
+	houseBusy  bool
+	houseIdle  bool
+	houseStale bool // the state moved while a step ran
+	houseAt    time.Time
+	status     []Status
+	state      *runState
 }
 
 // slotState is a slot and what it runs.

@@ -27,6 +27,11 @@ const houseRecheck = 30 * time.Second
 
 // startHouse runs one step of the house's work when none runs.
 func (c *Coordinator) startHouse(now time.Time, moved bool) bool {
+	if c.houseBusy && moved {
+		// The running step may have read the state before this move (an
+		// approval): its "idle" would be stale.
+		c.houseStale = true
+	}
 	if c.houseBusy || (c.houseIdle && !moved && now.Sub(c.houseAt) < houseRecheck) {
 		return c.houseBusy
 	}
@@ -38,7 +43,8 @@ func (c *Coordinator) startHouse(now time.Time, moved bool) bool {
 // houseEnded takes a house step's outcome.
 func (c *Coordinator) houseEnded(r HouseResult) {
 	c.houseBusy = false
-	c.houseIdle = r.Idle && r.Err == nil
+	c.houseIdle = r.Idle && r.Err == nil && !c.houseStale
+	c.houseStale = false
 	for _, ev := range r.Events {
 		c.emit(ev)
 	}

@@ -82,7 +82,15 @@ func faultSetup(t *testing.T, r *Repo) (claimed string) {
 	}
 	r.MustOrch(r.Main, "new", "Second")
 	r.MustOrch(r.Main, "new", "Third", "--priority", "P1")
-	r.MustOrch(r.Main, "claim", "--agent", "a1", "--task", out.Task.ID)
+	var claim struct {
+		Branch string `json:"branch"`
+	}
+	if err := r.MustOrch(r.Main, "claim", "--agent", "a1", "--task", out.Task.ID, "--json").JSON(&claim); err != nil {
+		t.Fatal(err)
+	}
+	// a1's work, so that its submit has something to submit
+	work := r.Git(r.Main, "commit-tree", "-p", claim.Branch, "-m", "a1's work", claim.Branch+"^{tree}")
+	r.Git(r.Main, "update-ref", "refs/heads/"+claim.Branch, work)
 	r.MustOrch(r.Main, "list")
 	return out.Task.ID
 }

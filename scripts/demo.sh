@@ -84,8 +84,30 @@ run git log --oneline main.."$BRANCH"
 run orch submit --agent agent-b -m "Theme persisted; survives restarts"
 cd "$WORK/repo"
 
-step "lead approves"
+step "Meanwhile a person commits on main: the same file, another line"
+echo "// the theme lives in settings" > theme.js && git add theme.js && git commit -qm "Note where the theme lives"
+run git log --oneline -2 main
+
+step "lead approves: the task waits in approved to land"
 run orch approve "$ID" --agent lead -m "Works after a restart."
+
+step "orch land: the approved work conflicts with main, so it goes back with the hunks (no one locked out)"
+run orch land
+orch show "$ID" | sed -n '/^## Review Feedback (landing #1)/,/^This is not a verdict/p'
+
+step "agent-b claims it again, brings the branch up to date and resubmits"
+run orch claim --task "$ID" --agent agent-b
+cd "$WT"
+git merge -q main >/dev/null 2>&1 || true
+printf 'toggle\npersist\n// the theme lives in settings\n' > theme.js && git add theme.js && git commit -qm "Merge main: keep the settings note"
+run orch submit --agent agent-b -m "Merged main; the note stays at the end"
+cd "$WORK/repo"
+
+step "lead reviews the landing retry (the prompt shows the diff since the approval) and approves; it lands"
+orch prompt "$ID" --agent lead | grep -m1 "landing retry"
+run orch approve "$ID" --agent lead -m "Merge is right."
+run orch land
+run git log --oneline --graph -6 main
 
 step "The history of the task, from the commit trailers"
 run orch log "$ID"
@@ -106,6 +128,8 @@ YAML
 run orch check
 PATH="$(dirname "$BIN"):$PATH" run orch run --until-idle
 run orch list
+step "Every approved task landed on main, each through a checked merge"
+run git log --oneline --first-parent -8 main
 run git status --short
 echo
 echo "demo: done (the throwaway repository was $WORK/repo)"

@@ -84,21 +84,21 @@ func TestActionApprove(t *testing.T) {
 		t.Fatalf("approve: %d", resp.StatusCode)
 	}
 	loc := resp.Header.Get("Location")
-	if !strings.HasPrefix(loc, "/task/T-5ncg1r?") || !strings.Contains(loc, "did=approve") || !strings.Contains(loc, "to=done") {
+	if !strings.HasPrefix(loc, "/task/T-5ncg1r?") || !strings.Contains(loc, "did=approve") || !strings.Contains(loc, "to=approved") {
 		t.Errorf("approve redirects to %q", loc)
 	}
-	if q := queueOf(t, dir, "T-5ncg1r"); q != "done" {
-		t.Fatalf("T-5ncg1r is %s after approve, want done", q)
+	if q := queueOf(t, dir, "T-5ncg1r"); q != "approved" { // the example lands its work
+		t.Fatalf("T-5ncg1r is %s after approve, want approved", q)
 	}
 	// The commit is lead's, made the way the CLI makes it; and as after
 	// the CLI's transitions, the example's tasks finished in February are
 	// archived after it, in a commit of their own.
 	msg := git(t, dir, "log", "-1", "--grep=^Orch-Action: approve$", "--format=%an%n%B", "orch")
-	mustContain(t, "commit", msg, "lead\n", "Orch-Action: approve", "Orch-Actor: lead", "provisional -> done")
+	mustContain(t, "commit", msg, "lead\n", "Orch-Action: approve", "Orch-Actor: lead", "provisional -> approved")
 	mustContain(t, "the commit after it", git(t, dir, "log", "-1", "--format=%B", "orch"), "orch: archive ", "Orch-Archived: ")
 
 	_, after := ts.get(t, c, loc)
-	mustContain(t, "after approve", after, `class="flash"`, "approve: provisional → done (commit ", `<span class="badge q-done">done</span>`)
+	mustContain(t, "after approve", after, `class="flash"`, "approve: provisional → approved (commit ", `<span class="badge q-approved">approved</span>`)
 
 	// A crafted flash shows only known words.
 	_, crafted := ts.get(t, c, "/task/T-5ncg1r?did=approve&from=<b>x</b>&to=done&commit=zz")

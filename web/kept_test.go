@@ -135,7 +135,7 @@ func TestRejectAfterApprovalKeepsText(t *testing.T) {
 		_, err := e.Approve("T-5ncg1r", "")
 		return err
 	})
-	if q := queueOf(t, dir, "T-5ncg1r"); q != "done" {
+	if q := queueOf(t, dir, "T-5ncg1r"); q != "approved" {
 		t.Fatalf("T-5ncg1r is %s after agent-b's approve", q)
 	}
 	before := repoState(t, dir)
@@ -146,7 +146,7 @@ func TestRejectAfterApprovalKeepsText(t *testing.T) {
 	if resp.StatusCode != http.StatusConflict {
 		t.Errorf("reject of a done task: %d, want 409", resp.StatusCode)
 	}
-	mustContain(t, "refused reject", body, `class="error"`, "cannot reject T-5ncg1r: it is done", `<span class="badge q-done">done</span>`)
+	mustContain(t, "refused reject", body, `class="error"`, "cannot reject T-5ncg1r: it is approved", `<span class="badge q-approved">approved</span>`)
 	mustNotContain(t, "refused reject", body, `action="/task/T-5ncg1r/reject"`)
 	mustShowOnce(t, "refused reject", body, text)
 	mustBeSaved(t, "refused reject", dir, body, text)
@@ -159,7 +159,7 @@ func TestRejectAfterApprovalKeepsText(t *testing.T) {
 	if resp.StatusCode != http.StatusConflict {
 		t.Errorf("approve of a done task: %d, want 409", resp.StatusCode)
 	}
-	mustContain(t, "refused approve", body, "cannot approve T-5ncg1r: it is done")
+	mustContain(t, "refused approve", body, "cannot approve T-5ncg1r: it is approved")
 	mustShowOnce(t, "refused approve", body, notes)
 	mustBeSaved(t, "refused approve", dir, body, notes)
 	mustBeUnchanged(t, "a refused approve", dir, before)

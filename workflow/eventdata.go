@@ -484,7 +484,7 @@ func (*SlotStoppedData) Action() Action    { return ActionSlotStopped }
 // review that moved it to done), the rejection rounds before the approval;
 // ok is false for any other event. data is the event's Payload.
 func ApprovalRounds(ev *Event, data EventData) (rounds int, ok bool) {
-	if ev.To != taskfile.Done {
+	if ev.To != taskfile.Done && ev.To != taskfile.Approved {
 		return 0, false
 	}
 	switch d := data.(type) {

@@ -14,6 +14,7 @@ import (
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/taskfile"
 )
 
 // InitResult reports what init did.
@@ -115,6 +116,11 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 		sort.Strings(res.Added)
 	}
 	e.loadConfig()
+	if example != nil {
+		if err := e.exampleBranches(base); err != nil {
+			return nil, err
+		}
+	}
 	if e.Store.View != "" {
 		added, err := EnsureExclude(e.Store.Repo.CommonDir)
 		if err != nil {
@@ -128,6 +134,70 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 		_ = os.MkdirAll(filepath.Join(e.Store.View, gitstore.TasksDir), 0o777)
 	}
 	return res, nil
+}
+
+// exampleBranches gives each example task that names a branch one commit
+// of work on it, from the base's tip (a file EXAMPLE-<id>.md), so that the
+// example's submitted work has something to review, diff and land. A
+// branch that exists is left alone; with no base commit there is nothing
+// to start from.
+func (e *Engine) exampleBranches(base string) error {
+	repo := e.Store.Repo
+	tip, err := repo.ReadRef("refs/heads/" + base)
+	if err != nil || tip.IsZero() {
+		return err
+	}
+	objs := gitrepo.NewObjectStore(repo.CommonDir)
+	raw, err := objs.Read(plumbing.CommitObject, tip)
+	if err != nil {
+		return err
+	}
+	c, err := gitrepo.ParseCommit(raw)
+	if err != nil {
+		return err
+	}
+	rawTree, err := objs.Read(plumbing.TreeObject, c.Tree)
+	if err != nil {
+		return err
+	}
+	var made []string
+	e.Store.EachSummaryIn(nil, func(s *gitstore.Summary) {
+		if s.Task.Branch != "" && taskfile.ValidBranch(s.Task.Branch) && !finishedQueues[s.Task.Queue] {
+			made = append(made, s.Task.ID+"\x00"+s.Task.Branch+"\x00"+s.Task.Title)
+		}
+	})
+	sort.Strings(made)
+	for _, m := range made {
+		parts := strings.SplitN(m, "\x00", 3)
+		id, branch, title := parts[0], parts[1], parts[2]
+		ref := "refs/heads/" + branch
+		if h, err := repo.ReadRef(ref); err != nil || !h.IsZero() {
+			continue
+		}
+		entries, err := gitrepo.ParseTree(rawTree)
+		if err != nil {
+			return err
+		}
+		blob, err := objs.Write(plumbing.BlobObject, []byte("# "+title+"\n\nThe example's work on "+id+".\n"))
+		if err != nil {
+			return err
+		}
+		entries = append(entries, gitrepo.TreeEntry{Name: "EXAMPLE-" + id + ".md", Mode: gitrepo.ModeFile, Hash: blob})
+		sort.Slice(entries, func(i, j int) bool { return gitrepo.CompareEntries(&entries[i], &entries[j]) < 0 })
+		tree, err := objs.Write(plumbing.TreeObject, gitrepo.EncodeTree(entries))
+		if err != nil {
+			return err
+		}
+		sig := e.Signature()
+		commit, err := objs.Write(plumbing.CommitObject, gitrepo.EncodeCommit(tree, []plumbing.Hash{tip}, sig, sig, id+": the example's work\n"))
+		if err != nil {
+			return err
+		}
+		if err := repo.UpdateRef(gitrepo.RefUpdate{Name: ref, New: commit, Who: e.Actor, Message: "orch init --example"}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // EnsureExclude adds /.orchestrator/ to info/exclude so that the view never

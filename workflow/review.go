@@ -445,7 +445,11 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	if len(t.Task.LockedOut) > 0 {
 		edits = append(edits, taskfile.Unset(taskfile.KeyLockedOut))
 	}
-	if f, err = f.Apply(edits...); err != nil {
+	to, landing, err := e.approval(&t.Task)
+	if err != nil {
+		return nil, err
+	}
+	if f, err = f.Apply(append(edits, landing...)...); err != nil {
 		return nil, err
 	}
 	data.Approval = &ReviewApproval{Author: t.Task.SubmittedBy, Rounds: t.Task.RejectionCount}
@@ -459,7 +463,7 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 		// Approval lifts every lockout: orch log names whom.
 		trailers.Add(gitstore.TrailerUnlocked, strings.Join(t.Task.LockedOut, ", "))
 	}
-	return &change{file: f, to: "done", data: data,
+	return &change{file: f, to: to, data: data,
 		body:     body,
 		trailers: trailers}, nil
 }
