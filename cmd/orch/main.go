@@ -1,5 +1,3 @@
-// Command orch turns a git repository into a work queue for coding agents
-// and their reviewers. See README.md.
 package main
 
 import (
