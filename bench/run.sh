@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/run.sh BIN — orch's budgets (DESIGN §11) measured side by side with
+# bench/run.sh BIN — orch's budgets (docs/design.md §11) measured side by side with
 # `git add && git commit` of one task file in the same repository.
 #
 #   make bench                  # = ./bench/run.sh bin/orch
@@ -280,7 +280,7 @@ if [ -z "$ONLY" ] && has_verb claim && [ "${BENCH_SWARM:-16}" != 0 ]; then
 	fi
 fi
 
-# The coordinator (orch run, DESIGN §11): its cost per task with 16 slots of
+# The coordinator (orch run, docs/design.md §11): its cost per task with 16 slots of
 # instant scripted agents, against the same claim, submit and approve run
 # back to back by a script; and its peak memory over 100 and 1,000 tasks.
 COORD_LINE=

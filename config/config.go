@@ -37,7 +37,7 @@ type Config struct {
 	WorktreeDir string  `yaml:"worktree_dir" json:"worktree_dir"`
 	Review      Review  `yaml:"review" json:"review"`
 	Agents      []Agent `yaml:"agents" json:"agents"`
-	// Humans names the people (DESIGN §4a); when empty, every actor that
+	// Humans names the people (docs/design.md §5.1); when empty, every actor that
 	// is not an agent is a human.
 	Humans []string `yaml:"humans" json:"humans"`
 	GitHub GitHub   `yaml:"github" json:"github"`
@@ -341,7 +341,7 @@ func (c *Config) RolesOf(agent string) []string {
 }
 
 // Roster is every agent capable of work, for lockout and deadlock: the
-// agents: roster and orch run's agents (each slot an actor, DESIGN §12).
+// agents: roster and orch run's agents (each slot an actor, docs/design.md §7.1).
 func (c *Config) Roster() []Agent {
 	out := append([]Agent(nil), c.Agents...)
 	for _, s := range c.Run.Agents {

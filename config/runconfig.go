@@ -14,7 +14,7 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// Run is config.yaml's run: section (DESIGN §12): the agents and reviewers
+// Run is config.yaml's run: section (docs/design.md §7): the agents and reviewers
 // orch run starts, one slot each, and how it watches them. It is
 // human-owned like the rest of config.yaml: agents cannot change what runs.
 type Run struct {
@@ -254,7 +254,7 @@ func (s RunSlot) Stream() string {
 // words, as a prefix ("go test", "npm run lint").
 var allowRE = lazyregexp.New(`^[A-Za-z0-9_][A-Za-z0-9_./+-]*( [A-Za-z0-9_./+=-]+)*$`)
 
-// defaultRun is run:'s defaults (DESIGN §12).
+// defaultRun is run:'s defaults (docs/design.md §7.1).
 func defaultRun() Run {
 	return Run{TaskTimeout: Duration(45 * time.Minute), StallTimeout: Duration(10 * time.Minute), KillGrace: Duration(10 * time.Second),
 		MaxCrashes: 2, PollPRs: Duration(5 * time.Minute), Backoff: Duration(time.Minute), MaxWait: Duration(6 * time.Hour), MaxLog: 16 << 20}

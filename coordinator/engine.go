@@ -47,7 +47,7 @@ func NewQueue(lead workflow.Options, sync *workflow.SyncOptions, run *config.Run
 }
 
 // as is how the coordinator opens the repository for a slot's agent: the
-// agent is the actor, governed as an agent (DESIGN §4a).
+// agent is the actor, governed as an agent (docs/design.md §5.1).
 func (q *engineQueue) as(s *Slot, verb string, fence *workflow.Fence) workflow.Options {
 	o := q.lead
 	o.Actor = s.Name

@@ -110,7 +110,7 @@ type Options struct {
 	// Fix repairs what can be repaired; without it nothing changes.
 	Fix bool
 	// RestoreTip puts a state branch that moved backwards back at the tip
-	// orch saw last; AcceptRewind keeps it where it is (DESIGN §2: history
+	// orch saw last; AcceptRewind keeps it where it is (docs/design.md §1.4: history
 	// only moves forward unless a person says otherwise).
 	RestoreTip, AcceptRewind bool
 }
@@ -447,7 +447,7 @@ func (d *diagnosis) checkTemps() {
 }
 
 // checkHistory finds a state branch that no longer contains the tip orch
-// saw last (DESIGN §2). It is no repair of --fix's: a person chooses.
+// saw last (docs/design.md §1.4). It is no repair of --fix's: a person chooses.
 func (d *diagnosis) checkHistory() {
 	cu := d.cu
 	h := cu.Cache()

@@ -1,7 +1,7 @@
 // Package e2e holds orch's multi-process tests: the orch binary, built once
 // by TestMain, run as many real processes at once from linked worktrees of
 // real repositories, beside git CLI processes that commit, pack refs, gc and
-// update refs. The tests check the invariants of DESIGN §2 and §11: no lost
+// update refs. The tests check the invariants of docs/design.md §1.5 and §11: no lost
 // commit, no duplicate, one linear state branch, `git fsck` clean, no
 // worktree or index touched.
 //

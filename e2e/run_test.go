@@ -16,7 +16,7 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// The coordinator (orch run, DESIGN §12) against real agents: scripted
+// The coordinator (orch run, docs/design.md §7) against real agents: scripted
 // implementers that work, crash, pause and submit at random, and scripted
 // reviewers that reject or approve. Every agent writes its own start and
 // end records (not orch's), and the test proves from them that no task was

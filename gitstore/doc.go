@@ -8,7 +8,7 @@
 // task's summary (index.go), commits by tree surgery, never touching an
 // index or a worktree, and moves the branch with compare-and-swap
 // (commit.go). On every command it reconciles the view with the branch: it
-// scans the view (scan.go), walks DESIGN §2's reconcile table
+// scans the view (scan.go), walks docs/design.md §1.2's reconcile table
 // (reconcile.go), commits hand edits and hand-made tasks (handedit.go),
 // merges what both sides changed or marks the conflict (merge.go), and
 // writes out what the branch changed (view.go) without losing a save that

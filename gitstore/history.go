@@ -100,7 +100,7 @@ func (st *Store) blobAt(root plumbing.Hash, path string) plumbing.Hash {
 
 // ErrMovedBackwards: a state branch no longer contains a tip orch saw (a
 // reset, git branch -f, a force-push fetched by sync). History only moves
-// forward (DESIGN §2): orch writes nothing until a person restores the
+// forward (docs/design.md §1.4): orch writes nothing until a person restores the
 // lost tip or accepts the rewind.
 type ErrMovedBackwards struct {
 	Ref     string

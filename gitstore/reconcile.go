@@ -51,7 +51,7 @@ type Reconciled struct {
 }
 
 // Reconcile brings the view and the branch into step, as the table in
-// DESIGN §2 says. It must be called with the lock held.
+// docs/design.md §1.2 says. It must be called with the lock held.
 func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 	rep := &Reconciled{Broken: map[string]error{}, Conflicts: map[string][]taskfile.Conflict{}, Held: map[string]error{}}
 	if st.View == "" || st.scan == nil {
@@ -269,7 +269,7 @@ func (st *Store) reconcilePaths(paths []string, pol Policy, rep *Reconciled) err
 	return nil
 }
 
-// reconcilePath is DESIGN §2's reconcile table for one path: B is the blob
+// reconcilePath is docs/design.md §1.2's reconcile table for one path: B is the blob
 // in the sync index (ie), R the blob at the branch tip (r), W the file in
 // the view (w). Each case below names its row of the table.
 func (st *Store) reconcilePath(p string, pol Policy, rep *Reconciled) error {

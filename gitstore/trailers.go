@@ -4,7 +4,7 @@ import "strings"
 
 // Every commit orch makes on the state branch ends with trailers, git's
 // "Key: value" lines, which orch log, claim refs and anyone with git log
-// read (DESIGN §2). This file is the one place their keys are spelled, and
+// read (docs/design.md §3.3). This file is the one place their keys are spelled, and
 // the one encoder and decoder of the message around them.
 
 // The trailer keys.

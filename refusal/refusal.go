@@ -79,7 +79,7 @@ type AlternativeTask struct {
 // as written, in the event log.
 //
 // Reason-specific information. The protocol's record has no extra fields for
-// it: its validator reads each item from the fields below, and DESIGN §5 says
+// it: its validator reads each item from the fields below, and docs/design.md §6.4 says
 // `orch refuse -F` takes exactly this record, so no fields are added (a new
 // field would either loosen or tighten the protocol's rules, and a record
 // written to the protocol would not carry it). Where each item lives:
@@ -573,7 +573,7 @@ var (
 	// An attempt containing one of these is vague, not concrete.
 	lazyAttempts = []string{"tried to", "looked at", "checked", "considered"}
 	// A blocking factor containing one of these is vague. This is the
-	// validator's list as it stands; DESIGN's and the brief's paraphrases
+	// validator's list as it stands; the design brief's paraphrases
 	// ("hard", "difficult") are not in it, and "too hard" is.
 	vagueBlockers = []string{"too complex", "too hard", "not sure", "unclear", "confusing"}
 	// An alternative containing one of these is generic unless it comes

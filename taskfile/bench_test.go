@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// largeBody is the DESIGN.md example with a body of about 200 KB: many
+// largeBody is the docs/design.md §3 example with a body of about 200 KB: many
 // review rounds, code blocks and lists.
 var largeBody = func() string {
 	var b strings.Builder

@@ -44,7 +44,7 @@ func diffLines(a, b string) []string {
 	return out
 }
 
-// TestEditDesignExample: changing one field of the DESIGN.md example
+// TestEditDesignExample: changing one field of the docs/design.md §3 example
 // changes exactly that field's line.
 func TestEditDesignExample(t *testing.T) {
 	f := mustParse(t, designExample)

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// designExample is the task file of DESIGN.md section 3.
+// designExample is the task file of docs/design.md §3.
 const designExample = `---
 id: T-4k9x2m
 title: Snap fork start like the other shapes

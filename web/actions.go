@@ -36,7 +36,7 @@ const maxForm = 4 << 20
 // the link orch serve printed) and the form's token derived from it. Then
 // the verb runs exactly as the CLI runs it: the engine is opened for the
 // verb (the lock, the reconcile, the identity rule), the Engine's method
-// applies the transition table and the authority rules (DESIGN §4a) to the
+// applies the transition table and the authority rules (docs/design.md §5) to the
 // server's actor, and the outcome is a commit like any other.
 //
 // What a person typed exists nowhere else: whatever refuses the action,

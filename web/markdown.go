@@ -13,7 +13,7 @@ import (
 	"github.com/yuin/goldmark/util"
 )
 
-// Task text is hostile (DESIGN §4b): it comes from agents and from GitHub.
+// Task text is hostile (docs/design.md §10): it comes from agents and from GitHub.
 // goldmark runs without html.WithUnsafe, and the renderer below goes
 // further than its default, which drops raw HTML silently and lets every
 // scheme but javascript:, vbscript:, file: and data: through:

@@ -3,7 +3,7 @@
 // drawn as SVG on the server, kept live by Server-Sent Events when the state
 // branch moves.
 //
-// The server is a door into the repository (DESIGN §4b). Task text comes
+// The server is a door into the repository (docs/design.md §10). Task text comes
 // from agents and from GitHub, so every byte of it is hostile in the
 // browser: templates escape it, markdown is rendered without raw HTML and
 // with safe link schemes only, and a Content-Security-Policy allows only the
@@ -50,7 +50,7 @@ type Options struct {
 	// prints for it (nil: the error's text).
 	Explain func(error) (msg, hint string)
 	// Actor is who acts: the person who started the server, and Signals
-	// what the actor is judged by (DESIGN §4a), as the CLI judges it. An
+	// what the actor is judged by (docs/design.md §5.1), as the CLI judges it. An
 	// actor that is an agent (ORCH_AGENT set, or a name in the roster)
 	// gets a read-only board: the buttons are a human's.
 	Actor   string

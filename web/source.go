@@ -15,7 +15,7 @@ var osHostname = os.Hostname
 
 // source hands pages the state branch as it is now.
 //
-// Reads never block writers (DESIGN §4b). A page could open the engine as
+// Reads never block writers (docs/design.md §10). A page could open the engine as
 // the read-only verbs do, but their reconcile may commit (a hand edit, in
 // the name of whoever started the server, at whatever moment a browser
 // refreshes), and it holds the lock while it scans the view. So a page

@@ -1,6 +1,6 @@
 package workflow
 
-// Who is acting, and what they may do (DESIGN §4a).
+// Who is acting, and what they may do (docs/design.md §5).
 //
 // The rules of the review loop bind agents, so every command knows whether
 // its actor is an agent or a human, and refuses an agent what is a human's
@@ -101,8 +101,8 @@ func (e *Engine) recordAuthorityRefusal(verb, id, rule, msg string) {
 }
 
 // recordEvidence records, in the event log and orch inbox, something an
-// agent did that was allowed but must leave evidence a human sees (DESIGN
-// of authority: a deliberate act leaves a trace), as an authority event of
+// agent did that was allowed but must leave evidence a human sees (docs/design.md §5.5:
+// a deliberate act leaves a trace), as an authority event of
 // the agent's.
 func (e *Engine) recordEvidence(verb, id, rule, title, msg, footer string) {
 	e.recordAuthorityEvent(verb, id, rule, msg, func() gitstore.Change {
@@ -250,7 +250,7 @@ func workers(t *taskfile.Task) []string {
 // String is "agent" or "human", for messages.
 func (k ActorKind) String() string { return string(k) }
 
-// checkReviewer applies review authority (DESIGN §4a): with
+// checkReviewer applies review authority (docs/design.md §5.2): with
 // review.reviewers set only they review among agents (a human always may),
 // each within its scope (checkReviewerScope), and nobody reviews a task
 // they worked on in any round. ground is what put the task in a scoped
@@ -279,7 +279,7 @@ func (e *Engine) checkReviewer(t *Task, verb Action) (ground string, err error) 
 
 // checkReviewerScope refuses an agent whose review.reviewers entry is
 // scoped a task outside its scope, and otherwise returns the ground it acts
-// on. A human may always review (DESIGN §4a), so a scope binds agents only.
+// on. A human may always review (docs/design.md §5.2), so a scope binds agents only.
 func (e *Engine) checkReviewerScope(t *Task, verb Action) (ground string, err error) {
 	if e.IsHuman() {
 		return "", nil

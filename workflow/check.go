@@ -95,7 +95,7 @@ func (e *Engine) Check() []Problem {
 }
 
 // checkDependencies refuses a hand edit whose depends_on closes a cycle
-// with the tasks on the branch (DESIGN §2: kept out, reported like a file
+// with the tasks on the branch (docs/design.md §1.3: kept out, reported like a file
 // that does not parse).
 func (e *Engine) checkDependencies(f *taskfile.File) error {
 	if cycle := e.cycleThrough(f.Task.ID, f.Task.DependsOn); cycle != nil {

@@ -199,7 +199,7 @@ func (e *Engine) claimStep(roles []string, branchOf func(*Task) (string, bool, s
 }
 
 // claimNext says what to do when a task cannot be claimed: never how to
-// become someone who may (DESIGN §4a).
+// become someone who may (docs/design.md §5.5).
 func claimNext(rule, id string) Next {
 	switch rule {
 	case "lockout":

@@ -83,7 +83,7 @@ func (e *Engine) RefusalAwaiting(s *gitstore.Summary) (*PendingRefusal, error) {
 	return pendingRefusal(s.Task.ID, rec), err
 }
 
-// Decide answers a refusal (DESIGN §5). override sends the task back to the
+// Decide answers a refusal (docs/design.md §6.4). override sends the task back to the
 // agent with the message in its next prompt; accept keeps it blocked with
 // the decision recorded; defer creates the blocker, dependency or
 // clarification task and puts the original behind it; decompose creates the

@@ -1,6 +1,6 @@
 // Package workflow is orch's domain: the queues and the transitions between
-// them, and the rules every verb applies on the state branch (DESIGN §4, §4a,
-// §5). It never prints, exits or parses flags; it returns typed errors that
+// them, and the rules every verb applies on the state branch (docs/design.md §4, §5,
+// §6). It never prints, exits or parses flags; it returns typed errors that
 // cmd/orch maps to exit codes and hints. Storage is gitstore's; the task
 // file's format is taskfile's; config.yaml is package config; the refusal
 // record and its validator are package refusal; orch doctor is package

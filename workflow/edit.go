@@ -120,7 +120,7 @@ func (e *Engine) EditFinish(t *EditTarget, edited []byte) (*Result, error) {
 		if err != nil {
 			return nil, &ConflictError{Msg: fmt.Sprintf("%s changed on the state branch while you edited it", t.ID), Next: Next{Advice: AdviseEditAgain, Task: t.ID}}
 		}
-		// One rule for every hand edit (DESIGN §2): a three-way merge from
+		// One rule for every hand edit (docs/design.md §1.3): a three-way merge from
 		// the version the person started from. For an editor that is the
 		// version it was opened on; for a copy, the version it was made
 		// from, found in the task's history.

@@ -46,7 +46,7 @@ type Options struct {
 	Progress func(what string, done, total int)
 	// InMemoryCache and LeanCache: see gitstore.Options.
 	InMemoryCache, LeanCache bool
-	// Signals are what the actor is judged by (DESIGN §4a); Verb names the
+	// Signals are what the actor is judged by (docs/design.md §5.1); Verb names the
 	// command, and ReadOnly says it changes nothing (the rule of a task's
 	// worktree binds only commands that change something). With Verb
 	// empty, no identity rule is applied (completion, tests).

@@ -11,7 +11,7 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// A task escalates to a human (DESIGN §5) by hand (orch escalate), or by
+// A task escalates to a human (docs/design.md §6.3) by hand (orch escalate), or by
 // policy when a rejection (orch reject, orch review with blocking issues)
 // finds that the loop will not converge: escalationFor holds the three
 // triggers of the review loop; crashEscalation is orch run's, for agents

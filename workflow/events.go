@@ -56,7 +56,7 @@ const (
 	// task stays claimed.
 	ActionRefuseInvalid Action = "refuse.invalid"
 	// ActionAuthorityRefused records a refused attempt at what is not the
-	// actor's to do (DESIGN §4a); orch inbox lists them.
+	// actor's to do (docs/design.md §5.5); orch inbox lists them.
 	ActionAuthorityRefused Action = "authority.refused"
 	// ActionSyncConflict records the conflicts of a sync's merge.
 	ActionSyncConflict Action = "sync.conflict"
@@ -93,7 +93,7 @@ type Event struct {
 	To     taskfile.Queue  `json:"to,omitempty"`
 	Actor  string          `json:"actor"`
 	Data   json.RawMessage `json:"data,omitempty"`
-	// ActorKind and Signals are how the actor was judged (DESIGN §4a).
+	// ActorKind and Signals are how the actor was judged (docs/design.md §5.5).
 	ActorKind ActorKind     `json:"actor_kind,omitempty"`
 	Signals   *ActorSignals `json:"signals,omitempty"`
 }

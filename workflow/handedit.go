@@ -1,6 +1,6 @@
 package workflow
 
-// Orch-owned fields change only through verbs (DESIGN §2). A hand edit (in
+// Orch-owned fields change only through verbs (docs/design.md §1.3). A hand edit (in
 // the view, with orch edit, with orch edit --from) that changes one is
 // never committed as a plain edit: in the view the field keeps the branch's
 // value and the person's other edits are committed, with a note naming the

@@ -47,7 +47,7 @@ const (
 	AdviseClaimWithTree Advice = "claim_with_tree" // Task
 	AdviseArchived      Advice = "archived"        // Task
 
-	// Authority (DESIGN §4a): how to ask, or what else to do; never how to
+	// Authority (docs/design.md §5.5): how to ask, or what else to do; never how to
 	// act as someone else.
 	AdviseAskHuman        Advice = "ask_human"         // Task ("" for none)
 	AdviseActAsYourself   Advice = "act_as_yourself"   // Agent: the name ORCH_AGENT gives

@@ -18,7 +18,7 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
-// What orch run (the coordinator, DESIGN §12) asks of the rules beyond the
+// What orch run (the coordinator, docs/design.md §7) asks of the rules beyond the
 // verbs agents use: review claims, so that two reviewers never review one
 // submission; fencing, so that an agent of an older attempt (a zombie of
 // an expired lease or a killed coordinator) cannot act on a task another
@@ -221,7 +221,7 @@ type RunLostError struct{ Msg string }
 func (e *RunLostError) Error() string { return e.Msg }
 
 // EndRun records a run that ended without a transition of its agent, as
-// the coordinator (the actor, a human: DESIGN §12, "Who acts"): an
+// the coordinator (the actor, a human: docs/design.md §7.2, "Who acts"): an
 // implementer's task is paused with the note (or escalated after
 // run.max_crashes crashes in a row), a reviewer's claim released.
 func (e *Engine) EndRun(end RunEnd) (*Result, error) {
@@ -397,7 +397,7 @@ func runNote(e *Engine, end RunEnd) string {
 
 // StartRun is what orch run starts from: the run: section of config.yaml
 // as the branch has it now (a later change takes effect at the next
-// start). Starting agents is a human's decision (DESIGN §4a): an agent is
+// start). Starting agents is a human's decision (docs/design.md §5.2): an agent is
 // refused.
 func (e *Engine) StartRun() (*config.Run, error) {
 	if err := e.RequireInit(); err != nil {

@@ -24,7 +24,7 @@ var openQueues = []taskfile.Queue{
 	taskfile.NeedsContinuation, taskfile.Blocked, taskfile.Escalated,
 }
 
-// Transitions is the state machine of DESIGN §4.
+// Transitions is the state machine of docs/design.md §4.2.
 var Transitions = []Transition{
 	{Verb: ActionNew, From: []taskfile.Queue{}, To: []taskfile.Queue{taskfile.Incoming}, Who: "human", Summary: "create a task"},
 	{Verb: ActionClaim, From: []taskfile.Queue{taskfile.Incoming, taskfile.Rejected, taskfile.NeedsContinuation, taskfile.Claimed}, To: []taskfile.Queue{taskfile.Claimed}, Who: "agent", Summary: "take the next ready task (" + ClaimOrderText() + ")"},

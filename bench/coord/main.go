@@ -1,4 +1,4 @@
-// Command coord measures the coordinator (orch run, DESIGN §11 and §12):
+// Command coord measures the coordinator (orch run, docs/design.md §11 and §7):
 // its cost per task with instant scripted agents, against the same claim,
 // submit and approve run back to back by a script, and its memory as the
 // number of tasks grows.

@@ -52,7 +52,7 @@ import (
 	"github.com/orch-tool/orch/internal/text"
 )
 
-// Exit codes of orch (DESIGN §9) the loop tells apart.
+// Exit codes of orch (docs/design.md §9) the loop tells apart.
 const (
 	exitNothing  = 3 // nothing to claim: the agent is done
 	exitConflict = 5 // every attempt lost the race: a give-up

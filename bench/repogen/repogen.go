@@ -4,7 +4,7 @@
 // It drives one `git fast-import` process: every task file, the config, the
 // event logs and H commits of history go through a single stream, so 10,000
 // tasks and 1,000 commits take seconds. The files are ordinary orch task
-// files (DESIGN §3); Generate can check each one with the taskfile parser.
+// files (docs/design.md §3); Generate can check each one with the taskfile parser.
 package repogen
 
 import (

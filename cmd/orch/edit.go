@@ -97,7 +97,7 @@ func runEdit(o *editOptions, ref string) error {
 		return nil
 	}
 	// Phase 3: commit, merging with anything that changed meanwhile. What
-	// was typed is never lost (DESIGN §2): whatever stops the commit (an
+	// was typed is never lost (docs/design.md §1.3): whatever stops the commit (an
 	// invalid file, a conflict, a rule, a locked ref, a full disk), the
 	// buffer is kept and the hint says how to retry it.
 	err = o.g.runPrinting(func(e *workflow.Engine, out *output) error {

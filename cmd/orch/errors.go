@@ -18,7 +18,7 @@ import (
 	"github.com/orch-tool/orch/workflow"
 )
 
-// Exit codes (DESIGN §9).
+// Exit codes (docs/design.md §9).
 const (
 	exitOK       = 0
 	exitFailure  = 1

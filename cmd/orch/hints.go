@@ -45,7 +45,7 @@ func hintFor(n workflow.Next) string {
 	case workflow.AdviseClaimWithTree:
 		return "claim it first: orch claim --task " + id + " --worktree"
 
-	// Authority (DESIGN §4a): how to ask, or what else to do.
+	// Authority (docs/design.md §5.5): how to ask, or what else to do.
 	case workflow.AdviseAskHuman:
 		if id == "" {
 			id = "ID"

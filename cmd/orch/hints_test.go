@@ -15,7 +15,7 @@ import (
 )
 
 // TestAgentHintsNeverLeadAroundARule drives every refusal an agent can meet
-// (DESIGN §4a) and checks each hint: none tells the agent to act under
+// (docs/design.md §5.5) and checks each hint: none tells the agent to act under
 // another name, to give itself a role or a reviewer's place, or to use a
 // human's verb. A refused agent is told how to ask (escalate) or what else
 // it may do.

@@ -137,7 +137,7 @@ type listAnswer struct {
 // writeTaskList writes orch list's JSON answer one task object at a time,
 // through a buffer of fixed size, decoding each task into a scratch
 // summary of a few reused ones: what it holds does not grow with the
-// number of tasks (DESIGN §11: list --json memory is flat in the task
+// number of tasks (docs/design.md §11: list --json memory is flat in the task
 // count). It runs in the printer, once, after the body's answer stands.
 //
 // Formatting and writing the task objects (half of the output's CPU time)

@@ -1,5 +1,3 @@
-// Command orch turns a git repository into a work queue for coding agents
-// and their reviewers. See README.md.
 package main
 
 import (
@@ -20,12 +18,12 @@ func main() {
 func tuneRuntime() {
 	// orch lives briefly and allocates little: collecting garbage would
 	// cost more than it frees. The soft memory limit makes the collector
-	// run only when a command nears DESIGN's memory budget; it counts the
+	// run only when a command nears docs/design.md §11's memory budget; it counts the
 	// Go heap, not the binary and stacks that RSS adds, hence a limit below
 	// the budget. GOGC in the environment wins.
 	// No allocation sampling (ORCH_MEMPROFILE turns it back on): each
 	// sample of a large allocation walks the stack, a cost every command
-	// at DESIGN's scale paid.
+	// at docs/design.md §11's scale paid.
 	runtime.MemProfileRate = 0
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(-1)

@@ -34,7 +34,7 @@ approve and reject, listed only when the agent may review (review.reviewers
 names it, or names nobody). A tool takes what an agent uses of the verb (its
 arguments and main flags, each described by the flag's usage), and its
 description is the verb's summary: the whole list stays under 8 KB of an
-agent's context (DESIGN §11; orch prime and orch instructions teach the
+agent's context (docs/design.md §11; orch prime and orch instructions teach the
 loop). A call runs the verb exactly as the command line does (same rules,
 same authority, same answer as --json); a refused call is a tool error whose
 text is the JSON error envelope (code, message, hint).
@@ -65,7 +65,7 @@ type mcpArg struct {
 // and the flags a tool takes (each described by the flag's own usage). doc
 // is the -F flag a "document" parameter feeds through stdin. An agent's
 // harness pays for every byte of the tool list in context on every session
-// (DESIGN §11: 8 KB): a tool's description is the verb's one-line summary
+// (docs/design.md §11: 8 KB): a tool's description is the verb's one-line summary
 // (the agent learns the loop from orch prime and orch instructions), and it
 // takes what an agent uses of the verb, not every flag.
 var mcpVerbs = []struct {
@@ -108,14 +108,14 @@ func runMCP(o *mcpOptions, root *cobra.Command) error {
 		return &workflow.UsageError{Msg: "orch mcp serves one agent: name it", Hint: "orch mcp --agent NAME, or ORCH_AGENT=NAME orch mcp"}
 	}
 	// Every call is the agent's: the same signal as an agent's harness
-	// gives (DESIGN §4a).
+	// gives (docs/design.md §5.1).
 	os.Setenv("ORCH_AGENT", o.g.Agent)
 	globals := mcpGlobals(root)
 	reviewer := o.mayReview()
 	server := mcp.NewServer(&mcp.Implementation{Name: "orch", Version: version}, nil)
 	for _, v := range mcpVerbs {
 		if v.Reviewer && !reviewer {
-			continue // listed only to an agent that may review (DESIGN §11)
+			continue // listed only to an agent that may review (docs/design.md §10)
 		}
 		cmd, _, err := root.Find([]string{v.Verb})
 		if err != nil || cmd == root {

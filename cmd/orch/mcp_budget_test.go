@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// mcpListBudget is DESIGN §11's budget of an agent's context for orch mcp's
+// mcpListBudget is docs/design.md §11's budget of an agent's context for orch mcp's
 // tools/list answer (about 2,000 tokens).
 const mcpListBudget = 8 << 10
 
@@ -34,7 +34,7 @@ func TestMCPToolListBudget(t *testing.T) {
 			tb, _ := json.Marshal(tool)
 			t.Logf("  %s: %d bytes", tool.Name, len(tb))
 		}
-		t.Errorf("tools/list is %d bytes, over the budget of %d (DESIGN §11)", len(b), mcpListBudget)
+		t.Errorf("tools/list is %d bytes, over the budget of %d (docs/design.md §11)", len(b), mcpListBudget)
 	}
 }
 

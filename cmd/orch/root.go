@@ -114,7 +114,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if len(g.stdinText) > 0 {
 		// What came on stdin (feedback, a review, a refusal) exists nowhere
-		// else: a failed command keeps it (DESIGN §2).
+		// else: a failed command keeps it (docs/design.md §1.3).
 		if p := gitstore.KeepText(g.privDir(), "stdin.txt", g.stdinText); p != "" {
 			g.printNoteList([]string{"what you gave on stdin is saved in " + p})
 		}
@@ -283,7 +283,7 @@ func (g *globalOptions) open() (*workflow.Engine, error) {
 }
 
 // engineOptions are the options every command opens the engine with: the
-// actor, and the signals it is judged by (DESIGN §4a).
+// actor, and the signals it is judged by (docs/design.md §5.1).
 func (g *globalOptions) engineOptions(optimistic bool) workflow.Options {
 	sig := workflow.ActorSignals{Source: g.agentSource, EnvAgent: os.Getenv("ORCH_AGENT"), Terminal: g.io.InTTY}
 	if r := g.discover(); r != nil && r.WorkTree != "" && r.WorkTree != r.MainWorkTree {
@@ -295,7 +295,7 @@ func (g *globalOptions) engineOptions(optimistic bool) workflow.Options {
 }
 
 // runFence is the run of orch run this process's agent belongs to, from
-// the environment orch run gives it (DESIGN §12): its verbs on that task
+// the environment orch run gives it (docs/design.md §7.2): its verbs on that task
 // are refused once the run has ended.
 func runFence() *workflow.Fence {
 	task, attempt := os.Getenv("ORCH_TASK"), os.Getenv("ORCH_ATTEMPT")
@@ -321,7 +321,7 @@ func (g *globalOptions) printNotes(e *workflow.Engine) {
 func (g *globalOptions) printNoteList(notes []string) {
 	if g.JSON {
 		// With --json a failure's stderr is the error envelope alone
-		// (DESIGN §9): the notes wait for the outcome (see Main).
+		// (docs/design.md §9): the notes wait for the outcome (see Main).
 		g.notes = append(g.notes, notes...)
 		return
 	}

@@ -37,7 +37,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [--until-idle] [--sync [--remote R]]",
 		Short: "Start the agents and reviewers of config.yaml's run: and keep them busy",
-		Long: `orch run is the coordinator (DESIGN §12): a foreground process the lead starts. It
+		Long: `orch run is the coordinator (docs/design.md §7): a foreground process the lead starts. It
 reads run: from config.yaml (on the state branch, human-owned: agents cannot
 change what runs), prints the commands it will run, and keeps every slot busy:
 an agent slot claims the next ready task (as itself: its name is the actor and
@@ -207,7 +207,7 @@ func newRunPrinter(g *globalOptions) *runPrinter {
 	return &runPrinter{g: g, tty: g.io.OutTTY && !g.JSON && os.Getenv("TERM") != "dumb"}
 }
 
-// commands prints what orch run will run (DESIGN §12: the lead sees it).
+// commands prints what orch run will run (docs/design.md §7.2: the lead sees it).
 func (p *runPrinter) commands(r *coordinator.Run) {
 	for _, list := range [][]*coordinator.Slot{r.Agents, r.Reviewers} {
 		for _, s := range list {

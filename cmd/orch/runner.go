@@ -25,7 +25,7 @@ import (
 //     printed once it stands): it reads no input (readInput refuses inside
 //     it; a verb reads -F FILE|- before it runs), opens no editor and talks
 //     to no remote. A read changes nothing, so the rule of a claimed task's
-//     worktree does not bind it (DESIGN §4a).
+//     worktree does not bind it (docs/design.md §5.2).
 //   - interactive: the view is reconciled first and the body runs once; it
 //     may read input, open an editor, commit more than once, or act outside
 //     the repository (a worktree, gh).

@@ -425,7 +425,7 @@ func cmdJSONFile(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // json-doc: stdout holds exactly one JSON object, starting with
-// "schema_version":2 (DESIGN §9).
+// "schema_version":2 (docs/design.md §9).
 func cmdJSONDoc(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: json-doc")

@@ -103,7 +103,7 @@ func runServe(o *serveOptions) error {
 		}
 		token = hex.EncodeToString(b)
 	}
-	// The actor is judged as every verb judges it (DESIGN §4a); the
+	// The actor is judged as every verb judges it (docs/design.md §5.1); the
 	// actions say they came through the board, without a terminal.
 	sig := g.engineOptions(true).Signals
 	sig.Source += " (orch serve)"

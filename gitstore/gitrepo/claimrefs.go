@@ -19,7 +19,7 @@ import (
 // own, refs/orch/claims/<task id>, pushed only if absent (or only if it
 // still holds the stale claim being taken over). Claims of different tasks
 // never touch the same ref, so they never wait for each other; the state
-// branch records the claim afterwards (DESIGN §8, docs/storage.md).
+// branch records the claim afterwards (docs/design.md §2, docs/storage.md).
 
 // claimRefPrefix is where claim refs live on a remote.
 const claimRefPrefix = "refs/orch/claims/"

@@ -18,7 +18,7 @@ import (
 // storage and orch's own ref reading. go-git's Repository.ResolveRevision
 // would do it, but its package pulls in go-git's transports and OpenPGP,
 // which make the binary much larger and every orch process start later,
-// by a large share of DESIGN's budget for a verb. Its revision parser is
+// by a large share of docs/design.md §11's budget for a verb. Its revision parser is
 // internal to go-git. So the forms git rev-parse takes for a commit are read
 // here, and the rest are refused by name.
 

@@ -1,4 +1,4 @@
-// Package answer writes orch's JSON answers (DESIGN §9, docs/json.md):
+// Package answer writes orch's JSON answers (docs/design.md §9, docs/json.md):
 //
 //   - the envelope: every answer is one JSON object with schema_version
 //     first (Version is the one place the version is written);
