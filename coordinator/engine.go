@@ -561,7 +561,16 @@ func (q *engineQueue) House() HouseResult {
 	if len(evs) > 0 {
 		q.shareState()
 	}
-	return HouseResult{Events: evs, Idle: len(lrep.Results) == 0}
+	idle := len(lrep.Results) == 0
+	if idle && lrep.Waiting == "" {
+		// Nothing landed here, and nothing waits for a person: idle only
+		// when nothing is approved (another coordinator may be landing it).
+		if e, err := workflow.Open(q.asLead("land")); err == nil {
+			idle = len(e.LandQueue()) == 0
+			e.Close()
+		}
+	}
+	return HouseResult{Events: evs, Idle: idle}
 }
 
 // shareState syncs the state branch with --sync.
