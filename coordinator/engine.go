@@ -546,14 +546,7 @@ func (q *engineQueue) House() HouseResult {
 	}
 	var evs []Event
 	for _, t := range lrep.Results {
-		text := fmt.Sprintf("%s %s: %s", t.Task, t.Outcome, t.Title)
-		switch {
-		case t.Outcome == "landed":
-			text = fmt.Sprintf("%s landed on %s as %s (check: %s): %s", t.Task, lrep.Base, shortHash(t.Commit), t.Check, t.Title)
-		case t.Why != "":
-			text += " (" + t.Why + ")"
-		}
-		evs = append(evs, Event{Event: t.Outcome, Task: t.Task, Reason: "land", Text: text})
+		evs = append(evs, Event{Event: t.Outcome, Task: t.Task, Reason: "land", Text: t.Summary(lrep.Base)})
 	}
 	if lrep.Waiting != "" {
 		evs = append(evs, Event{Event: "waiting", Reason: "land", Text: "landing waits: " + lrep.Waiting})
@@ -578,11 +571,4 @@ func (q *engineQueue) shareState() {
 	if q.sync != nil {
 		_, _, _ = workflow.Sync(q.asLead("sync"), *q.sync)
 	}
-}
-
-func shortHash(h string) string {
-	if len(h) > 7 {
-		return h[:7]
-	}
-	return h
 }

@@ -40,27 +40,8 @@ var realCLIs = []string{"claude", "codex"}
 const realInstall = `npm install --no-audit --no-fund --prefix DIR @anthropic-ai/claude-code@2.1.328 @openai/codex@0.169.0` +
 	` and ORCH_AGENT_CLI_DIR=DIR/node_modules (make test does this through .ci/run)`
 
-// findAgentCLI looks for an agent CLI where the e2e tests install them
-// (e2e/standin's findCLI).
-func findAgentCLI(t *testing.T, name string) string {
-	t.Helper()
-	var dirs []string
-	if d := os.Getenv("ORCH_AGENT_CLI_DIR"); d != "" {
-		dirs = append(dirs, filepath.Join(d, ".bin"))
-	}
-	dirs = append(dirs, "/tmp/agentcli/node_modules/.bin")
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	t.Skipf("SKIPPING the real-agent test: no %s CLI in $ORCH_AGENT_CLI_DIR/.bin, /tmp/agentcli/node_modules/.bin or PATH; install it: %s", name, realInstall)
-	return ""
-}
+// findAgentCLI finds an agent CLI or skips the test, saying how to install it.
+func findAgentCLI(t *testing.T, name string) string { return standin.FindCLI(t, name, realInstall) }
 
 // commitSubmit is the implementer's one shell call that does the work:
 // a file committed on the task branch, then orch submit.

@@ -105,6 +105,24 @@ type LandedTask struct {
 	Why     string `json:"why"`     // why it did not land ("" when it did)
 }
 
+// Summary is the outcome in a line, as orch land and orch run print it.
+func (t LandedTask) Summary(base string) string {
+	switch {
+	case t.Outcome == "landed":
+		return fmt.Sprintf("%s landed on %s as %s (check: %s): %s", t.Task, base, shortHash(t.Commit), t.Check, t.Title)
+	case t.Why != "":
+		return fmt.Sprintf("%s %s: %s (%s)", t.Task, t.Outcome, t.Title, t.Why)
+	}
+	return fmt.Sprintf("%s %s: %s", t.Task, t.Outcome, t.Title)
+}
+
+func shortHash(h string) string {
+	if len(h) > 7 {
+		return h[:7]
+	}
+	return h
+}
+
 // LandApproved lands the approved tasks of one base branch, up to
 // land.batch of them as one step (opts.Max overrides), in landing order.
 // The merge and the check run with no lock of orch's held: the engines it

@@ -94,14 +94,7 @@ func runLand(o *landOptions) error {
 		fmt.Fprintln(o.g.io.Err, "nothing approved waits to land")
 	}
 	for _, t := range ans.Tasks {
-		line := fmt.Sprintf("%s %s: %s", t.Task, t.Outcome, t.Title)
-		switch {
-		case t.Outcome == "landed":
-			line = fmt.Sprintf("%s landed on %s as %s (check: %s): %s", t.Task, ans.Base, shortText(t.Commit), t.Check, t.Title)
-		case t.Why != "":
-			line += " (" + t.Why + ")"
-		}
-		fmt.Fprintln(o.g.io.Out, line)
+		fmt.Fprintln(o.g.io.Out, t.Summary(ans.Base))
 	}
 	if ans.Waiting != "" {
 		fmt.Fprintln(o.g.io.Err, "orch: landing waits: "+ans.Waiting)

@@ -56,21 +56,7 @@ type recording struct {
 }
 
 func findCLI(t *testing.T, name string) string {
-	var dirs []string
-	if d := os.Getenv("ORCH_AGENT_CLI_DIR"); d != "" {
-		dirs = append(dirs, filepath.Join(d, ".bin"))
-	}
-	dirs = append(dirs, "/tmp/agentcli/node_modules/.bin")
-	for _, d := range dirs {
-		if p := filepath.Join(d, name); fileExists(p) {
-			return p
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	t.Skipf("no %s CLI", name)
-	return ""
+	return standin.FindCLI(t, name, "npm i --prefix DIR, then ORCH_AGENT_CLI_DIR=DIR/node_modules")
 }
 
 func fileExists(p string) bool { fi, err := os.Stat(p); return err == nil && !fi.IsDir() }

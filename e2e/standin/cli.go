@@ -3,8 +3,33 @@ package standin
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"testing"
 )
+
+// FindCLI finds an agent CLI where orch's tests install them
+// ($ORCH_AGENT_CLI_DIR/.bin, then /tmp/agentcli/node_modules/.bin, then
+// PATH), or skips the test loudly, saying how to install it (install).
+func FindCLI(t testing.TB, name, install string) string {
+	t.Helper()
+	var dirs []string
+	if d := os.Getenv("ORCH_AGENT_CLI_DIR"); d != "" {
+		dirs = append(dirs, filepath.Join(d, ".bin"))
+	}
+	dirs = append(dirs, "/tmp/agentcli/node_modules/.bin")
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	t.Skipf("SKIPPING: no %s CLI in $ORCH_AGENT_CLI_DIR/.bin, /tmp/agentcli/node_modules/.bin or PATH; install it: %s", name, install)
+	return ""
+}
 
 // ClaudeArgs runs Claude Code once, non-interactively, the prompt on
 // stdin, one JSON event a line on stdout, allowed to run touch and git

@@ -23,25 +23,9 @@ func TestMain(m *testing.M) { testgit.Main(m, "standin-test-") }
 
 const commitCmd = "touch made-by-agent && git add made-by-agent && git commit -qm agent"
 
-// findCLI looks for an agent CLI where orch's e2e tests install them.
+// findCLI finds an agent CLI or skips the test, saying how to install it.
 func findCLI(t *testing.T, name string) string {
-	t.Helper()
-	var dirs []string
-	if d := os.Getenv("ORCH_AGENT_CLI_DIR"); d != "" {
-		dirs = append(dirs, filepath.Join(d, ".bin"))
-	}
-	dirs = append(dirs, "/tmp/agentcli/node_modules/.bin")
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	t.Skipf("SKIPPING: no %s CLI in $ORCH_AGENT_CLI_DIR/.bin, /tmp/agentcli/node_modules/.bin or PATH: install it (npm i --prefix DIR) to test against it", name)
-	return ""
+	return FindCLI(t, name, "npm i --prefix DIR, then ORCH_AGENT_CLI_DIR=DIR/node_modules")
 }
 
 type result struct {
