@@ -554,7 +554,7 @@ func (q *engineQueue) House() HouseResult {
 	if len(evs) > 0 {
 		q.shareState()
 	}
-	idle := len(lrep.Results) == 0
+	idle := len(lrep.Results) == 0 && !lrep.Busy
 	if idle && lrep.Waiting == "" {
 		// Nothing landed here, and nothing waits for a person: idle only
 		// when nothing is approved (another coordinator may be landing it).

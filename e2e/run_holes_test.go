@@ -180,6 +180,10 @@ func TestRunTwoCoordinatorsOneClone(t *testing.T) {
 		t.Errorf("tasks: %v, want all %d done", queues, tasks)
 	}
 	r.Fsck()
+	if t.Failed() {
+		t.Logf("the last run said:\n%s", tail(out.String(), 60))
+		t.Logf("the first run said:\n%s", tail(outs[0].String(), 60))
+	}
 }
 
 // TestRunTwoClonesSyncAllDone: two coordinators on two clones of one bare

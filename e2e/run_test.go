@@ -191,14 +191,23 @@ func checkFinished(t *testing.T, r *Repo, dir string) map[string]int {
 		t.Fatal(err)
 	}
 	queues := map[string]int{}
+	shown := false
 	for _, task := range doc.Tasks {
 		queues[task.Queue]++
 		if task.Queue != string(taskfile.Done) && task.Queue != string(taskfile.Escalated) {
 			t.Errorf("%s ended %s, want done or escalated", task.ID, task.Queue)
+			if !shown {
+				shown = true
+				t.Logf("orch show %s:\n%s", task.ID, r.Orch(dir, "show", task.ID).Stdout)
+			}
 		}
 	}
 	if queues[string(taskfile.Done)] == 0 {
 		t.Errorf("no task was done: %v", queues)
+	}
+	if t.Failed() {
+		// What landing would say now, and the last of the state's history.
+		t.Logf("orch land --dry-run:\n%s", r.Orch(dir, "land", "--dry-run").Stdout)
 	}
 	return queues
 }

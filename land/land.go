@@ -46,8 +46,8 @@ type Options struct {
 	// "" lands without one.
 	Check        string
 	CheckTimeout time.Duration
-	// Scratch is the directory of the scratch worktrees (one per lander
-	// at once: <Scratch>/wt-N, taken with a lock).
+	// Scratch is the clone's scratch worktree, guarded by the landing
+	// lock (Lock) at <Scratch>.lock.
 	Scratch string
 	// Name and Email make the landing commits (the lead's).
 	Name, Email string
@@ -110,16 +110,16 @@ const (
 // commit), the check runs once on the result, and the base moves to it by
 // compare-and-swap. A candidate that conflicts goes back alone; a red check
 // over several is bisected, so that the culprit goes back and the rest
-// land. It returns each candidate's outcome, in order.
+// land. It returns each candidate's outcome, in order. The caller holds
+// the landing lock (Lock).
 func Land(o Options, cands []Candidate) ([]Outcome, error) {
 	if o.Attempts <= 0 {
 		o.Attempts = 20
 	}
-	wt, release, err := o.scratch()
+	wt, err := o.scratch()
 	if err != nil {
 		return nil, err
 	}
-	defer release()
 	l := &lander{o: o, wt: wt}
 	out := make([]Outcome, len(cands))
 	for i, c := range cands {
@@ -450,11 +450,28 @@ func (l *lander) advance(tip, head string) (bool, error) {
 		return false, nil // moved under us: the compare-and-swap lost
 	}
 	for _, w := range wts {
-		if out, err := l.git(w, "read-tree", "-u", "-m", tip, head); err != nil {
+		if out, err := l.follow(w, tip, head); err != nil {
 			return true, fmt.Errorf("the base moved to %s, but %s could not follow (%s): run git status there", head[:12], w, text.Clip(strings.TrimSpace(out), 200))
 		}
 	}
 	return true, nil
+}
+
+// follow advances a clean worktree from tip to head as git merge
+// --ff-only would. A git command of the person's that holds the index
+// for a moment (git status refreshes it) is waited for, a little: the ref
+// has moved already, and a checkout left behind would look changed.
+func (l *lander) follow(wt, tip, head string) (string, error) {
+	var out string
+	var err error
+	for try := 0; try < 20; try++ {
+		out, err = l.git(wt, "read-tree", "-u", "-m", tip, head)
+		if err == nil || !strings.Contains(out, "index.lock") {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+	}
+	return out, err
 }
 
 func lostRace(stderr string) bool {
@@ -515,35 +532,56 @@ func (l *lander) changes(wt string) []string {
 	return list
 }
 
-// scratch takes a scratch worktree: the first of <Scratch>/wt-N whose lock
-// is free, made with git worktree add when it is not there yet.
-func (o Options) scratch() (string, func(), error) {
-	if err := os.MkdirAll(o.Scratch, 0o700); err != nil {
-		return "", nil, err
+// ErrBusy says another landing holds this clone's landing lock.
+var ErrBusy = errors.New("another landing runs in this clone")
+
+// Lock takes the clone's landing lock (<scratch>.lock): one landing at a
+// time per clone, so that two coordinators on one clone never merge the
+// same work twice nor move a person's checkout at once (git's index.lock
+// would stop the second midway, after its ref moved). Across clones the
+// leased push is what decides. wait blocks until the lock is free; else
+// it returns ErrBusy when taken. Land must be called with it held.
+func Lock(scratch string, wait bool) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(scratch), 0o700); err != nil {
+		return nil, err
 	}
-	for n := 1; n <= 64; n++ {
-		dir := filepath.Join(o.Scratch, fmt.Sprintf("wt-%d", n))
-		lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-		if err != nil {
-			return "", nil, err
-		}
-		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-			lock.Close()
-			continue
-		}
-		release := func() { lock.Close() }
-		l := &lander{o: o}
-		if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
-			_, _ = l.git("", "worktree", "prune")
-			_ = os.RemoveAll(dir)
-			if out, err := l.git("", "worktree", "add", "--quiet", "--detach", dir, "refs/heads/"+o.Base); err != nil {
-				release()
-				return "", nil, fmt.Errorf("cannot make the scratch worktree %s: %v: %s", dir, err, strings.TrimSpace(out))
-			}
-		}
-		return dir, release, nil
+	f, err := os.OpenFile(scratch+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
 	}
-	return "", nil, errors.New("every scratch worktree is taken (64 landings at once)")
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrBusy
+		}
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+// scratch is the clone's scratch worktree (Options.Scratch), made with git
+// worktree add when it is not there yet. The landing lock guards it.
+func (o Options) scratch() (string, error) {
+	dir := o.Scratch
+	l := &lander{o: o}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		_, _ = l.git("", "worktree", "prune")
+		_ = os.RemoveAll(dir)
+		if out, err := l.git("", "worktree", "add", "--quiet", "--detach", dir, "refs/heads/"+o.Base); err != nil {
+			return "", fmt.Errorf("cannot make the scratch worktree %s: %v: %s", dir, err, strings.TrimSpace(out))
+		}
+	}
+	return dir, nil
 }
 
 // git runs git in dir (a worktree), or on the repository when dir is "",

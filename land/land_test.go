@@ -196,3 +196,22 @@ func TestLandBaseMoved(t *testing.T) {
 		t.Errorf("main's history %q: want the landing on top of the other commit", log)
 	}
 }
+
+// One landing at a time per clone: a second lock without wait is refused
+// while the first is held, and taken once it is released.
+func TestLockOnePerClone(t *testing.T) {
+	scratch := filepath.Join(t.TempDir(), "orch", "land", "wt")
+	unlock, err := Lock(scratch, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lock(scratch, false); err != ErrBusy {
+		t.Fatalf("second lock: %v, want ErrBusy", err)
+	}
+	unlock()
+	again, err := Lock(scratch, false)
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	again()
+}

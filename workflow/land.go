@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,6 +85,9 @@ type LandOptions struct {
 	DryRun bool
 	// Max bounds how many tasks one call lands (0: land.batch).
 	Max int
+	// Wait waits for another landing in this clone to end; without it a
+	// landing that finds one running returns at once (LandReport.Busy).
+	Wait bool
 }
 
 // LandReport is what one landing did, a line for each task it tried.
@@ -93,6 +97,8 @@ type LandReport struct {
 	// Waiting says why landing waits (the base checked out with changes),
 	// "" when it did not.
 	Waiting string
+	// Busy: another landing runs in this clone (LandOptions.Wait unset).
+	Busy bool
 }
 
 // LandedTask is one task a landing tried.
@@ -142,8 +148,22 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 	if lo.Remote == "" && cfg.Land.Push {
 		lo.Remote = "origin"
 	}
-	queue := e.LandQueue()
 	rep := &LandReport{Base: cfg.BaseBranch}
+	scratch := filepath.Join(e.Store.Repo.CommonDir, "orch", "land", "wt")
+	if !lo.DryRun {
+		unlock, err := land.Lock(scratch, lo.Wait)
+		if errors.Is(err, land.ErrBusy) {
+			e.Close()
+			rep.Busy = true
+			return rep, nil
+		}
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		defer unlock()
+	}
+	queue := e.LandQueue()
 	max := lo.Max
 	if max <= 0 {
 		max = cfg.Land.Batch
@@ -160,7 +180,6 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 		cands = append(cands, land.Candidate{Task: t.ID, Title: t.Title, Branch: t.Branch, Tip: t.ApprovedCommit})
 	}
 	repo := e.Store.Repo
-	priv := filepath.Join(repo.CommonDir, "orch")
 	sig := e.Signature()
 	e.Close()
 	if len(cands) == 0 {
@@ -170,7 +189,7 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 		return dryRun(repo, rep, cands)
 	}
 	lopts := land.Options{CommonDir: repo.CommonDir, Base: rep.Base, Strategy: cfg.Land.Strategy, Check: cfg.Land.Check,
-		CheckTimeout: time.Duration(cfg.Land.CheckTimeout), Scratch: filepath.Join(priv, "land"), Name: sig.Name, Email: sig.Email,
+		CheckTimeout: time.Duration(cfg.Land.CheckTimeout), Scratch: scratch, Name: sig.Name, Email: sig.Email,
 		Remote: lo.Remote, Env: checkEnv(cands)}
 	outcomes, err := land.Land(lopts, cands)
 	var wait *land.WaitError
@@ -201,13 +220,20 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 			continue
 		}
 		if err != nil {
+			// Moved meanwhile: recorded by another coordinator, or
+			// requeued by a person.
 			var lost *RunLostError
-			if asLost(err, &lost) {
+			var illegal *IllegalTransitionError
+			switch {
+			case errors.As(err, &lost):
 				lt.Outcome, lt.Why = "skipped", lost.Msg
-				rep.Results = append(rep.Results, lt)
-				continue
+			case errors.As(err, &illegal):
+				lt.Outcome, lt.Why = "skipped", fmt.Sprintf("%s is %s now", c.Task, illegal.Queue)
+			default:
+				return rep, err
 			}
-			return rep, err
+			rep.Results = append(rep.Results, lt)
+			continue
 		}
 		if res != nil && res.To == taskfile.Escalated {
 			lt.Outcome = "escalated"
@@ -223,12 +249,6 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 func asWait(err error, w **land.WaitError) bool {
 	we, ok := err.(*land.WaitError)
 	*w = we
-	return ok
-}
-
-func asLost(err error, l **RunLostError) bool {
-	le, ok := err.(*RunLostError)
-	*l = le
 	return ok
 }
 
@@ -551,7 +571,7 @@ func ReviewCheck(opts Options) (*CheckReport, error) {
 		return e.failureChange(tk, fail, "check", tip)
 	})
 	var lost *RunLostError
-	if asLost(err, &lost) {
+	if errors.As(err, &lost) {
 		rep.Outcome, rep.Why = "skipped", lost.Msg
 		return rep, nil
 	}

@@ -71,7 +71,7 @@ type landAnswer struct {
 }
 
 func runLand(o *landOptions) error {
-	lo := workflow.LandOptions{DryRun: o.DryRun}
+	lo := workflow.LandOptions{DryRun: o.DryRun, Wait: true}
 	if o.Push {
 		lo.Remote = o.Remote
 	}
