@@ -3,7 +3,7 @@
 package e2e
 
 import (
-		"fmt"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
