@@ -518,7 +518,8 @@ func lineDiff(was, is string) string {
 
 // House does one step of the coordinator's own work: review.check on the
 // next submission that waits for it, else a landing of approved work (with
-// --sync, the push of the base is the commit point). It acts as the lead.
+// --sync, the push of the base is the commit point; with land.mode github,
+// gh pr merge of each approved task's pull request). It acts as the lead.
 func (q *engineQueue) House() HouseResult {
 	rep, err := workflow.ReviewCheck(q.asLead("run"))
 	if err != nil {
@@ -554,7 +555,13 @@ func (q *engineQueue) House() HouseResult {
 	if len(evs) > 0 {
 		q.shareState()
 	}
-	idle := len(lrep.Results) == 0 && !lrep.Busy
+	moved := 0
+	for _, t := range lrep.Results {
+		if t.Outcome != "waiting" { // land.mode github: a pull request GitHub does not merge yet
+			moved++
+		}
+	}
+	idle := moved == 0 && !lrep.Busy
 	if idle && lrep.Waiting == "" {
 		// Nothing landed here, and nothing waits for a person: idle only
 		// when nothing is approved (another coordinator may be landing it).
