@@ -219,7 +219,7 @@ func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*Land
 			}
 		case res == nil:
 			lt.Outcome, lt.Why = "waiting", f.why
-			waiting = append(waiting, fmt.Sprintf("%s (%s)", f.c.Task, f.why))
+			waiting = append(waiting, fmt.Sprintf("%s (PR #%d)", f.c.Task, f.pr))
 		default:
 			lt.Outcome = map[taskfile.Queue]string{taskfile.Done: "landed", taskfile.Rejected: "rejected", taskfile.Escalated: "escalated"}[res.To]
 			lt.Commit, lt.Why = f.commit, f.why
@@ -230,7 +230,9 @@ func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*Land
 		}
 	}
 	if len(waiting) > 0 {
-		rep.Waiting = "on GitHub: " + strings.Join(waiting, "; ")
+		// Each task's line says why; this one is for the house and the
+		// end of orch land's output.
+		rep.Waiting = fmt.Sprintf("%d pull request(s) cannot merge on GitHub yet: %s; orch land tries again, orch pr poll records a merge done on GitHub", len(waiting), strings.Join(waiting, ", "))
 	}
 	return rep, nil
 }

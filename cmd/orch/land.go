@@ -60,7 +60,8 @@ toward land.max_failures); one closed unmerged, or a task with no pr_number,
 escalates to a person. One that cannot merge yet (checks, required reviews,
 a merge queue, a head that is not the approved commit) stays approved and
 the answer says why ("waiting"); orch pr poll records it once GitHub merged
-it. Without gh, or network, nothing changes and the command exits 1.`,
+it. --dry-run lists what it would merge and asks GitHub nothing. Without gh,
+or network, nothing changes and the command exits 1.`,
 		Example: `  orch land
   orch land --dry-run
   orch land --all --json`,
