@@ -88,6 +88,10 @@ type LandOptions struct {
 	// Wait waits for another landing in this clone to end; without it a
 	// landing that finds one running returns at once (LandReport.Busy).
 	Wait bool
+	// Hold lists approved tasks a github landing does not ask GitHub
+	// about this time (orch run's house: their pull request waited a
+	// moment ago); they count as waiting.
+	Hold map[string]bool
 }
 
 // LandReport is what one landing did, a line for each task it tried.

@@ -140,6 +140,7 @@ type ghTask struct {
 // runs with no lock of orch's held; e is closed here.
 func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*LandReport, error) {
 	var todo []ghTask
+	var waiting []string
 	for _, s := range e.LandQueue() {
 		t := &s.Task
 		if e.baseOf(t) != rep.Base {
@@ -147,6 +148,10 @@ func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*Land
 		}
 		if lo.Max > 0 && len(todo) >= lo.Max {
 			break
+		}
+		if lo.Hold[t.ID] && !lo.DryRun {
+			waiting = append(waiting, fmt.Sprintf("%s (PR #%d)", t.ID, t.PRNumber))
+			continue
 		}
 		todo = append(todo, ghTask{land.Candidate{Task: t.ID, Title: t.Title, Branch: t.Branch, Tip: t.ApprovedCommit}, t.PRNumber})
 	}
@@ -157,7 +162,15 @@ func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*Land
 	repoCfg, strategy := e.Config.GitHub.Repo, e.Config.Land.Strategy
 	e.Close()
 	rep.All = lo.Max <= 0 || len(todo) < lo.Max
+	// Each task's line says why it waits; this one is for the house and
+	// the end of orch land's output.
+	waits := func() {
+		if len(waiting) > 0 {
+			rep.Waiting = fmt.Sprintf("%d pull request(s) cannot merge on GitHub yet: %s; orch land tries again, orch pr poll records a merge done on GitHub", len(waiting), strings.Join(waiting, ", "))
+		}
+	}
 	if len(todo) == 0 {
+		waits()
 		return rep, nil
 	}
 	if lo.DryRun {
@@ -201,7 +214,6 @@ func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*Land
 		return rep, err
 	}
 	defer e.Close()
-	var waiting []string
 	for _, f := range found {
 		lt := LandedTask{Task: f.c.Task, Title: f.c.Title, PR: f.pr}
 		res, err := e.recordPR(f)
@@ -229,11 +241,7 @@ func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*Land
 			e.cleanLanded(f.c)
 		}
 	}
-	if len(waiting) > 0 {
-		// Each task's line says why; this one is for the house and the
-		// end of orch land's output.
-		rep.Waiting = fmt.Sprintf("%d pull request(s) cannot merge on GitHub yet: %s; orch land tries again, orch pr poll records a merge done on GitHub", len(waiting), strings.Join(waiting, ", "))
-	}
+	waits()
 	return rep, nil
 }
 
