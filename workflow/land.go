@@ -160,24 +160,6 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 		lo.Remote = "origin"
 	}
 	rep := &LandReport{Base: cfg.BaseBranch}
-	if cfg.Land.Mode == config.LandGitHub {
-		// One landing at a time in this clone, as locally: two
-		// coordinators never merge one pull request twice.
-		if !lo.DryRun {
-			unlock, err := land.Lock(filepath.Join(e.Store.Repo.CommonDir, "orch", "land", "wt"), lo.Wait)
-			if errors.Is(err, land.ErrBusy) {
-				e.Close()
-				rep.Busy = true
-				return rep, nil
-			}
-			if err != nil {
-				e.Close()
-				return nil, err
-			}
-			defer unlock()
-		}
-		return landGitHub(opts, e, rep, lo)
-	}
 	scratch := filepath.Join(e.Store.Repo.CommonDir, "orch", "land", "wt")
 	if !lo.DryRun {
 		unlock, err := land.Lock(scratch, lo.Wait)
@@ -191,6 +173,11 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 			return nil, err
 		}
 		defer unlock()
+	}
+	if cfg.Land.Mode == config.LandGitHub {
+		// Under the same lock: two coordinators of one clone never merge
+		// one pull request twice.
+		return landGitHub(opts, e, rep, lo)
 	}
 	queue := e.LandQueue()
 	max := lo.Max
