@@ -72,13 +72,14 @@ type Outcome struct {
 
 // Failure says why a candidate did not land: the work goes back.
 type Failure struct {
-	Kind    string   // "conflict" or "check"
+	Kind    string   // "conflict" or "check"; "pr_conflict" with land.mode: github (GitHub says the pull request conflicts)
 	Base    string   // the base commit the work met
 	Files   []string // conflict: the conflicting files
 	Hunks   string   // conflict: their conflicting hunks (clipped)
 	Command string   // check: the command
 	Exit    int      // check: its exit status (-1: killed by check_timeout)
-	Output  string   // check: the tail of its output
+	Output  string   // check: the tail of its output; pr_conflict: what GitHub said
+	PR      int      // pr_conflict: the pull request
 }
 
 // WaitError says the landing waits: the base branch is checked out in a
