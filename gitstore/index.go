@@ -283,14 +283,6 @@ func (st *Store) EachSummaryHeaderIn(queues map[taskfile.Queue]bool, fn func(*Su
 	st.eachHeaderIn(queues, fn, st.cache.Summaries.Each)
 }
 
-// EachSummaryHeaderInListOrder is EachSummaryHeaderIn in orch list's
-// order (see statecache.Summaries.EachInListOrder), which list then finds
-// sorted already: it sorts the summaries changed since the base file was
-// written, which a claim, taking the first in its own order, need not.
-func (st *Store) EachSummaryHeaderInListOrder(queues map[taskfile.Queue]bool, fn func(*SummaryHeader)) {
-	st.eachHeaderIn(queues, fn, st.cache.Summaries.EachInListOrder)
-}
-
 func (st *Store) eachHeaderIn(queues map[taskfile.Queue]bool, fn func(*SummaryHeader), each func(func(*statecache.Record))) {
 	in := queueFilter(queues)
 	each(func(r *statecache.Record) {

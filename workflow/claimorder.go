@@ -133,17 +133,6 @@ func sortHeadersClaimOrder(list []*gitstore.SummaryHeader, byQueue bool) {
 // sortByClaimKey sorts list by the keys that key gives, with the id and
 // path it gives for ties.
 func sortByClaimKey[T any](list []T, key func(T) (k claimKey, id, path string)) {
-	inOrder := slices.IsSortedFunc(list, func(a, b T) int {
-		ka, idA, pathA := key(a)
-		kb, idB, pathB := key(b)
-		return cmpClaimKeys(ka, kb, idA, pathA, idB, pathB)
-	})
-	if inOrder {
-		// The state cache keeps the tasks in list order: orch list over
-		// all of them finds them sorted, without the keys and the copy
-		// (2.3 MB at 100,000 tasks).
-		return
-	}
 	keys := make([]claimKey, len(list))
 	for i, x := range list {
 		keys[i], _, _ = key(x)

@@ -90,7 +90,7 @@ func (e *Engine) ListHeaders(f ListFilter) ([]*gitstore.SummaryHeader, error) {
 			// 100,000 tasks (3.4 MB of list --json's garbage).
 			out = make([]*gitstore.SummaryHeader, 0, e.Store.SummaryCount())
 		}
-		e.Store.EachSummaryHeaderInListOrder(want, func(h *gitstore.SummaryHeader) {
+		e.Store.EachSummaryHeaderIn(want, func(h *gitstore.SummaryHeader) {
 			if len(f.Priorities) == 0 || slices.Contains(f.Priorities, h.Priority) {
 				out = append(out, h)
 			}
@@ -100,7 +100,7 @@ func (e *Engine) ListHeaders(f ListFilter) ([]*gitstore.SummaryHeader, error) {
 		// claim applies (whyNot): queue, dependencies, role, assignment,
 		// lockout, and a view file that can be changed.
 		roles, _ := e.agentRoles("")
-		e.Store.EachSummaryHeaderInListOrder(want, func(h *gitstore.SummaryHeader) {
+		e.Store.EachSummaryHeaderIn(want, func(h *gitstore.SummaryHeader) {
 			s := h.Summary()
 			if !e.listMatch(s, &f) {
 				return

@@ -26,7 +26,7 @@ import (
 
 // cacheMagic starts every cache file; the version changes with the format,
 // and a file of another version is rebuilt.
-const cacheMagic = "orch-state-cache v19\n"
+const cacheMagic = "orch-state-cache v20\n"
 
 // Cache is the state cache of one state branch, as loaded: what it
 // describes (Tip, Root, Dirs), the task summaries and the view's sync
@@ -523,21 +523,16 @@ func (c *Cache) encode() []byte {
 		}
 		encodeDir(e, path, d)
 	}
-	// Summaries in list order (see cmpListOrder), then their places in
-	// path order, by which they are looked up (see Summaries); index
-	// entries in path order: loaded, a slab searched by path (see Index),
-	// in the order of the branch's trees, which the view comparison walks.
+	// Summaries and index entries in path order: loaded, slabs searched
+	// by path (see Summaries and Index), in the order of the branch's
+	// trees, which the view comparison walks.
 	e.uv(uint64(c.Summaries.n))
-	for i, r := range c.Summaries.InListOrder() {
-		r.pos = int32(i)
+	for _, r := range c.Summaries.Sorted() {
 		if raw := r.raw(); raw != nil {
 			e.b = append(e.b, raw...)
 			continue
 		}
 		encodeSummary(e, r.s)
-	}
-	for _, r := range c.Summaries.Sorted() {
-		e.b = binary.LittleEndian.AppendUint32(e.b, uint32(r.pos))
 	}
 	e.uv(uint64(c.Index.n))
 	c.Index.sorted(func(path string, ie *IndexEntry) {
@@ -623,20 +618,12 @@ func (c *Cache) decodeRest(d *dec) error {
 	ss.base = make([]Record, ns)
 	for i := uint64(0); i < ns && d.err == nil; i++ {
 		decodeSumRec(d, &ss.base[i])
-	}
-	if d.err != nil || uint64(len(d.buf)-d.pos) < 4*ns {
-		return errCorrupt
-	}
-	// Their places in path order. A place outside the records is corrupt;
-	// an order the encoder did not write would only mislead lookups.
-	ss.byPath = make([]int32, ns)
-	for i := range ss.byPath {
-		at := binary.LittleEndian.Uint32(d.buf[d.pos:])
-		d.pos += 4
-		if uint64(at) >= ns {
-			return errCorrupt
+		if i > 0 && ss.base[i].Path <= ss.base[i-1].Path {
+			return errCorrupt // lookups search the records by path
 		}
-		ss.byPath[i] = int32(at)
+	}
+	if d.err != nil {
+		return errCorrupt
 	}
 	ss.n = int(ns)
 	ni := d.uv()

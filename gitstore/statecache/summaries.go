@@ -1,7 +1,6 @@
 package statecache
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -97,7 +96,6 @@ type Record struct {
 	// each of 100,000 records (see raw).
 	rawData *byte
 	rawLen  uint32
-	pos     int32 // its place in the base being written (Cache.encode)
 	gone    bool  // replaced or dropped since it was put
 }
 
@@ -156,13 +154,11 @@ func (r *Record) corrupt() *Summary {
 }
 
 // Summaries is the cache's task summaries: the records of the base file,
-// in list order as it stores them (see cmpListOrder), looked up by path
-// through byPath (binary search: building a 10,000-entry map cost more than
-// a command's lookups), and those put since (by the journal's replay or by
-// this command).
+// in path order as it stores them, looked up by binary search (building a
+// map of them all cost more than a command's lookups), and those put since
+// (by the journal's replay or by this command).
 type Summaries struct {
-	base    []Record
-	byPath  []int32 // base's indexes in path order
+	base    []Record // in path order
 	added   []*Record
 	addedBy map[string]*Record // the live records of added, by path
 	n       int                // live records
@@ -179,18 +175,18 @@ func (ss *Summaries) Get(path string) *Record {
 	if r := ss.addedBy[path]; r != nil {
 		return r
 	}
-	if i := ss.search(path); i < len(ss.byPath) {
-		if r := &ss.base[ss.byPath[i]]; r.Path == path && !r.gone {
+	if i := ss.search(path); i < len(ss.base) {
+		if r := &ss.base[i]; r.Path == path && !r.gone {
 			return r
 		}
 	}
 	return nil
 }
 
-// search returns the place in byPath of the first base record whose path
+// search returns the place in base of the first record whose path
 // is not below path.
 func (ss *Summaries) search(path string) int {
-	return sort.Search(len(ss.byPath), func(i int) bool { return ss.base[ss.byPath[i]].Path >= path })
+	return sort.Search(len(ss.base), func(i int) bool { return ss.base[i].Path >= path })
 }
 
 // put adds or replaces the record of r.Path.
@@ -219,7 +215,7 @@ func (ss *Summaries) drop(path string) bool {
 	return true
 }
 
-// Each calls fn for every live record: the base's in list order, then the
+// Each calls fn for every live record: the base's in path order, then the
 // others in the order they were put.
 func (ss *Summaries) Each(fn func(*Record)) {
 	for i := range ss.base {
@@ -245,7 +241,7 @@ func (ss *Summaries) Sorted() []*Record {
 	slices.SortFunc(extra, func(a, b *Record) int { return strings.Compare(a.Path, b.Path) })
 	out := make([]*Record, 0, ss.n)
 	j := 0
-	for _, i := range ss.byPath {
+	for i := range ss.base {
 		r := &ss.base[i]
 		if r.gone {
 			continue
@@ -257,66 +253,6 @@ func (ss *Summaries) Sorted() []*Record {
 		out = append(out, r)
 	}
 	return append(out, extra[j:]...)
-}
-
-// InListOrder returns every live record in list order (cmpListOrder), as a
-// base file stores them (see EachInListOrder).
-func (ss *Summaries) InListOrder() []*Record {
-	out := make([]*Record, 0, ss.n)
-	ss.EachInListOrder(func(r *Record) { out = append(out, r) })
-	return out
-}
-
-// EachInListOrder calls fn for every live record in list order: the
-// base's, already in that order, merged with those put since, sorted.
-func (ss *Summaries) EachInListOrder(fn func(*Record)) {
-	var extra []*Record
-	for _, r := range ss.added {
-		if !r.gone {
-			extra = append(extra, r)
-		}
-	}
-	slices.SortFunc(extra, cmpListOrder)
-	j := 0
-	for i := range ss.base {
-		r := &ss.base[i]
-		if r.gone {
-			continue
-		}
-		for j < len(extra) && cmpListOrder(extra[j], r) < 0 {
-			fn(extra[j])
-			j++
-		}
-		fn(r)
-	}
-	for _, r := range extra[j:] {
-		fn(r)
-	}
-}
-
-// cmpListOrder is the order a base file stores the summaries in: orch
-// list's (workflow's claim order by queue: the board's queue order,
-// priority, age, id, path). orch list --json reads every summary in that
-// order, so it reads the file front to back and the pages behind can go
-// (Cache.ReleaseBehind); in path order, it read them at random and kept
-// all 22 MB of them resident at 100,000 tasks. Only where the pages are
-// depends on it: should workflow's order change without this, list
-// still comes out right, with the pages read at random again
-// (TestBaseInListOrder in workflow checks that the two agree).
-func cmpListOrder(a, b *Record) int {
-	if c := cmp.Compare(a.Queue.Rank(), b.Queue.Rank()); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(taskfile.PriorityRank(a.Priority), taskfile.PriorityRank(b.Priority)); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.Created, b.Created); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.ID, b.ID); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Path, b.Path)
 }
 
 // holdsID reports whether r holds its id against found so far: of files
@@ -365,8 +301,8 @@ func NamedFor(dir, path, id string) bool {
 func (ss *Summaries) ByNamedID(dir, id string) *Record {
 	var found *Record
 	prefix := dir + "/" + id
-	for i := ss.search(prefix); i < len(ss.byPath) && strings.HasPrefix(ss.base[ss.byPath[i]].Path, prefix); i++ {
-		if r := &ss.base[ss.byPath[i]]; !r.gone && r.ID == id {
+	for i := ss.search(prefix); i < len(ss.base) && strings.HasPrefix(ss.base[i].Path, prefix); i++ {
+		if r := &ss.base[i]; !r.gone && r.ID == id {
 			found = r
 			break
 		}
