@@ -96,7 +96,7 @@ type Record struct {
 	// each of 100,000 records (see raw).
 	rawData *byte
 	rawLen  uint32
-	gone    bool  // replaced or dropped since it was put
+	gone    bool // replaced or dropped since it was put
 }
 
 // raw is the record's encoding, nil when it was put since.
