@@ -18,18 +18,18 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-// pages are the parsed templates: each page is the layout plus its own
-// file, which defines "content".
+// pages are the parsed templates: each page is the layout, the parts pages
+// share (parts.html) and its own file, which defines "content".
 type pages struct {
 	t map[string]*template.Template
 }
 
-var pageNames = []string{"board", "task", "inbox", "stats", "error"}
+var pageNames = []string{"board", "task", "diff", "inbox", "stats", "error"}
 
 func newPages() *pages {
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range pageNames {
-		p.t[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+		p.t[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 	}
 	return p
 }

@@ -25,8 +25,11 @@ type taskPage struct {
 	PR                               int
 	PRHref                           string
 	History                          []workflow.LogEntry
-	Refusal                          *refusalView
-	Legal                            []string
+	// Diff is the branch's work, for a task that has some to review or
+	// that holds some: provisional, approved, done (nil otherwise).
+	Diff    *diffView
+	Refusal *refusalView
+	Legal   []string
 	// The actions this task's queue allows (shown when the browser may
 	// act), and what was typed into a form that failed, kept.
 	Can       map[string]bool
@@ -120,6 +123,10 @@ func (s *Server) taskView(r *http.Request, e *workflow.Engine, f *frame) (view, 
 	}
 	if p.PR = tk.PRNumber; p.PR > 0 && validRepoName(e.Config.GitHub.Repo) {
 		p.PRHref = "https://github.com/" + e.Config.GitHub.Repo + "/pull/" + itoa(p.PR)
+	}
+	switch tk.Queue {
+	case taskfile.Provisional, taskfile.Approved, taskfile.Done:
+		p.Diff = taskDiff(e, tk)
 	}
 	if p.History, err = e.Log(tk.ID, 0); err != nil {
 		return view{}, err
