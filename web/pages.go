@@ -24,7 +24,7 @@ type pages struct {
 	t map[string]*template.Template
 }
 
-var pageNames = []string{"board", "task", "diff", "inbox", "stats", "error"}
+var pageNames = []string{"board", "task", "diff", "logs", "inbox", "stats", "error"}
 
 func newPages() *pages {
 	p := &pages{t: map[string]*template.Template{}}
@@ -78,6 +78,9 @@ type frame struct {
 	Flash    string
 	Error    string
 	Hint     string
+	// Refresh makes the page reload itself every Refresh seconds (0:
+	// never): a log being written grows without moving the state branch.
+	Refresh int
 	// Typed is what a person typed into a form whose action failed, shown
 	// back beside Error (nil when nothing was typed).
 	Typed *typed
