@@ -117,7 +117,9 @@ func (s *Server) board(r *http.Request, e *workflow.Engine, memo map[string]any,
 	if !p.All && len(want) == 0 {
 		p.AllHref = "/?all=1"
 	}
-	p.Running = running(e.Store.PrivDir(), now)
+	if p.Running, err = running(e, memo, now); err != nil {
+		return view{}, err
+	}
 	f.Title, f.Nav = "Board", "board"
 	return view{name: "board", data: p}, nil
 }
