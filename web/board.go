@@ -18,12 +18,13 @@ import (
 const boardLimit = 100
 
 type boardPage struct {
-	Running []runningRow // what orch run runs on this clone now
-	Columns []column
-	All     bool
-	Tasks   int // tasks shown in the columns, before the limit
-	AllHref string
-	Limited bool
+	Running  []runningRow // what orch run runs on this clone now
+	Progress progress
+	Columns  []column
+	All      bool
+	Tasks    int // tasks shown in the columns, before the limit
+	AllHref  string
+	Limited  bool
 }
 
 type column struct {
@@ -120,8 +121,44 @@ func (s *Server) board(r *http.Request, e *workflow.Engine, memo map[string]any,
 	if p.Running, err = running(e, memo, now); err != nil {
 		return view{}, err
 	}
+	if p.Progress, err = memoized(memo, "progress", func() (progress, error) { return countProgress(e) }); err != nil {
+		return view{}, err
+	}
 	f.Title, f.Nav = "Board", "board"
 	return view{name: "board", data: p}, nil
+}
+
+// progress is the board's header: every task of the state branch, the
+// archive's included, whatever the columns show.
+type progress struct {
+	Total, Done, Failed, Superseded int
+	// What waits for a human: escalated and blocked tasks.
+	Human, Escalated, Blocked int
+	// The landing queue, and what waits for review.
+	Approved, Provisional int
+}
+
+func countProgress(e *workflow.Engine) (progress, error) {
+	var p progress
+	n := map[taskfile.Queue]int{}
+	for _, s := range e.Store.Summaries() {
+		n[s.Task.Queue]++
+		p.Total++
+	}
+	snap := e.Store.Snapshot()
+	for _, q := range []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded} {
+		ids, err := snap.ArchivedIDs(q)
+		if err != nil {
+			return p, err
+		}
+		n[q] += len(ids)
+		p.Total += len(ids)
+	}
+	p.Done, p.Failed, p.Superseded = n[taskfile.Done], n[taskfile.Failed], n[taskfile.Superseded]
+	p.Escalated, p.Blocked = n[taskfile.Escalated], n[taskfile.Blocked]
+	p.Human = p.Escalated + p.Blocked
+	p.Approved, p.Provisional = n[taskfile.Approved], n[taskfile.Provisional]
+	return p, nil
 }
 
 func newCard(e *workflow.Engine, s *gitstore.Summary, now time.Time) card {
