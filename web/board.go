@@ -3,7 +3,9 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
@@ -51,6 +53,11 @@ type card struct {
 	Escalated  bool
 	Waiting    bool // depends on tasks not done
 	Problem    string
+	// Check is the state of the task's checks, for approved work (and a
+	// submission when review.check is set): CheckClass is ok, stale,
+	// fail or none. LandPos is its place in the landing queue (1: next).
+	Check, CheckTitle, CheckClass string
+	LandPos                       int
 }
 
 // board is the board: one column per queue, in board order, cards in claim
@@ -108,6 +115,9 @@ func (s *Server) board(r *http.Request, e *workflow.Engine, memo map[string]any,
 			continue
 		}
 		c.Cards = append(c.Cards, newCard(e, sm, now))
+	}
+	if i, ok := at[taskfile.Approved]; ok {
+		landingOrder(e, p.Columns[i].Cards)
 	}
 	for i := range p.Columns {
 		if p.Columns[i].More > 0 {
@@ -192,9 +202,66 @@ func newCard(e *workflow.Engine, s *gitstore.Summary, now time.Time) card {
 	case t.AssignedTo != "":
 		c.Who, c.WhoTitle = "for "+t.AssignedTo, "assigned to "+t.AssignedTo
 	}
+	if t.Queue == taskfile.Approved || t.Queue == taskfile.Provisional && e.Config.Review.Check != "" {
+		c.Check, c.CheckTitle, c.CheckClass = checkState(e, t)
+	}
 	if len(t.DependsOn) > 0 && (t.Queue == taskfile.Incoming || t.Queue == taskfile.Rejected || t.Queue == taskfile.NeedsContinuation) {
 		ok, _ := e.DepsDone(t)
 		c.Waiting = !ok
 	}
 	return c
+}
+
+// checkState says where a task's checks stand (docs/design.md §8): the
+// landing failures it has had, of land.max_failures; whether review.check
+// passed on its branch's tip (checked_commit), on an older tip, or not
+// yet; and that land.check runs when it lands.
+func checkState(e *workflow.Engine, t *taskfile.Task) (text, title, class string) {
+	tip := ""
+	if t.Branch != "" {
+		if h, err := e.Store.ReadRef("refs/heads/" + t.Branch); err == nil && !h.IsZero() {
+			tip = h.String()
+		}
+	}
+	var says []string
+	if e.Config.Land.Check != "" {
+		says = append(says, "land.check ("+e.Config.Land.Check+") runs on the merged result when it lands")
+	}
+	switch {
+	case t.LandFailures > 0:
+		text, class = "landing failed "+itoa(t.LandFailures)+"/"+itoa(e.Config.Land.MaxFailures), "fail"
+		says = append([]string{"the landing failed " + itoa(t.LandFailures) + " time(s); at " + itoa(e.Config.Land.MaxFailures) + " it escalates (the task's Review Feedback (landing #N) says why)"}, says...)
+	case t.CheckedCommit != "" && t.CheckedCommit == tip:
+		text, class = "checked "+shortHash(t.CheckedCommit), "ok"
+		says = append([]string{"review.check passed on the branch's tip " + t.CheckedCommit}, says...)
+	case t.CheckedCommit != "":
+		text, class = "checked "+shortHash(t.CheckedCommit)+", branch moved", "stale"
+		says = append([]string{"review.check passed on " + t.CheckedCommit + "; the branch is now at " + shortHash(tip)}, says...)
+	case e.Config.Review.Check != "":
+		text, class = "check pending", "none"
+		says = append([]string{"review.check has not passed on this branch yet"}, says...)
+	case e.Config.Land.Check != "":
+		text, class = "checked when it lands", "none"
+	default:
+		text, class = "no check", "none"
+		says = append(says, "no review.check or land.check is configured")
+	}
+	return text, strings.Join(says, "; "), class
+}
+
+// landingOrder sorts the approved column's cards in the order orch land
+// takes them (priority, then the oldest approval) and numbers them; a
+// task orch land would not take (one that does not validate) goes last.
+func landingOrder(e *workflow.Engine, cards []card) {
+	pos := map[string]int{}
+	for i, s := range e.LandQueue() {
+		pos[s.Task.ID] = i + 1
+	}
+	for i := range cards {
+		cards[i].LandPos = pos[cards[i].ID]
+	}
+	sort.SliceStable(cards, func(i, k int) bool {
+		a, b := cards[i].LandPos, cards[k].LandPos
+		return a != 0 && (b == 0 || a < b)
+	})
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/orch-tool/orch/taskfile"
@@ -50,4 +51,61 @@ func TestBoardProgress(t *testing.T) {
 	if open == total {
 		t.Errorf("the example has no finished task: the header's count is not tested")
 	}
+}
+
+// TestBoardApproved: the approved column is the landing queue, in the
+// order orch land takes it, each card with where its checks stand.
+func TestBoardApproved(t *testing.T) {
+	dir := exampleRepo(t)
+	branch := provisionalWithWork(t, dir)
+	as(t, dir, "lead", func(e *workflow.Engine) error {
+		if _, err := e.Approve("T-3vfp8e", ""); err != nil {
+			return err
+		}
+		_, err := e.Approve("T-5ncg1r", "")
+		return err
+	})
+	var order []string
+	as(t, dir, "lead", func(e *workflow.Engine) error {
+		for _, s := range e.LandQueue() {
+			order = append(order, s.Task.ID)
+		}
+		return nil
+	})
+	if len(order) != 2 {
+		t.Fatalf("the landing queue is %q, want both approvals (land.mode local)", order)
+	}
+	ts := startServer(t, dir, testOptions(dir, "lead"))
+	_, body := ts.get(t, nil, "/?queue=approved")
+	first, second := strings.Index(body, `data-id="`+order[0]+`"`), strings.Index(body, `data-id="`+order[1]+`"`)
+	if first < 0 || second < first {
+		t.Errorf("the approved column is not in landing order %q:\n%s", order, clipBody(body))
+	}
+	mustContain(t, "approved column", body, "#1 to land</span> no check", "#2 to land</span> no check")
+
+	// Each state of the checks, on the task as it would be.
+	tip := strings.TrimSpace(git(t, dir, "rev-parse", branch))
+	as(t, dir, "lead", func(e *workflow.Engine) error {
+		tk := e.Store.SummaryByID("T-3vfp8e").Task
+		e.Config.Review.Check = "go test ./..."
+		e.Config.Land.Check = "make check"
+		for _, c := range []struct {
+			checked  string
+			failures int
+			text     string
+			class    string
+		}{
+			{"", 0, "check pending", "none"},
+			{tip, 0, "checked " + tip[:7], "ok"},
+			{strings.Repeat("1", 40), 0, "checked 1111111, branch moved", "stale"},
+			{"", 2, "landing failed 2/3", "fail"},
+		} {
+			tk.CheckedCommit, tk.LandFailures = c.checked, c.failures
+			text, title, class := checkState(e, &tk)
+			if text != c.text || class != c.class || !strings.Contains(title, "land.check (make check) runs") {
+				t.Errorf("checked %q, %d failures: %q %q (%s), want %q (%s)", c.checked, c.failures, text, class, title, c.text, c.class)
+			}
+		}
+		return nil
+	})
 }
