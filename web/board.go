@@ -19,6 +19,16 @@ import (
 // are and links to all of them.
 const boardLimit = 100
 
+// HasAct reports whether the board shows a column a human must act on.
+func (p *boardPage) HasAct() bool {
+	for _, c := range p.Columns {
+		if c.Act {
+			return true
+		}
+	}
+	return false
+}
+
 type boardPage struct {
 	Running  []runningRow // what orch run runs on this clone now
 	Progress progress
@@ -30,6 +40,9 @@ type boardPage struct {
 }
 
 type column struct {
+	// Act: a column a human must act on (escalated, blocked), which the
+	// board keeps in view however many columns the others are.
+	Act      bool
 	Queue    string
 	Count    int
 	Cards    []card
@@ -100,7 +113,7 @@ func (s *Server) board(r *http.Request, e *workflow.Engine, memo map[string]any,
 	p.Columns = make([]column, len(qs))
 	for i, qq := range qs {
 		at[qq] = i
-		p.Columns[i] = column{Queue: string(qq), Href: "/?" + url.Values{"queue": {string(qq)}, "limit": {"0"}}.Encode()}
+		p.Columns[i] = column{Act: qq == taskfile.Escalated || qq == taskfile.Blocked, Queue: string(qq), Href: "/?" + url.Values{"queue": {string(qq)}, "limit": {"0"}}.Encode()}
 	}
 	for _, sm := range list {
 		i, ok := at[sm.Task.Queue]
