@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -164,10 +165,11 @@ type progress struct {
 func countProgress(e *workflow.Engine) (progress, error) {
 	var p progress
 	n := map[taskfile.Queue]int{}
-	for _, s := range e.Store.Summaries() {
-		n[s.Task.Queue]++
+	// The headers hold the queue: no task is decoded to be counted.
+	e.Store.EachSummaryHeaderIn(nil, func(h *statecache.SummaryHeader) {
+		n[h.Queue]++
 		p.Total++
-	}
+	})
 	snap := e.Store.Snapshot()
 	for _, q := range []taskfile.Queue{taskfile.Done, taskfile.Failed, taskfile.Superseded} {
 		ids, err := snap.ArchivedIDs(q)
