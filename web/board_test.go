@@ -82,6 +82,8 @@ func TestBoardApproved(t *testing.T) {
 		t.Errorf("the approved column is not in landing order %q:\n%s", order, clipBody(body))
 	}
 	mustContain(t, "approved column", body, "#1 to land</span> no check", "#2 to land</span> no check")
+	_, page := ts.get(t, nil, "/task/"+order[0])
+	mustContain(t, "approved task", page, `<p class="check c-none">no check</p>`, "no review.check or land.check is configured")
 
 	// Each state of the checks, on the task as it would be.
 	tip := strings.TrimSpace(git(t, dir, "rev-parse", branch))

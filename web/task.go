@@ -33,6 +33,10 @@ type taskPage struct {
 	PR                      int
 	PRHref                  string
 	History                 []workflow.LogEntry
+	// Landing: where the task's checks stand (approved, and provisional
+	// when review.check is set), and the commit that holds its work.
+	Check, CheckTitle, CheckClass string
+	Landed                        string
 	// Diff is the branch's work, for a task that has some to review or
 	// that holds some: provisional, approved, done (nil otherwise).
 	Diff    *diffView
@@ -148,6 +152,12 @@ func (s *Server) taskView(r *http.Request, e *workflow.Engine, memo map[string]a
 	switch tk.Queue {
 	case taskfile.Provisional, taskfile.Approved, taskfile.Done:
 		p.Diff = taskDiff(e, tk)
+	}
+	if tk.Queue == taskfile.Approved || tk.Queue == taskfile.Provisional && e.Config.Review.Check != "" {
+		p.Check, p.CheckTitle, p.CheckClass = checkState(e, tk)
+	}
+	if isHex(tk.LandedCommit) {
+		p.Landed = tk.LandedCommit
 	}
 	if p.History, err = e.Log(tk.ID, 0); err != nil {
 		return view{}, err
