@@ -201,9 +201,9 @@ func parseHunkHead(line string) (oldStart, oldN, newStart, newN int, ok bool) {
 		}
 		return start, n, true
 	}
-	os, on, ok1 := side(parts[0][1:])
+	os0, on, ok1 := side(parts[0][1:])
 	ns, nn, ok2 := side(parts[1][1:])
-	return os, on, ns, nn, ok1 && ok2
+	return os0, on, ns, nn, ok1 && ok2
 }
 
 // taskDiff is the diff a task's page shows: for a task that landed, the

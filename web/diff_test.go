@@ -165,3 +165,27 @@ func worktreeOf(t *testing.T, dir, branch string) string {
 	t.Fatalf("no worktree has %s", branch)
 	return ""
 }
+
+// FuzzParseDiff: whatever a branch holds, parsing its diff does not panic,
+// and no text it yields holds a control character.
+func FuzzParseDiff(f *testing.F) {
+	f.Add("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
+	f.Add("diff --git a/x b/x\n@@ -0,0 +1,2 @@\n+\x1b[2J\n\n\\ No newline at end of file\n")
+	f.Add("diff --git a/x b/x\n@@ -1,99999999999999999999 +1 @@\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		for _, file := range parseDiff(out) {
+			texts := append([]string{file.Old, file.New}, file.Header...)
+			for _, h := range file.Hunks {
+				texts = append(texts, h.Head)
+				for _, l := range h.Lines {
+					texts = append(texts, l.Text)
+				}
+			}
+			for _, s := range texts {
+				if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
+					t.Fatalf("a control character in %q", s)
+				}
+			}
+		}
+	})
+}
