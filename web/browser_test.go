@@ -85,7 +85,7 @@ func reviewScene(t *testing.T) *testServer {
 	dir := exampleRepo(t)
 	provisionalWithWork(t, dir)
 	now := time.Now()
-	writeLog(t, dir, "T-3vfp8e", "1.log", "reading the brief\nmigrating the settings\ntests pass \x1b[32mok\x1b[0m\n", now.Add(-time.Hour))
+	writeLog(t, dir, "T-3vfp8e", "1.log", strings.Repeat("reading the brief\n", 200)+"migrating the settings\ntests pass \x1b[32mok\x1b[0m\n", now.Add(-time.Hour))
 	review := writeLog(t, dir, "T-3vfp8e", "review-1.log", "reviewing the diff\n", now)
 	holdRun(t, dir, "live", []map[string]any{{"slot": "reviewer-1", "reviewer": true, "task": "T-3vfp8e", "attempt": 1,
 		"started": now.Add(-75 * time.Second), "log": review, "pid": 1}})
@@ -141,6 +141,15 @@ func TestBrowserReview(t *testing.T) {
 	}
 	if log := browse(t, ctx, chromedp.Text(chromedp.CSS(`pre.logtext`))); !strings.Contains(log, `tests pass \x1b[32mok\x1b[0m`) {
 		t.Errorf("attempt 1's log reads %q", log)
+	}
+	// Longer than its box, the log opens at its end: the newest lines.
+	atEnd := browse(t, ctx, chromedp.Evaluate[bool](`(() => {
+		const box = document.querySelector(".logbox"), pre = box.querySelector("pre");
+		const b = box.getBoundingClientRect(), p = pre.getBoundingClientRect();
+		return box.scrollHeight > box.clientHeight && p.bottom <= b.bottom + 1 && p.top < b.top;
+	})()`))
+	if !atEnd {
+		t.Errorf("the log does not open at its newest lines")
 	}
 }
 
