@@ -248,7 +248,7 @@ func fileSafe(s string) string {
 func (s *Server) serveTask(w http.ResponseWriter, r *http.Request, id, verb string, status int, form url.Values, kept *typed, msg, hint string) {
 	s.serve(w, r, func(r *http.Request, e *workflow.Engine, memo map[string]any, f *frame) (view, error) {
 		r.SetPathValue("id", id)
-		v, err := s.taskView(r, e, f)
+		v, err := s.taskView(r, e, memo, f)
 		if p, ok := v.data.(*taskPage); ok && err == nil && f.CanAct && p.Can[verb] {
 			// The form is on the page: what was typed goes back in its box.
 			form.Set("verb", verb)

@@ -18,18 +18,18 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-// pages are the parsed templates: each page is the layout plus its own
-// file, which defines "content".
+// pages are the parsed templates: each page is the layout, the parts pages
+// share (parts.html) and its own file, which defines "content".
 type pages struct {
 	t map[string]*template.Template
 }
 
-var pageNames = []string{"board", "task", "inbox", "stats", "error"}
+var pageNames = []string{"board", "task", "diff", "logs", "inbox", "stats", "error"}
 
 func newPages() *pages {
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range pageNames {
-		p.t[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+		p.t[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 	}
 	return p
 }
@@ -78,6 +78,9 @@ type frame struct {
 	Flash    string
 	Error    string
 	Hint     string
+	// Refresh makes the page reload itself every Refresh seconds (0:
+	// never): a log being written grows without moving the state branch.
+	Refresh int
 	// Typed is what a person typed into a form whose action failed, shown
 	// back beside Error (nil when nothing was typed).
 	Typed *typed

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/orch-tool/orch/workflow"
 )
 
 // TestBoardRunning: the board shows what orch run runs on this clone (a
@@ -42,12 +44,19 @@ func TestBoardRunning(t *testing.T) {
 		{"slot":"impl-4","claiming":true,"started":`+string(started)+`,"pid":1}]`)
 	write("dead", false, `[{"slot":"ghost-1","task":"T-4k9x2m","attempt":1,"started":`+string(started)+`,"log":"","pid":2}]`)
 
+	// An earlier run of the task, as orch run records one when it ends.
+	as(t, dir, "lead", func(e *workflow.Engine) error {
+		return e.RecordRun("T-7hd3kq", &workflow.RunRecordData{Agent: "agent-a", Role: "implementer", Attempt: 1, Input: 1200, Output: 34, CostUSD: 0.25})
+	})
+
 	ts := startServer(t, dir, testOptions(dir, "lead"))
 	code, body := ts.get(t, nil, "/")
 	if code != http.StatusOK {
 		t.Fatalf("GET /: %d\n%s", code, body)
 	}
-	mustContain(t, "board", body, `aria-label="running"`, "impl-3", `href="/task/T-7hd3kq"`, "#2", "1m3",
+	mustContain(t, "board", body, `aria-label="running"`, "impl-3", `href="/task/T-7hd3kq"`, `href="/logs/T-7hd3kq?attempt=2">attempt 2</a>`, "1m3",
+		// The title, the role, and what the earlier run spent.
+		`<span class="title">Add keyboard shortcuts for shape tools</span>`, `<span class="role">implementer</span>`, "1234 tokens", "$0.25", "1 earlier run",
 		"compiling &lt;b&gt;shapes&lt;/b&gt;\nrunning tests")
 	mustNotContain(t, "board", body, "ghost-1", "impl-4", "old line\nold line\nold line\nold line")
 }

@@ -183,6 +183,8 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", s.page(s.board))
 	m.HandleFunc("GET /task/{id}", s.page(s.task))
+	m.HandleFunc("GET /task/{id}/diff", s.page(s.diff))
+	m.HandleFunc("GET /logs/{id}", s.page(s.logs))
 	m.HandleFunc("GET /inbox", s.page(s.inbox))
 	m.HandleFunc("GET /stats", s.page(s.stats))
 	m.HandleFunc("GET /events", s.events)

@@ -19,14 +19,29 @@ type taskPage struct {
 	Body                             template.HTML
 	Raw                              string
 	Rounds                           []taskfile.Round
-	Waiting                          []string
-	Branch, BranchTip, Base          string
-	BranchMissing                    bool
-	PR                               int
-	PRHref                           string
-	History                          []workflow.LogEntry
-	Refusal                          *refusalView
-	Legal                            []string
+	// Submissions are the submit notes (orch submit -m), Verdicts every
+	// decision on the work with its note (the event log).
+	Submissions []note
+	Verdicts    []verdict
+	// Runs are the task's runs under orch run, and what they spent.
+	Runs                    []runSpent
+	Tokens                  int64
+	Cost                    float64
+	Waiting                 []string
+	Branch, BranchTip, Base string
+	BranchMissing           bool
+	PR                      int
+	PRHref                  string
+	History                 []workflow.LogEntry
+	// Landing: where the task's checks stand (approved, and provisional
+	// when review.check is set), and the commit that holds its work.
+	Check, CheckTitle, CheckClass string
+	Landed                        string
+	// Diff is the branch's work, for a task that has some to review or
+	// that holds some: provisional, approved, done (nil otherwise).
+	Diff    *diffView
+	Refusal *refusalView
+	Legal   []string
 	// The actions this task's queue allows (shown when the browser may
 	// act), and what was typed into a form that failed, kept.
 	Can       map[string]bool
@@ -61,7 +76,7 @@ func (s *Server) task(r *http.Request, e *workflow.Engine, memo map[string]any, 
 			f.Flash = did + ": " + string(from) + " → " + string(to) + " (commit " + commit + ")"
 		}
 	}
-	return s.taskView(r, e, f)
+	return s.taskView(r, e, memo, f)
 }
 
 func isHex(s string) bool {
@@ -76,7 +91,7 @@ func isHex(s string) bool {
 	return true
 }
 
-func (s *Server) taskView(r *http.Request, e *workflow.Engine, f *frame) (view, error) {
+func (s *Server) taskView(r *http.Request, e *workflow.Engine, memo map[string]any, f *frame) (view, error) {
 	ref := r.PathValue("id")
 	sm, _, err := e.LookupArchived(ref) // a card of the finished columns may be archived
 	if err != nil {
@@ -102,7 +117,20 @@ func (s *Server) taskView(r *http.Request, e *workflow.Engine, f *frame) (view, 
 		p.Fields = append(p.Fields, field{Key: k, Value: v, Orch: owned[k]})
 	}
 	p.Rounds = t.File.FeedbackRounds()
-	p.Body = markdown(bodyWithout(t.File, p.Rounds))
+	p.Submissions = submissionNotes(t.File)
+	cut := map[int]bool{}
+	for _, r := range p.Rounds {
+		cut[r.Line] = true
+	}
+	for _, n := range p.Submissions {
+		cut[n.line] = true
+	}
+	p.Body = markdown(bodyWithout(t.File, cut))
+	if evs, err := eventsByTask(e, memo); err != nil {
+		return view{}, err
+	} else if te := evs[tk.ID]; te != nil {
+		p.Verdicts, p.Runs, p.Tokens, p.Cost = te.Verdicts, te.Runs, te.Tokens, te.Cost
+	}
 	p.Raw = string(t.File.Src)
 	if ok, pending := e.DepsDone(tk); !ok && tk.Queue.Open() {
 		p.Waiting = pending
@@ -120,6 +148,16 @@ func (s *Server) taskView(r *http.Request, e *workflow.Engine, f *frame) (view, 
 	}
 	if p.PR = tk.PRNumber; p.PR > 0 && validRepoName(e.Config.GitHub.Repo) {
 		p.PRHref = "https://github.com/" + e.Config.GitHub.Repo + "/pull/" + itoa(p.PR)
+	}
+	switch tk.Queue {
+	case taskfile.Provisional, taskfile.Approved, taskfile.Done:
+		p.Diff = taskDiff(e, tk)
+	}
+	if tk.Queue == taskfile.Approved || tk.Queue == taskfile.Provisional && e.Config.Review.Check != "" {
+		p.Check, p.CheckTitle, p.CheckClass = checkState(e, tk)
+	}
+	if isHex(tk.LandedCommit) {
+		p.Landed = tk.LandedCommit
 	}
 	if p.History, err = e.Log(tk.ID, 0); err != nil {
 		return view{}, err
@@ -164,14 +202,11 @@ func validRepoName(s string) bool {
 	return true
 }
 
-// bodyWithout is the body without its review rounds, which the page shows
-// issue by issue above it (the whole file is on the page too, as written).
-func bodyWithout(f *taskfile.File, rounds []taskfile.Round) string {
+// bodyWithout is the body without the sections that start at lines: its
+// review rounds, which the page shows issue by issue above it, and its
+// submit notes (the whole file is on the page too, as written).
+func bodyWithout(f *taskfile.File, lines map[int]bool) string {
 	src := f.Src
-	lines := map[int]bool{}
-	for _, r := range rounds {
-		lines[r.Line] = true
-	}
 	var b strings.Builder
 	at := f.BodyOffset()
 	for _, sec := range f.Sections() {

@@ -33,9 +33,13 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT] [--public] [--read-only]",
 		Short: "Show the board, the tasks, the inbox and the stats in a browser",
-		Long: `Serve the board in a browser: the queues as columns, each task with its
-fields, its body and review feedback, its branch, pull request and history;
-the inbox; the stats with charts. Open pages follow the state branch: within
+		Long: `Serve the board in a browser: the queues as columns (escalated and blocked
+always in view), progress (done of all, what waits for a human, the landing
+queue with each task's checks) and what orch run runs now; each task with
+its fields, its body, submit notes, verdicts and review feedback, its
+branch's diff (/task/ID/diff), its run logs (/logs/ID), pull request and
+history; the inbox; the stats with charts. Open pages follow the state
+branch: within
 a second of any change (a transition, a sync, a hand edit committed) they
 update without a reload.
 
