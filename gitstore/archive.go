@@ -22,15 +22,13 @@ import (
 //
 // The queue is in the path so that a dependency (is T-x done?) is answered
 // from trees alone, without reading a task file. The shard is the first
-// character of the ID's random part (32 of them), so an ID, or the random
-// part's prefix a person types, names one tree per queue, and the
-// dependencies of a thousand open tasks on archived ones read at most 32
-// trees (with two characters, 1,024 possible shards, orch list read a tree
-// per dependency: a loose tree costs about 0.1 ms to read): at 19,000
-// archived tasks a shard holds about 600 entries (40 KB), and moving a
-// batch of 100 rewrites the shards it touches, never one tree of every
-// archived task. Every archived file's name starts with its task's ID
-// (ArchivePath), so a look-up by ID is a look-up by name.
+// character of the ID's random part, so an ID, or the random part's prefix
+// a person types, names one tree per queue, and the dependencies of many
+// open tasks on archived ones read few trees (with two characters, orch
+// list read a tree per dependency); moving a batch rewrites the shards it
+// touches, never one tree of every archived task. Every archived file's
+// name starts with its task's ID (ArchivePath), so a look-up by ID is a
+// look-up by name.
 const ArchiveDir = "archive"
 
 // ArchiveQueues are the queues of the archive, its first level.

@@ -112,8 +112,8 @@ func (st *Store) updateSummaries(changes []Change) {
 		}
 		if st.byID != nil {
 			// Keep the map (rebuilding it costs more than the commit's
-			// other bookkeeping at 10,000 tasks) when the file kept its
-			// id and holds it; otherwise build it again when next needed.
+			// other bookkeeping) when the file kept its id and holds it;
+			// otherwise build it again when next needed.
 			if holder := st.byID[r.ID]; r.ID == "" || prev == nil || prev.ID != r.ID || holder != prev {
 				st.byID = nil
 			} else {
@@ -293,8 +293,8 @@ func (st *Store) eachHeaderIn(queues map[taskfile.Queue]bool, fn func(*SummaryHe
 }
 
 // queueFilter reports whether a queue is one of queues (all when empty),
-// comparing with a short list: hashing 10,000 queue names into the map
-// cost more than the walk they filter.
+// comparing with a short list: hashing every task's queue into the map
+// cost more than the walk it filters.
 func queueFilter(queues map[taskfile.Queue]bool) func(taskfile.Queue) bool {
 	if len(queues) == 0 {
 		return func(taskfile.Queue) bool { return true }
@@ -354,7 +354,7 @@ func (st *Store) recByID(id string) *statecache.Record {
 
 // QueueByID returns the queue of the task with exactly this id, without
 // decoding the rest of its summary (a claim checks the dependencies of
-// every task it considers, hundreds at 10,000 tasks).
+// every task it considers).
 func (st *Store) QueueByID(id string) (taskfile.Queue, bool) {
 	if r := st.recByID(id); r != nil {
 		return r.Queue, true

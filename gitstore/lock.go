@@ -42,9 +42,9 @@ type fileLock struct {
 // It polls with LOCK_NB instead of blocking in flock(2): a blocking flock
 // cannot be interrupted, so a waiter that gives up would leave a goroutine
 // (and a descriptor) behind that could still take the lock later, in a
-// process that no longer wants it. The sleeps start at 100µs and stay short
-// (at most 2 ms), so a released lock is taken almost as soon as a blocking
-// flock would take it.
+// process that no longer wants it. The sleeps start short and stay short,
+// so a released lock is taken almost as soon as a blocking flock would take
+// it.
 func acquireLock(path string, timeout time.Duration) (*fileLock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return nil, err

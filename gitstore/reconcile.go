@@ -99,7 +99,7 @@ func (st *Store) Reconcile(pol Policy) (*Reconciled, error) {
 
 // pendingPaths returns, sorted, the paths where the sync index, the view
 // and the branch disagree. Finding them costs map lookups, not reads or
-// allocations: at 10,000 unchanged tasks this is the whole cost of a
+// allocations: with nothing changed this is the whole cost of a
 // reconcile.
 func (st *Store) pendingPaths(scan *viewScan) []string { return st.pendingPathsAt(st.snap, scan) }
 

@@ -49,7 +49,7 @@ func statMatches(ie *statecache.IndexEntry, s fileStat) bool {
 //
 // It stats the files the state branch has (handed over by expect once the
 // snapshot is loaded), in the branch's order, so the reconcile compares
-// them with the sync index by position: no map of 10,000 names is built,
+// them with the sync index by position: no map of every name is built,
 // and none is looked up. The listing of each directory only counts the
 // files: when it finds more than the branch has (a file made by hand, or
 // one the branch removed), the directory is listed again and the names the
@@ -315,7 +315,7 @@ func statEntries(fd int, dir string, entries []gitrepo.TreeEntry) *scanFiles {
 // mirrored files that are not among the entries stat-ed already. (A file
 // made by hand and left broken makes every command come here until it is
 // fixed, so the entries are matched by inode and then name, not by a
-// search through 10,000 names for each.)
+// search through every name for each.)
 func (f *scanFiles) addUnlisted(fd int, dir string) {
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return
@@ -433,7 +433,7 @@ func lstatPath(p string) (fileStat, bool) {
 // A file whose mtime is this close to now may still be written to within
 // the same timestamp tick, so its stat data is not trusted next time (git's
 // "racily clean" problem). The tick is the file system's: Linux stamps files
-// from a clock that advances every jiffy (at most 10 ms), so a mtime with
+// from a clock that advances every jiffy, so a mtime with
 // nanoseconds gets racyWindowFine; a mtime in whole seconds may come from a
 // file system that keeps seconds (or two), and gets racyWindowCoarse.
 //

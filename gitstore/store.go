@@ -95,7 +95,7 @@ var ErrViewChanged = errors.New("gitstore: the view changed under an optimistic 
 // it is while the view is still being scanned, and the reconcile finishes
 // at the first Settle, which Commit calls after writing its objects and
 // before moving the ref. When the view holds no hand edit (the common
-// case) this hides the scan of 10,000 files behind the command's own work.
+// case) this hides the scan of every view file behind the command's own work.
 // When it does, Settle commits the hand edits as usual and reports
 // ErrViewChanged, and the command is run again on the new state.
 func (st *Store) Defer(pol Policy) {

@@ -72,7 +72,7 @@ const savingWait = 250 * time.Millisecond
 // holds one of the blobs known (the branch's, the one last synced) is no
 // save in progress and is not parsed: with no sync index (the first
 // command after a clone) the reconcile reads every view file, and parsing
-// each took a third of that command at 10,000 tasks.
+// each was a large part of that command.
 func (st *Store) readSettled(p string, known ...plumbing.Hash) ([]byte, plumbing.Hash, fileStat, error) {
 	f, fi, err := openRegular(viewPath(st.View, p))
 	if err != nil {

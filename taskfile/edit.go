@@ -212,7 +212,7 @@ func (f *File) splice(start, end int, repl []byte, key string, want *Value) (*Fi
 	}
 	// Same keys in the same order, apart from key, with the same values
 	// (compared field by field: looking each key up by name is quadratic in
-	// the number of keys, minutes for a hostile file of 100,000 keys).
+	// the number of keys, which a hostile file can make large).
 	var before, after []*field
 	for i := range f.fields {
 		if f.fields[i].key != key {

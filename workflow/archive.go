@@ -63,9 +63,9 @@ const archiveCheckedStamp = "archive-checked"
 
 // archiveCheckEvery is how long after finding nothing more due ArchiveDue
 // looks again: a tenth of archive_after, at most an hour. Looking means
-// decoding the summary of every finished task among the tasks (a few
-// milliseconds at 10,000 tasks, 40% finished), which a transition should
-// not pay each time for an answer that changes over days.
+// decoding the summary of every finished task among the tasks, which a
+// transition should not pay each time for an answer that changes over
+// days.
 func archiveCheckEvery(after time.Duration) time.Duration { return min(time.Hour, after/10) }
 
 // ArchiveDue is the housekeeping after a transition: unless it looked less
@@ -297,9 +297,9 @@ func (e *Engine) findArchived(ref string) (*gitstore.Summary, error) {
 // archivedDone reports whether task id is in the archive as done: a
 // dependency on it is met. orch list asks it for every dependency of every
 // open task, and the archived done tasks' IDs come from a cache of their
-// own, <private dir>/archived-done, keyed by the tree archive/done: at
-// 19,000 archived tasks, reading its 32 shard trees cost orch list a third
-// of its time, the cache (170 KB) a tenth of that. A commit that changes
+// own, <private dir>/archived-done, keyed by the tree archive/done:
+// reading its shard trees was a large part of orch list's time, the cache
+// a small one (bench/README.md). A commit that changes
 // archive/done makes a new tree; the first look-up after it rebuilds the
 // cache, so it is never stale.
 func (e *Engine) archivedDone(id string) bool {
@@ -388,8 +388,8 @@ func (e *Engine) LookupArchived(ref string) (s *gitstore.Summary, archived bool,
 // summaries come from a cache of their own, <private dir>/archived-
 // summaries, keyed by file and blob like the fields cache: never stale,
 // only incomplete; what it lacks is read and parsed, and it is written
-// again for the archive as it is. Parsing every archived file cost orch
-// list --all 1.9 s at 19,000 archived tasks.
+// again for the archive as it is. Parsing every archived file made orch
+// list --all cost seconds.
 func (e *Engine) ArchivedTasks() ([]*gitstore.Summary, error) {
 	snap := e.Store.Snapshot()
 	files, err := snap.Archived()

@@ -21,8 +21,8 @@ import (
 // read from its file; for many (orch list, board) from a cache of their
 // own, <private dir>/fields, keyed by blob: a blob's keys never change, so
 // the cache is never stale, only incomplete (a blob it lacks is read and
-// added). Reading every file instead would make orch list --json at
-// 10,000 tasks many times slower than its budget.
+// added). Reading every file instead would make orch list --json many
+// times slower than its budget.
 
 // NoFields is the JSON of a task without custom keys.
 var NoFields = json.RawMessage(`{}`)
@@ -39,8 +39,7 @@ const (
 // beside it (fields.new), which names the cache it adds to by its
 // checksum, until there are more than fieldsAdditionsLimit of them: every
 // transition makes a blob the cache lacks, and writing the whole cache
-// again for it made the next orch list --json at 100,000 tasks a third
-// slower (2.3 MB written, 18 MB of maps and lists) and 15 MB larger.
+// again for each made the next orch list --json slower and larger.
 const (
 	fieldsAdditionsName  = fieldsCacheName + ".new"
 	fieldsAdditionsMagic = "orch fields cache additions 2\n"
@@ -138,7 +137,7 @@ func (e *Engine) TaskFieldsReader(n int) *FieldsReader {
 // noteParsedFields keeps the custom keys of a task file the store parsed
 // from the branch: when it builds the state cache it parses every one, and
 // the orch list --json that follows would read and parse each again for
-// the fields cache (14 s at 100,000 tasks).
+// the fields cache.
 func (e *Engine) noteParsedFields(blob plumbing.Hash, f *taskfile.File) {
 	if e.parsedFields == nil {
 		e.parsedFields = map[plumbing.Hash]json.RawMessage{}
@@ -179,8 +178,7 @@ func (r *FieldsReader) Of(s *gitstore.Summary) json.RawMessage {
 // Done saves the blobs read that the cache lacked: in its additions while
 // they are few, else by writing the cache again whole. It writes the cache
 // again too when most of it is blobs no longer asked for: the tasks orch
-// archive moved out stay in it otherwise, and every list reads them (at
-// 19,000 archived tasks, 470 KB against the 25 KB of the 1,000 open ones).
+// archive moved out stay in it otherwise, and every list reads them.
 func (r *FieldsReader) Done() {
 	n := r.cache.len() + r.additions.len()
 	if len(r.added) == 0 && n <= 2*r.hits+manyFields {
@@ -225,8 +223,8 @@ func (r *FieldsReader) Done() {
 }
 
 // fieldsCache is the loaded cache: the file's bytes, and where each
-// blob's entry starts, in blob order (4 bytes a blob, where a decoded
-// entry took 44: at 100,000 tasks that was 4 MB of orch list's heap).
+// blob's entry starts, in blob order (an offset a blob, rather than a
+// decoded entry of each in orch list's heap).
 type fieldsCache struct {
 	body []byte
 	offs []uint32

@@ -52,8 +52,8 @@ func (e *Engine) List(f ListFilter) ([]*gitstore.Summary, error) {
 
 // ListHeaders is List without decoding the tasks that claim order and the
 // filter do not need whole (none without a filter that reads more than
-// the header: orch list --json at 100,000 tasks then decodes each task
-// only as it writes it, and keeps none).
+// the header: orch list --json then decodes each task only as it writes
+// it, and keeps none).
 func (e *Engine) ListHeaders(f ListFilter) ([]*gitstore.SummaryHeader, error) {
 	want := map[taskfile.Queue]bool{}
 	for _, q := range f.Queues {
@@ -86,8 +86,7 @@ func (e *Engine) ListHeaders(f ListFilter) ([]*gitstore.SummaryHeader, error) {
 	whole := f.Ready || search != "" || len(f.Labels) > 0 || f.Role != "" || f.ClaimedBy != "" || f.Sort == "title"
 	if !whole {
 		if len(want) == 0 && len(f.Priorities) == 0 {
-			// Every task: appending would copy the list a dozen times at
-			// 100,000 tasks (3.4 MB of list --json's garbage).
+			// Every task: appending would copy the list again and again.
 			out = make([]*gitstore.SummaryHeader, 0, e.Store.SummaryCount())
 		}
 		e.Store.EachSummaryHeaderIn(want, func(h *gitstore.SummaryHeader) {

@@ -214,7 +214,7 @@ type Warning struct {
 // A developer is flagged when it rejects most (more than half) of the
 // blocking issues it answered, over at least DeveloperFlagMin of them. The
 // review protocol's risk table answers "Developer rejects everything" with
-// a rejection-rate trigger for a PM review; its number is garbled (">44%"),
+// a rejection-rate trigger for a PM review; its number is garbled,
 // and a blocking issue may be rejected only with strong justification, so
 // orch flags a developer for whom rejecting is the rule rather than the
 // exception.

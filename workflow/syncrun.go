@@ -27,7 +27,7 @@ type SyncOptions struct {
 	// AcceptRewrite moves this clone to the rewritten remote's branch.
 	RestoreRemote, AcceptRewrite bool
 	// MaxBackoff caps the random wait after a lost push (0: no cap beyond
-	// the default growth to 320 ms).
+	// the default growth).
 	MaxBackoff time.Duration
 	// Deadline overrides SyncDeadline (tests).
 	Deadline time.Duration

@@ -121,11 +121,10 @@ func (o *ObjectStore) readObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte
 // looks in the packs). go-git reads a loose object into a buffer that
 // grows as it inflates, and readObject copied it again; and orch writes
 // its objects as stored (uncompressed) deflate blocks, which need no
-// inflating at all: at 19,000 archived tasks, the 32 shard trees of 43 KB
-// that orch list consults cost more than the rest of the listing through
-// go-git, and still about 1 ms each through compress/zlib in a fresh
-// process. Stored blocks are copied out (with their Adler-32 checked);
-// anything else is inflated with compress/zlib.
+// inflating at all: the archive's shard trees that orch list consults cost
+// more than the rest of the listing through go-git, and compress/zlib in a
+// fresh process is slow to start. Stored blocks are copied out (with their
+// Adler-32 checked); anything else is inflated with compress/zlib.
 func (o *ObjectStore) readLoose(t plumbing.ObjectType, h plumbing.Hash) ([]byte, bool, error) {
 	data, err := os.ReadFile(o.loosePath(h))
 	if err != nil {
@@ -409,8 +408,8 @@ func (o *ObjectStore) writeStored(w io.Writer, hdr, data []byte) error {
 	sum := adler32.New()
 	sum.Write(hdr)
 	sum.Write(data)
-	// The zlib header: deflate, 32 KB window, "fastest" level, with the
-	// check bits that make it a multiple of 31.
+	// The zlib header: deflate, the largest window, the "fastest" level,
+	// with the check bits RFC 1950 asks for.
 	b := append(o.block[:0], 0x78, 0x01)
 	rest := len(hdr) + len(data)
 	for {

@@ -14,11 +14,10 @@ import (
 
 // batchReadMin is the number of blobs from which ReadBlobs asks one git
 // cat-file --batch for them. go-git resolves each deltified object in a
-// pack from its base chain again, unless the base is still in its object
-// cache (2 MB here, for the memory budget): building the state cache of
-// 10,000 tasks from a pack read blobs for 2.1 s, and of 100,000 for 35 s,
-// where git, with its delta base cache, reads those 100,000 in 5 s. Under
-// a few hundred blobs starting git costs more than it saves.
+// pack from its base chain again, unless the base is still in its small
+// object cache, where git, with its delta base cache, reads a whole pack's
+// blobs many times faster (bench/README.md). Under a few hundred blobs
+// starting git costs more than it saves.
 const batchReadMin = 500
 
 // ReadBlobs reads the blobs hs and calls fn with each one's content, or the

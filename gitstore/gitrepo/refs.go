@@ -20,8 +20,8 @@ import (
 
 // refLockTimeout is how long a ref update waits for a .lock file held by
 // another writer, unless core.filesRefLockTimeout says otherwise
-// (refLockWait). git itself waits 100 ms by default; orch waits longer
-// because an agent's command should ride out a person's git gc. A variable
+// (refLockWait). orch waits longer than git's own default because an
+// agent's command should ride out a person's git gc. A variable
 // only for the tests.
 var refLockTimeout = 5 * time.Second
 

@@ -81,8 +81,7 @@ func Read(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	// Sized from the file's length, as os.ReadFile does: io.ReadAll's
-	// doubling made twice the garbage (4.7 MB for list --json's 2.3 MB
-	// fields cache at 100,000 tasks).
+	// doubling makes twice the garbage.
 	var buf bytes.Buffer
 	if fi, err := f.Stat(); err == nil && fi.Size() < math.MaxInt32-bytes.MinRead {
 		buf.Grow(int(fi.Size()) + bytes.MinRead)

@@ -124,8 +124,8 @@ func (e *enc) strs(l []string) {
 }
 
 // dec reads the cache. Strings point into buf instead of being copied (buf
-// is never written after loading), which makes loading 10,000 summaries cost
-// a few allocations instead of a few hundred thousand.
+// is never written after loading), which makes loading the summaries cost
+// a few allocations instead of several per task.
 type dec struct {
 	buf []byte
 	pos int
@@ -690,7 +690,7 @@ func Start(path, ref string, mapped bool) *Loading {
 	// The directories' entries are decoded after the journal's changes
 	// to them are read, and with them: decoded first, a directory the
 	// journal changes was decoded twice, and the first copy left as
-	// garbage (4 MB at 100,000 tasks, enough to make list --json collect).
+	// garbage.
 	l.journal, l.j = c.replayDirs(JournalPath(path))
 	c.decodeDirEntries()
 	trace.Phase("  decode dirs")

@@ -1,8 +1,8 @@
 // Package statecache is orch's state cache: one file per state branch in
 // <git common dir>/orch/, holding what every command would otherwise
 // rebuild. It keeps the state branch's trees (for tree surgery without
-// reading a 10,000-entry tree), the summary of every task (for list and
-// claim without parsing 10,000 files) and the view's sync index (for
+// reading the whole tasks tree), the summary of every task (for list and
+// claim without parsing every file) and the view's sync index (for
 // reconciling the view with stat calls instead of reads). It is a pure
 // cache: a missing, stale or damaged file is detected (version, branch,
 // checksum) and the store rebuilds it from the branch and the view.
@@ -16,7 +16,7 @@
 // knows what changed. Inspect and Rebuild are orch doctor's.
 //
 // It owns the file format and the sets that answer lookups by path and by
-// id without building maps of 10,000 entries. It does not know what a task
+// id without building maps of every entry. It does not know what a task
 // file says (the store parses them into Summaries), what the view holds or
 // when a stat can be trusted (the store's reconcile decides), nor git
 // (gitrepo has the tree type).

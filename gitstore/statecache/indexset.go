@@ -33,13 +33,13 @@ func (ie *IndexEntry) MarkChanged() { ie.raw = nil }
 // Index is the view's sync index: the entries of the loaded base file,
 // in path order as it stores them, and those made since (by the journal's
 // replay or by this command) in a map. The reconcile looks up every file
-// of a directory in order, which walks the base instead of hashing 10,000
-// paths into a map at load and again at each lookup.
+// of a directory in order, which walks the base instead of hashing every
+// path into a map at load and again at each lookup.
 //
 // A base entry stays encoded in the file's bytes until Get gives it out:
 // the reconcile compares every entry's stat data once (through a cursor,
-// which decodes into scratch) and changes a few, and 100,000 decoded
-// entries held 18 MB of a list's heap for that one comparison.
+// which decodes into scratch) and changes a few, and decoding them all
+// held the heap for that one comparison.
 type Index struct {
 	base  []indexRec
 	buf   []byte                 // the base file's bytes, which base's offsets are into

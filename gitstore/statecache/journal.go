@@ -26,8 +26,8 @@ const (
 // journalLimit is the journal size at which the next save writes a base.
 func journalLimit(base int) int64 {
 	// Every load replays the whole journal, and a new base costs one write
-	// of the base's size: at a sixteenth, a 10,000-task cache is rewritten
-	// every few hundred commands and replay stays a small part of a load.
+	// of the base's size: at a sixteenth, the base is rewritten every few
+	// hundred commands and replay stays a small part of a load.
 	l := int64(base / 16)
 	if l < 64<<10 {
 		l = 64 << 10
@@ -438,6 +438,6 @@ func (c *Cache) flushOverlay(path string) {
 	out = append(out, ups[u:]...)
 	c.Dirs[path] = &gitrepo.Tree{Hash: ov.hash, Entries: out}
 	// The base's bytes no longer describe the directory; keeping them
-	// would keep the replaced tree too (100,000 entries: 4 MB).
+	// would keep the replaced tree too.
 	delete(c.rawDirs, path)
 }

@@ -39,9 +39,8 @@ type SummaryHeader struct {
 // after every other.
 const NoCreated = math.MaxInt64
 
-// CreatedKey is a creation time as a header keeps it: Unix nanoseconds (8
-// bytes where a time.Time takes 24, 1.6 MB of orch list --json's heap at
-// 100,000 tasks), clamped to the years 1678 to 2262 that they reach, and
+// CreatedKey is a creation time as a header keeps it: Unix nanoseconds (a
+// third of a time.Time), clamped to the years that they reach, and
 // NoCreated for the zero time.
 func CreatedKey(t time.Time) int64 {
 	switch sec := t.Unix(); {
@@ -73,8 +72,7 @@ func (h *SummaryHeader) Read(scratch *Summary) *Summary {
 	}
 	t := scratch.Task
 	*scratch = Summary{}
-	// The lists' arrays are the scratch's to fill again (a few MB of
-	// list --json's garbage at 100,000 tasks).
+	// The lists' arrays are the scratch's to fill again, not garbage.
 	scratch.Task.LockedOut, scratch.Task.WorkedBy, scratch.Task.GitHubReviews = t.LockedOut[:0], t.WorkedBy[:0], t.GitHubReviews[:0]
 	scratch.Task.DependsOn, scratch.Task.Labels = t.DependsOn[:0], t.Labels[:0]
 	if !r.decode(scratch) {
@@ -92,8 +90,8 @@ type Record struct {
 	SummaryHeader
 	s *Summary // decoded (or put) whole
 	// Its encoding in the loaded cache or journal (nil when put since),
-	// as a pointer and a length: a slice's capacity is 8 bytes more of
-	// each of 100,000 records (see raw).
+	// as a pointer and a length: a slice's capacity would be one word
+	// more in every record (see raw).
 	rawData *byte
 	rawLen  uint32
 	gone    bool // replaced or dropped since it was put
@@ -114,9 +112,9 @@ func newRecord(s *Summary) *Record {
 }
 
 // Blob is the task file's blob the summary was made from. A loaded record
-// reads it from its bytes, where it follows the path: kept beside the
-// header, it was 2.4 MB of a list's heap at 100,000 tasks, and only a
-// command that refreshes the summaries after the branch moved asks.
+// reads it from its bytes, where it follows the path, rather than keeping
+// it beside the header: only a command that refreshes the summaries after
+// the branch moved asks.
 func (r *Record) Blob() plumbing.Hash {
 	if r.s != nil {
 		return r.s.Blob

@@ -55,7 +55,7 @@ func (t *Task) from() source {
 // visit goes through the task object's keys, in order, each with its
 // value: the one list of them. The encoder, the names --json=FIELDS takes
 // and the task in docs/schema/ all come from it. The visitor is a concrete
-// type, so that writing 10,000 tasks calls no function through a value.
+// type, so that writing every task calls no function through a value.
 func (x source) visit(v *visitor) {
 	t := &x.sum.Task
 	v.text("id", t.ID)
@@ -261,7 +261,7 @@ func (t Task) MarshalJSON() ([]byte, error) { return t.AppendJSON(nil), nil }
 
 // AppendJSON writes the task object, cut to the keys of its mask, as
 // encoding/json would write its keys' values, without reflection: `orch
-// list --json` at 10,000 tasks spent most of its time in encoding/json.
+// list --json` spent most of its time in encoding/json.
 // A test checks the two agree byte for byte.
 func (t *Task) AppendJSON(b []byte) []byte {
 	v := visitor{b: append(b, '{'), keys: keyText, mask: t.mask}

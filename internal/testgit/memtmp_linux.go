@@ -11,7 +11,7 @@ import (
 
 // MemoryTempDir points TMPDIR (and so t.TempDir and testscript's work
 // directories) at a new directory in /dev/shm when the machine has that
-// memory file system with at least 2 GB free, and returns what removes it
+// memory file system with room to spare (memMinFree), and returns what removes it
 // and puts TMPDIR back. The tests' scratch repositories are tens of
 // thousands of small files made and deleted; on a disk file system that was
 // most of the suite's system time. ORCH_TEST_TMPDIR=disk keeps TMPDIR as it is. The e2e tests, which
@@ -25,7 +25,7 @@ func MemoryTempDir() (cleanup func()) {
 		return keep
 	}
 	var st syscall.Statfs_t
-	if err := syscall.Statfs("/dev/shm", &st); err != nil || uint64(st.Bavail)*uint64(st.Bsize) < 2<<30 {
+	if err := syscall.Statfs("/dev/shm", &st); err != nil || uint64(st.Bavail)*uint64(st.Bsize) < memMinFree {
 		return keep // none, or a small one (a container's 64 MB)
 	}
 	removeOrphans()
@@ -56,3 +56,6 @@ func removeOrphans() {
 		}
 	}
 }
+
+// memMinFree is the room /dev/shm must have for the tests' repositories.
+const memMinFree = 2 << 30
