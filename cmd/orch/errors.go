@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/doctor"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
@@ -35,7 +36,7 @@ var exitCodes = []struct {
 }{
 	{exitOK, "success"},
 	{exitFailure, "failure: a broken file, a git error, orch not set up"},
-	{exitUsage, "usage: bad flags or arguments, an ambiguous task prefix"},
+	{exitUsage, "usage: bad flags or arguments, an ambiguous task prefix, a mistake in config.yaml"},
 	{exitNotFound, "not found: no such task, or nothing to claim"},
 	{exitRefused, "refused by a rule: illegal transition, lockout, authority, invalid refusal, submit guard"},
 	{exitConflict, "conflict: a hand edit in conflict, a lock or race that could not be resolved"},
@@ -66,6 +67,7 @@ func classify(err error) classified {
 		notInit   *workflow.NotInitializedError
 		invalid   *workflow.InvalidFileError
 		parse     *taskfile.ParseError
+		cfg       *config.Error
 		edit      *taskfile.EditError
 		notRepo   *gitrepo.ErrNotRepo
 		checked   *gitstore.ErrCheckedOut
@@ -143,6 +145,8 @@ func classify(err error) classified {
 		return classified{exitFailure, "not_initialized", notInit.Error(), "run: orch init (or orch init --example for a sample queue)", nil}
 	case errors.As(err, &invalid):
 		return classified{exitFailure, "invalid_file", invalid.Error(), "fix the file at the line shown; orch check lists every problem", nil}
+	case errors.As(err, &cfg): // before parse: it is one
+		return classified{exitUsage, "invalid_config", cfg.Error(), "fix config.yaml at the line shown (orch edit config, or edit .orchestrator/config.yaml and run orch check)", nil}
 	case errors.As(err, &parse):
 		return classified{exitFailure, "invalid_file", parse.Error(), "fix the file at the line shown; orch check lists every problem", nil}
 	case errors.As(err, &edit):
