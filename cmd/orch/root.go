@@ -50,6 +50,7 @@ type globalOptions struct {
 	kind        verbKind      // how the command runs (runner.go)
 	optimistic  bool          // a read or transition body is running: it may run twice
 	stdinText   []byte        // what -F - (or another "-" input) read, kept if the command fails
+	dryRun      bool          // a transition's --dry-run: it changes nothing, housekeeping included
 }
 
 // privDir is the repository's private state directory, "" outside a
