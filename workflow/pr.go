@@ -182,6 +182,13 @@ func PollPRs(opts Options) (*PRPoll, error) {
 	if len(targets) == 0 {
 		return out, nil
 	}
+	if repoCfg == "" && opts.HoldPolicyEdits {
+		// orch run's poll (its engine holds policy edits: see Options):
+		// run.poll_prs polls only with github.repo set, so that a queue
+		// that never named GitHub hears nothing of gh. A person's orch pr
+		// poll still asks gh repo view.
+		return out, nil
+	}
 	gh := ghreview.New(dir)
 	repo, err := gh.Repo(repoCfg)
 	if err != nil {
