@@ -185,6 +185,9 @@ func walkNode(file string, n *yaml.Node, t reflect.Type, prefix string) error {
 			return &taskfile.ParseError{Path: file, Line: k.Line, Msg: msg}
 		}
 		ft := f.Type
+		if msg := kindMismatch(ft, val); msg != "" {
+			return &taskfile.ParseError{Path: file, Line: val.Line, Msg: prefix + k.Value + " " + msg}
+		}
 		switch {
 		case ft.Kind() == reflect.Struct && ft != durationType:
 			if err := walkNode(file, val, ft, prefix+k.Value+"."); err != nil {
@@ -250,4 +253,58 @@ func shortDuration(d Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// kindMismatch says, in config.yaml's words, how a value is not of its
+// key's type ("" when its shape is right; the decoder checks the rest, and
+// a value's own type, a duration or a size, says what is wrong with it).
+func kindMismatch(t reflect.Type, n *yaml.Node) string {
+	if n.Kind == yaml.AliasNode || n.Tag == "!!null" {
+		return ""
+	}
+	kind := map[yaml.Kind]string{yaml.MappingNode: "a mapping (key: value)", yaml.SequenceNode: "a list", yaml.ScalarNode: "a single value"}[n.Kind]
+	want := ""
+	switch {
+	case t == exitCodesType || t == reviewersType:
+		return ""
+	case t.Kind() == reflect.Struct && t != durationType:
+		if n.Kind != yaml.MappingNode {
+			want = "a mapping of its keys (key: value, one a line)"
+		}
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			want = "a " + typeText(t) + ": [a, b] or one \"- item\" a line"
+			if t.Elem().Kind() == reflect.Struct {
+				want = "a list of entries: one \"- {name: ..., ...}\" a line"
+			}
+		}
+	default:
+		if n.Kind != yaml.ScalarNode {
+			return "must be " + withArticle(typeText(t)) + ", not " + kind
+		}
+		switch typeText(t) {
+		case "integer":
+			var i int
+			if n.Decode(&i) != nil {
+				return fmt.Sprintf("must be a whole number, not %q", n.Value)
+			}
+		case "boolean":
+			var b bool
+			if n.Decode(&b) != nil {
+				return fmt.Sprintf("must be true or false, not %q", n.Value)
+			}
+		}
+	}
+	if want == "" {
+		return ""
+	}
+	return "must be " + want + ", not " + kind
+}
+
+// withArticle is "a string", "an integer".
+func withArticle(noun string) string {
+	if strings.IndexByte("aeiou", noun[0]) >= 0 {
+		return "an " + noun
+	}
+	return "a " + noun
 }

@@ -55,6 +55,12 @@ func TestUnknownKeyDidYouMean(t *testing.T) {
 		{"land:\n  mod: local\n", "did you mean land.mode?"},
 		{"run:\n  agents:\n    - {name: a, cmd: x, harnes: claude}\n", "config.yaml:3: run.agents[].harnes is not a key of config.yaml: did you mean run.agents[].harness?"},
 		{"run:\n  zzzzzzzzzz: 1\n", "run.zzzzzzzzzz is not a key of config.yaml (run holds agents, reviewers,"},
+		{"run:\n  agents: {name: a}\n", "config.yaml:2: run.agents must be a list of entries: one \"- {name: ..., ...}\" a line, not a mapping"},
+		{"review:\n  max_rejections: abc\n", "config.yaml:2: review.max_rejections must be a whole number, not \"abc\""},
+		{"land:\n  push: maybe\n", "config.yaml:2: land.push must be true or false, not \"maybe\""},
+		{"humans: bob\n", "config.yaml:1: humans must be a list of strings: [a, b] or one \"- item\" a line, not a single value"},
+		{"review: 3\n", "config.yaml:1: review must be a mapping of its keys"},
+		{"review:\n  max_rejections: [1]\n", "config.yaml:2: review.max_rejections must be an integer, not a list"},
 	} {
 		_, err := Parse(".orchestrator/config.yaml", []byte(c.yaml))
 		if err == nil {
