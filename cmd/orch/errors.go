@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -143,6 +144,8 @@ func classify(err error) classified {
 		return classified{exitConflict, "race", err.Error(), "run the command again", nil}
 	case errors.As(err, &notInit):
 		return classified{exitFailure, "not_initialized", notInit.Error(), "run: orch init (or orch init --example for a sample queue)", nil}
+	case errors.As(err, &invalid) && configProblems(invalid):
+		return classified{exitUsage, "invalid_config", invalid.Error(), "fix config.yaml at the line shown (orch edit config, or edit .orchestrator/config.yaml and run orch check)", nil}
 	case errors.As(err, &invalid):
 		return classified{exitFailure, "invalid_file", invalid.Error(), "fix the file at the line shown; orch check lists every problem", nil}
 	case errors.As(err, &cfg): // before parse: it is one
@@ -177,6 +180,18 @@ func classify(err error) classified {
 		return classified{exitUsage, "usage", msg, "orch --help lists the verbs", nil}
 	}
 	return classified{exitFailure, "failure", msg, "", nil}
+}
+
+// configProblems reports whether every problem of an invalid file is one
+// of config.yaml's: a person's mistake there is a usage error, as
+// config.Error is.
+func configProblems(e *workflow.InvalidFileError) bool {
+	for _, p := range e.Problems {
+		if filepath.Base(p.Path) != gitstore.ConfigFile {
+			return false
+		}
+	}
+	return len(e.Problems) > 0
 }
 
 // reportError prints the error (as the JSON envelope with --json) and
