@@ -19,27 +19,27 @@ import (
 type Config struct {
 	// Format is the repository format the state branch needs (absent: 1).
 	// An orch that does not know it reads but never writes (Unknown).
-	Format       int      `yaml:"format" json:"format"`
-	BaseBranch   string   `yaml:"base_branch" json:"base_branch"`
-	BranchPrefix string   `yaml:"branch_prefix" json:"branch_prefix"`
-	ClaimTimeout Duration `yaml:"claim_timeout" json:"claim_timeout"`
+	Format       int      `yaml:"format" json:"format" doc:"the repository format: what every orch that writes here must know; an orch that does not know it reads but never writes" default:"1 (orch init writes 3)"`
+	BaseBranch   string   `yaml:"base_branch" json:"base_branch" doc:"task branches start from here (a task may set its own base_branch)" default:"the branch checked out at orch init, else main"`
+	BranchPrefix string   `yaml:"branch_prefix" json:"branch_prefix" doc:"task branches are <prefix><id>-<slug>"`
+	ClaimTimeout Duration `yaml:"claim_timeout" json:"claim_timeout" doc:"a claim is a lease this long, renewed by orch heartbeat and orch respond; once it runs out the next claim takes the task over"`
 	// ClaimArbiter decides a claim across machines (workflow/claimrefs.go):
 	// ArbiterClaimRef or ArbiterStateBranch; absent, the format's default
 	// (DefaultArbiter).
-	ClaimArbiter string `yaml:"claim_arbiter" json:"claim_arbiter"`
+	ClaimArbiter string `yaml:"claim_arbiter" json:"claim_arbiter" doc:"who decides claim --sync across machines: claim_ref answers once the task's claim ref is won (one push); state_branch once the remote's state branch holds the claim" default:"claim_ref from format 2, else state_branch"`
 	// ArchiveAfter is how long a finished task stays among the tasks
 	// before it moves to the archive (0: only orch archive moves it).
-	ArchiveAfter Duration `yaml:"archive_after" json:"archive_after"`
-	IDPrefix     string   `yaml:"id_prefix" json:"id_prefix"`
-	DefaultRole  string   `yaml:"default_role" json:"default_role"`
+	ArchiveAfter Duration `yaml:"archive_after" json:"archive_after" doc:"a done, failed or superseded task finished this long ago moves to the archive (show, log, list --all and reopen still find it); 0: only orch archive moves it"`
+	IDPrefix     string   `yaml:"id_prefix" json:"id_prefix" doc:"task IDs are <prefix>-xxxxxx"`
+	DefaultRole  string   `yaml:"default_role" json:"default_role" doc:"the role of tasks made without --role, and of agents not in the roster"`
 	// WorktreeDir holds the tasks' worktrees (relative to the main
 	// worktree); empty: beside the main worktree.
-	WorktreeDir string  `yaml:"worktree_dir" json:"worktree_dir"`
+	WorktreeDir string  `yaml:"worktree_dir" json:"worktree_dir" doc:"where orch worktree and claim --worktree put task worktrees, relative to the main worktree; empty: beside it, as <repo>-<id>"`
 	Review      Review  `yaml:"review" json:"review"`
-	Agents      []Agent `yaml:"agents" json:"agents"`
+	Agents      []Agent `yaml:"agents" json:"agents" doc:"the roster: who is an agent, and the roles it claims (each entry name and roles)"`
 	// Humans names the people (docs/design.md §5.1); when empty, every actor that
 	// is not an agent is a human.
-	Humans []string `yaml:"humans" json:"humans"`
+	Humans []string `yaml:"humans" json:"humans" doc:"the people; empty: everyone who is not an agent (ORCH_AGENT set, or in agents)"`
 	GitHub GitHub   `yaml:"github" json:"github"`
 	// Run is what orch run starts (runconfig.go).
 	Run Run `yaml:"run" json:"run"`
@@ -49,15 +49,15 @@ type Config struct {
 
 // Review holds the review and rejection policies.
 type Review struct {
-	MaxRejections int   `yaml:"max_rejections" json:"max_rejections"`
-	MaxNoProgress int   `yaml:"max_no_progress" json:"max_no_progress"`
-	Lockout       *bool `yaml:"lockout" json:"lockout"`
+	MaxRejections int   `yaml:"max_rejections" json:"max_rejections" doc:"the Nth rejection escalates the task instead"`
+	MaxNoProgress int   `yaml:"max_no_progress" json:"max_no_progress" doc:"structured reviews: rounds in a row that resolved no blocking issue before the task escalates"`
+	Lockout       *bool `yaml:"lockout" json:"lockout" doc:"the agent whose work was rejected may not claim that task again" default:"true"`
 	// Reviewers names who reviews among agents (empty: anyone), each
 	// entry a name or a name scoped to roles and labels (see Reviewer).
-	Reviewers Reviewers `yaml:"reviewers" json:"reviewers"`
+	Reviewers Reviewers `yaml:"reviewers" json:"reviewers" doc:"empty: anyone may review; else only these agents (humans always may); an entry {name, roles, labels} reviews only tasks of those roles or labels"`
 	// Check runs in the task's worktree after a submit, before any
 	// reviewer claims it (orch run); red rejects it with the output.
-	Check string `yaml:"check" json:"check"`
+	Check string `yaml:"check" json:"check" doc:"orch run: a command run in the task's worktree after a submit, before any review; red sends the work back (counts toward land.max_failures); empty: none"`
 }
 
 // LockoutOn reports whether rejected authors are locked out (default on).
@@ -65,13 +65,13 @@ func (r Review) LockoutOn() bool { return r.Lockout == nil || *r.Lockout }
 
 // Agent is one entry of the optional roster.
 type Agent struct {
-	Name  string   `yaml:"name" json:"name"`
-	Roles []string `yaml:"roles" json:"roles"`
+	Name  string   `yaml:"name" json:"name" doc:"the agent's name (its ORCH_AGENT)"`
+	Roles []string `yaml:"roles" json:"roles" doc:"the roles of the tasks it claims"`
 }
 
 // GitHub configures the read-only PR polling.
 type GitHub struct {
-	Repo string `yaml:"repo" json:"repo"`
+	Repo string `yaml:"repo" json:"repo" doc:"owner/name of the GitHub repository for orch pr; empty: ask gh repo view"`
 }
 
 // Duration is a time.Duration written as "2h", "90m" or "1d".
@@ -184,12 +184,12 @@ func Default() *Config {
 // default and what it does.
 const DefaultYAML = `# orch configuration. This file lives on the state branch; edit it in
 # .orchestrator/config.yaml (or with "orch edit config") and orch commits it.
-format: 3                  # the repository format: an orch that does not know it never writes here
+format: 3                  # the repository format: an orch that does not know it never writes
 base_branch: main          # task branches start from here
 branch_prefix: task/       # task branches are <prefix><id>-<slug>
-claim_timeout: 2h          # a claim is a lease this long, renewed by orch heartbeat and orch respond
-claim_arbiter: claim_ref   # claim --sync across machines: answered once the task's claim ref is won
-                           # (one push); state_branch: once the remote's state branch holds the claim
+claim_timeout: 2h          # a claim is a lease this long, renewed by orch heartbeat and respond
+claim_arbiter: claim_ref   # claim --sync across machines: answered once the claim ref is won
+                           # (one push); state_branch: once the remote's state branch has it
 archive_after: 30d         # a done, failed or superseded task this old moves to the archive
                            # (show, log, list --all and reopen still find it); 0: never
 id_prefix: T               # task ids are <prefix>-xxxxxx
@@ -203,9 +203,12 @@ review:
   check: ""                # orch run: run in the task's worktree after a submit, before any review;
                            # red sends it back (counts toward land.max_failures); empty: none
   reviewers: []            # empty: anyone may review; else only these agents (humans always may);
-                           # an entry {name: qa, roles: [...], labels: [...]} reviews only tasks of those
-agents: []                 # optional roster: {name, roles: [...]}; an agent claims only tasks of its roles
-humans: []                 # optional: the people; empty: everyone not an agent (ORCH_AGENT set, or in agents) is a human
+                           # an entry {name: qa, roles: [...], labels: [...]} reviews only tasks
+                           # of those roles or labels
+agents: []                 # optional roster: {name, roles: [...]}; an agent claims only tasks of
+                           # its roles
+humans: []                 # optional: the people; empty: everyone not an agent (ORCH_AGENT set,
+                           # or in agents) is a human
 github:
   repo: ""                 # owner/name; empty: ask "gh repo view"
 land:
@@ -213,7 +216,7 @@ land:
                            # means done and a person merges; github: gh pr merge
   strategy: merge          # merge (--no-ff, the commit names the task) | squash | rebase
   check: ""                # run on the merged result before the base branch moves; empty: none
-  check_timeout: 20m
+  check_timeout: 20m       # the longest the check may run
   batch: 1                 # > 1: merge up to N in order, check once, bisect on red
   max_failures: 3          # landing failures (conflict, red check) before the task escalates
   push: false              # true: the push of the base branch to origin is the commit point
@@ -222,9 +225,25 @@ land:
 
 var cfgLineRE = lazyregexp.New(`line (\d+): (.*)`)
 
+// Error is a mistake in config.yaml, at a line of it: a person's to fix,
+// as a usage error is.
+type Error struct{ *taskfile.ParseError }
+
+// Unwrap gives the ParseError, which names the file and the line.
+func (e *Error) Unwrap() error { return e.ParseError }
+
 // Parse reads config.yaml. Unknown keys are errors: a misspelt setting
-// silently ignored is worse than a refusal.
+// silently ignored is worse than a refusal. Every error is an *Error.
 func Parse(path string, data []byte) (*Config, error) {
+	c, err := parse(path, data)
+	var pe *taskfile.ParseError
+	if err != nil && errors.As(err, &pe) {
+		return nil, &Error{pe}
+	}
+	return c, err
+}
+
+func parse(path string, data []byte) (*Config, error) {
 	cfg := Default()
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cfg, nil
@@ -243,6 +262,9 @@ func Parse(path string, data []byte) (*Config, error) {
 			cfg.ClaimArbiter = DefaultArbiter(cfg.Format)
 		}
 		return cfg, nil
+	}
+	if err := checkKeys(path, data); err != nil {
+		return nil, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

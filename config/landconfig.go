@@ -13,22 +13,22 @@ import (
 // it here, through git's own merge and the check; github merges the task's
 // pull request with gh.
 type Land struct {
-	Mode     string `yaml:"mode" json:"mode"`
-	Strategy string `yaml:"strategy" json:"strategy"`
+	Mode     string `yaml:"mode" json:"mode" doc:"off: approval is the end and a person merges; local: approved work lands on base_branch (orch land, orch run); github: gh pr merge" default:"off (orch init writes local)"`
+	Strategy string `yaml:"strategy" json:"strategy" doc:"merge (--no-ff, the commit names the task), squash or rebase"`
 	// Check runs on the merged result, in a scratch worktree, before the
 	// base branch moves ("" : no check), for at most CheckTimeout.
-	Check        string   `yaml:"check" json:"check"`
-	CheckTimeout Duration `yaml:"check_timeout" json:"check_timeout"`
+	Check        string   `yaml:"check" json:"check" doc:"a command run on the merged result, in a scratch worktree, before the base branch moves; empty: none"`
+	CheckTimeout Duration `yaml:"check_timeout" json:"check_timeout" doc:"the longest land.check may run"`
 	// Batch > 1 merges up to that many approved tasks onto one candidate,
 	// checks it once, and bisects on red.
-	Batch int `yaml:"batch" json:"batch"`
+	Batch int `yaml:"batch" json:"batch" doc:"> 1: merge up to that many approved tasks in order, check once, bisect on red"`
 	// MaxFailures landing failures (conflicts, red checks, review.check
 	// failures) escalate the task.
-	MaxFailures int `yaml:"max_failures" json:"max_failures"`
+	MaxFailures int `yaml:"max_failures" json:"max_failures" doc:"landing failures (a conflict, a red check, a red review.check) before the task escalates"`
 	// Push: the push of the base branch to the remote is the commit point
 	// (orch run --sync implies it).
-	Push         bool  `yaml:"push" json:"push"`
-	DeleteBranch *bool `yaml:"delete_branch" json:"delete_branch"`
+	Push         bool  `yaml:"push" json:"push" doc:"true: the push of the base branch to origin is the commit point (orch run --sync implies it)"`
+	DeleteBranch *bool `yaml:"delete_branch" json:"delete_branch" doc:"a landed task's branch (and its clean worktree) is deleted" default:"true"`
 }
 
 // Landing modes and strategies.

@@ -18,33 +18,33 @@ import (
 // orch run starts, one slot each, and how it watches them. It is
 // human-owned like the rest of config.yaml: agents cannot change what runs.
 type Run struct {
-	Agents    []RunSlot `yaml:"agents" json:"agents"`
-	Reviewers []RunSlot `yaml:"reviewers" json:"reviewers"`
+	Agents    []RunSlot `yaml:"agents" json:"agents" doc:"the implementers orch run starts, one slot (one actor) each"`
+	Reviewers []RunSlot `yaml:"reviewers" json:"reviewers" doc:"the reviewers orch run starts, one slot each"`
 	// TaskTimeout (wall clock) and StallTimeout (no output) end an agent's
 	// process group: SIGTERM, then SIGKILL after KillGrace.
-	TaskTimeout  Duration `yaml:"task_timeout" json:"task_timeout"`
-	StallTimeout Duration `yaml:"stall_timeout" json:"stall_timeout"`
-	KillGrace    Duration `yaml:"kill_grace" json:"kill_grace"`
+	TaskTimeout  Duration `yaml:"task_timeout" json:"task_timeout" doc:"an agent's run is ended after this long (SIGTERM, then SIGKILL after kill_grace)"`
+	StallTimeout Duration `yaml:"stall_timeout" json:"stall_timeout" doc:"an agent's run that printed nothing for this long is ended"`
+	KillGrace    Duration `yaml:"kill_grace" json:"kill_grace" doc:"how long an ended run has between SIGTERM and SIGKILL"`
 	// MaxProvisional > 0 stops claiming while that many submissions wait
 	// for review.
-	MaxProvisional int `yaml:"max_provisional" json:"max_provisional"`
+	MaxProvisional int `yaml:"max_provisional" json:"max_provisional" doc:"> 0: stop claiming while that many submissions wait for review; 0: no limit"`
 	// MaxCrashes exits without a transition, in a row, escalate a task.
-	MaxCrashes int `yaml:"max_crashes" json:"max_crashes"`
+	MaxCrashes int `yaml:"max_crashes" json:"max_crashes" doc:"runs in a row that exit without a transition before the task escalates"`
 	// PollPRs runs orch pr poll that often when github.repo is set.
-	PollPRs Duration `yaml:"poll_prs" json:"poll_prs"`
+	PollPRs Duration `yaml:"poll_prs" json:"poll_prs" doc:"how often orch run runs orch pr poll when github.repo is set"`
 	// Backoff is a rate-limited slot's first wait when its agent's output
 	// gives no reset time; it doubles each time, up to 64 times as long.
-	Backoff Duration `yaml:"backoff" json:"backoff"`
+	Backoff Duration `yaml:"backoff" json:"backoff" doc:"a rate-limited slot's first wait when its agent gives no reset time; it doubles each time, up to 64 times as long"`
 	// MaxWait caps every wait for a rate limit's reset, whatever time the
 	// agent's output names (a reset in 2099 is not a wait).
-	MaxWait Duration `yaml:"max_wait" json:"max_wait"`
+	MaxWait Duration `yaml:"max_wait" json:"max_wait" doc:"the longest wait for a rate limit's reset, whatever time the agent names"`
 	// MaxLog caps one run's log: past it, the head and the newest output
 	// are kept, and the cut is marked.
-	MaxLog ByteSize `yaml:"max_log" json:"max_log"`
+	MaxLog ByteSize `yaml:"max_log" json:"max_log" doc:"the largest log of one run: past it the head and the newest output are kept, and the cut is marked"`
 	// Allow is what an agent may run without asking, one command prefix
 	// each ("git", "orch", "go test"), translated to each harness's flags
 	// (Harness.Command). nil: DefaultAllow.
-	Allow []string `yaml:"allow" json:"allow"`
+	Allow []string `yaml:"allow" json:"allow" doc:"what an agent may run without asking, one command prefix each (git, orch, go test), given to each harness in its own flags" default:"[git, orch]"`
 }
 
 // AllowList is run.allow, or DefaultAllow when it says none.
@@ -101,24 +101,24 @@ func (b ByteSize) String() string {
 
 // RunSlot is one agent or reviewer of run:.
 type RunSlot struct {
-	Name string `yaml:"name" json:"name"`
+	Name string `yaml:"name" json:"name" doc:"the slot's name: the actor it claims and reviews as"`
 	// Cmd runs under sh -c in the task's worktree, the prompt on stdin.
-	Cmd string `yaml:"cmd" json:"cmd"`
+	Cmd string `yaml:"cmd" json:"cmd" doc:"the command, run by sh -c in the task's worktree with the prompt on stdin (or a harness)"`
 	// Harness names a preset (Harnesses) that fills Cmd and RateLimit
 	// when they are not given.
-	Harness string `yaml:"harness" json:"harness,omitempty"`
+	Harness string `yaml:"harness" json:"harness,omitempty" doc:"a preset that fills cmd and rate_limit: claude, codex, aider, gemini or opencode"`
 	// Account groups slots that share a rate limit (as Harness does).
-	Account string `yaml:"account" json:"account,omitempty"`
+	Account string `yaml:"account" json:"account,omitempty" doc:"slots with one account share a rate limit (as one harness does)"`
 	// Roles: an agent claims tasks of these roles (as in the roster); a
 	// reviewer reviews only tasks of these roles or Labels (as a scoped
 	// entry of review.reviewers).
-	Roles  []string `yaml:"roles" json:"roles,omitempty"`
-	Labels []string `yaml:"labels" json:"labels,omitempty"`
+	Roles  []string `yaml:"roles" json:"roles,omitempty" doc:"an agent claims tasks of these roles; a reviewer reviews only tasks of these roles (or labels)"`
+	Labels []string `yaml:"labels" json:"labels,omitempty" doc:"a reviewer reviews only tasks of these labels (or roles)"`
 	// RateLimit is a regular expression: a line of output that matches it
 	// means the agent was rate limited; so does an exit code in
 	// RateLimitExit.
-	RateLimit     string    `yaml:"rate_limit" json:"rate_limit,omitempty"`
-	RateLimitExit ExitCodes `yaml:"rate_limit_exit" json:"rate_limit_exit,omitempty"`
+	RateLimit     string    `yaml:"rate_limit" json:"rate_limit,omitempty" doc:"a regular expression: a line of output that matches it means the agent was rate limited"`
+	RateLimitExit ExitCodes `yaml:"rate_limit_exit" json:"rate_limit_exit,omitempty" doc:"exit codes that mean the agent was rate limited"`
 
 	line int
 }

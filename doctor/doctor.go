@@ -581,6 +581,15 @@ func (d *diagnosis) checkView() {
 	if broken > 0 {
 		hint += fmt.Sprintf("; %d file(s) cannot be committed until fixed (orch check shows where)", broken)
 	}
+	if broken == len(items) {
+		// Only files that do not parse: --fix has nothing to do (it never
+		// guesses what a person meant), so the hint says what does.
+		what := "a file that does not parse: fix it"
+		if broken > 1 {
+			what = fmt.Sprintf("%d files that do not parse: fix them", broken)
+		}
+		hint = "orch doctor --fix cannot repair " + what + " at the line shown (orch check shows where), then run orch doctor again"
+	}
 	var list []string
 	if len(items) > 1 {
 		list = items

@@ -28,6 +28,7 @@ const (
 	TrailerDecision   = "Orch-Decision"    // decide
 	TrailerCreated    = "Orch-Created"     // decide: the tasks it created, space-separated
 	TrailerArchived   = "Orch-Archived"    // archive_after: the tasks a batch moved to the archive, space-separated
+	TrailerTasks      = "Orch-Tasks"       // a verb on several tasks at once (Engine.Batch): the tasks, space-separated
 	TrailerVerb       = "Orch-Verb"        // authority.refused: the verb refused
 	TrailerRemote     = "Orch-Remote"      // sync: the remote merged
 	TrailerVia        = "Orch-Via"         // orch run: a step the coordinator took for an agent's run

@@ -31,6 +31,8 @@ mkdir "$WORK/repo" && cd "$WORK/repo"
 git init -q && echo "# Sketch app" > README.md && git add README.md && git commit -qm "Initial commit"
 run orch init --example
 run orch list
+echo "(The example is seeded with tasks in every queue: T-1qzk7w is escalated, rejected three times,"
+echo " and T-8rjy5d blocked by an agent's refusal, on purpose: they wait for a person to decide.)"
 
 step "The human in charge adds a task"
 ID=$(orch new "Add a dark mode toggle" --priority critical --body "## Context
@@ -128,6 +130,8 @@ YAML
 run orch check
 PATH="$(dirname "$BIN"):$PATH" run orch run --until-idle
 run orch list
+step "What waits for a person: the seeded escalation (T-1qzk7w) and refusal (T-8rjy5d), and agent-a's refused approval"
+run orch inbox
 step "Every approved task landed on main, each through a checked merge"
 run git log --oneline --first-parent -8 main
 run git status --short

@@ -45,75 +45,31 @@ func (e *Engine) transitionAny(id string, verb Action, fn func(t *Task) (*change
 }
 
 func (e *Engine) apply(id string, verb Action, checkQueue bool, fn func(t *Task) (*change, error)) (*Result, error) {
+	if e.batching != nil {
+		// Engine.Batch gathers the verb's change, to make it with the
+		// others in one commit.
+		*e.batching = append(*e.batching, pendingChange{id: id, verb: verb, checkQueue: checkQueue, fn: fn})
+		return &Result{}, nil
+	}
 	if err := e.RequireInit(); err != nil {
 		return nil, err
 	}
 	var res Result
 	h, err := e.Store.Update(func(snap *gitstore.Snapshot) (*gitstore.CommitRequest, error) {
-		s := e.Store.SummaryByID(id)
-		archived := false
-		if s == nil {
-			// Reopen is the one verb that takes a task from the archive:
-			// its file goes back among the tasks in the same commit.
-			a, err := e.ArchivedByID(id)
-			switch {
-			case err != nil:
-				return nil, err
-			case a != nil && verb == ActionReopen:
-				s, archived = a, true
-			case a != nil:
-				return nil, &ArchivedError{Task: a, Next: Next{Advice: AdviseArchived, Task: id}}
-			default:
-				return nil, &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
-			}
-		}
-		c, from, to, err := e.step(s, e.Load, verb, checkQueue, fn)
-		if err != nil || c == nil {
+		built, err := e.build(snap, nil, pendingChange{id: id, verb: verb, checkQueue: checkQueue, fn: fn})
+		if err != nil || built == nil {
 			return nil, err
 		}
-		changes := []gitstore.Change{}
-		if c.file != nil {
-			path := s.Path
-			if archived {
-				path = gitstore.UnarchivedPath(s.Path)
-				changes = append(changes, gitstore.Change{Path: s.Path, Delete: true})
-			}
-			changes = append(changes, gitstore.Change{Path: path, Data: c.file.Src})
-		}
-		changes = append(changes, c.extra...)
-		ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: verb, Actor: e.Actor}
-		if to != from {
-			ev.From, ev.To = from, to
-		}
-		evc, err := e.eventChange(snap, ev, c.data)
-		if err != nil {
-			return nil, err
-		}
-		changes = append(changes, evc)
-		var createdIDs []string
-		for _, ct := range c.created {
-			nev := Event{Time: ev.Time, Task: ct.ID, Action: ActionNew, To: taskfile.Incoming, Actor: e.Actor}
-			rd := &mergedSnapshot{Snapshot: snap, changes: changes}
-			evn, err := e.eventChange(rd, nev, &NewData{Title: ct.Title, From: id, By: verb})
-			if err != nil {
-				return nil, err
-			}
-			changes = mergeChange(changes, evn)
-			createdIDs = append(createdIDs, ct.ID)
-		}
-		if len(createdIDs) > 0 {
-			c.trailers.Add(gitstore.TrailerCreated, strings.Join(createdIDs, " "))
-		}
-		res.From, res.To = from, to
-		msgFrom, msgTo := from, to
-		if from == to {
+		res.From, res.To = built.from, built.to
+		msgFrom, msgTo := built.from, built.to
+		if built.from == built.to {
 			msgFrom, msgTo = "", ""
 		}
 		return &gitstore.CommitRequest{
-			Changes:   changes,
-			Message:   commitMessage(id, verb, msgFrom, msgTo, e.Actor, c.body, c.trailers),
+			Changes:   built.changes,
+			Message:   commitMessage(id, verb, msgFrom, msgTo, e.Actor, built.c.body, built.c.trailers),
 			Author:    e.Signature(),
-			BeforeRef: c.beforeRef,
+			BeforeRef: built.c.beforeRef,
 		}, nil
 	})
 	if err != nil {
@@ -122,6 +78,85 @@ func (e *Engine) apply(id string, verb Action, checkQueue bool, fn func(t *Task)
 	res.Commit = h
 	res.Task = e.Store.SummaryByID(id)
 	return &res, nil
+}
+
+// pendingChange is a verb's change to one task, not yet made.
+type pendingChange struct {
+	id         string
+	verb       Action
+	checkQueue bool
+	fn         func(t *Task) (*change, error)
+}
+
+// builtChange is a pendingChange made into the changes of a commit.
+type builtChange struct {
+	c        *change
+	from, to taskfile.Queue
+	changes  []gitstore.Change // prior's, and this task's after them
+}
+
+// build runs the rules of p on the task as snap, with the changes prior
+// of the same commit made, holds it, and returns the changes of the
+// commit with this task's added (nil: the verb has nothing to do).
+func (e *Engine) build(snap *gitstore.Snapshot, prior []gitstore.Change, p pendingChange) (*builtChange, error) {
+	id, verb := p.id, p.verb
+	s := e.Store.SummaryByID(id)
+	archived := false
+	if s == nil {
+		// Reopen is the one verb that takes a task from the archive:
+		// its file goes back among the tasks in the same commit.
+		a, err := e.ArchivedByID(id)
+		switch {
+		case err != nil:
+			return nil, err
+		case a != nil && verb == ActionReopen:
+			s, archived = a, true
+		case a != nil:
+			return nil, &ArchivedError{Task: a, Next: Next{Advice: AdviseArchived, Task: id}}
+		default:
+			return nil, &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
+		}
+	}
+	c, from, to, err := e.step(s, e.Load, verb, p.checkQueue, p.fn)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	changes := append([]gitstore.Change{}, prior...)
+	if c.file != nil {
+		path := s.Path
+		if archived {
+			path = gitstore.UnarchivedPath(s.Path)
+			changes = mergeChange(changes, gitstore.Change{Path: s.Path, Delete: true})
+		}
+		changes = mergeChange(changes, gitstore.Change{Path: path, Data: c.file.Src})
+	}
+	for _, x := range c.extra {
+		changes = mergeChange(changes, x)
+	}
+	ev := Event{Time: taskfile.FormatTime(e.Now()), Task: id, Action: verb, Actor: e.Actor}
+	if to != from {
+		ev.From, ev.To = from, to
+	}
+	evc, err := e.eventChange(&mergedSnapshot{Snapshot: snap, changes: changes}, ev, c.data)
+	if err != nil {
+		return nil, err
+	}
+	changes = mergeChange(changes, evc)
+	var createdIDs []string
+	for _, ct := range c.created {
+		nev := Event{Time: ev.Time, Task: ct.ID, Action: ActionNew, To: taskfile.Incoming, Actor: e.Actor}
+		rd := &mergedSnapshot{Snapshot: snap, changes: changes}
+		evn, err := e.eventChange(rd, nev, &NewData{Title: ct.Title, From: id, By: verb})
+		if err != nil {
+			return nil, err
+		}
+		changes = mergeChange(changes, evn)
+		createdIDs = append(createdIDs, ct.ID)
+	}
+	if len(createdIDs) > 0 {
+		c.trailers.Add(gitstore.TrailerCreated, strings.Join(createdIDs, " "))
+	}
+	return &builtChange{c: c, from: from, to: to, changes: changes}, nil
 }
 
 // step is the rule half of a transition, on task s as the tip being built

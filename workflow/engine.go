@@ -76,6 +76,9 @@ type Engine struct {
 	// defaults are used meanwhile and `orch check` reports it.
 	ConfigErr  error
 	Reconciled *gitstore.Reconciled
+	// batching, during Engine.Batch, gathers the verbs' changes instead of
+	// committing each.
+	batching *[]pendingChange
 	// Progress, when set, is told how far a long operation (a reconcile of
 	// thousands of files, a sweep, stats over the event log) has got, with
 	// done == total at the end. The command decides whether to show it.

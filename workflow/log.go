@@ -38,10 +38,14 @@ func (e *Engine) Log(id string, limit int) ([]LogEntry, error) {
 	err := e.Store.Walk(func(c *gitrepo.CommitInfo) bool {
 		tr := gitstore.ParseTrailers(c.Message)
 		if id != "" && tr.Get(gitstore.TrailerTask) != id && !slices.Contains(strings.Fields(tr.Get(gitstore.TrailerCreated)), id) &&
-			!slices.Contains(strings.Fields(tr.Get(gitstore.TrailerArchived)), id) {
+			!slices.Contains(strings.Fields(tr.Get(gitstore.TrailerArchived)), id) && !slices.Contains(strings.Fields(tr.Get(gitstore.TrailerTasks)), id) {
 			return true
 		}
-		out = append(out, logEntry(c, tr))
+		le := logEntry(c, tr)
+		if id != "" && le.Task == "" {
+			le.Task = id // a commit of several tasks (Orch-Tasks, Orch-Created, Orch-Archived)
+		}
+		out = append(out, le)
 		return limit <= 0 || len(out) < limit
 	})
 	return out, err

@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"github.com/orch-tool/orch/config"
 	"slices"
 	"sort"
 	"strconv"
@@ -179,6 +180,7 @@ func PollPRs(opts Options) (*PRPoll, error) {
 	}
 	targets, repoCfg = e.prTargets(), e.Config.GitHub.Repo
 	landTargets := e.prLandTargets()
+	landsOnGitHub := e.Config.Land.Mode == config.LandGitHub
 	if dir = e.Store.Repo.WorkTree; dir == "" {
 		dir = e.Store.Repo.GitDir
 	}
@@ -187,6 +189,13 @@ func PollPRs(opts Options) (*PRPoll, error) {
 	}
 	out := &PRPoll{}
 	if len(targets)+len(landTargets) == 0 {
+		return out, nil
+	}
+	if repoCfg == "" && !landsOnGitHub && opts.HoldPolicyEdits {
+		// orch run's poll (its engine holds policy edits: see Options):
+		// run.poll_prs polls only with github.repo set or landing through
+		// GitHub, so that a queue that never named GitHub hears nothing
+		// of gh. A person's orch pr poll still asks gh repo view.
 		return out, nil
 	}
 	gh := ghreview.New(dir)

@@ -409,6 +409,16 @@ func (e *Engine) StartRun() (*config.Run, error) {
 	if e.ConfigErr != nil {
 		return nil, e.ConfigErr
 	}
+	if e.Reconciled != nil {
+		// A hand edit of config.yaml that does not parse: orch run would
+		// start what the branch has, which is not what the person meant
+		// (a typo'd agents: would start no one, and say so as if that
+		// were the config). Its mistake is the answer, said once.
+		if err, ok := e.Reconciled.Broken[gitstore.ConfigFile]; ok {
+			delete(e.Reconciled.Broken, gitstore.ConfigFile)
+			return nil, err
+		}
+	}
 	if err := e.pendingPolicyEdit(); err != nil {
 		return nil, err
 	}

@@ -36,6 +36,8 @@ const (
 	exitEnd = "<!-- END GENERATED EXIT CODES -->"
 	instBeg = "<!-- BEGIN GENERATED INSTRUCTIONS (make docs) -->"
 	instEnd = "<!-- END GENERATED INSTRUCTIONS -->"
+	keysBeg = "<!-- BEGIN GENERATED CONFIG KEYS (make docs) -->"
+	keysEnd = "<!-- END GENERATED CONFIG KEYS -->"
 )
 
 // generatedSection is one part of a hand-written doc that make docs fills
@@ -48,6 +50,8 @@ func generatedDocs(root *cobra.Command) map[string][]generatedSection {
 	return map[string][]generatedSection{
 		"README.md":      {{exitBeg, exitEnd, exitCodeTable()}},
 		"docs/agents.md": {{instBeg, instEnd, agentInstructions(root)}},
+		// Every key of config.yaml, from its definition (config.Keys).
+		"docs/configuration.md": {{keysBeg, keysEnd, configKeyTable()}},
 	}
 }
 
@@ -125,6 +129,20 @@ func exitCodeTable() string {
 	b.WriteString("| code | meaning |\n|---|---|\n")
 	for _, c := range exitCodes {
 		fmt.Fprintf(&b, "| %d | %s |\n", c.Code, c.Meaning)
+	}
+	return b.String()
+}
+
+// configKeyTable is docs/configuration.md's reference of config.yaml.
+func configKeyTable() string {
+	var b strings.Builder
+	b.WriteString("| key | type | default | meaning |\n|---|---|---|---|\n")
+	for _, k := range config.Keys() {
+		def := k.Default
+		if def != "" && !strings.Contains(def, " ") {
+			def = "`" + def + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.Path, k.Type, strings.ReplaceAll(def, "|", "\\|"), strings.NewReplacer("|", "\\|", "<", "&lt;", ">", "&gt;").Replace(k.Meaning))
 	}
 	return b.String()
 }

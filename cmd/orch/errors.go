@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/doctor"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
@@ -35,7 +37,7 @@ var exitCodes = []struct {
 }{
 	{exitOK, "success"},
 	{exitFailure, "failure: a broken file, a git error, orch not set up"},
-	{exitUsage, "usage: bad flags or arguments, an ambiguous task prefix"},
+	{exitUsage, "usage: bad flags or arguments, an ambiguous task prefix, a mistake in config.yaml"},
 	{exitNotFound, "not found: no such task, or nothing to claim"},
 	{exitRefused, "refused by a rule: illegal transition, lockout, authority, invalid refusal, submit guard"},
 	{exitConflict, "conflict: a hand edit in conflict, a lock or race that could not be resolved"},
@@ -66,6 +68,7 @@ func classify(err error) classified {
 		notInit   *workflow.NotInitializedError
 		invalid   *workflow.InvalidFileError
 		parse     *taskfile.ParseError
+		cfg       *config.Error
 		edit      *taskfile.EditError
 		notRepo   *gitrepo.ErrNotRepo
 		checked   *gitstore.ErrCheckedOut
@@ -141,8 +144,12 @@ func classify(err error) classified {
 		return classified{exitConflict, "race", err.Error(), "run the command again", nil}
 	case errors.As(err, &notInit):
 		return classified{exitFailure, "not_initialized", notInit.Error(), "run: orch init (or orch init --example for a sample queue)", nil}
+	case errors.As(err, &invalid) && configProblems(invalid):
+		return classified{exitUsage, "invalid_config", invalid.Error(), "fix config.yaml at the line shown (orch edit config, or edit .orchestrator/config.yaml and run orch check)", nil}
 	case errors.As(err, &invalid):
 		return classified{exitFailure, "invalid_file", invalid.Error(), "fix the file at the line shown; orch check lists every problem", nil}
+	case errors.As(err, &cfg): // before parse: it is one
+		return classified{exitUsage, "invalid_config", cfg.Error(), "fix config.yaml at the line shown (orch edit config, or edit .orchestrator/config.yaml and run orch check)", nil}
 	case errors.As(err, &parse):
 		return classified{exitFailure, "invalid_file", parse.Error(), "fix the file at the line shown; orch check lists every problem", nil}
 	case errors.As(err, &edit):
@@ -173,6 +180,18 @@ func classify(err error) classified {
 		return classified{exitUsage, "usage", msg, "orch --help lists the verbs", nil}
 	}
 	return classified{exitFailure, "failure", msg, "", nil}
+}
+
+// configProblems reports whether every problem of an invalid file is one
+// of config.yaml's: a person's mistake there is a usage error, as
+// config.Error is.
+func configProblems(e *workflow.InvalidFileError) bool {
+	for _, p := range e.Problems {
+		if filepath.Base(p.Path) != gitstore.ConfigFile {
+			return false
+		}
+	}
+	return len(e.Problems) > 0
 }
 
 // reportError prints the error (as the JSON envelope with --json) and

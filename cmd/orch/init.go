@@ -68,9 +68,9 @@ func runInit(o *initOptions) error {
 		}
 		switch {
 		case res.Created:
-			fmt.Fprintf(out.Out, "Created the state branch %s (%d files, commit %s).\n", e.Store.Ref, len(res.Added), short(res.Commit))
+			fmt.Fprintf(out.Out, "Created the state branch %s (%s, commit %s).\n", e.Store.Ref, countOf(len(res.Added), "file"), short(res.Commit))
 		case len(res.Added) > 0:
-			fmt.Fprintf(out.Out, "Added %d example files to %s (commit %s).\n", len(res.Added), e.Store.Ref, short(res.Commit))
+			fmt.Fprintf(out.Out, "Added %s to %s (commit %s).\n", countOf(len(res.Added), "example file"), e.Store.Ref, short(res.Commit))
 		default:
 			fmt.Fprintln(out.Out, "orch is already set up here; nothing changed.")
 		}
@@ -88,10 +88,21 @@ func runInit(o *initOptions) error {
 			fmt.Fprintf(out.Out, "Task branches start from %s (base_branch in config.yaml).\n", res.BaseBranch)
 		}
 		if res.Created {
-			fmt.Fprintln(out.Out, `Next: orch new "My first task", then orch claim from a worktree.`)
+			// As README.md's Quick start goes: a task, then an agent claims it
+			// (into a worktree of its own), or orch run starts the agents.
+			fmt.Fprintln(out.Out, `Next: orch new "My first task"; an agent takes it with orch claim --worktree,`)
+			fmt.Fprintln(out.Out, `or orch run starts the agents of config.yaml's run: (orch help config).`)
 		}
 		return nil
 	})
+}
+
+// countOf is "1 file", "14 files".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func nonNil(s []string) []string {

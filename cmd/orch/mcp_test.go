@@ -179,7 +179,12 @@ func TestMCPValuesAreNotFlags(t *testing.T) {
 	}
 	// A flag's value that looks like a flag is the value.
 	doc, text, isErr := mcpCallTool(t, ctx, session, "orch_escalate", map[string]any{"id": id, "message": "--help"})
-	if isErr || doc["to"] != "escalated" {
+	results, _ := doc["results"].([]any)
+	var first map[string]any
+	if len(results) == 1 {
+		first, _ = results[0].(map[string]any)
+	}
+	if isErr || first == nil || first["to"] != "escalated" {
 		t.Fatalf("escalate with the message --help: %s", text)
 	}
 	if out := orch("inbox"); !strings.Contains(out, "--help") {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/cobra"
@@ -33,7 +34,7 @@ It prints the new task's ID. ` + workflow.TransitionHelp("new"),
 		Example: `  orch new "Fix the login redirect" --priority high --label auth
   orch new "Add OAuth provider" --depends-on T-4k9x2m -F spec.md
   echo "details" | orch new "Write the migration" -F -`,
-		Args: exactArgs(1, "new TITLE [--priority P] [--role R] [--depends-on ID]... [--label L]... [--assign AGENT] [--body TEXT | -F FILE|-]"),
+		Args: newArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runNew(o, args[0]) },
 	}
 	f := cmd.Flags()
@@ -134,4 +135,23 @@ func hashOrEmpty(h plumbing.Hash) string {
 type newAnswer struct {
 	Task   answer.Task `json:"task"`
 	Commit string      `json:"commit"`
+}
+
+// newForm is orch new's usage line.
+const newForm = "new TITLE [--priority P] [--role R] [--depends-on ID]... [--label L]... [--assign AGENT] [--body TEXT | -F FILE|-]"
+
+// newArgs wants the title as one argument. Words given apart are not
+// joined: the shell has already read them (a quote, a #, a * in an unquoted
+// title change it), so orch shows the title quoted, to run as meant.
+func newArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return &workflow.UsageError{Msg: fmt.Sprintf("orch new takes the title as one argument, got %d words", len(args)),
+			Hint: "quote the title: orch new " + shellQuote(strings.Join(args, " "))}
+	}
+	return exactArgs(1, newForm)(cmd, args)
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

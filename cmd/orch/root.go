@@ -49,6 +49,7 @@ type globalOptions struct {
 	kind        verbKind      // how the command runs (runner.go)
 	optimistic  bool          // a read or transition body is running: it may run twice
 	stdinText   []byte        // what -F - (or another "-" input) read, kept if the command fails
+	dryRun      bool          // a transition's --dry-run: it changes nothing, housekeeping included
 }
 
 // privDir is the repository's private state directory, "" outside a
@@ -133,11 +134,10 @@ prompt, work on its branch and submit; reviewers approve or reject with
 feedback, and rejected work goes back out on the same branch. Every change is
 one git commit. Run orch from any worktree of the repository.
 
-Queues and the verbs that move tasks between them:
-
-` + indent(workflow.TransitionTable(), "  ") + `
-Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
-4 refused by a rule, 5 conflict.`,
+Start with orch init, then orch new "a title" and orch run (README.md's Quick start).
+orch help queues shows the queues and the verbs that move tasks between them,
+orch help config every key of config.yaml, orch help exit-codes what each exit
+code means.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       versionString(),
@@ -206,8 +206,11 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 not found or nothing to claim,
 		declare(kindLong, newRunCmd(g)),
 		declare(kindRead, newLogsCmd(g)),
 	)
+	root.AddCommand(helpTopics()...)
 	addCompletions(g, root)
 	root.InitDefaultCompletionCmd()
+	groupCommands(root)
+	wrapHelp(root)
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
 			setupCompletion(g, c)

@@ -160,7 +160,7 @@ func (g *globalOptions) runOptimistic(fn body) error {
 			ferr = perr
 		}
 	}
-	if ferr == nil && g.kind == kindTransition {
+	if ferr == nil && g.kind == kindTransition && !g.dryRun {
 		g.archiveDue(e)
 	}
 	return firstErr(ferr, g.close(e))

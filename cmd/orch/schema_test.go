@@ -342,7 +342,7 @@ func allCommands(root *cobra.Command) []*cobra.Command {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, sub := range c.Commands() {
-			if sub.Hidden || sub.Name() == "help" || strings.HasPrefix(sub.Name(), "__") {
+			if sub.Hidden || sub.Name() == "help" || strings.HasPrefix(sub.Name(), "__") || sub.IsAdditionalHelpTopicCommand() {
 				continue
 			}
 			out = append(out, sub)
