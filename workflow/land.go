@@ -364,7 +364,7 @@ func (e *Engine) failureChange(t *Task, fail *land.Failure, kind, tip string) (*
 	if n >= max {
 		why := fmt.Sprintf("%d landing failures (land.max_failures is %d); the last: %s", n, max, what)
 		msg := e.escalationMessage(&f.Task, t.Path, "land_failures", why)
-		return &change{file: f, to: taskfile.Escalated, body: "Escalated: " + why, extra: []gitstore.Change{msg}, data: data}, nil
+		return &change{file: f, to: taskfile.Escalated, body: "Escalated: " + why, extra: []gitstore.Change{msg}, data: data, escalation: &Escalation{"land_failures", why}}, nil
 	}
 	return &change{file: f, to: taskfile.Rejected, body: fmt.Sprintf("Could not land (%s #%d of %d): %s.", kind, n, max, what), data: data}, nil
 }

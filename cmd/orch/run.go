@@ -90,9 +90,12 @@ On a terminal it shows one live line per slot; otherwise one line per event;
 
 // runEvent is one line of orch run --json: one thing the coordinator did
 // or saw (coordinator.Event).
+// Every key is always there ("" when the event has none); the schema
+// lists the events (coordinator.EventKinds) and requires of each the keys
+// it fills.
 type runEvent struct {
 	Time     answer.Time `json:"time"`
-	Event    string      `json:"event"` // slot, claimed, started, exited, submitted, paused, escalated, reviewed, released, backoff, killing, ...
+	Event    string      `json:"event"` // one of coordinator.EventKinds
 	Slot     string      `json:"slot"`
 	Role     string      `json:"role"` // implementer or reviewer
 	Task     string      `json:"task"`
@@ -103,6 +106,12 @@ type runEvent struct {
 	Until    string      `json:"until"` // backoff: when the slot claims again
 	Log      string      `json:"log"`
 	Text     string      `json:"text"`
+	Verdict  string      `json:"verdict"` // reviewed: approved, rejected, or the queue the reviewer left the task in
+	Queue    string      `json:"queue"`   // where the task is now
+	Cause    string      `json:"cause"`   // why, in words
+	Rule     string      `json:"rule"`    // escalated: the rule's code
+	// Summary is the summary event's, the last: what the run did.
+	Summary *coordinator.Summary `json:"summary"`
 }
 
 func runRun(o *runOptions) error {
@@ -231,14 +240,21 @@ func (p *runPrinter) event(ev coordinator.Event) {
 		ev.Time = time.Now()
 	}
 	if p.g.JSON {
-		j := runEvent{answer.Time(ev.Time), ev.Event, ev.Slot, ev.Role, ev.Task, ev.Attempt, ev.ExitCode, ev.Duration, ev.Reason, ev.Until, ev.Log, ev.Text}
+		j := runEvent{answer.Time(ev.Time), ev.Event, ev.Slot, ev.Role, ev.Task, ev.Attempt, ev.ExitCode, ev.Duration, ev.Reason, ev.Until, ev.Log, ev.Text,
+			ev.Verdict, ev.Queue, ev.Cause, ev.Rule, ev.Summary}
 		if err := p.g.out().writeJSON(j); err != nil {
 			fmt.Fprintln(p.g.io.Err, "orch: "+err.Error())
 		}
 		return
 	}
 	p.clear()
-	fmt.Fprintf(p.g.io.Out, "%s %s\n", ev.Time.Format("15:04:05"), ev.Text)
+	w := p.g.io.Out
+	if ev.Event == "summary" {
+		// The end of the run, for the person who started it: on stderr,
+		// where it is seen though stdout goes to a file.
+		w = p.g.io.Err
+	}
+	fmt.Fprintf(w, "%s %s\n", ev.Time.Format("15:04:05"), ev.Text)
 	p.draw()
 }
 
@@ -299,7 +315,11 @@ func (p *runPrinter) draw() {
 		line := fmt.Sprintf("  %-12s ", st.Slot)
 		switch {
 		case st.Task != "":
-			line += fmt.Sprintf("%s #%d %6s  %s", st.Task, st.Attempt, now.Sub(st.Started).Round(time.Second), text.OneLine(st.LastLine))
+			what := "attempt"
+			if st.Role == "reviewer" {
+				what = "review"
+			}
+			line += fmt.Sprintf("%s %s %d %6s  %s", st.Task, what, st.Attempt, now.Sub(st.Started).Round(time.Second), text.OneLine(st.LastLine))
 		case now.Before(st.Until):
 			line += "waiting until " + st.Until.Format("15:04:05") + " (rate limit)"
 		default:

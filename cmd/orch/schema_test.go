@@ -17,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/coordinator"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
@@ -191,6 +192,9 @@ func answerSchema(name, title string, typ any) ([]byte, error) {
 		{"required", required},
 		{"additionalProperties", false},
 	}
+	if reflect.TypeOf(typ) == reflect.TypeOf(runEvent{}) {
+		s = append(s, runEventKinds(props)...)
+	}
 	if g.usesTask {
 		task := g.object(taskType)
 		s = append(s, kv{"$defs", obj{{"task", task}}})
@@ -200,6 +204,44 @@ func answerSchema(name, title string, typ any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// runEventKinds makes orch run's events typed: the event key is one of
+// coordinator.EventKinds, and each kind's event fills the keys it needs
+// (a string not empty, an attempt from 1, an exit code and a summary
+// not null).
+func runEventKinds(props obj) obj {
+	var names []string
+	var rules []any
+	for _, k := range coordinator.EventKinds {
+		names = append(names, k.Name)
+		if len(k.Needs) == 0 {
+			continue
+		}
+		var need obj
+		for _, key := range k.Needs {
+			switch key {
+			case "exit_code":
+				need = append(need, kv{key, obj{{"type", "integer"}}})
+			case "attempt":
+				need = append(need, kv{key, obj{{"minimum", 1}}})
+			case "summary":
+				need = append(need, kv{key, obj{{"type", "object"}}})
+			default:
+				need = append(need, kv{key, obj{{"minLength", 1}}})
+			}
+		}
+		rules = append(rules, obj{
+			{"if", obj{{"properties", obj{{"event", obj{{"const", k.Name}}}}}}},
+			{"then", obj{{"description", k.Doc}, {"properties", need}}},
+		})
+	}
+	for i, p := range props {
+		if p.k == "event" {
+			props[i].v = obj{{"enum", names}}
+		}
+	}
+	return obj{{"allOf", rules}}
 }
 
 // schemaFiles generates every schema, by file name.
@@ -437,4 +479,41 @@ func checkSchema(path, text string) error {
 		return fmt.Errorf("no JSON document")
 	}
 	return nil
+}
+
+// orch run's events are typed: the schema knows every event's name, and
+// requires of each kind the keys it needs (the verdict of a review).
+func TestRunEventSchemaIsTyped(t *testing.T) {
+	path := filepath.Join(schemaDir, "run-event.json")
+	code := 0
+	ev := func(e runEvent) string {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(answer.Envelope(b))
+	}
+	at := answer.Time(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	good := map[string]runEvent{
+		"reviewed": {Time: at, Event: "reviewed", Slot: "rev-1", Task: "T-1", Verdict: "approved", Queue: "done", Text: "rev-1 reviewed T-1: approved"},
+		"exited":   {Time: at, Event: "exited", Slot: "impl-1", Role: "implementer", Task: "T-1", Attempt: 1, ExitCode: &code, Duration: "1s", Log: "l", Text: "x"},
+		"summary":  {Time: at, Event: "summary", Duration: "1s", Summary: &coordinator.Summary{Ended: "idle"}, Text: "orch run went idle"},
+	}
+	for name, e := range good {
+		if err := checkSchema(path, ev(e)); err != nil {
+			t.Errorf("a good %s event fails: %v", name, err)
+		}
+	}
+	bad := map[string]runEvent{
+		"a review without its verdict": {Time: at, Event: "reviewed", Slot: "rev-1", Task: "T-1", Queue: "done", Text: "rev-1 reviewed T-1: approved"},
+		"an event of no kind":          {Time: at, Event: "exploded", Text: "x"},
+		"an exit without its code":     {Time: at, Event: "exited", Slot: "impl-1", Role: "implementer", Task: "T-1", Attempt: 1, Duration: "1s", Log: "l", Text: "x"},
+		"a summary without one":        {Time: at, Event: "summary", Duration: "1s", Text: "orch run went idle"},
+		"an escalation without a rule": {Time: at, Event: "escalated", Task: "T-1", Queue: "escalated", Cause: "why", Text: "x"},
+	}
+	for name, e := range bad {
+		if checkSchema(path, ev(e)) == nil {
+			t.Errorf("%s: the schema accepts it", name)
+		}
+	}
 }
