@@ -238,5 +238,6 @@ func (e *Engine) EscalationOf(id string) *Escalation {
 		return nil
 	}
 	reason, why, _ := parseMessage(data)
-	return &Escalation{Rule: reason, Why: why}
+	why, _, _ = strings.Cut(why, "\n\n") // the reason; then the counts
+	return &Escalation{Rule: reason, Why: strings.TrimSpace(why)}
 }

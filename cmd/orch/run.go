@@ -74,7 +74,15 @@ and reviews through the remote (claim refs decide across clones), so
 coordinators on several clones never run one task twice.
 
 On a terminal it shows one live line per slot; otherwise one line per event;
---json prints one JSON event per line.`,
+--json prints one JSON event per line (docs/schema/run-event.json lists
+them). Its last line is a summary (on stderr; with --json the summary
+event): how it ended, how long it ran, what was submitted, reviewed,
+landed, escalated and paused, and the tokens and cost when known.
+
+Exit codes: 0 once idle (--until-idle) or drained (one Ctrl-C); 130 after a
+forced stop (a second Ctrl-C); 1 when no slot can run (every slot stopped,
+each cause printed) or a run's ending could not be recorded; 4 when it
+refuses to start (run: names no agents, a policy file changed in the view).`,
 		Example: `  orch run --until-idle
   orch run --json
   orch run --sync --remote origin`,
@@ -174,8 +182,17 @@ func runRun(o *runOptions) error {
 	stopView := out.live(c)
 	err = c.Run(context.Background())
 	stopView()
+	if err == nil && c.Summary().Ended == "stopped" {
+		// A forced stop is an interruption, as a shell reports one: the
+		// agents were ended, their tasks paused.
+		return &silentExit{code: exitInterrupted}
+	}
 	return err
 }
+
+// exitInterrupted is orch run's exit code after a forced stop (two
+// Ctrl-C): 128 + SIGINT, as a shell reports a program it interrupted.
+const exitInterrupted = 130
 
 // agentEnv is the environment of every agent: orch run's own (an agent
 // gets no secret orch did not get from its environment), without what

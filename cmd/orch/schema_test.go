@@ -395,6 +395,10 @@ func allCommands(root *cobra.Command) []*cobra.Command {
 	return out
 }
 
+// eventStreams are the commands whose answer is a stream of events, printed
+// before they end, whatever their exit code.
+var eventStreams = map[string]bool{"orch run": true}
+
 // mainCheckingSchemas runs orch as Main does and then, when it ran with
 // --json (the whole answer: no FIELDS, no --jq), checks what it printed
 // against its schema: stdout on success, the error envelope on stderr on
@@ -419,6 +423,27 @@ func mainCheckingSchemas(dir string, args []string) int {
 		}
 	}
 	if !whole {
+		return code
+	}
+	if cmd, _, err := newRootCmd(&globalOptions{io: &streams{}}).Find(args); err == nil && eventStreams[cmd.CommandPath()] {
+		// A stream of events: what it printed is checked whatever its exit
+		// code (a forced stop exits 130 after its events), and its error,
+		// if any, too.
+		if out.Len() > 0 {
+			if err := checkSchema(filepath.Join(dir, answers[strings.TrimPrefix(cmd.CommandPath(), "orch ")].name+".json"), out.String()); err != nil {
+				fmt.Fprintf(os.Stderr, "orch (test): the events do not match their schema: %v\n", err)
+				return 97
+			}
+		}
+		if code != 0 && errb.Len() > 0 {
+			if err := checkSchema(filepath.Join(dir, errorSchema+".json"), errb.String()); err != nil {
+				fmt.Fprintf(os.Stderr, "orch (test): the error does not match docs/schema/error.json: %v\n", err)
+				return 97
+			}
+		}
+		if seen := os.Getenv("ORCH_TEST_SCHEMAS_SEEN"); seen != "" && out.Len() > 0 {
+			_ = os.WriteFile(filepath.Join(seen, answers[strings.TrimPrefix(cmd.CommandPath(), "orch ")].name), nil, 0o666)
+		}
 		return code
 	}
 	name, text := errorSchema, errb.String()
