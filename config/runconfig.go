@@ -45,6 +45,11 @@ type Run struct {
 	// each ("git", "orch", "go test"), translated to each harness's flags
 	// (Harness.Command). nil: DefaultAllow.
 	Allow []string `yaml:"allow" json:"allow"`
+	// Notify is a command of the lead's, run by sh -c with the event's
+	// JSON (as orch run --json prints it) on stdin when a task escalates,
+	// a slot stops, the queue drains (idle) or a landing fails for the
+	// last time; "" runs none. Its failure is reported, never fatal.
+	Notify string `yaml:"notify" json:"notify"`
 }
 
 // AllowList is run.allow, or DefaultAllow when it says none.

@@ -160,6 +160,9 @@ type Options struct {
 	Fetches bool
 	// Events hears everything the coordinator does, in order.
 	Events func(Event)
+	// Encode is an event as run.notify gets it on stdin (orch run's JSON
+	// line); nil: the Event's own JSON.
+	Encode func(Event) ([]byte, error)
 	// Poll is how often the coordinator looks at its agents and the state
 	// branch (default 250ms).
 	Poll time.Duration
@@ -225,6 +228,12 @@ type Coordinator struct {
 	// sum is what the run did so far (the summary event), since began.
 	sum   Summary
 	began time.Time
+	// run.notify's queue (notify.go); notifying is its goroutine while
+	// it runs.
+	notifyMu    sync.Mutex
+	notifyQueue []notifyJob
+	notifyBusy  bool
+	notifying   sync.WaitGroup
 }
 
 // slotState is a slot and what it runs.
@@ -342,6 +351,7 @@ func (c *Coordinator) emit(ev Event) {
 	c.sum.count(ev)
 	c.mu.Unlock()
 	c.opts.Events(ev)
+	c.notify(ev)
 }
 
 func (c *Coordinator) addUsage(u harness.Usage) {
@@ -368,6 +378,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	if err != nil && ended == "" {
 		ended = "error"
 	}
+	c.notifying.Wait() // the summary is the last event
 	c.mu.Lock()
 	c.sum.Ended = ended
 	sum := c.sum

@@ -522,8 +522,8 @@ func runLines(r *config.Run) string {
 			fmt.Fprintf(&b, "%s %s: %s\n", list.what, s.Name, j)
 		}
 	}
-	fmt.Fprintf(&b, "task_timeout: %s\nstall_timeout: %s\nkill_grace: %s\nmax_provisional: %d\nmax_crashes: %d\npoll_prs: %s\nbackoff: %s\n",
-		time.Duration(r.TaskTimeout), time.Duration(r.StallTimeout), time.Duration(r.KillGrace), r.MaxProvisional, r.MaxCrashes, time.Duration(r.PollPRs), time.Duration(r.Backoff))
+	fmt.Fprintf(&b, "task_timeout: %s\nstall_timeout: %s\nkill_grace: %s\nmax_provisional: %d\nmax_crashes: %d\npoll_prs: %s\nbackoff: %s\nnotify: %q\n",
+		time.Duration(r.TaskTimeout), time.Duration(r.StallTimeout), time.Duration(r.KillGrace), r.MaxProvisional, r.MaxCrashes, time.Duration(r.PollPRs), time.Duration(r.Backoff), r.Notify)
 	return b.String()
 }
 

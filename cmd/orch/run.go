@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -162,7 +163,7 @@ func runRun(o *runOptions) error {
 	priv := g.privDir()
 	q := coordinator.NewQueue(lead, so, run, func(task string) []string { return coordinator.LogPaths(priv, task) })
 	c, err := coordinator.New(coordinator.Options{Run: cr, Queue: q, Orch: exe, PrivDir: priv, Env: agentEnv(lead.StateBranch, exe),
-		UntilIdle: o.UntilIdle, Fetches: o.Sync, Events: out.event})
+		UntilIdle: o.UntilIdle, Fetches: o.Sync, Events: out.event, Encode: out.encode})
 	if err != nil {
 		return err
 	}
@@ -250,6 +251,21 @@ func (p *runPrinter) commands(r *coordinator.Run) {
 	}
 }
 
+// runEventOf is an event as orch run --json prints it.
+func runEventOf(ev coordinator.Event) runEvent {
+	return runEvent{answer.Time(ev.Time), ev.Event, ev.Slot, ev.Role, ev.Task, ev.Attempt, ev.ExitCode, ev.Duration, ev.Reason, ev.Until, ev.Log, ev.Text,
+		ev.Verdict, ev.Queue, ev.Cause, ev.Rule, ev.Summary}
+}
+
+// encode is an event's JSON line, as --json prints it, for run.notify.
+func (p *runPrinter) encode(ev coordinator.Event) ([]byte, error) {
+	b, err := json.Marshal(runEventOf(ev))
+	if err != nil {
+		return nil, err
+	}
+	return answer.Envelope(b), nil
+}
+
 func (p *runPrinter) event(ev coordinator.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -257,9 +273,7 @@ func (p *runPrinter) event(ev coordinator.Event) {
 		ev.Time = time.Now()
 	}
 	if p.g.JSON {
-		j := runEvent{answer.Time(ev.Time), ev.Event, ev.Slot, ev.Role, ev.Task, ev.Attempt, ev.ExitCode, ev.Duration, ev.Reason, ev.Until, ev.Log, ev.Text,
-			ev.Verdict, ev.Queue, ev.Cause, ev.Rule, ev.Summary}
-		if err := p.g.out().writeJSON(j); err != nil {
+		if err := p.g.out().writeJSON(runEventOf(ev)); err != nil {
 			fmt.Fprintln(p.g.io.Err, "orch: "+err.Error())
 		}
 		return
