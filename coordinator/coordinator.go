@@ -114,6 +114,9 @@ type Queue interface {
 	Abandon(j *Job, end End) (Outcome, error)
 	// Provisional is how many submissions wait for review.
 	Provisional() (int, error)
+	// Left counts the open tasks by queue (incoming, provisional,
+	// escalated, ...), for the summary at the end of a run.
+	Left() (map[string]int, error)
 	// Moved reports whether the state branch moved since the last call.
 	Moved() bool
 	// PollPRs runs orch pr poll (with github.repo set).
@@ -379,8 +382,15 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		ended = "error"
 	}
 	c.notifying.Wait() // the summary is the last event
+	left, lerr := c.opts.Queue.Left()
+	if lerr != nil {
+		c.emit(Event{Event: "error", Text: "cannot count the tasks left for the summary (orch board shows them): " + lerr.Error()})
+	}
+	if left == nil {
+		left = map[string]int{}
+	}
 	c.mu.Lock()
-	c.sum.Ended = ended
+	c.sum.Ended, c.sum.Left = ended, left
 	sum := c.sum
 	c.mu.Unlock()
 	d := time.Since(c.began).Round(time.Second)

@@ -423,6 +423,21 @@ func roundDuration(d time.Duration) time.Duration {
 	return d.Round(time.Second)
 }
 
+func (q *engineQueue) Left() (map[string]int, error) {
+	e, err := workflow.Open(q.asLead("list"))
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	open := map[taskfile.Queue]bool{}
+	for _, qu := range taskfile.Queues {
+		open[qu] = qu.Open()
+	}
+	left := map[string]int{}
+	e.Store.EachSummaryIn(open, func(s *gitstore.Summary) { left[string(s.Task.Queue)]++ })
+	return left, nil
+}
+
 func (q *engineQueue) Provisional() (int, error) {
 	e, err := workflow.Open(q.asLead("list"))
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/orch-tool/orch/taskfile"
 )
 
 // EventKind is one kind of event orch run reports: its name (Event.Event),
@@ -73,6 +75,10 @@ type Summary struct {
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
+	// Left counts the open tasks at the end, by queue (incoming,
+	// provisional, escalated, ...): what waits for the next run, or for a
+	// person.
+	Left map[string]int `json:"left"`
 }
 
 // count adds an event to the summary.
@@ -128,6 +134,15 @@ func (s Summary) Line(d time.Duration) string {
 	if s.InputTokens+s.OutputTokens > 0 || s.CostUSD > 0 {
 		line += fmt.Sprintf("; %d tokens in, %d out, $%.2f", s.InputTokens, s.OutputTokens, s.CostUSD)
 	}
+	if len(s.Left) > 0 {
+		var left []string
+		for _, q := range taskfile.Queues { // in the board's order
+			if n := s.Left[string(q)]; n > 0 {
+				left = append(left, fmt.Sprintf("%d %s", n, q))
+			}
+		}
+		line += "; left: " + strings.Join(left, ", ")
+	}
 	return line
 }
 
@@ -140,7 +155,7 @@ func endedWords(ended string) string {
 	case "stopped":
 		return "was stopped (a second Ctrl-C)"
 	case "slots_stopped":
-		return "stopped: no slot can run"
+		return "stopped (no slot can run)"
 	}
 	return "ended with an error"
 }

@@ -5,6 +5,7 @@ package coordinator
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -53,12 +54,16 @@ func TestSummary(t *testing.T) {
 	s.Ended, s.InputTokens, s.OutputTokens, s.CostUSD = "drained", 1200, 300, 0.125
 	want := Summary{Ended: "drained", Runs: 4, Submitted: 1, Approved: 1, Rejected: 1, Landed: 1, Done: 1, Escalated: 2, Paused: 1, SlotsStopped: 1,
 		InputTokens: 1200, OutputTokens: 300, CostUSD: 0.125}
-	if s != want {
+	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("summary = %+v, want %+v", s, want)
 	}
 	line := s.Line(90 * time.Second)
 	if want := "orch run drained (Ctrl-C) after 1m30s: 4 run(s); 1 submitted, 1 approved, 1 rejected, 1 landed, 1 done, 2 escalated, 1 paused, 1 slot(s) stopped; 1200 tokens in, 300 out, $0.12"; line != want {
 		t.Errorf("line = %q, want %q", line, want)
+	}
+	s.Left = map[string]int{"escalated": 1, "incoming": 3, "done": 0}
+	if want := "; left: 3 incoming, 1 escalated"; !strings.HasSuffix(s.Line(0), want) {
+		t.Errorf("line = %q, want it to end with %q", s.Line(0), want)
 	}
 	if line := (Summary{Ended: "idle"}).Line(0); line != "orch run went idle after 0s: 0 run(s); nothing moved" {
 		t.Errorf("an empty run's line = %q", line)

@@ -522,7 +522,7 @@ func TestRunEventSchemaIsTyped(t *testing.T) {
 	good := map[string]runEvent{
 		"reviewed": {Time: at, Event: "reviewed", Slot: "rev-1", Task: "T-1", Verdict: "approved", Queue: "done", Text: "rev-1 reviewed T-1: approved"},
 		"exited":   {Time: at, Event: "exited", Slot: "impl-1", Role: "implementer", Task: "T-1", Attempt: 1, ExitCode: &code, Duration: "1s", Log: "l", Text: "x"},
-		"summary":  {Time: at, Event: "summary", Duration: "1s", Summary: &coordinator.Summary{Ended: "idle"}, Text: "orch run went idle"},
+		"summary":  {Time: at, Event: "summary", Duration: "1s", Summary: &coordinator.Summary{Ended: "idle", Left: map[string]int{"incoming": 2}}, Text: "orch run went idle"},
 	}
 	for name, e := range good {
 		if err := checkSchema(path, ev(e)); err != nil {
