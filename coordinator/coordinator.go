@@ -166,6 +166,8 @@ type Options struct {
 	// Encode is an event as run.notify gets it on stdin (orch run's JSON
 	// line); nil: the Event's own JSON.
 	Encode func(Event) ([]byte, error)
+	// Dir is where run.notify runs (orch run's -C DIR); "": here.
+	Dir string
 	// Poll is how often the coordinator looks at its agents and the state
 	// branch (default 250ms).
 	Poll time.Duration

@@ -351,8 +351,11 @@ func endCause(end End) string {
 	if w := killedWords(end.Reason); w != "" {
 		return w // orch run's doing: what the output says then is its exit
 	}
-	if end.Cause != "" {
-		return text.Clip(text.Visible(text.OneLine(end.Cause)), 200)
+	// The exit status is on the line already: the words after it are the
+	// cause.
+	words := strings.TrimPrefix(strings.TrimPrefix(end.Cause, fmt.Sprintf("exit status %d", end.ExitCode)), ": ")
+	if words != "" {
+		return text.Clip(text.Visible(text.OneLine(words)), 200)
 	}
 	if end.ExitCode != 0 {
 		if l := lastLine(end.Tail); l != "no output" {

@@ -26,6 +26,8 @@ func TestEndCause(t *testing.T) {
 		{"a stop by the lead", End{Reason: "stopped", ExitCode: 143}, "the lead stopped orch run"},
 		{"a clean exit says nothing", End{Reason: "crash", ExitCode: 0, Tail: []string{"all done"}}, ""},
 		{"a failure with no output", End{Reason: "crash", ExitCode: 2}, ""},
+		{"the exit status is said once", End{Reason: "crash", ExitCode: 127, Cause: "exit status 127: sh: 1: cluade: not found"}, "sh: 1: cluade: not found"},
+		{"an exit status alone is no cause", End{Reason: "crash", ExitCode: 3, Cause: "exit status 3", Tail: []string{"no build tool"}}, "no build tool"},
 		{"control characters made visible", End{Reason: "crash", ExitCode: 1, Tail: []string{"bad \x1b[31mred"}}, `bad \x1b[31mred`},
 	} {
 		if got := endCause(c.end); got != c.want {
@@ -132,5 +134,28 @@ func TestEveryEmittedEventIsAKind(t *testing.T) {
 	}
 	if n < 20 {
 		t.Fatalf("found only %d events emitted by name: the pattern is out of date", n)
+	}
+}
+
+// run.notify gets the event on stdin, its name and task in the
+// environment; a failure says its last words; a hang is killed, its
+// children too.
+func TestRunNotify(t *testing.T) {
+	dir := t.TempDir()
+	ev := Event{Event: "escalated", Task: "T-1"}
+	out := filepath.Join(dir, "got")
+	if err := runNotify(`{ echo "$ORCH_EVENT $ORCH_TASK"; cat; } > `+out, dir, os.Environ(), ev, []byte(`{"event":"escalated"}`), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "escalated T-1\n{\"event\":\"escalated\"}\n" {
+		t.Errorf("the command got %q", b)
+	}
+	err := runNotify("echo no mail here >&2; exit 3", dir, os.Environ(), ev, nil, 10*time.Second)
+	if err == nil || err.Error() != "exit status 3: no mail here" {
+		t.Errorf("a failure: %v", err)
+	}
+	err = runNotify("sleep 30 & sleep 30", dir, os.Environ(), ev, nil, 200*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "ran past 200ms and was killed") {
+		t.Errorf("a hang: %v", err)
 	}
 }

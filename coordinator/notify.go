@@ -19,7 +19,7 @@ import (
 // run.notify: a command of the lead's, run when something needs a person
 // or the run has nothing left to do: a task escalates, a slot stops, the
 // queue drains (idle), a landing fails for the last time. As small as
-// git's hooks: sh -c CMD in orch run's directory, the event's JSON (as
+// git's hooks: sh -c CMD in orch run's directory (-C), the event's JSON (as
 // orch run --json prints it) on stdin, ORCH_EVENT and ORCH_TASK set,
 // notifyTimeout at most. Its failure is an event (notify_failed); it
 // never stops the run, and the run never waits for it, except at its end.
@@ -75,7 +75,7 @@ func (c *Coordinator) notify(ev Event) {
 			j := c.notifyQueue[0]
 			c.notifyQueue = c.notifyQueue[1:]
 			c.notifyMu.Unlock()
-			if err := runNotify(cmd, c.opts.Env, j.ev, j.in); err != nil {
+			if err := runNotify(cmd, c.opts.Dir, c.opts.Env, j.ev, j.in, notifyTimeout); err != nil {
 				what := j.ev.Event
 				if j.ev.Task != "" {
 					what += " event of " + j.ev.Task
@@ -96,10 +96,11 @@ type notifyJob struct {
 }
 
 // runNotify runs cmd under sh -c with the event on stdin.
-func runNotify(cmd string, env []string, ev Event, in []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+func runNotify(cmd, dir string, env []string, ev Event, in []byte, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	x := exec.CommandContext(ctx, "sh", "-c", cmd)
+	x.Dir = dir
 	x.Env = append(append([]string(nil), env...), "ORCH_EVENT="+ev.Event, "ORCH_TASK="+ev.Task)
 	x.Stdin = bytes.NewReader(append(in, '\n'))
 	var out bytes.Buffer
@@ -112,7 +113,7 @@ func runNotify(cmd string, env []string, ev Event, in []byte) error {
 		return nil
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("it ran past %s and was killed", notifyTimeout)
+		return fmt.Errorf("it ran past %s and was killed", timeout)
 	}
 	if last := lastLine(strings.Split(strings.TrimSpace(out.String()), "\n")); last != "no output" {
 		return fmt.Errorf("%v: %s", err, text.Visible(last))

@@ -163,7 +163,7 @@ func runRun(o *runOptions) error {
 	priv := g.privDir()
 	q := coordinator.NewQueue(lead, so, run, func(task string) []string { return coordinator.LogPaths(priv, task) })
 	c, err := coordinator.New(coordinator.Options{Run: cr, Queue: q, Orch: exe, PrivDir: priv, Env: agentEnv(lead.StateBranch, exe),
-		UntilIdle: o.UntilIdle, Fetches: o.Sync, Events: out.event, Encode: out.encode})
+		UntilIdle: o.UntilIdle, Fetches: o.Sync, Events: out.event, Encode: out.encode, Dir: g.Dir})
 	if err != nil {
 		return err
 	}
