@@ -107,7 +107,8 @@ func (o *output) printTransition(e *workflow.Engine, verb string, res *workflow.
 	} else {
 		fmt.Fprintf(o.Out, "%s: %s (%s)\n", res.Task.Task.ID, verb, res.To)
 	}
-	if x := res.Escalation; x != nil {
+	if x := res.Escalation; x != nil && x.Rule != "manual" {
+		// A rule escalated it, not the actor's own orch escalate: say which.
 		fmt.Fprintf(o.Out, "%s\n", escalationLine(res.Task.Task.ID, x))
 	}
 	return nil
