@@ -230,6 +230,9 @@ type Coordinator struct {
 	houseAt    time.Time
 	status     []Status
 	state      *runState
+	// idleTold: the idle event was emitted since the last work (without
+	// UntilIdle, orch run waits on).
+	idleTold bool
 	// sum is what the run did so far (the summary event), since began.
 	sum   Summary
 	began time.Time
@@ -434,12 +437,22 @@ func (c *Coordinator) run(ctx context.Context) (string, error) {
 				return "slots_stopped", err
 			}
 		}
-		if running == 0 && c.opts.UntilIdle && !busy && !c.waiting(now) && !c.houseBusy && c.houseIdle {
+		idle := running == 0 && !busy && !c.waiting(now) && !c.houseBusy && c.houseIdle
+		if idle && c.opts.UntilIdle {
 			if err := c.unrecordedErr(); err != nil {
 				return "", err
 			}
 			c.emit(Event{Event: "idle", Text: "nothing left to claim or review, and no agent runs"})
 			return "idle", nil
+		}
+		if idle && !drainSeen && !c.idleTold {
+			// The queue drained: said once (run.notify hears it), until
+			// there is work again.
+			c.idleTold = true
+			c.emit(Event{Event: "idle", Text: "nothing left to claim or review, and no agent runs; waiting for new work"})
+		}
+		if running > 0 || busy {
+			c.idleTold = false
 		}
 		select {
 		case s := <-c.exits:

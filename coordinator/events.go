@@ -50,7 +50,7 @@ var EventKinds = []EventKind{
 	{"notify_failed", "run.notify's command failed or timed out; orch run goes on", []string{"cause"}},
 	{"draining", "the first Ctrl-C: no new claims", nil},
 	{"stopping", "the second Ctrl-C: the running agents are stopped", nil},
-	{"idle", "nothing is left to claim or review and no agent runs (--until-idle)", nil},
+	{"idle", "nothing is left to claim or review and no agent runs: --until-idle exits, else orch run waits for work (once until there is some)", nil},
 	{"summary", "the last event: what the run did, how long it took, what it spent", []string{"duration", "summary"}},
 }
 
