@@ -79,6 +79,9 @@ On a terminal it shows one live line per slot; otherwise one line per event;
 them). Its last line is a summary (on stderr; with --json the summary
 event): how it ended, how long it ran, what was submitted, reviewed,
 landed, escalated and paused, and the tokens and cost when known.
+run.notify, when set, is a command run under sh -c with the event's JSON on
+stdin when a task escalates, a slot stops or the queue drains (idle): as a
+git hook, 30s at most; its failure is an event, never the run's end.
 
 Exit codes: 0 once idle (--until-idle) or drained (one Ctrl-C); 130 after a
 forced stop (a second Ctrl-C); 1 when no slot can run (every slot stopped,
