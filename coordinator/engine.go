@@ -36,6 +36,10 @@ type engineQueue struct {
 	told string // the run: section whose difference was told last
 	// heldTold: the policy-file changes found and recorded already.
 	heldTold map[string]bool
+	// ghWaited: with land.mode github, when each approved task's pull
+	// request last could not merge; the house asks GitHub about it again
+	// only after run.poll_prs, not at every step.
+	ghWaited map[string]time.Time
 }
 
 // NewQueue is the Queue of the repository lead opens: lead is the person
@@ -561,7 +565,8 @@ func lineDiff(was, is string) string {
 
 // House does one step of the coordinator's own work: review.check on the
 // next submission that waits for it, else a landing of approved work (with
-// --sync, the push of the base is the commit point). It acts as the lead.
+// --sync, the push of the base is the commit point; with land.mode github,
+// gh pr merge of each approved task's pull request). It acts as the lead.
 func (q *engineQueue) House() HouseResult {
 	rep, err := workflow.ReviewCheck(q.asLead("run"))
 	if err != nil {
@@ -582,6 +587,8 @@ func (q *engineQueue) House() HouseResult {
 	if q.sync != nil {
 		lo.Remote = q.sync.Remote
 	}
+	now := time.Now()
+	lo.Hold = q.ghHeld(now)
 	lrep, err := workflow.LandApproved(q.asLead("land"), lo)
 	var rule *workflow.RuleError
 	if errors.As(err, &rule) && rule.Rule == "land_mode" {
@@ -601,6 +608,11 @@ func (q *engineQueue) House() HouseResult {
 		case "escalated":
 			// Landing failed for the last time (land.max_failures).
 			ev.Queue, ev.Rule = string(taskfile.Escalated), "land_failures"
+		case "waiting":
+			if q.ghWaited == nil {
+				q.ghWaited = map[string]time.Time{}
+			}
+			q.ghWaited[t.Task] = now
 		}
 		evs = append(evs, ev)
 	}
@@ -610,7 +622,13 @@ func (q *engineQueue) House() HouseResult {
 	if len(evs) > 0 {
 		q.shareState()
 	}
-	idle := len(lrep.Results) == 0 && !lrep.Busy
+	moved := 0
+	for _, t := range lrep.Results {
+		if t.Outcome != "waiting" { // land.mode github: a pull request GitHub does not merge yet
+			moved++
+		}
+	}
+	idle := moved == 0 && !lrep.Busy
 	if idle && lrep.Waiting == "" {
 		// Nothing landed here, and nothing waits for a person: idle only
 		// when nothing is approved (another coordinator may be landing it).
@@ -620,6 +638,25 @@ func (q *engineQueue) House() HouseResult {
 		}
 	}
 	return HouseResult{Events: evs, Idle: idle}
+}
+
+// ghHeld lists the approved tasks whose pull request could not merge less
+// than run.poll_prs (default 5 minutes) ago: a house step every few
+// seconds must not spend GitHub's rate limit on what waits for CI.
+func (q *engineQueue) ghHeld(now time.Time) map[string]bool {
+	every := 5 * time.Minute
+	if q.run != nil && q.run.PollPRs > 0 {
+		every = time.Duration(q.run.PollPRs)
+	}
+	held := map[string]bool{}
+	for id, at := range q.ghWaited {
+		if now.Sub(at) < every {
+			held[id] = true
+		} else {
+			delete(q.ghWaited, id)
+		}
+	}
+	return held
 }
 
 // shareState syncs the state branch with --sync.

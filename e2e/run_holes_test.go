@@ -199,6 +199,7 @@ func TestRunTwoClonesSyncAllDone(t *testing.T) {
 	r := NewRepo(t)
 	appendConfig(t, r, r.Main, steadyAgents(t, r.Root, 2, 1))
 	r.SeedTasks(tasks, taskfile.Incoming)
+	start := r.RevParse("refs/heads/main")
 	remote, clones, _ := r.fleet(2, 1)
 	records := filepath.Join(r.Root, "records")
 	for round := 0; round < 3; round++ {
@@ -221,6 +222,10 @@ func TestRunTwoClonesSyncAllDone(t *testing.T) {
 	checkExclusive(t, runs, time.Now().UnixNano())
 	queues := checkFinished(t, r, r.Main)
 	checkLanded(t, r, r.Main, remote)
+	// Each task landed once, with no lost update of the remote's base.
+	if landed := landedHistory(t, r, r.Main, remote, start, "none"); len(landed) != queues[string(taskfile.Done)] {
+		t.Errorf("%d landings on the remote's main for %d done tasks", len(landed), queues[string(taskfile.Done)])
+	}
 	if queues[string(taskfile.Done)] != tasks {
 		t.Errorf("tasks: %v, want all %d done", queues, tasks)
 	}

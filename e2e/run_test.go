@@ -207,7 +207,8 @@ func checkFinished(t *testing.T, r *Repo, dir string) map[string]int {
 	}
 	if t.Failed() {
 		// What landing would say now, and the last of the state's history.
-		t.Logf("orch land --dry-run:\n%s", r.Orch(dir, "land", "--dry-run").Stdout)
+		t.Logf("orch land --dry-run:\n%s", r.Orch(dir, "land", "--dry-run"))
+		t.Logf("orch check:\n%s", r.Orch(dir, "check"))
 	}
 	return queues
 }

@@ -3,6 +3,7 @@ package ghreview
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -173,4 +174,58 @@ func (g *GH) CreatePR(repo, branch, base, title, body string) (int, string, erro
 		url = url[i+1:]
 	}
 	return n, url, nil
+}
+
+// PR is what gh pr view tells of a pull request, for landing
+// (land.mode: github, docs/design.md §8.5).
+type PR struct {
+	Number      int    `json:"number"`
+	State       string `json:"state"`     // OPEN, MERGED or CLOSED
+	Mergeable   string `json:"mergeable"` // MERGEABLE, CONFLICTING or UNKNOWN (not computed yet)
+	IsDraft     bool   `json:"isDraft"`
+	HeadRefOid  string `json:"headRefOid"`
+	BaseRefName string `json:"baseRefName"`
+	MergeCommit *struct {
+		Oid string `json:"oid"`
+	} `json:"mergeCommit"`
+}
+
+// Merged is the commit that holds a merged pull request's work ("" when
+// it is not merged).
+func (p *PR) Merged() string {
+	if p.State != "MERGED" || p.MergeCommit == nil {
+		return ""
+	}
+	return p.MergeCommit.Oid
+}
+
+// ViewPR reads a pull request's state.
+func (g *GH) ViewPR(repo string, n int) (*PR, error) {
+	out, err := g.Run("pr", "view", strconv.Itoa(n), "--repo", repo, "--json", "number,state,mergeable,isDraft,headRefOid,baseRefName,mergeCommit")
+	if err != nil {
+		return nil, err
+	}
+	var p PR
+	if err := json.Unmarshal(out, &p); err != nil {
+		return nil, &ParseError{What: fmt.Sprintf("gh pr view %d", n), Msg: err.Error()}
+	}
+	if p.Number != n {
+		return nil, &ParseError{What: fmt.Sprintf("gh pr view %d", n), Msg: fmt.Sprintf("it answered pull request %d", p.Number)}
+	}
+	return &p, nil
+}
+
+// ReadyPR marks a draft pull request ready for review (orch opens them as
+// drafts; a draft cannot merge).
+func (g *GH) ReadyPR(repo string, n int) error {
+	_, err := g.Run("pr", "ready", strconv.Itoa(n), "--repo", repo)
+	return err
+}
+
+// MergePR merges a pull request with strategy (merge, squash or rebase),
+// only while its head is head: work pushed after the approval never
+// merges unreviewed.
+func (g *GH) MergePR(repo string, n int, strategy, head string) error {
+	_, err := g.Run("pr", "merge", strconv.Itoa(n), "--repo", repo, "--"+strategy, "--match-head-commit", head)
+	return err
 }

@@ -810,3 +810,36 @@ echo https://github.com/acme/app/pull/123`)
 		t.Errorf("failing: %v", err)
 	}
 }
+
+func TestViewAndMergePR(t *testing.T) {
+	bin, log := standIn(t, `case "$1 $2" in
+"pr view") echo '{"number":7,"state":"MERGED","mergeable":"UNKNOWN","isDraft":false,"headRefOid":"aaa","baseRefName":"main","mergeCommit":{"oid":"bbb"}}' ;;
+"pr merge") echo 'X Pull request #7 is not mergeable: the merge commit cannot be cleanly created.' >&2; exit 1 ;;
+esac`)
+	g := &ghreview.GH{Bin: bin, Dir: t.TempDir(), Timeout: time.Minute}
+	p, err := g.ViewPR("acme/app", 7)
+	if err != nil || p.Merged() != "bbb" || p.HeadRefOid != "aaa" || p.BaseRefName != "main" {
+		t.Fatalf("ViewPR = %+v, %v", p, err)
+	}
+	if _, err := g.ViewPR("acme/app", 8); err == nil || !strings.Contains(err.Error(), "answered pull request 7") {
+		t.Errorf("ViewPR of another number: %v", err)
+	}
+	err = g.MergePR("acme/app", 7, "squash", "aaa")
+	var ge *ghreview.Error
+	if !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "cannot be cleanly created") {
+		t.Errorf("MergePR: %v", err)
+	}
+	if err := g.ReadyPR("acme/app", 7); err != nil {
+		t.Errorf("ReadyPR: %v", err)
+	}
+	want := "pr\nview\n7\n--repo\nacme/app\n--json\nnumber,state,mergeable,isDraft,headRefOid,baseRefName,mergeCommit\n---\n" +
+		"pr\nview\n8\n--repo\nacme/app\n--json\nnumber,state,mergeable,isDraft,headRefOid,baseRefName,mergeCommit\n---\n" +
+		"pr\nmerge\n7\n--repo\nacme/app\n--squash\n--match-head-commit\naaa\n---\n" +
+		"pr\nready\n7\n--repo\nacme/app\n---\n"
+	if got := readLog(t, log); got != want {
+		t.Errorf("gh was run as\n%s\nwant\n%s", got, want)
+	}
+	if (&ghreview.PR{State: "OPEN", MergeCommit: p.MergeCommit}).Merged() != "" {
+		t.Error("an open pull request has no merge commit")
+	}
+}

@@ -74,7 +74,7 @@ func (st *Store) load() error {
 // by name, in the order the reconcile compares them.
 func (st *Store) expectScan() {
 	if st.scan != nil {
-		st.scan.expect(st.snap.dirs, st.cache.ReleaseNames)
+		st.scan.expect(st.snap.dirs)
 	}
 }
 
@@ -83,17 +83,12 @@ func (st *Store) countTaskFiles() int {
 	if d == nil {
 		return 0
 	}
-	n, done := 0, 0 // entries before done are counted, their names' memory given back
-	for i, e := range d.Entries {
-		if i-done == releaseEntries {
-			st.cache.ReleaseNames(d.Entries[done:i])
-			done = i
-		}
+	n := 0
+	for _, e := range d.Entries {
 		if (e.Mode == gitrepo.ModeFile || e.Mode == gitrepo.ModeExec) && strings.HasSuffix(e.Name, ".md") {
 			n++
 		}
 	}
-	st.cache.ReleaseNames(d.Entries[done:])
 	return n
 }
 
@@ -319,29 +314,6 @@ func queueFilter(queues map[taskfile.Queue]bool) func(taskfile.Queue) bool {
 		}
 	}
 	return func(q taskfile.Queue) bool { return slices.Contains(list, q) }
-}
-
-// ReleaseForListing lets go of what a command that has its answer, and
-// reads only summaries from here on (orch list --json), no longer needs:
-// the view scan's results, once the reconcile is over, and the memory of
-// the state cache's file (see statecache.Cache.ReleasePages). It then calls
-// ReleaseCacheBehind after each summary it reads in list order.
-func (st *Store) ReleaseForListing() {
-	if st.scan != nil && !st.deferred {
-		st.scan.wait()
-		st.scan = nil
-	}
-	if st.cache != nil {
-		st.cache.ReleasePages()
-	}
-}
-
-// ReleaseCacheBehind lets the memory of the summaries before h go (see
-// statecache.Cache.ReleaseBehind).
-func (st *Store) ReleaseCacheBehind(h *SummaryHeader) {
-	if st.cache != nil {
-		st.cache.ReleaseBehind(h)
-	}
 }
 
 // EachTaskID calls fn with every task's ID and queue, without decoding the

@@ -28,11 +28,6 @@ type Options struct {
 	// (board --watch): the store keeps its mapping for the life of the
 	// process (see Close), and each open would add one.
 	InMemoryCache bool
-	// LeanCache reads the state cache for a command that reads every
-	// summary once, in list order (orch list --json): the pages each pass
-	// read are given back behind it (statecache.Loading.Lean), which would
-	// cost every other command time for memory it does not hold long.
-	LeanCache bool
 	// NoScan: the caller reads the branch and never reconciles the view
 	// (completion, orch serve's pages), so the view is not scanned: Close
 	// would otherwise wait, holding the lock, for a scan of every file.
@@ -70,7 +65,6 @@ func Open(opts Options) (*Store, error) {
 		priv:        filepath.Join(repo.CommonDir, "orch"),
 		lockTimeout: opts.LockTimeout,
 		mapCache:    !opts.InMemoryCache,
-		leanCache:   opts.LeanCache,
 		conflicts:   map[string][]taskfile.Conflict{},
 		broken:      map[string]error{},
 	}
@@ -167,11 +161,7 @@ func (st *Store) PrivDir() string { return st.priv }
 // startCache reads the state cache file as far as its directories (see
 // statecache.Start), as Options asked; nil when there is no usable file.
 func (st *Store) startCache() *statecache.Loading {
-	l := statecache.Start(st.cachePath(), st.Ref, st.mapCache)
-	if l != nil {
-		l.Lean(st.leanCache)
-	}
-	return l
+	return statecache.Start(st.cachePath(), st.Ref, st.mapCache)
 }
 
 // testHookBeforeLock, when set by a test, runs in Lock between reading the
@@ -189,7 +179,7 @@ func (st *Store) Lock() error {
 		// (If others commit in between, the files may have changed; the
 		// reconcile then matches them by name.)
 		if st.early = st.startCache(); st.early != nil {
-			st.scan.expect(st.early.Dirs(), st.early.ReleaseNames)
+			st.scan.expect(st.early.Dirs())
 		}
 	}
 	if testHookBeforeLock != nil {

@@ -116,12 +116,9 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 		}
 		// A large directory (tasks/) is compared in two halves at once:
 		// the comparison only reads the maps, and it is on the critical
-		// path of every command. Not for a lean cache (orch list --json):
-		// each half holds its own window of the mapped file's names and
-		// index (a large folio or two each), 3 MB more at the peak at
-		// 100,000 tasks, for 10 ms.
+		// path of every command.
 		parts := 1
-		if len(dt.Entries) >= 2048 && !st.leanCache {
+		if len(dt.Entries) >= 2048 {
 			parts = 2
 		}
 		results := make([]dirCompare, parts)
@@ -176,10 +173,6 @@ func (st *Store) pendingPathsAt(snap *Snapshot, scan *viewScan) []string {
 		sorted = append(sorted, p)
 	}
 	sort.Strings(sorted)
-	// The comparison was the last walk over the branch's trees (their
-	// names are in the state cache's file) that orch list --json makes:
-	// what the lookups above faulted in can go (a lean cache's only).
-	st.cache.ReleaseTrees()
 	return sorted
 }
 
@@ -210,13 +203,7 @@ func (st *Store) compareEntries(d string, all []gitrepo.TreeEntry, lo, hi int, f
 		byName = files.cursor(&all[lo])
 	}
 	index := st.cache.Index.Cursor(d, all[lo].Name)
-	done := lo // entries before this one are compared, their names' memory given back
-	defer func() { st.cache.ReleaseNames(all[done:hi]) }()
 	for i := lo; i < hi; i++ {
-		if i-done == releaseEntries {
-			st.cache.ReleaseNames(all[done:i])
-			done = i
-		}
 		e := &all[i]
 		if e.Mode != gitrepo.ModeFile && e.Mode != gitrepo.ModeExec {
 			continue

@@ -67,22 +67,15 @@ type viewScan struct {
 }
 
 // scanBranch is what expect hands the scan: the branch's entries of each
-// mirrored directory, and a function that gives back the memory of a run
-// of entries' names once stat-ed (see statecache.Cache.ReleaseNames).
+// mirrored directory.
 type scanBranch struct {
-	dirs    map[string][]gitrepo.TreeEntry
-	release func([]gitrepo.TreeEntry)
+	dirs map[string][]gitrepo.TreeEntry
 }
 
 // mirroredDirs are the directories of the state branch that the view holds,
 // the small ones first: the scan goes in this order, and a command waits for
 // the scan to end, so it should end with the big one.
 var mirroredDirs = []string{PromptsDir, MessagesDir, EventsDir, TasksDir}
-
-// releaseEntries is how many entries a pass over a directory goes through
-// between two calls that give back the memory of their names (a few
-// hundred kilobytes of the state cache's file).
-const releaseEntries = 4096
 
 // scanWorkers is how many goroutines stat the view's files.
 var scanWorkers = func() int {
@@ -105,7 +98,7 @@ func startScan(view string) *viewScan {
 // files it stats once it has listed the view. Only the first call counts;
 // a scan that is waited for before it got any (dirs nil) stats what it
 // listed.
-func (s *viewScan) expect(dirs map[string]*gitrepo.Tree, release func([]gitrepo.TreeEntry)) {
+func (s *viewScan) expect(dirs map[string]*gitrepo.Tree) {
 	s.give.Do(func() {
 		m := map[string][]gitrepo.TreeEntry{}
 		for _, d := range mirroredDirs {
@@ -113,15 +106,12 @@ func (s *viewScan) expect(dirs map[string]*gitrepo.Tree, release func([]gitrepo.
 				m[d] = dt.Entries // never changed in place: a commit makes new ones
 			}
 		}
-		if release == nil {
-			release = func([]gitrepo.TreeEntry) {}
-		}
-		s.branch <- scanBranch{m, release}
+		s.branch <- scanBranch{m}
 	})
 }
 
 func (s *viewScan) wait() *viewScan {
-	s.expect(nil, nil)
+	s.expect(nil)
 	<-s.done
 	return s
 }
@@ -268,7 +258,7 @@ func (s *viewScan) run(view string) {
 		if !ok {
 			continue
 		}
-		files := statEntries(l.fd, dir, branch.dirs[dir], branch.release)
+		files := statEntries(l.fd, dir, branch.dirs[dir])
 		if files.n != l.count {
 			files.addUnlisted(l.fd, dir)
 		}
@@ -282,7 +272,7 @@ func (s *viewScan) run(view string) {
 
 // statEntries stats the mirrored file entries of a directory by name, a
 // large one on several goroutines.
-func statEntries(fd int, dir string, entries []gitrepo.TreeEntry, release func([]gitrepo.TreeEntry)) *scanFiles {
+func statEntries(fd int, dir string, entries []gitrepo.TreeEntry) *scanFiles {
 	files := &scanFiles{dir: dir, entries: entries, stats: make([]entryStat, len(entries))}
 	workers := scanWorkers
 	if len(entries) < 256 {
@@ -297,12 +287,7 @@ func statEntries(fd int, dir string, entries []gitrepo.TreeEntry, release func([
 			defer wg.Done()
 			var st unix.Stat_t
 			var name [256]byte
-			done := lo // entries before this one are stat-ed and released
 			for i := lo; i < hi; i++ {
-				if i-done == releaseEntries {
-					release(entries[done:i])
-					done = i
-				}
 				e := &entries[i]
 				if e.Mode != gitrepo.ModeFile && e.Mode != gitrepo.ModeExec || len(e.Name) >= len(name) || !maybeMirrored(dir, e.Name) {
 					continue
@@ -317,7 +302,6 @@ func statEntries(fd int, dir string, entries []gitrepo.TreeEntry, release func([
 				r.fileStat, r.ok = statOf(&st), true
 				found[w]++
 			}
-			release(entries[done:hi])
 		}(w)
 	}
 	wg.Wait()

@@ -129,8 +129,8 @@ func TestScanByEntries(t *testing.T) {
 
 			s := startScan(view)
 			if tc.expect {
-				s.expect(map[string]*gitrepo.Tree{TasksDir: {Entries: ents}}, nil)
-				s.expect(nil, nil) // only the first call counts
+				s.expect(map[string]*gitrepo.Tree{TasksDir: {Entries: ents}})
+				s.expect(nil) // only the first call counts
 			}
 			s.wait()
 			files := s.dirs[TasksDir]

@@ -42,7 +42,6 @@ type Store struct {
 	priv        string
 	lockTimeout time.Duration
 	mapCache    bool // see Options.InMemoryCache
-	leanCache   bool // see Options.LeanCache
 	lock        *fileLock
 	cache       *statecache.Cache
 	snap        *Snapshot

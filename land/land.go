@@ -72,13 +72,14 @@ type Outcome struct {
 
 // Failure says why a candidate did not land: the work goes back.
 type Failure struct {
-	Kind    string   // "conflict" or "check"
+	Kind    string   // "conflict" or "check"; "pr_conflict" with land.mode: github (GitHub says the pull request conflicts)
 	Base    string   // the base commit the work met
 	Files   []string // conflict: the conflicting files
 	Hunks   string   // conflict: their conflicting hunks (clipped)
 	Command string   // check: the command
 	Exit    int      // check: its exit status (-1: killed by check_timeout)
-	Output  string   // check: the tail of its output
+	Output  string   // check: the tail of its output; pr_conflict: what GitHub said
+	PR      int      // pr_conflict: the pull request
 }
 
 // WaitError says the landing waits: the base branch is checked out in a
@@ -274,8 +275,23 @@ func (l *lander) landedIn(tip string, c Candidate) string {
 	return ""
 }
 
-// reset puts the scratch worktree at tip, clean.
+// reset puts the scratch worktree at tip, clean. A scratch worktree that
+// cannot be reset (a landing killed midway may leave git's locks in it;
+// the landing lock says none of them is live) is made again.
 func (l *lander) reset(tip string) error {
+	err := l.resetOnce(tip)
+	if err == nil {
+		return nil
+	}
+	_, _ = l.git("", "worktree", "remove", "--force", l.wt)
+	_ = os.RemoveAll(l.wt)
+	if _, err := l.o.scratch(); err != nil {
+		return err
+	}
+	return l.resetOnce(tip)
+}
+
+func (l *lander) resetOnce(tip string) error {
 	_, _ = l.git(l.wt, "merge", "--abort")
 	_, _ = l.git(l.wt, "rebase", "--abort")
 	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", tip); err != nil {
@@ -420,7 +436,7 @@ func RunCheck(dir, cmd string, env []string, timeout time.Duration) (int, string
 func (l *lander) advance(tip, head string) (bool, error) {
 	wts := l.baseWorktrees()
 	for _, w := range wts {
-		if changes := l.changes(w); len(changes) > 0 {
+		if changes := l.changes(w); len(changes) > 0 && !l.resume(w) {
 			return false, &WaitError{Base: l.o.Base, Worktree: w, Changes: changes}
 		}
 	}
@@ -446,7 +462,7 @@ func (l *lander) advance(tip, head string) (bool, error) {
 			return false, &WaitError{Base: l.o.Base, Worktree: w, Changes: []string{text.Clip(strings.TrimSpace(out), 200)}}
 		}
 	}
-	if _, err := l.git("", "update-ref", "-m", "orch land", "refs/heads/"+l.o.Base, head, tip); err != nil {
+	if _, err := l.git("", "update-ref", "-m", reflogMessage, "refs/heads/"+l.o.Base, head, tip); err != nil {
 		return false, nil // moved under us: the compare-and-swap lost
 	}
 	for _, w := range wts {
@@ -455,6 +471,43 @@ func (l *lander) advance(tip, head string) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// reflogMessage marks the base's moves that are landings.
+const reflogMessage = "orch land"
+
+// resume completes the follow of a landing killed after the base moved
+// and before the worktree that has it checked out followed: the base's
+// last move is a landing's (its reflog says so), and the worktree holds
+// exactly what the base held before that move, in its index and its
+// files. What it shows as changes is then only that move not yet made,
+// nothing of a person's; it follows now and reports whether it did.
+func (l *lander) resume(wt string) bool {
+	out, err := l.git("", "reflog", "show", "--format=%H%x00%gs", "-n", "2", "refs/heads/"+l.o.Base)
+	if err != nil {
+		return false
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 {
+		return false
+	}
+	head, msg, _ := strings.Cut(lines[0], "\x00")
+	prev, _, _ := strings.Cut(lines[1], "\x00")
+	if msg != reflogMessage {
+		return false
+	}
+	if now, err := l.rev("refs/heads/" + l.o.Base); err != nil || now != head {
+		return false
+	}
+	_, _ = l.git(wt, "update-index", "-q", "--refresh")
+	if _, err := l.git(wt, "diff-index", "--cached", "--quiet", prev); err != nil {
+		return false // the index is not the base's previous tree
+	}
+	if _, err := l.git(wt, "diff-files", "--quiet"); err != nil {
+		return false // the files are not the index
+	}
+	_, err = l.follow(wt, prev, head)
+	return err == nil
 }
 
 // follow advances a clean worktree from tip to head as git merge
@@ -607,10 +660,28 @@ func (l *lander) git(dir string, args ...string) (string, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return errb.String() + out.String(), err
+		said := errb.String() + out.String()
+		return said, &GitError{Args: args, Err: err, Said: said}
 	}
 	return out.String(), nil
 }
+
+// GitError is a git command that failed, with what it said.
+type GitError struct {
+	Args []string
+	Err  error
+	Said string
+}
+
+func (e *GitError) Error() string {
+	verb := ""
+	if len(e.Args) > 0 {
+		verb = " " + e.Args[0]
+	}
+	return fmt.Sprintf("git%s: %v: %s", verb, e.Err, text.Clip(text.OneLine(strings.TrimSpace(e.Said)), 300))
+}
+
+func (e *GitError) Unwrap() error { return e.Err }
 
 // clipLines keeps the last max lines of s, at most n bytes, marking a cut.
 func clipLines(s string, max, n int) string {

@@ -215,3 +215,38 @@ func TestLockOnePerClone(t *testing.T) {
 	}
 	again()
 }
+
+// A landing killed after the base moved and before the person's clean
+// checkout followed leaves that checkout one landing behind: the next
+// landing completes the follow (the reflog says the move was a landing,
+// and the checkout holds exactly the base before it) instead of waiting on
+// it forever. The same state made by a person's own change still waits.
+func TestLandResumesFollow(t *testing.T) {
+	for _, person := range []bool{false, true} {
+		dir := repo(t)
+		a := branch(t, dir, "task/a", "a.txt", "a\n")
+		b := branch(t, dir, "task/b", "b.txt", "b\n")
+		testgit.Git(t, dir, "checkout", "-q", "main")
+		// What a landing killed midway leaves: the ref moved, the
+		// checkout not.
+		moved := testgit.Git(t, dir, "commit-tree", "-p", "main", "-p", a.Tip, "-m", "Land "+a.Task, a.Tip+"^{tree}")
+		testgit.Git(t, dir, "update-ref", "-m", reflogMessage, "refs/heads/main", strings.TrimSpace(moved))
+		if person {
+			testgit.WriteFile(t, filepath.Join(dir, "README.md"), "the person's edit\n")
+		}
+		_, err := Land(opts(t, dir), []Candidate{b})
+		if person {
+			var wait *WaitError
+			if !asWait(err, &wait) {
+				t.Fatalf("with a person's change: err = %v, want a wait", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := testgit.Git(t, dir, "status", "--porcelain", "--untracked-files=no"); st != "" || testgit.ReadFile(t, filepath.Join(dir, "b.txt")) != "b\n" {
+			t.Errorf("the checkout did not follow both landings: %q", st)
+		}
+	}
+}

@@ -44,8 +44,8 @@ type Options struct {
 	// Progress, when set, hears how far a long operation has got (see
 	// Engine.Progress).
 	Progress func(what string, done, total int)
-	// InMemoryCache and LeanCache: see gitstore.Options.
-	InMemoryCache, LeanCache bool
+	// InMemoryCache: see gitstore.Options.
+	InMemoryCache bool
 	// Signals are what the actor is judged by (docs/design.md §5.1); Verb names the
 	// command, and ReadOnly says it changes nothing (the rule of a task's
 	// worktree binds only commands that change something). With Verb
@@ -121,7 +121,7 @@ func Open(opts Options) (*Engine, error) {
 	st := opts.Store
 	if st == nil {
 		var err error
-		st, err = gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache, LeanCache: opts.LeanCache, NoScan: opts.NoReconcile})
+		st, err = gitstore.Open(gitstore.Options{Repo: opts.Repo, Dir: opts.Dir, StateBranch: opts.StateBranch, InMemoryCache: opts.InMemoryCache, NoScan: opts.NoReconcile})
 		if err != nil {
 			return nil, err
 		}

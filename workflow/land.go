@@ -88,6 +88,10 @@ type LandOptions struct {
 	// Wait waits for another landing in this clone to end; without it a
 	// landing that finds one running returns at once (LandReport.Busy).
 	Wait bool
+	// Hold lists approved tasks a github landing does not ask GitHub
+	// about this time (orch run's house: their pull request waited a
+	// moment ago); they count as waiting.
+	Hold map[string]bool
 }
 
 // LandReport is what one landing did, a line for each task it tried.
@@ -99,21 +103,31 @@ type LandReport struct {
 	Waiting string
 	// Busy: another landing runs in this clone (LandOptions.Wait unset).
 	Busy bool
+	// All: the step tried every approved task of the base (land.mode:
+	// github, where each pull request merges on its own), so a next step
+	// would only try again what waits.
+	All bool
 }
 
 // LandedTask is one task a landing tried.
 type LandedTask struct {
 	Task    string `json:"task"`
 	Title   string `json:"title"`
-	Outcome string `json:"outcome"` // landed, rejected, escalated, would_land, would_conflict, skipped
-	Commit  string `json:"commit"`  // the landed commit on the base ("" unless landed)
-	Check   string `json:"check"`   // passed, none, failed ("" when no check ran)
-	Why     string `json:"why"`     // why it did not land ("" when it did)
+	Outcome string `json:"outcome"`   // landed, rejected, escalated, would_land, would_conflict, skipped; github: waiting, would_escalate
+	Commit  string `json:"commit"`    // the landed commit on the base ("" unless landed)
+	Check   string `json:"check"`     // passed, none, failed ("" when no check ran, as with land.mode: github)
+	Why     string `json:"why"`       // why it did not land ("" when it did)
+	PR      int    `json:"pr_number"` // land.mode github: the pull request (0: none, or local landing)
+	// Escalation is why the landing escalated the task (for orch run's
+	// event; orch land's answer says it in why).
+	Escalation *Escalation `json:"-"`
 }
 
 // Summary is the outcome in a line, as orch land and orch run print it.
 func (t LandedTask) Summary(base string) string {
 	switch {
+	case t.Outcome == "landed" && t.PR > 0:
+		return fmt.Sprintf("%s landed on %s as %s (PR #%d merged on GitHub): %s", t.Task, base, shortHash(t.Commit), t.PR, t.Title)
 	case t.Outcome == "landed":
 		return fmt.Sprintf("%s landed on %s as %s (check: %s): %s", t.Task, base, shortHash(t.Commit), t.Check, t.Title)
 	case t.Why != "":
@@ -162,6 +176,11 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 			return nil, err
 		}
 		defer unlock()
+	}
+	if cfg.Land.Mode == config.LandGitHub {
+		// Under the same lock: two coordinators of one clone never merge
+		// one pull request twice.
+		return landGitHub(opts, e, rep, lo)
 	}
 	queue := e.LandQueue()
 	max := lo.Max
@@ -236,7 +255,7 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 			continue
 		}
 		if res != nil && res.To == taskfile.Escalated {
-			lt.Outcome = "escalated"
+			lt.Outcome, lt.Escalation = "escalated", res.Escalation
 		}
 		rep.Results = append(rep.Results, lt)
 		if o.Landed {
@@ -260,8 +279,8 @@ func (e *Engine) requireLanding() error {
 	if err := e.requireHuman("land", "", "landing work on the base branch"); err != nil {
 		return err
 	}
-	if e.Config.Land.Mode != config.LandLocal {
-		return &RuleError{Rule: "land_mode", Msg: fmt.Sprintf("land.mode is %s: orch land lands only with land.mode: local (github: gh pr merge, then orch pr poll)", e.Config.Land.Mode),
+	if !e.Config.Land.On() {
+		return &RuleError{Rule: "land_mode", Msg: fmt.Sprintf("land.mode is %s: approval is the end and a person merges; orch land lands only with land.mode: local or github", e.Config.Land.Mode),
 			Next: Next{Advice: AdviseLandMode}}
 	}
 	return nil
@@ -371,6 +390,9 @@ func (e *Engine) failureChange(t *Task, fail *land.Failure, kind, tip string) (*
 
 // failureWords says a failure in a line.
 func failureWords(f *land.Failure) string {
+	if f.Kind == "pr_conflict" {
+		return f.Output
+	}
 	if f.Kind == "conflict" {
 		return fmt.Sprintf("it conflicts with %s in %s", short(f.Base), orNone(f.Files))
 	}
@@ -386,6 +408,8 @@ func (e *Engine) failureText(t *taskfile.Task, f *land.Failure, kind, tip string
 	base := e.baseOf(t)
 	var b strings.Builder
 	switch {
+	case f.Kind == "pr_conflict":
+		fmt.Fprintf(&b, "The approved work (%s at %s) could not merge on GitHub: %s. Pull request #%d must be brought up to date with %s before it can merge.\n", t.Branch, short(tip), f.Output, f.PR, base)
 	case f.Kind == "conflict":
 		fmt.Fprintf(&b, "The approved work (%s at %s) could not land: it conflicts with %s at %s.\n\nConflicting files:\n\n", t.Branch, short(tip), base, short(f.Base))
 		for _, p := range f.Files {
@@ -399,9 +423,12 @@ func (e *Engine) failureText(t *taskfile.Task, f *land.Failure, kind, tip string
 			t.Branch, short(tip), base, short(f.Base), f.Command, f.Exit, indent(f.Output))
 	}
 	fmt.Fprintf(&b, "\nTo bring the branch up to date, in the task's worktree (orch worktree %s):\n\n", t.ID)
-	if kind == "check" {
+	switch {
+	case kind == "check":
 		fmt.Fprintf(&b, "    %s   # see it fail, fix it, git commit\n", f.Command)
-	} else {
+	case f.Kind == "pr_conflict":
+		fmt.Fprintf(&b, "    git fetch origin %s\n    git merge origin/%s   # resolve, git commit\n    git push origin %s   # the pull request's branch\n", base, base, t.Branch)
+	default:
 		check := ""
 		if e.Config.Land.Check != "" {
 			check = " run " + e.Config.Land.Check + ","
@@ -471,10 +498,11 @@ type LandData struct {
 	Tip      string `json:"tip"`
 	Check    string `json:"check,omitempty"`
 	Strategy string `json:"strategy,omitempty"`
-	Failure  string `json:"failure,omitempty"` // conflict or check
+	Failure  string `json:"failure,omitempty"` // conflict or check; github: pr_conflict, pr_closed, no_pr
 	Why      string `json:"why,omitempty"`
 	Failures int    `json:"failures,omitempty"`
-	Kind     string `json:"kind,omitempty"` // landing or check (review.check)
+	Kind     string `json:"kind,omitempty"`      // landing or check (review.check)
+	PR       int    `json:"pr_number,omitempty"` // land.mode github: the pull request
 }
 
 // Action is a LandData's action.

@@ -167,31 +167,46 @@ func (e *Engine) approveStep(verdict, notes string, extra func(t *Task, f *taskf
 				return nil, err
 			}
 		}
-		edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt)}
-		if len(t.Task.LockedOut) > 0 {
-			edits = append(edits, taskfile.Unset(taskfile.KeyLockedOut))
-		}
-		to, landing, err := e.approval(&t.Task)
+		to, f, err := e.approved(&t.Task, f)
 		if err != nil {
-			return nil, err
-		}
-		if f, err = f.Apply(append(edits, landing...)...); err != nil {
 			return nil, err
 		}
 		body := fmt.Sprintf("%s by %s.", strings.ReplaceAll(verdict, "_", " "), e.Actor)
 		if notes != "" {
 			body += "\n\n" + notes
 		}
-		trailers := gitstore.Trailers{{Key: gitstore.TrailerVerdict, Value: verdict}}
-		if len(t.Task.LockedOut) > 0 {
-			// Approval lifts every lockout: orch log names whom.
-			trailers.Add(gitstore.TrailerUnlocked, strings.Join(t.Task.LockedOut, ", "))
-		}
+		trailers := append(gitstore.Trailers{{Key: gitstore.TrailerVerdict, Value: verdict}}, unlockedTrailer(&t.Task)...)
 		return &change{file: f, to: to, body: body,
 			data:     &ApproveData{Verdict: verdict, Notes: notes, Author: t.Task.SubmittedBy, Rounds: t.Task.RejectionCount, Unlocked: t.Task.LockedOut},
 			ground:   ground,
 			trailers: trailers}, nil
 	}
+}
+
+// approved is what every approval (orch approve, or a structured review
+// with no blocking issue) does to the file besides its round, in one
+// place: the claim goes, every lockout and the no-progress count are
+// lifted (the work is accepted), and the task goes to done or, with
+// landing on, to approved with what was approved (e.approval).
+func (e *Engine) approved(t *taskfile.Task, f *taskfile.File) (taskfile.Queue, *taskfile.File, error) {
+	edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt), taskfile.Unset(taskfile.KeyNoProgress)}
+	if len(t.LockedOut) > 0 {
+		edits = append(edits, taskfile.Unset(taskfile.KeyLockedOut))
+	}
+	to, landing, err := e.approval(t)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err = f.Apply(append(edits, landing...)...)
+	return to, f, err
+}
+
+// unlockedTrailer names, for orch log, whom an approval let back in.
+func unlockedTrailer(t *taskfile.Task) gitstore.Trailers {
+	if len(t.LockedOut) == 0 {
+		return nil
+	}
+	return gitstore.Trailers{{Key: gitstore.TrailerUnlocked, Value: strings.Join(t.LockedOut, ", ")}}
 }
 
 // unresolvedBlocking lists blocking issues not ticked as resolved.

@@ -41,6 +41,9 @@ type PRImport struct {
 	Comments int              `json:"comments"`
 	To       string           `json:"to,omitempty"`
 	Commit   string           `json:"commit,omitempty"`
+	// Landed is a merged pull request's merge commit (land.mode:
+	// github), recorded as the task's landed_commit.
+	Landed string `json:"landed_commit,omitempty"`
 }
 
 // importedReviews tells which GitHub reviews a task holds already: its
@@ -155,7 +158,10 @@ type PRPoll struct {
 }
 
 // PollPRs reads the reviews of every submitted task's pull request through
-// gh, then imports those that request changes (orch pr poll). Each pull
+// gh, then imports those that request changes (orch pr poll); with
+// land.mode: github it also reads each approved task's pull request and
+// records what GitHub did (merged: done; closed unmerged: escalated;
+// conflicting: a landing round, see landgithub.go). Each pull
 // request stands on its own: one that cannot be read or imported is
 // refused and the others go on. gh runs without the store lock held (it
 // may take seconds). The error is gh's when it failed for every pull
@@ -172,6 +178,7 @@ func PollPRs(opts Options) (*PRPoll, error) {
 		return nil, err
 	}
 	targets, repoCfg = e.prTargets(), e.Config.GitHub.Repo
+	landTargets := e.prLandTargets()
 	if dir = e.Store.Repo.WorkTree; dir == "" {
 		dir = e.Store.Repo.GitDir
 	}
@@ -179,7 +186,7 @@ func PollPRs(opts Options) (*PRPoll, error) {
 		return nil, err
 	}
 	out := &PRPoll{}
-	if len(targets) == 0 {
+	if len(targets)+len(landTargets) == 0 {
 		return out, nil
 	}
 	gh := ghreview.New(dir)
@@ -210,7 +217,20 @@ func PollPRs(opts Options) (*PRPoll, error) {
 		}
 		data = append(data, prData{t, rs, cs})
 	}
-	if len(data) == 0 && ghErr != nil {
+	var found []prFinding
+	for _, t := range landTargets {
+		v, err := gh.ViewPR(repo, t.pr)
+		if err != nil {
+			var pe *ghreview.ParseError
+			if !errors.As(err, &pe) && ghErr == nil {
+				ghErr = err
+			}
+			out.Refused = append(out.Refused, PRRefusal{t.c.Task, t.pr, ghreview.CleanText(err.Error())})
+			continue
+		}
+		found = append(found, prSays(t.c, v))
+	}
+	if len(data)+len(found) == 0 && ghErr != nil {
 		return nil, GitHubFailure(ghErr)
 	}
 	if e, err = Open(opts); err != nil {
@@ -233,7 +253,7 @@ func PollPRs(opts Options) (*PRPoll, error) {
 		}
 		out.Imports = append(out.Imports, res)
 	}
-	return out, nil
+	return out, e.pollLanded(found, out)
 }
 
 // prRefusable reports whether an import failed for a reason of its own

@@ -441,15 +441,8 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	if f, err = f.AddSection(taskfile.RenderRound(taskfile.Round{Number: n, Verdict: verdict, Approval: true, Sources: []taskfile.Source{src}})); err != nil {
 		return nil, err
 	}
-	edits := []taskfile.Edit{taskfile.Unset(taskfile.KeyClaimedBy), taskfile.Unset(taskfile.KeyClaimedAt), taskfile.Unset(taskfile.KeyNoProgress)}
-	if len(t.Task.LockedOut) > 0 {
-		edits = append(edits, taskfile.Unset(taskfile.KeyLockedOut))
-	}
-	to, landing, err := e.approval(&t.Task)
+	to, f, err := e.approved(&t.Task, f)
 	if err != nil {
-		return nil, err
-	}
-	if f, err = f.Apply(append(edits, landing...)...); err != nil {
 		return nil, err
 	}
 	data.Approval = &ReviewApproval{Author: t.Task.SubmittedBy, Rounds: t.Task.RejectionCount}
@@ -457,11 +450,9 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	if allSkipped {
 		body += " " + AllSuggestionsSkipped + "."
 	}
-	trailers := gitstore.Trailers{{Key: gitstore.TrailerVerdict, Value: verdict}, {Key: gitstore.TrailerRound, Value: fmt.Sprint(n)}}
+	trailers := append(gitstore.Trailers{{Key: gitstore.TrailerVerdict, Value: verdict}, {Key: gitstore.TrailerRound, Value: fmt.Sprint(n)}}, unlockedTrailer(&t.Task)...)
 	if len(t.Task.LockedOut) > 0 {
 		data.Approval.Unlocked = t.Task.LockedOut
-		// Approval lifts every lockout: orch log names whom.
-		trailers.Add(gitstore.TrailerUnlocked, strings.Join(t.Task.LockedOut, ", "))
 	}
 	return &change{file: f, to: to, data: data,
 		body:     body,

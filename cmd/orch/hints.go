@@ -209,7 +209,7 @@ func hintFor(n workflow.Next) string {
 	case workflow.AdviseListTrees:
 		return "git worktree list shows the worktrees"
 	case workflow.AdviseLandMode:
-		return "set land: mode: local in .orchestrator/config.yaml (with format: 3), then orch check"
+		return "set land: mode: local (or github) in .orchestrator/config.yaml (with format: 3), then orch check"
 	case workflow.AdvisePolicyEditPending:
 		v := ".orchestrator/" + n.Path
 		return fmt.Sprintf("read the change above; if you mean it, commit it yourself with orch check (it shows what it commits); if not, undo it: git show %s:%s > %s (orch inbox says which run it was found after)", n.Branch, n.Path, v)

@@ -21,7 +21,7 @@ func newLandCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "land [--dry-run] [--all] [--push [--remote R]]",
 		Short: "Land approved work on the base branch through a checked merge",
-		Long: `Land the approved tasks (land.mode: local) on the base branch, in order:
+		Long: `Land the approved tasks (land.mode: local, or github: below) on the base branch, in order:
 priority first, then the oldest approval. ` + workflow.TransitionHelp("land") + `
 
 One landing step takes the base branch's tip, merges the approved commit of
@@ -47,7 +47,21 @@ land.delete_branch.
 
 --dry-run shows what would land, in order, and the conflicts a trial merge
 sees; --all lands every approved task, a batch at a time. orch run lands
-continuously.`,
+continuously.
+
+With land.mode: github, landing is GitHub's merge: for each approved task, in
+the same order, orch reads its pull request (pr_number) with gh pr view,
+marks a draft ready, and runs gh pr merge N --merge, --squash or --rebase
+(land.strategy) with --match-head-commit of the approved commit, so that
+nothing pushed after the approval merges unreviewed. A merged pull request
+makes the task done, its merge commit the landed_commit. One that GitHub says
+conflicts goes back to rejected with a landing round (no lockout, counted
+toward land.max_failures); one closed unmerged, or a task with no pr_number,
+escalates to a person. One that cannot merge yet (checks, required reviews,
+a merge queue, a head that is not the approved commit) stays approved and
+the answer says why ("waiting"); orch pr poll records it once GitHub merged
+it. --dry-run lists what it would merge and asks GitHub nothing. Without gh,
+or network, nothing changes and the command exits 1.`,
 		Example: `  orch land
   orch land --dry-run
   orch land --all --json`,
@@ -83,7 +97,7 @@ func runLand(o *landOptions) error {
 		}
 		ans.Base, ans.Waiting = rep.Base, rep.Waiting
 		ans.Tasks = append(ans.Tasks, rep.Results...)
-		if !o.All || o.DryRun || rep.Waiting != "" || len(rep.Results) == 0 {
+		if !o.All || o.DryRun || rep.Waiting != "" || len(rep.Results) == 0 || rep.All {
 			break
 		}
 	}

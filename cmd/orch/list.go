@@ -106,7 +106,6 @@ func runList(o *listOptions) error {
 	}
 	// list --json reads every task's summary once, in list order: the state
 	// cache's pages can be given back behind each pass.
-	o.g.leanCache = o.g.JSON
 	return o.g.run(func(e *workflow.Engine) (printer, error) {
 		if err := e.RequireInit(); err != nil {
 			return nil, err
@@ -146,9 +145,6 @@ type listAnswer struct {
 // safe for concurrent use, and only this goroutine touches it. At 10,000
 // tasks the output took 29 ms of one core.
 func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*gitstore.SummaryHeader) error {
-	// The tasks come in list order, which the state cache stores them in:
-	// read front to back, the file's pages behind can go.
-	e.Store.ReleaseForListing()
 	var fields *workflow.FieldsReader
 	if g.fields.ShowsFields() {
 		fields = e.TaskFieldsReader(len(tasks))
@@ -184,13 +180,8 @@ func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*
 		b = append(b, "]}\n"...)
 		flush()
 	}()
-	// recycle takes back the oldest chunk formatted, giving back the state
-	// cache's pages its tasks were read from (their strings point there).
-	recycle := func() *listChunk {
-		c := <-formatted
-		e.Store.ReleaseCacheBehind(c.last)
-		return c
-	}
+	// recycle takes back the oldest chunk formatted.
+	recycle := func() *listChunk { return <-formatted }
 	made := 0 // chunks: as many as can be queued, formatted or waiting to be taken back
 	for i := 0; i < len(tasks) && !failed.Load(); i += listChunkTasks {
 		var c *listChunk
@@ -208,7 +199,6 @@ func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*
 				f = fields.Of(s)
 			}
 			c.items = append(c.items, answer.NewTask(s, s.Problem == "" && e.Ready(s), f, g.fields))
-			c.last = h
 		}
 		work <- c
 	}
@@ -228,7 +218,6 @@ type listChunk struct {
 	sums  []gitstore.Summary // scratch, one per task (see SummaryHeader.Read)
 	items []answer.Task
 	at    int // the place of its first task in the list
-	last  *gitstore.SummaryHeader
 }
 
 // listBuffer is the size of writeTaskList's buffer, written out when less

@@ -27,8 +27,10 @@ A pull request whose newest decisive review requests changes rejects its task
 with the review as feedback: the review's body, then each line comment as
 path:line, BLOCKING when it comes from the changes-requested review or starts
 with "BLOCKING:", else a suggestion. A review is never imported twice;
-approved and comment-only pull requests are left alone. Without gh or
-network nothing changes and the command exits 1.`,
+approved and comment-only pull requests are left alone. With land.mode:
+github, orch lands work through gh pr merge (orch land) and pr poll records
+what GitHub did to approved tasks' pull requests. Without gh or network
+nothing changes and the command exits 1.`,
 		Example: `  orch pr poll
   orch pr import T-4k9x2m --reviews reviews.json --comments comments.json`,
 		Args: exactArgs(0, "pr poll | pr import ID --reviews FILE --comments FILE"),
@@ -38,7 +40,7 @@ network nothing changes and the command exits 1.`,
 	}
 	poll := &cobra.Command{
 		Use:   "poll",
-		Short: "Check every submitted task's pull request for requested changes",
+		Short: "Check submitted tasks' pull requests for requested changes, approved ones for a merge",
 		Long: `For each provisional task with a pr_number, read the pull request's reviews and
 review comments with gh api --paginate, and reject the task when the newest
 decisive review requests changes that were not imported yet. Every pull request
@@ -49,7 +51,13 @@ the command prints what it imported, names each refused pull request, and
 exits 1. With --json it answers every pull request looked at and exits 0:
 {"ok": false, "pull_requests": [...]}, each refused one with "outcome":
 "refused" and its "message". When gh fails for every pull request (no
-network, not logged in), nothing changes.`,
+network, not logged in), nothing changes.
+
+With land.mode: github it also reads each approved task's pull request with
+gh pr view: MERGED makes the task done with the merge commit as its
+landed_commit; CLOSED unmerged escalates it; open and CONFLICTING sends it
+back to rejected with a landing round (no lockout, counted toward
+land.max_failures); any other open one is left approved ("not merged yet").`,
 		Example: `  orch pr poll
   ORCH_GH=/usr/local/bin/gh orch pr poll --json`,
 		Args: exactArgs(0, "pr poll"),
@@ -137,7 +145,7 @@ type prJSON struct {
 	Task     *answer.Task `json:"task"`
 	PRNumber int          `json:"pr_number"` // 0 for pr import of a task without a pr_number
 	Imported bool         `json:"imported"`  // a review requesting changes was imported
-	Outcome  string       `json:"outcome"`   // changes requested, approved, no reviews, only comments, already imported; refused
+	Outcome  string       `json:"outcome"`   // changes requested, approved, no reviews, only comments, already imported; refused; land.mode github: merged, closed unmerged, conflicting, not merged yet
 	ReviewID int64        `json:"review_id"`
 	Reviewer string       `json:"reviewer"`
 	Blocking int          `json:"blocking"`
@@ -145,6 +153,9 @@ type prJSON struct {
 	To       string       `json:"to"`      // the task's new queue when imported
 	Commit   string       `json:"commit"`  // the import's commit
 	Message  string       `json:"message"` // why it was refused
+	// LandedCommit is a merged pull request's merge commit, the task's
+	// landed_commit now ("" otherwise).
+	LandedCommit string `json:"landed_commit"`
 }
 
 // prDetails are the lines of a poll's outcome, for an error's details
@@ -178,7 +189,7 @@ func printPoll(g *globalOptions, e *workflow.Engine, res []*workflow.PRImport, r
 		prs := []prJSON{}
 		for _, r := range res {
 			prs = append(prs, prJSON{TaskID: r.Task, Task: refs[r.Task], PRNumber: r.PR, Imported: r.To != "", Outcome: string(r.Outcome),
-				ReviewID: r.Review, Reviewer: r.Reviewer, Blocking: r.Blocking, Comments: r.Comments, To: r.To, Commit: r.Commit})
+				ReviewID: r.Review, Reviewer: r.Reviewer, Blocking: r.Blocking, Comments: r.Comments, To: r.To, Commit: r.Commit, LandedCommit: r.Landed})
 		}
 		for _, r := range refused {
 			prs = append(prs, prJSON{TaskID: r.Task, Task: refs[r.Task], PRNumber: r.PR, Outcome: "refused", Message: r.Message})
@@ -192,7 +203,13 @@ func printPoll(g *globalOptions, e *workflow.Engine, res []*workflow.PRImport, r
 		if r.PR == 0 { // pr import for a task without a pr_number
 			what = r.Task + ":"
 		}
-		if r.To != "" {
+		if r.To != "" && r.Review == 0 { // an approved task's pull request (land.mode github)
+			line := fmt.Sprintf("%s: PR #%d %s: approved -> %s", r.Task, r.PR, r.Outcome, r.To)
+			if r.Landed != "" {
+				line += " (landed_commit " + shortText(r.Landed) + ")"
+			}
+			fmt.Fprintln(g.io.Out, line)
+		} else if r.To != "" {
 			fmt.Fprintf(g.io.Out, "%s review %d by %s requested changes: provisional -> %s (%d blocking, %d comments)\n", what, r.Review, r.Reviewer, r.To, r.Blocking, r.Comments)
 		} else {
 			if r.PR > 0 {

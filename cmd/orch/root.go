@@ -46,7 +46,6 @@ type globalOptions struct {
 	agentSource string        // where Agent came from (--agent, ORCH_AGENT, ...)
 	verb        string        // the command being run ("pr poll")
 	longRunning bool          // opens the store again and again (board --watch)
-	leanCache   bool          // reads every summary once, in list order (gitstore.Options.LeanCache)
 	kind        verbKind      // how the command runs (runner.go)
 	optimistic  bool          // a read or transition body is running: it may run twice
 	stdinText   []byte        // what -F - (or another "-" input) read, kept if the command fails
@@ -290,7 +289,7 @@ func (g *globalOptions) engineOptions(optimistic bool) workflow.Options {
 		sig.Worktree = r.WorkTree
 	}
 	return workflow.Options{Repo: g.discover(), Dir: g.Dir, StateBranch: g.StateBranch, Actor: g.Agent, Progress: g.progressFunc(),
-		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: g.kind == kindRead || g.kind == kindNone, InMemoryCache: g.longRunning, LeanCache: g.leanCache, Fence: runFence(),
+		Optimistic: optimistic, Signals: sig, Verb: g.verb, ReadOnly: g.kind == kindRead || g.kind == kindNone, InMemoryCache: g.longRunning, Fence: runFence(),
 		HoldPolicyEdits: g.verb == "run"}
 }
 

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -59,9 +58,6 @@ type Cache struct {
 	journalSize  int64
 	journalRaw   [][]byte // journal batches as read: decoded strings point into them
 
-	lean     bool // see Loading.Lean
-	behind   int  // ReleaseBehind gave back the mapping's pages below this offset
-	treesEnd int  // where the directories end in the file
 	overlays map[string]*dirOverlay
 }
 
@@ -412,28 +408,20 @@ func (d *dec) record() (body dec, end int, ok bool) {
 // decodeSumRec reads what encodeSummary wrote into a record: its header,
 // with raw keeping the record's bytes for Record.summary (and for writing it
 // back unchanged). The header's queue and (normal) priority are constants;
-// its other strings point into d's bytes, or are copied into a when there
-// is one (see arena and Loading.Lean).
-func decodeSumRec(d *dec, r *Record, a *arena) {
+// its other strings point into d's bytes.
+func decodeSumRec(d *dec, r *Record) {
 	start := d.pos
 	body, end, ok := d.record()
 	if !ok {
 		return
 	}
-	r.Path = a.copy(body.str())
+	r.Path = body.str()
 	body.hash() // the blob (Record.Blob)
 	body.str()  // problem
 	body.uv()   // its line
 	r.ID = body.str()
-	if a != nil {
-		if name := r.Path[strings.LastIndexByte(r.Path, '/')+1:]; strings.HasPrefix(name, r.ID) {
-			r.ID = name[:len(r.ID)] // as orch names task files: no copy
-		} else {
-			r.ID = a.copy(r.ID)
-		}
-	}
-	r.Queue = internQueue(body.str(), a)
-	r.Priority = internPriority(body.str(), a)
+	r.Queue = taskfile.Queue(body.str())
+	r.Priority = body.str()
 	r.Created = CreatedKey(body.time())
 	if body.err != nil {
 		d.fail()
@@ -615,22 +603,17 @@ func decodeCacheDirs(b []byte) (*Cache, *dec, error) {
 	if d.err != nil {
 		return nil, nil, errCorrupt
 	}
-	c.treesEnd = d.pos
 	return c, d, nil
 }
 
 // decodeRest decodes the summaries and the sync index, which d is at, and
-// verifies the file's checksum. The checksum is taken as the decoding
-// walks the file (see filePass), so that each page is read once; what was
-// decoded from a file whose checksum does not match is dropped with it
-// (the decoding itself is bounds-checked: fuzz_cache_test.go).
+// verifies the file's checksum. What was decoded from a file whose
+// checksum does not match is dropped with it (the decoding itself is
+// bounds-checked: fuzz_cache_test.go).
 func (c *Cache) decodeRest(d *dec) error {
-	// The directories, decoded already, are summed; a lean cache gives
-	// their pages back, which the view scan and the comparison fault in
-	// again as they read the names, a little at a time (ReleaseNames).
-	p := &filePass{c: c, sum: crc32.ChecksumIEEE(c.raw[:d.pos]), summed: d.pos}
-	if c.lean {
-		c.release(0, d.pos)
+	b := c.raw
+	if binary.LittleEndian.Uint32(b[len(b)-4:]) != checksum(b[:len(b)-4]) {
+		return errCorrupt
 	}
 	ns := d.uv()
 	if ns > uint64(len(d.buf)-d.pos)/minRecord || ns > math.MaxInt32 {
@@ -638,22 +621,14 @@ func (c *Cache) decodeRest(d *dec) error {
 	}
 	ss := &c.Summaries
 	ss.base = make([]Record, ns)
-	var a *arena
-	if c.lean {
-		a = &arena{}
-	}
 	for i := uint64(0); i < ns && d.err == nil; i++ {
-		decodeSumRec(d, &ss.base[i], a)
-		p.readTo(d.pos)
+		decodeSumRec(d, &ss.base[i])
 	}
 	if d.err != nil || uint64(len(d.buf)-d.pos) < 4*ns {
 		return errCorrupt
 	}
 	// Their places in path order. A place outside the records is corrupt;
-	// an order the encoder did not write (it writes Sorted's, which
-	// TestBaseInListOrder checks) would only mislead lookups, and
-	// checking it means reaching every record again at random, a cache
-	// miss each: a tenth of loading 100,000 summaries.
+	// an order the encoder did not write would only mislead lookups.
 	ss.byPath = make([]int32, ns)
 	for i := range ss.byPath {
 		at := binary.LittleEndian.Uint32(d.buf[d.pos:])
@@ -664,20 +639,6 @@ func (c *Cache) decodeRest(d *dec) error {
 		ss.byPath[i] = int32(at)
 	}
 	ss.n = int(ns)
-	// Lean, an index entry's path is its summary's where they are the
-	// same file (most are), else copied: as the headers' strings, so that
-	// lookups by path do not read the file's pages. Both are in path
-	// order: one walk, over the summaries' paths gathered in one walk
-	// (the records are in list order: reaching each again at random cost
-	// a cache miss a time).
-	var paths []string
-	if c.lean {
-		paths = make([]string, ns)
-		for i, at := range ss.byPath {
-			paths[i] = ss.base[at].Path
-		}
-	}
-	j := 0
 	ni := d.uv()
 	if ni > uint64(len(d.buf)-d.pos)/minRecord {
 		return errCorrupt
@@ -693,34 +654,15 @@ func (c *Cache) decodeRest(d *dec) error {
 	for i := uint64(0); i < ni && d.err == nil; i++ {
 		r := &c.Index.base[i]
 		r.path = d.str()
-		if c.lean {
-			cmp := -1
-			for j < len(paths) {
-				if cmp = strings.Compare(paths[j], r.path); cmp >= 0 {
-					break
-				}
-				j++
-			}
-			if cmp == 0 {
-				r.path = paths[j]
-			} else {
-				r.path = a.copy(r.path)
-			}
-		}
 		r.off = uint32(d.pos)
 		decodeIndexEntry(d, &check)
 		if i > 0 && r.path <= c.Index.base[i-1].path {
 			return errCorrupt
 		}
-		p.readTo(d.pos)
 	}
 	c.Index.n = int(ni)
-	if d.err != nil || d.pos != len(d.buf) || !p.matches() {
+	if d.err != nil || d.pos != len(d.buf) {
 		return errCorrupt
-	}
-	// The reconcile reads the index again, front to back (IndexCursor).
-	if c.lean && c.mapping != nil {
-		c.Index.releaseRead = c.releaseRead
 	}
 	return nil
 }
@@ -729,137 +671,6 @@ func (c *Cache) decodeRest(d *dec) error {
 // (each holds a 20-byte blob id and a path): a count of records that the
 // rest of the file cannot hold is corrupt, not an allocation to make.
 const minRecord = 22
-
-// filePass takes the checksum of the file as a decoding reads it front to
-// back and, lean, gives back what it read a megabyte at a time (see
-// release). Nothing decoded lean from the summaries points into their
-// pages (see arena):
-// they are read again only when a command asks for a whole summary, and
-// until then the memory can go; the index is read again by the reconcile,
-// front to back (IndexCursor). Taken at once before decoding, the checksum
-// made the whole file resident, and after giving it back, the decoding
-// faulted every page in a second time.
-type filePass struct {
-	c      *Cache
-	sum    uint32
-	summed int // the bytes in sum: the file's first
-}
-
-// readTo notes that the decoding has read the file up to offset at.
-func (p *filePass) readTo(at int) {
-	if at-p.summed >= releaseStep {
-		p.sum = crc32.Update(p.sum, crc32.IEEETable, p.c.raw[p.summed:at])
-		if p.c.lean {
-			p.c.release(p.summed, at)
-		}
-		p.summed = at
-	}
-}
-
-// matches reports, once the decoding has read the whole file, whether its
-// checksum is the one stored at its end.
-func (p *filePass) matches() bool {
-	b := p.c.raw
-	body := b[:len(b)-4]
-	p.sum = crc32.Update(p.sum, crc32.IEEETable, body[p.summed:])
-	if p.c.lean {
-		p.c.release(p.summed, len(b))
-	}
-	return p.sum == binary.LittleEndian.Uint32(b[len(b)-4:])
-}
-
-// release gives the pages of the mapped file between offsets from and to
-// back to the kernel (madvise MADV_DONTNEED): they are the page cache's,
-// and what reads them again faults them back in unchanged, since orch
-// never writes the file in place. Large resident mappings were most of
-// orch list --json's memory at 100,000 tasks.
-func (c *Cache) release(from, to int) {
-	if c.mapping == nil {
-		return
-	}
-	from &^= os.Getpagesize() - 1
-	if to < len(c.mapping) {
-		to &^= os.Getpagesize() - 1 // the page at to is still being read
-	} else {
-		to = len(c.mapping)
-	}
-	if from < to {
-		_ = unix.Madvise(c.mapping[from:to], unix.MADV_DONTNEED)
-	}
-}
-
-// releaseRead is release for a pass reading the file front to back: it
-// gives back what the pass read since from once that is a megabyte or
-// more, and returns where the part not given back starts.
-func (c *Cache) releaseRead(from, at int) int {
-	if at-from < releaseStep {
-		return from
-	}
-	c.release(from, at)
-	return at &^ (os.Getpagesize() - 1)
-}
-
-// ReleaseTrees gives back the pages of the directories (see release) of a
-// lean cache (see Loading.Lean).
-func (c *Cache) ReleaseTrees() {
-	if c.lean {
-		c.release(0, c.treesEnd)
-	}
-}
-
-// ReleaseNames gives back the pages of a lean cache's file that hold the
-// names of entries (a run of one of its directories, read in order): a
-// pass over a directory of 100,000 tasks calls it behind itself, and holds
-// a window of the trees' 8 MB (a megabyte or two: the kernel maps a large
-// folio around each fault) instead of all. Entries whose names are not in
-// the file are left alone.
-func (c *Cache) ReleaseNames(entries []gitrepo.TreeEntry) {
-	if !c.lean || len(entries) == 0 {
-		return
-	}
-	from, ok1 := c.offsetOf(unsafe.StringData(entries[0].Name))
-	to, ok2 := c.offsetOf(unsafe.StringData(entries[len(entries)-1].Name))
-	if ok1 && ok2 && from <= to && to <= c.treesEnd {
-		c.release(from, to)
-	}
-}
-
-// offsetOf is where the byte at p is in the mapped file, if it is in it
-// (what was decoded from the file points into it; the pointers are
-// compared as numbers: unsafe, and the only way to know it without an
-// offset kept beside every string).
-func (c *Cache) offsetOf(p *byte) (int, bool) {
-	if c.mapping == nil || p == nil {
-		return 0, false
-	}
-	off := uintptr(unsafe.Pointer(p)) - uintptr(unsafe.Pointer(unsafe.SliceData(c.mapping)))
-	return int(off), off < uintptr(len(c.mapping))
-}
-
-// ReleasePages gives back every page of the mapped file that the process
-// has read (see release): a command done with the trees and the index
-// calls it before reading the summaries in order (ReleaseBehind).
-func (c *Cache) ReleasePages() {
-	c.release(0, len(c.mapping))
-	c.behind = 0
-}
-
-// ReleaseBehind gives back the mapped file's pages before h's record once
-// they add up to a megabyte or more: a caller reading the summaries in
-// list order, as the file stores them, calls it after each, and holds a
-// megabyte or two of them at a time instead of all. Read in another order,
-// pages given back are faulted in again, at worst once per megabyte the
-// reading moved past the furthest point it had reached.
-func (c *Cache) ReleaseBehind(h *SummaryHeader) {
-	off, ok := c.offsetOf(h.rec.rawData)
-	if !ok || off < c.behind+releaseStep {
-		return
-	}
-	c.release(c.behind, off)
-	c.behind = off &^ (os.Getpagesize() - 1)
-}
-
-const releaseStep = 1 << 20
 
 // Loading is a state cache loaded up to its directories: the file
 // decoded as far as decodeCacheDirs goes and the journal's directory
@@ -926,22 +737,6 @@ func (l *Loading) Current() bool {
 	}
 	return err == nil && l.journal != nil && bytes.Equal(j, l.journal)
 }
-
-// Lean makes Finish read the rest of the file for a command that reads
-// every summary once, in list order (orch list --json): the headers'
-// strings and the index's paths copied out of the file (see arena), and
-// the pages of each pass given back behind it (see filePass): the trees'
-// once summed, then behind each pass over their names (ReleaseNames), and
-// the index's behind the reconcile (IndexCursor). At 100,000 tasks that
-// holds list --json's memory about 35 MB lower, and costs a load about 20
-// ms: the copies, the
-// walk that matches the index's paths with the summaries', and the pages
-// read again. Without it, decoded strings point into the file (see the
-// package doc) and its pages stay.
-func (l *Loading) Lean(lean bool) { l.c.lean = lean }
-
-// ReleaseNames is Cache.ReleaseNames for the directories Dirs handed out.
-func (l *Loading) ReleaseNames(entries []gitrepo.TreeEntry) { l.c.ReleaseNames(entries) }
 
 // Finish verifies the checksum, decodes the summaries and the sync index
 // and replays the rest of the journal. A file that turns out damaged gives

@@ -26,12 +26,7 @@
 // Decoding copies nothing: the strings of a loaded cache (tree entry names,
 // task paths and ids, the fields of a summary decoded on demand, index
 // paths) point into the file's bytes, mapped (Load with mapped) or read
-// into the heap. A lean load (Loading.Lean, for orch list --json) copies
-// the strings that lookups compare (a summary header's path and id, an
-// index entry's path) instead, so that the pages each pass read, front to
-// back, can be given back behind it (see release) and are not faulted in
-// again at random by lookups; tree entry names still point into the file,
-// whose pages a pass over them gives back as it goes (ReleaseNames). Close unmaps a mapped file, so nothing decoded from it may
+// into the heap. Close unmaps a mapped file, so nothing decoded from it may
 // be used after Close. A heap copy needs no Close: the garbage collector
 // keeps it while any of its strings is in use.
 //

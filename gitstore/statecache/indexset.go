@@ -45,10 +45,6 @@ type Index struct {
 	buf   []byte                 // the base file's bytes, which base's offsets are into
 	added map[string]*IndexEntry // by path; each replaces a base entry, if any
 	n     int                    // live entries
-
-	// releaseRead gives back the mapped file's pages a pass read (see
-	// Cache.releaseRead); nil when the file is not mapped.
-	releaseRead func(from, at int) int
 }
 
 type indexRec struct {
@@ -210,7 +206,6 @@ type IndexCursor struct {
 	i       int
 	buf     []byte
 	scratch IndexEntry
-	behind  int // the offset in the file from which this cursor's pages are kept (lean)
 }
 
 // Cursor returns a cursor for the entries of dir, from name from on.
@@ -221,9 +216,6 @@ func (s *Index) Cursor(dir, from string) *IndexCursor {
 	}
 	first := c.prefix + from
 	c.i = sort.Search(len(s.base), func(i int) bool { return s.base[i].path >= first })
-	if c.i < len(s.base) {
-		c.behind = int(s.base[c.i].off)
-	}
 	return c
 }
 
@@ -244,12 +236,6 @@ func (c *IndexCursor) Get(name string) *IndexEntry {
 			c.i++
 			continue
 		} else if rest == name && !b[c.i].gone {
-			// The reconcile walks the whole index so, front to back, in
-			// parts on several goroutines (a cursor each): the pages
-			// behind each cursor can go.
-			if release := c.set.releaseRead; release != nil {
-				c.behind = release(c.behind, int(b[c.i].off))
-			}
 			return c.set.view(&b[c.i], &c.scratch)
 		}
 		break

@@ -199,7 +199,7 @@ func (c *Cache) applyBatch(b []byte, dirs bool) bool {
 		case opSum:
 			r := &Record{}
 			// The journal is read into the heap: its strings need no copy.
-			if decodeSumRec(d, r, nil); d.err != nil {
+			if decodeSumRec(d, r); d.err != nil {
 				return false
 			}
 			if !dirs {

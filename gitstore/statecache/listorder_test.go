@@ -1,18 +1,15 @@
 package statecache
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
@@ -40,20 +37,9 @@ func mixedCache(n int, rng *rand.Rand) *Cache {
 	return c
 }
 
-// loadLean is Load with Loading.Lean.
-func loadLean(path string) *Cache {
-	l := Start(path, "refs/heads/orch", true)
-	if l == nil {
-		return newCache("refs/heads/orch")
-	}
-	l.Lean(true)
-	return l.Finish()
-}
-
 // A base file stores the summaries in list order and finds them by path:
 // loaded, Each gives list order, Sorted path order, Get and ByNamedID find
-// every one, and, lean, no header string points into the mapped file (what
-// lets the pages go after the load's pass).
+// every one.
 func TestBaseInListOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	path := filepath.Join(t.TempDir(), "state")
@@ -63,11 +49,7 @@ func TestBaseInListOrder(t *testing.T) {
 	}
 	n := want.Summaries.Len()
 	for round := 0; round < 3; round++ {
-		lean := round != 1
 		c := Load(path, "refs/heads/orch", true)
-		if lean {
-			c = loadLean(path)
-		}
 		if c.Summaries.Len() != n || c.mapping == nil {
 			t.Fatalf("round %d: loaded %d summaries of %d (mapped: %v)", round, c.Summaries.Len(), n, c.mapping != nil)
 		}
@@ -79,20 +61,12 @@ func TestBaseInListOrder(t *testing.T) {
 		if !slices.IsSortedFunc(c.Summaries.Sorted(), func(a, b *Record) int { return strings.Compare(a.Path, b.Path) }) {
 			t.Fatalf("round %d: Sorted is not in path order", round)
 		}
-		lo := uintptr(unsafe.Pointer(unsafe.SliceData(c.mapping)))
-		inFile := func(s string) bool {
-			p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
-			return s != "" && p >= lo && p < lo+uintptr(len(c.mapping))
-		}
 		for _, r := range each {
 			if got := c.Summaries.Get(r.Path); got != r {
 				t.Fatalf("round %d: Get(%s) = %v", round, r.Path, got)
 			}
 			if NamedFor("tasks", r.Path, r.ID) && c.Summaries.ByNamedID("tasks", r.ID) == nil {
 				t.Fatalf("round %d: ByNamedID(%s) found nothing", round, r.ID)
-			}
-			if lean && (inFile(r.Path) || inFile(r.ID) || inFile(string(r.Queue)) || inFile(r.Priority)) {
-				t.Fatalf("round %d: the header of %s points into the mapped file", round, r.Path)
 			}
 			if s := r.Summary(); s.Path != r.Path || s.Task.ID != r.ID || s.Task.Queue != r.Queue || s.Task.Priority != r.Priority || CreatedKey(s.Task.Created) != r.Created {
 				t.Fatalf("round %d: header %+v, summary %+v", round, r.SummaryHeader, s)
@@ -182,129 +156,6 @@ func TestBaseByPathChecked(t *testing.T) {
 	}
 }
 
-// The pages the load read are given back, and those of the summaries read
-// in list order with ReleaseBehind; what is read after that is the same.
-func TestReleasedPagesReadTheSame(t *testing.T) {
-	if _, err := os.Stat("/proc/self/smaps"); err != nil {
-		t.Skip("no /proc/self/smaps")
-	}
-	path := filepath.Join(t.TempDir(), "state")
-	if err := mixedCache(60_000, rand.New(rand.NewSource(5))).Save(path); err != nil {
-		t.Fatal(err)
-	}
-	// What each summary says, read from a copy of the file in the heap.
-	type said struct {
-		path, title string
-		queue       taskfile.Queue
-		created     time.Time
-	}
-	var want []said
-	Load(path, "refs/heads/orch", false).Summaries.Each(func(r *Record) {
-		s := r.Summary()
-		want = append(want, said{s.Path, s.Task.Title, s.Task.Queue, s.Task.Created})
-	})
-
-	c := loadLean(path)
-	defer c.Close()
-	size := len(c.mapping)
-	loaded := residentKB(t, path)
-	if loaded*1024 > size/2 {
-		t.Errorf("after the load %d kB of the %d kB file are resident; its passes give back what they read", loaded, size>>10)
-	}
-	c.ReleasePages()
-	var scratch Summary
-	most := 0
-	i := 0
-	c.Summaries.Each(func(r *Record) {
-		s := r.SummaryHeader.Read(&scratch)
-		if got := (said{s.Path, s.Task.Title, s.Task.Queue, s.Task.Created}); got != want[i] {
-			t.Fatalf("summary %d read after pages were given back: %+v, want %+v", i, got, want[i])
-		}
-		c.ReleaseBehind(&r.SummaryHeader)
-		if i%5000 == 0 {
-			most = max(most, residentKB(t, path))
-		}
-		i++
-	})
-	t.Logf("%d kB file: %d kB resident after the load, at most %d kB while reading in list order", size>>10, loaded, most)
-	if most*1024 > size/2 {
-		t.Errorf("reading the summaries in list order kept up to %d kB of the %d kB file resident", most, size>>10)
-	}
-}
-
-// residentKB is how much of the mapping of the file at path is resident.
-func residentKB(t *testing.T, path string) int {
-	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	in := false
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 6 && strings.Contains(fields[0], "-") {
-			in = fields[len(fields)-1] == path
-		}
-		if in && len(fields) == 3 && fields[0] == "Rss:" {
-			kb, _ := strconv.Atoi(fields[1])
-			return kb
-		}
-	}
-	t.Fatalf("%s is not mapped", path)
-	return 0
-}
-
-// A pass over a lean cache's directory that gives back the pages of the
-// names behind it (ReleaseNames) reads the same names and keeps a few of
-// the trees' pages resident, not all: the load gives them back after
-// summing them, and each pass faults in only where it is.
-func TestReleaseNamesReadTheSame(t *testing.T) {
-	if _, err := os.Stat("/proc/self/smaps"); err != nil {
-		t.Skip("no /proc/self/smaps")
-	}
-	path := filepath.Join(t.TempDir(), "state")
-	c := sampleCache(0)
-	var names []string
-	ents := make([]gitrepo.TreeEntry, 80_000)
-	for i := range ents {
-		name := fmt.Sprintf("T-%06d-a-title-long-enough-to-fill-pages-of-names.md", i)
-		names = append(names, name)
-		ents[i] = gitrepo.TreeEntry{Name: name, Mode: gitrepo.ModeFile, Hash: gitrepo.HashBlob([]byte(name))}
-	}
-	c.Dirs["tasks"] = &gitrepo.Tree{Entries: ents}
-	c.Dirs[""] = &gitrepo.Tree{Entries: []gitrepo.TreeEntry{{Name: "tasks", Mode: gitrepo.ModeTree}}}
-	if err := c.Save(path); err != nil {
-		t.Fatal(err)
-	}
-
-	lean := loadLean(path)
-	defer lean.Close()
-	size := len(lean.mapping)
-	if lean.treesEnd < size/2 {
-		t.Fatalf("the trees take %d of the %d bytes: not a test of their pages", lean.treesEnd, size)
-	}
-	loaded := residentKB(t, path)
-	got := lean.Dirs["tasks"].Entries
-	most := 0
-	done := 0
-	for i := range got {
-		if i-done == 4096 {
-			lean.ReleaseNames(got[done:i])
-			done = i
-			most = max(most, residentKB(t, path))
-		}
-		if got[i].Name != names[i] {
-			t.Fatalf("entry %d after pages were given back: %q, want %q", i, got[i].Name, names[i])
-		}
-	}
-	t.Logf("%d kB file, %d kB of trees: %d kB resident after the load, at most %d kB during the pass", size>>10, lean.treesEnd>>10, loaded, most)
-	if loaded*1024 > lean.treesEnd/2 || most*1024 > lean.treesEnd/2 {
-		t.Errorf("%d kB resident after the load, %d kB during a pass that gives back behind itself, of %d kB of trees", loaded, most, lean.treesEnd>>10)
-	}
-}
-
 // Read fills one scratch summary again and again (orch list --json): each
 // task's lists are its own, whatever the task before it had, though the
 // scratch's arrays are reused.
@@ -326,10 +177,10 @@ func TestReadIntoScratch(t *testing.T) {
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	lean := loadLean(path)
-	defer lean.Close()
+	loaded := Load(path, "refs/heads/orch", true)
+	defer loaded.Close()
 	var scratch Summary
-	lean.Summaries.Each(func(r *Record) {
+	loaded.Summaries.Each(func(r *Record) {
 		want := c.Summaries.Get(r.Path).Summary().Task
 		got := r.SummaryHeader.Read(&scratch).Task
 		if !slices.Equal(got.Labels, want.Labels) || !slices.Equal(got.DependsOn, want.DependsOn) || !slices.Equal(got.LockedOut, want.LockedOut) {

@@ -319,65 +319,6 @@ func cmpListOrder(a, b *Record) int {
 	return cmp.Compare(a.Path, b.Path)
 }
 
-// arena holds copies of the short strings a record's header keeps (its
-// path and, when the path does not contain it, its id) and of index paths,
-// in blocks that never move, for a lean load of a mapped file
-// (Loading.Lean); a nil arena copies nothing. Pointing into the mapped file instead, every lookup by
-// path (a binary search) touched pages of it at random, and the kernel
-// maps a whole large folio of the page cache on each such fault (100 KB
-// and more here): the journal's replay alone brought back most of the
-// 22 MB of summaries at 100,000 tasks. Copied, the pages are read once,
-// front to back, and can go. (Blocks: one allocation per 64 KB instead of
-// one per string, as strings.Clone would make, 200,000 at 100,000 tasks.)
-type arena struct{ block []byte }
-
-const arenaBlock = 64 << 10
-
-func (a *arena) copy(s string) string {
-	if a == nil || s == "" {
-		return s
-	}
-	if len(s) > cap(a.block)-len(a.block) {
-		a.block = make([]byte, 0, max(arenaBlock, len(s)))
-	}
-	a.block = append(a.block, s...)
-	return unsafe.String(&a.block[len(a.block)-len(s)], len(s))
-}
-
-// internQueue is q as one of the queue constants (an unknown one copied),
-// so that filtering by queue does not read the file's pages. (Only a lean
-// load interns: a's nil otherwise, and q is kept as it is.)
-func internQueue(q string, a *arena) taskfile.Queue {
-	if a == nil {
-		return taskfile.Queue(q)
-	}
-	for _, k := range taskfile.Queues {
-		if string(k) == q {
-			return k
-		}
-	}
-	return taskfile.Queue(a.copy(q))
-}
-
-// internPriority is p as a constant when it is one of the normal
-// priorities (summaries hold those), else copied.
-func internPriority(p string, a *arena) string {
-	if a == nil {
-		return p
-	}
-	switch p {
-	case "P0":
-		return "P0"
-	case "P1":
-		return "P1"
-	case "P2":
-		return "P2"
-	case "P3":
-		return "P3"
-	}
-	return a.copy(p)
-}
-
 // holdsID reports whether r holds its id against found so far: of files
 // sharing an id, the one with the smallest path does.
 func holdsID(r, found *Record) bool {
