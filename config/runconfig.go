@@ -45,6 +45,11 @@ type Run struct {
 	// each ("git", "orch", "go test"), translated to each harness's flags
 	// (Harness.Command). nil: DefaultAllow.
 	Allow []string `yaml:"allow" json:"allow" doc:"what an agent may run without asking, one command prefix each (git, orch, go test), given to each harness in its own flags" default:"[git, orch]"`
+	// Notify is a command of the lead's, run by sh -c with the event's
+	// JSON (as orch run --json prints it) on stdin when a task escalates,
+	// a slot stops, the queue drains (idle) or a landing fails for the
+	// last time; "" runs none. Its failure is reported, never fatal.
+	Notify string `yaml:"notify" json:"notify" doc:"a command run by sh -c with the event's JSON on stdin when a task escalates, a slot stops, the queue drains or a landing fails for the last time; its failure is reported, never fatal; empty: none"`
 }
 
 // AllowList is run.allow, or DefaultAllow when it says none.

@@ -13,7 +13,7 @@ import (
 func FromConfig(r *config.Run, claimTimeout time.Duration) (*Run, error) {
 	out := &Run{TaskTimeout: time.Duration(r.TaskTimeout), StallTimeout: time.Duration(r.StallTimeout), KillGrace: time.Duration(r.KillGrace),
 		MaxProvisional: r.MaxProvisional, MaxCrashes: r.MaxCrashes, Backoff: time.Duration(r.Backoff), PollPRs: time.Duration(r.PollPRs),
-		MaxWait: time.Duration(r.MaxWait), MaxLog: int64(r.MaxLog)}
+		MaxWait: time.Duration(r.MaxWait), MaxLog: int64(r.MaxLog), Notify: r.Notify}
 	out.RenewEvery = min(max(claimTimeout/3, time.Second), 10*time.Minute)
 	if out.Backoff <= 0 {
 		out.Backoff = time.Minute

@@ -58,6 +58,8 @@ type End struct {
 type Outcome struct {
 	Event string
 	Text  string
+	// Verdict, Queue, Cause and Rule are the event's (Event).
+	Verdict, Queue, Cause, Rule string
 	// Held says a policy file was found changed in the view as the run
 	// ended (see engineQueue.heldEdits), for the lead to hear; Warning, what
 	// else went wrong around the ending (a push of the task's branch).
@@ -112,6 +114,9 @@ type Queue interface {
 	Abandon(j *Job, end End) (Outcome, error)
 	// Provisional is how many submissions wait for review.
 	Provisional() (int, error)
+	// Left counts the open tasks by queue (incoming, provisional,
+	// escalated, ...), for the summary at the end of a run.
+	Left() (map[string]int, error)
 	// Moved reports whether the state branch moved since the last call.
 	Moved() bool
 	// PollPRs runs orch pr poll (with github.repo set).
@@ -158,6 +163,11 @@ type Options struct {
 	Fetches bool
 	// Events hears everything the coordinator does, in order.
 	Events func(Event)
+	// Encode is an event as run.notify gets it on stdin (orch run's JSON
+	// line); nil: the Event's own JSON.
+	Encode func(Event) ([]byte, error)
+	// Dir is where run.notify runs (orch run's -C DIR); "": here.
+	Dir string
 	// Poll is how often the coordinator looks at its agents and the state
 	// branch (default 250ms).
 	Poll time.Duration
@@ -181,6 +191,17 @@ type Event struct {
 	Until    string    `json:"until,omitempty"`
 	Log      string    `json:"log,omitempty"`
 	Text     string    `json:"text"`
+	// Verdict is a reviewer's (reviewed): approved, rejected, or the queue
+	// it left the task in. Queue is where the task is now, after an
+	// ending or a verdict. Cause is why, in words (an ending's last words,
+	// a stop's or an escalation's reason); Rule is an escalation's rule
+	// code (max_rejections, lockout_deadlock, crashes, land_failures, ...).
+	Verdict string `json:"verdict,omitempty"`
+	Queue   string `json:"queue,omitempty"`
+	Cause   string `json:"cause,omitempty"`
+	Rule    string `json:"rule,omitempty"`
+	// Summary is the summary event's: what the run did.
+	Summary *Summary `json:"summary,omitempty"`
 }
 
 // Coordinator keeps the slots of run: busy.
@@ -209,6 +230,18 @@ type Coordinator struct {
 	houseAt    time.Time
 	status     []Status
 	state      *runState
+	// idleTold: the idle event was emitted since the last work (without
+	// UntilIdle, orch run waits on).
+	idleTold bool
+	// sum is what the run did so far (the summary event), since began.
+	sum   Summary
+	began time.Time
+	// run.notify's queue (notify.go); notifying is its goroutine while
+	// it runs.
+	notifyMu    sync.Mutex
+	notifyQueue []notifyJob
+	notifyBusy  bool
+	notifying   sync.WaitGroup
 }
 
 // slotState is a slot and what it runs.
@@ -322,15 +355,59 @@ func (c *Coordinator) emit(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
+	c.mu.Lock()
+	c.sum.count(ev)
+	c.mu.Unlock()
 	c.opts.Events(ev)
+	c.notify(ev)
+}
+
+func (c *Coordinator) addUsage(u harness.Usage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sum.InputTokens += u.InputTokens
+	c.sum.OutputTokens += u.OutputTokens
+	c.sum.CostUSD += u.CostUSD
+}
+
+// Summary is what the run did (so far, while it runs).
+func (c *Coordinator) Summary() Summary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sum
 }
 
 // Run keeps the slots busy until ctx ends, Drain or Stop is called (and the
-// agents are done), or, with UntilIdle, nothing is left to do.
+// agents are done), or, with UntilIdle, nothing is left to do. Its last
+// event is the summary: what the run did, and how it ended.
 func (c *Coordinator) Run(ctx context.Context) error {
+	c.began = time.Now()
+	ended, err := c.run(ctx)
+	if err != nil && ended == "" {
+		ended = "error"
+	}
+	c.notifying.Wait() // the summary is the last event
+	left, lerr := c.opts.Queue.Left()
+	if lerr != nil {
+		c.emit(Event{Event: "error", Text: "cannot count the tasks left for the summary (orch board shows them): " + lerr.Error()})
+	}
+	if left == nil {
+		left = map[string]int{}
+	}
+	c.mu.Lock()
+	c.sum.Ended, c.sum.Left = ended, left
+	sum := c.sum
+	c.mu.Unlock()
+	d := time.Since(c.began).Round(time.Second)
+	c.emit(Event{Event: "summary", Duration: d.String(), Summary: &sum, Text: sum.Line(d)})
+	return err
+}
+
+// run is Run's loop; it says how the run ended (Summary.Ended).
+func (c *Coordinator) run(ctx context.Context) (string, error) {
 	state, err := openRunState(c.opts.PrivDir)
 	if err != nil {
-		return err
+		return "", err
 	}
 	c.state = state
 	defer state.close()
@@ -338,7 +415,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.recover()
 	c.checkSlots()
 	if err := c.allStopped(); err != nil {
-		return err
+		return "slots_stopped", err
 	}
 	tick := time.NewTicker(c.opts.Poll)
 	defer tick.Stop()
@@ -350,19 +427,32 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		running := c.running()
 		c.snapshot()
 		if running == 0 && !c.houseBusy && (drainSeen || stopSeen) {
-			return c.unrecordedErr()
+			if stopSeen {
+				return "stopped", c.unrecordedErr()
+			}
+			return "drained", c.unrecordedErr()
 		}
 		if running == 0 {
 			if err := c.allStopped(); err != nil {
-				return err
+				return "slots_stopped", err
 			}
 		}
-		if running == 0 && c.opts.UntilIdle && !busy && !c.waiting(now) && !c.houseBusy && c.houseIdle {
+		idle := running == 0 && !busy && !c.waiting(now) && !c.houseBusy && c.houseIdle
+		if idle && c.opts.UntilIdle {
 			if err := c.unrecordedErr(); err != nil {
-				return err
+				return "", err
 			}
 			c.emit(Event{Event: "idle", Text: "nothing left to claim or review, and no agent runs"})
-			return nil
+			return "idle", nil
+		}
+		if idle && !drainSeen && !c.idleTold {
+			// The queue drained: said once (run.notify hears it), until
+			// there is work again.
+			c.idleTold = true
+			c.emit(Event{Event: "idle", Text: "nothing left to claim or review, and no agent runs; waiting for new work"})
+		}
+		if running > 0 || busy {
+			c.idleTold = false
 		}
 		select {
 		case s := <-c.exits:
@@ -459,8 +549,8 @@ func (c *Coordinator) recover() {
 			failed = true
 			c.emit(Event{Event: "error", Slot: j.Slot.Name, Task: j.Task, Text: "cannot give back a run of a dead orch run (the next orch run tries again): " + err.Error()})
 		default:
-			c.emit(Event{Event: o.Event, Slot: j.Slot.Name, Task: j.Task, Attempt: j.Attempt, Reason: "orphaned", Log: j.Log,
-				Text: fmt.Sprintf("%s (the orch run that started it on this clone died)", o.Text)})
+			o.Text = fmt.Sprintf("%s (the orch run that started it on this clone died)", o.Text)
+			c.emit(o.event(Event{Slot: j.Slot.Name, Task: j.Task, Attempt: j.Attempt, Reason: "orphaned", Log: j.Log, Cause: "the orch run that started it died"}))
 		}
 	}
 	for _, d := range dead {
@@ -674,7 +764,7 @@ func (c *Coordinator) tooManyWaiting() bool {
 // start runs the slot's agent on the job.
 func (c *Coordinator) start(s *slotState, j *Job) {
 	role := j.Role
-	c.emit(Event{Event: "claimed", Slot: s.Name, Role: role, Task: j.Task, Attempt: j.Attempt, Text: fmt.Sprintf("%s %s %s (attempt %d): %s", s.Name, claimedVerb(s), j.Task, j.Attempt, j.Title)})
+	c.emit(Event{Event: "claimed", Slot: s.Name, Role: role, Task: j.Task, Attempt: j.Attempt, Text: fmt.Sprintf("%s %s %s (%s %d): %s", s.Name, claimedVerb(s), j.Task, attemptWord(s), j.Attempt, j.Title)})
 	dir := filepath.Join(LogDir(c.opts.PrivDir), j.Task)
 	name := fmt.Sprint(j.Attempt)
 	if s.Reviewer {
@@ -719,6 +809,16 @@ func (c *Coordinator) start(s *slotState, j *Job) {
 	s.job, s.proc = j, nil
 	c.abandon(s, End{Reason: "crash", ExitCode: 127, Log: log, Tail: []string{"orch run: " + err.Error()}})
 	s.backoff = time.Now().Add(5 * time.Second)
+}
+
+// attemptWord names a claim's number: an implementer's attempt, a
+// reviewer's review (the task's review claims are counted apart from its
+// attempts: "review 2" beside "attempt 3").
+func attemptWord(s *slotState) string {
+	if s.Reviewer {
+		return "review"
+	}
+	return "attempt"
 }
 
 func claimedVerb(s *slotState) string {
@@ -785,8 +885,17 @@ func (c *Coordinator) finish(s *slotState) {
 	p, j := s.proc, s.job
 	code, _ := p.exited()
 	dur := time.Since(s.started).Round(time.Millisecond)
+	res := s.reader.Finish(code)
+	tail := promptless(p.lastLines(tailLines), j.Prompt)
+	// The line names why it ended, in words: orch run's reason, the
+	// harness's words, or a failed run's last line of output.
+	cause := endCause(End{Reason: s.killed, ExitCode: code, Tail: tail, Cause: res.Words})
+	line := fmt.Sprintf("%s on %s exited %d after %s", s.Name, j.Task, code, dur)
+	if cause != "" {
+		line += ": " + cause
+	}
 	c.emit(Event{Event: "exited", Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, ExitCode: &code, Duration: dur.String(), Log: s.log,
-		Text: fmt.Sprintf("%s on %s exited %d after %s", s.Name, j.Task, code, dur)})
+		Cause: cause, Text: line})
 	s.proc = nil
 	c.saveState()
 	if esc := p.escapedProcs(); len(esc) > 0 {
@@ -797,7 +906,7 @@ func (c *Coordinator) finish(s *slotState) {
 		s.job = nil
 		return
 	}
-	res := s.reader.Finish(code)
+	c.addUsage(res.Usage)
 	rec := RunRecord{Exit: code, Duration: dur, Cause: string(res.Cause), Words: res.Words, Usage: res.Usage, Killed: s.killed}
 	o, done, err := c.opts.Queue.Finish(j, rec)
 	if err != nil {
@@ -817,13 +926,22 @@ func (c *Coordinator) finish(s *slotState) {
 		s.job = nil
 		return
 	}
-	end := End{Reason: "crash", ExitCode: code, Duration: dur, Tail: promptless(p.lastLines(tailLines), j.Prompt), Log: s.log, Escaped: p.escapedProcs(),
+	end := End{Reason: "crash", ExitCode: code, Duration: dur, Tail: tail, Log: s.log, Escaped: p.escapedProcs(),
 		Cause: res.Words, Usage: res.Usage}
 	c.endWithout(s, end, res)
 }
 
 func (o Outcome) emitFor(c *Coordinator, s *slotState, j *Job) {
-	c.emit(Event{Event: o.Event, Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Text: o.Text})
+	c.emit(o.event(Event{Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt}))
+}
+
+// event fills ev with the outcome's fields.
+func (o Outcome) event(ev Event) Event {
+	ev.Event, ev.Text, ev.Verdict, ev.Queue, ev.Rule = o.Event, o.Text, o.Verdict, o.Queue, o.Rule
+	if o.Cause != "" {
+		ev.Cause = o.Cause
+	}
+	return ev
 }
 
 // abandon records a run that ended without a transition.
@@ -849,7 +967,7 @@ func (c *Coordinator) abandon(s *slotState, end End) {
 		c.emit(Event{Event: "error", Slot: s.Name, Task: j.Task, Text: fmt.Sprintf("the ending of %s's run on %s was not recorded, and the task stays claimed until its lease runs out: %v", s.Name, j.Task, err)})
 		return
 	}
-	c.emit(Event{Event: o.Event, Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Reason: end.Reason, Log: end.Log, Text: o.Text})
+	c.emit(o.event(Event{Slot: s.Name, Role: j.Role, Task: j.Task, Attempt: j.Attempt, Reason: end.Reason, Log: end.Log, Cause: endCause(end)}))
 }
 
 // Status is one slot as the live view shows it.

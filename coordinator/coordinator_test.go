@@ -92,6 +92,7 @@ func (q *fakeQueue) Abandon(j *Job, end End) (Outcome, error) {
 }
 
 func (q *fakeQueue) Provisional() (int, error)                     { return 0, nil }
+func (q *fakeQueue) Left() (map[string]int, error)                 { return nil, nil }
 func (q *fakeQueue) RunChanged() string                            { return "" }
 func (q *fakeQueue) ClaimedSince(*Slot, time.Time) ([]*Job, error) { return nil, nil }
 func (q *fakeQueue) Moved() bool                                   { return false }

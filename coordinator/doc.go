@@ -21,6 +21,10 @@
 //	this coordinator's state file; a dead one's       runstate.go
 //	  runs given back at the next start
 //	the logs of a task's runs (orch logs)             logs.go
+//	the events' kinds and the keys each fills; the    events.go
+//	  end-of-run summary
+//	run.notify: the lead's command on what needs a    notify.go
+//	  person (escalated, slot stopped, idle)
 //
 // Package harness (coordinator/harness) reads the structured output of the
 // coding-agent CLIs (Claude Code's stream-json, codex exec --json) and

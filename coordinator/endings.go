@@ -192,7 +192,7 @@ func (c *Coordinator) stopSlot(s *slotState, why string) {
 		return
 	}
 	s.stopped = why
-	c.emit(Event{Event: "slot_stopped", Slot: s.Name, Role: s.role(), Reason: "setup",
+	c.emit(Event{Event: "slot_stopped", Slot: s.Name, Role: s.role(), Reason: "setup", Cause: why,
 		Text: fmt.Sprintf("%s stops: %s; its tasks went back to the queue, uncounted. Fix the setup, then start orch run again", s.Name, why)})
 	if err := c.opts.Queue.SlotStopped(s.Slot, why); err != nil {
 		c.emit(Event{Event: "error", Slot: s.Name, Text: "cannot tell orch inbox that the slot stopped: " + err.Error()})
@@ -342,4 +342,50 @@ type RunRecord struct {
 	Usage      harness.Usage
 	Transition bool   // the agent moved its task itself
 	Killed     string // why orch run ended it (timeout, stall, stopped), if it did
+}
+
+// endCause is why a run ended, in words: why orch run ended it, else
+// what its harness's output said, else, when it failed, its last line of
+// output ("sh: 1: cluade: not found"); "" when nothing says.
+func endCause(end End) string {
+	if w := killedWords(end.Reason); w != "" {
+		return w // orch run's doing: what the output says then is its exit
+	}
+	// The exit status is on the line already: the words after it are the
+	// cause.
+	words := strings.TrimPrefix(strings.TrimPrefix(end.Cause, fmt.Sprintf("exit status %d", end.ExitCode)), ": ")
+	if words != "" {
+		return text.Clip(text.Visible(text.OneLine(words)), 200)
+	}
+	if end.ExitCode != 0 {
+		if l := lastLine(end.Tail); l != "no output" {
+			return text.Visible(l)
+		}
+	}
+	return ""
+}
+
+// killedWords says why orch run ended a run, or "" for a reason that is
+// not orch run's doing.
+func killedWords(reason string) string {
+	switch reason {
+	case "timeout":
+		return "it ran past run.task_timeout"
+	case "stall":
+		return "it printed nothing for run.stall_timeout"
+	case "stopped":
+		return "the lead stopped orch run"
+	case "lost":
+		return "the task is no longer this run's"
+	}
+	return ""
+}
+
+// endWords is an ending's reason with its cause, for a line of orch run:
+// "crash: sh: 1: cluade: not found".
+func endWords(end End) string {
+	if c := endCause(end); c != "" {
+		return end.Reason + ": " + c
+	}
+	return end.Reason
 }

@@ -242,14 +242,18 @@ func (q *engineQueue) outcome(e *workflow.Engine, j *Job) (Outcome, bool) {
 		if t.Queue == taskfile.Provisional && t.ReviewClaimedBy == j.Slot.Name && t.ReviewAttempts == j.Attempt {
 			return Outcome{}, false
 		}
-		verdict := "approved"
+		verdict, words := "approved", "approved"
 		switch {
 		case t.RejectionCount > j.Rejections:
-			verdict = "rejected"
+			verdict, words = "rejected", "rejected"
 		case t.Queue != taskfile.Done && t.Queue != taskfile.Approved:
-			verdict = "left it " + string(t.Queue)
+			verdict, words = string(t.Queue), "left it "+string(t.Queue)
 		}
-		return Outcome{Event: "reviewed", Text: fmt.Sprintf("%s reviewed %s: %s", j.Slot.Name, j.Task, verdict)}, true
+		o := Outcome{Event: "reviewed", Verdict: verdict, Queue: string(t.Queue), Text: fmt.Sprintf("%s reviewed %s: %s", j.Slot.Name, j.Task, words)}
+		if t.Queue == taskfile.Escalated {
+			o.escalation(e, j.Task)
+		}
+		return o, true
 	}
 	if t.Queue == taskfile.Claimed && t.ClaimedBy == j.Slot.Name && t.Attempts == j.Attempt {
 		return Outcome{}, false
@@ -259,7 +263,21 @@ func (q *engineQueue) outcome(e *workflow.Engine, j *Job) (Outcome, bool) {
 	if ev == "" {
 		ev = "moved"
 	}
-	return Outcome{Event: ev, Text: fmt.Sprintf("%s on %s: %s (%s)", j.Slot.Name, j.Task, ev, t.Queue)}, true
+	o := Outcome{Event: ev, Queue: string(t.Queue), Text: fmt.Sprintf("%s on %s: %s (%s)", j.Slot.Name, j.Task, ev, t.Queue)}
+	if t.Queue == taskfile.Escalated {
+		o.escalation(e, j.Task)
+	}
+	return o, true
+}
+
+// escalation adds why the task escalated, as its inbox message says, on
+// a line of its own in the outcome's text.
+func (o *Outcome) escalation(e *workflow.Engine, id string) {
+	o.Rule, o.Cause = "escalated", "orch inbox says why"
+	if x := e.EscalationOf(id); x != nil {
+		o.Rule, o.Cause = x.Rule, text.OneLine(x.Why)
+	}
+	o.Text += fmt.Sprintf("\n  %s escalated (%s): %s", id, o.Rule, o.Cause)
 }
 
 // runData is a run's event data.
@@ -315,15 +333,25 @@ func (q *engineQueue) Abandon(j *Job, end End) (Outcome, error) {
 	if q.sync != nil {
 		_, _, _ = workflow.Sync(q.asLead("sync"), *q.sync)
 	}
+	var o Outcome
 	switch {
 	case j.Slot.Reviewer && res.To == taskfile.Escalated:
-		return Outcome{Event: "escalated", Text: fmt.Sprintf("%s escalated: orch run cannot start a review of it; orch inbox says why", j.Task)}, nil
+		o = Outcome{Event: "escalated", Text: fmt.Sprintf("%s escalated: orch run cannot start a review of it; orch inbox says why", j.Task)}
 	case j.Slot.Reviewer:
-		return Outcome{Event: "released", Text: fmt.Sprintf("%s left %s without a verdict (%s): its review claim is released", j.Slot.Name, j.Task, end.Reason)}, nil
+		o = Outcome{Event: "released", Text: fmt.Sprintf("%s left %s without a verdict (%s): its review claim is released", j.Slot.Name, j.Task, endWords(end))}
 	case res.To == taskfile.Escalated:
-		return Outcome{Event: "escalated", Text: fmt.Sprintf("%s escalated: %d runs in a row ended without a transition (run.max_crashes); orch inbox says what to do", j.Task, q.run.MaxCrashes)}, nil
+		o = Outcome{Event: "escalated", Text: fmt.Sprintf("%s escalated: %d runs in a row ended without a transition (run.max_crashes); orch inbox says what to do", j.Task, q.run.MaxCrashes)}
+	default:
+		o = Outcome{Event: "paused", Text: fmt.Sprintf("%s paused after %s's attempt %d ended (%s); the next claimant continues", j.Task, j.Slot.Name, j.Attempt, endWords(end))}
 	}
-	return Outcome{Event: "paused", Text: fmt.Sprintf("%s paused after %s's attempt %d ended (%s); the next claimant continues", j.Task, j.Slot.Name, j.Attempt, end.Reason)}, nil
+	if res.To != "" {
+		o.Queue = string(res.To)
+	}
+	if x := res.Escalation; x != nil {
+		o.Rule, o.Cause = x.Rule, text.OneLine(x.Why)
+		o.Text = fmt.Sprintf("%s escalated (%s): %s; orch inbox says what to do", j.Task, x.Rule, strings.TrimSuffix(o.Cause, "."))
+	}
+	return o, nil
 }
 
 // countsAsCrash: exits, timeouts and stalls count toward run.max_crashes;
@@ -397,6 +425,21 @@ func roundDuration(d time.Duration) time.Duration {
 		return d.Round(10 * time.Millisecond)
 	}
 	return d.Round(time.Second)
+}
+
+func (q *engineQueue) Left() (map[string]int, error) {
+	e, err := workflow.Open(q.asLead("list"))
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	open := map[taskfile.Queue]bool{}
+	for _, qu := range taskfile.Queues {
+		open[qu] = qu.Open()
+	}
+	left := map[string]int{}
+	e.Store.EachSummaryIn(open, func(s *gitstore.Summary) { left[string(s.Task.Queue)]++ })
+	return left, nil
 }
 
 func (q *engineQueue) Provisional() (int, error) {
@@ -498,8 +541,8 @@ func runLines(r *config.Run) string {
 			fmt.Fprintf(&b, "%s %s: %s\n", list.what, s.Name, j)
 		}
 	}
-	fmt.Fprintf(&b, "task_timeout: %s\nstall_timeout: %s\nkill_grace: %s\nmax_provisional: %d\nmax_crashes: %d\npoll_prs: %s\nbackoff: %s\n",
-		time.Duration(r.TaskTimeout), time.Duration(r.StallTimeout), time.Duration(r.KillGrace), r.MaxProvisional, r.MaxCrashes, time.Duration(r.PollPRs), time.Duration(r.Backoff))
+	fmt.Fprintf(&b, "task_timeout: %s\nstall_timeout: %s\nkill_grace: %s\nmax_provisional: %d\nmax_crashes: %d\npoll_prs: %s\nbackoff: %s\nnotify: %q\n",
+		time.Duration(r.TaskTimeout), time.Duration(r.StallTimeout), time.Duration(r.KillGrace), r.MaxProvisional, r.MaxCrashes, time.Duration(r.PollPRs), time.Duration(r.Backoff), r.Notify)
 	return b.String()
 }
 
@@ -530,7 +573,10 @@ func (q *engineQueue) House() HouseResult {
 		return HouseResult{Err: err}
 	}
 	if rep != nil {
-		ev := Event{Event: "checked", Task: rep.Task, Reason: rep.Outcome, Text: fmt.Sprintf("review.check on %s: %s", rep.Task, rep.Outcome)}
+		ev := Event{Event: "checked", Task: rep.Task, Reason: rep.Outcome, Cause: rep.Why, Text: fmt.Sprintf("review.check on %s: %s", rep.Task, rep.Outcome)}
+		if rep.Outcome == "escalated" {
+			ev.Queue, ev.Rule = string(taskfile.Escalated), "land_failures"
+		}
 		if rep.Why != "" {
 			ev.Text += " (" + rep.Why + ")"
 		}
@@ -553,13 +599,22 @@ func (q *engineQueue) House() HouseResult {
 	}
 	var evs []Event
 	for _, t := range lrep.Results {
-		evs = append(evs, Event{Event: t.Outcome, Task: t.Task, Reason: "land", Text: t.Summary(lrep.Base)})
-		if t.Outcome == "waiting" {
+		ev := Event{Event: t.Outcome, Task: t.Task, Reason: "land", Cause: t.Why, Text: t.Summary(lrep.Base)}
+		switch t.Outcome {
+		case "landed":
+			ev.Queue = string(taskfile.Done)
+		case "rejected":
+			ev.Queue = string(taskfile.Rejected)
+		case "escalated":
+			// Landing failed for the last time (land.max_failures).
+			ev.Queue, ev.Rule = string(taskfile.Escalated), "land_failures"
+		case "waiting":
 			if q.ghWaited == nil {
 				q.ghWaited = map[string]time.Time{}
 			}
 			q.ghWaited[t.Task] = now
 		}
+		evs = append(evs, ev)
 	}
 	if lrep.Waiting != "" {
 		evs = append(evs, Event{Event: "waiting", Reason: "land", Text: "landing waits: " + lrep.Waiting})

@@ -32,6 +32,9 @@ type Run struct {
 	RenewEvery time.Duration
 	// PollPRs > 0 runs orch pr poll that often (github.repo set).
 	PollPRs time.Duration
+	// Notify is run.notify: a command run with an event's JSON on stdin
+	// when a person is needed or the run goes idle (notify.go).
+	Notify string
 }
 
 // Slot is one agent or reviewer of run: one actor, one process at a time.

@@ -29,6 +29,8 @@ type change struct {
 	// beforeRef is a side effect outside the state branch, run just before
 	// the ref moves (see gitstore.CommitRequest.BeforeRef).
 	beforeRef func() error
+	// escalation is why the change escalates the task, when it does.
+	escalation *Escalation
 }
 
 // transition applies fn to one task as one commit. fn runs inside the
@@ -60,7 +62,7 @@ func (e *Engine) apply(id string, verb Action, checkQueue bool, fn func(t *Task)
 		if err != nil || built == nil {
 			return nil, err
 		}
-		res.From, res.To = built.from, built.to
+		res.From, res.To, res.Escalation = built.from, built.to, built.c.escalation
 		msgFrom, msgTo := built.from, built.to
 		if built.from == built.to {
 			msgFrom, msgTo = "", ""
@@ -262,6 +264,18 @@ type Result struct {
 	Commit plumbing.Hash
 	From   taskfile.Queue
 	To     taskfile.Queue
+	// Escalation says why the transition escalated the task (nil when it
+	// did not): the rule's code and the reason in words, as orch inbox has
+	// them.
+	Escalation *Escalation
+}
+
+// Escalation is why a task escalated: a rule code (max_rejections,
+// lockout_deadlock, no_progress, crashes, land_failures, manual, ...) and
+// the reason in words.
+type Escalation struct {
+	Rule string
+	Why  string
 }
 
 // commitMessage builds the message of a transition, with the trailers that

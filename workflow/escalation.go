@@ -65,7 +65,7 @@ func (e *Engine) Escalate(id, text string) (*Result, error) {
 	return e.transition(id, ActionEscalate, func(t *Task) (*change, error) {
 		msg := e.escalationMessage(&t.Task, t.Path, "manual", "Escalated by "+e.Actor+": "+text)
 		return &change{file: t.File, to: taskfile.Escalated, body: "Escalated by " + e.Actor + ": " + firstSentence(text),
-			extra: []gitstore.Change{msg}, data: &EscalateData{Reason: "manual", Text: text}}, nil
+			extra: []gitstore.Change{msg}, data: &EscalateData{Reason: "manual", Text: text}, escalation: &Escalation{"manual", text}}, nil
 	})
 }
 

@@ -217,3 +217,27 @@ func parseMessage(data []byte) (reason, summary string, created time.Time) {
 	}
 	return reason, summary, created
 }
+
+// EscalationOf is why the task escalated last, as its newest message for
+// orch inbox says (nil when it has none): for orch run, which sees an
+// escalation an agent's own verb made only in the state it left.
+func (e *Engine) EscalationOf(id string) *Escalation {
+	snap := e.Store.Snapshot()
+	var newest gitstore.FileEntry
+	found := false
+	for _, fe := range snap.Files(gitstore.MessagesDir) {
+		if strings.HasSuffix(filepath.Base(fe.Path), "Z-"+id+".md") && (!found || fe.Path > newest.Path) {
+			newest, found = fe, true
+		}
+	}
+	if !found {
+		return nil
+	}
+	data, err := snap.ReadBlob(newest.Blob)
+	if err != nil {
+		return nil
+	}
+	reason, why, _ := parseMessage(data)
+	why, _, _ = strings.Cut(why, "\n\n") // the reason; then the counts
+	return &Escalation{Rule: reason, Why: strings.TrimSpace(why)}
+}

@@ -118,6 +118,9 @@ type LandedTask struct {
 	Check   string `json:"check"`     // passed, none, failed ("" when no check ran, as with land.mode: github)
 	Why     string `json:"why"`       // why it did not land ("" when it did)
 	PR      int    `json:"pr_number"` // land.mode github: the pull request (0: none, or local landing)
+	// Escalation is why the landing escalated the task (for orch run's
+	// event; orch land's answer says it in why).
+	Escalation *Escalation `json:"-"`
 }
 
 // Summary is the outcome in a line, as orch land and orch run print it.
@@ -252,7 +255,7 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 			continue
 		}
 		if res != nil && res.To == taskfile.Escalated {
-			lt.Outcome = "escalated"
+			lt.Outcome, lt.Escalation = "escalated", res.Escalation
 		}
 		rep.Results = append(rep.Results, lt)
 		if o.Landed {
@@ -380,7 +383,7 @@ func (e *Engine) failureChange(t *Task, fail *land.Failure, kind, tip string) (*
 	if n >= max {
 		why := fmt.Sprintf("%d landing failures (land.max_failures is %d); the last: %s", n, max, what)
 		msg := e.escalationMessage(&f.Task, t.Path, "land_failures", why)
-		return &change{file: f, to: taskfile.Escalated, body: "Escalated: " + why, extra: []gitstore.Change{msg}, data: data}, nil
+		return &change{file: f, to: taskfile.Escalated, body: "Escalated: " + why, extra: []gitstore.Change{msg}, data: data, escalation: &Escalation{"land_failures", why}}, nil
 	}
 	return &change{file: f, to: taskfile.Rejected, body: fmt.Sprintf("Could not land (%s #%d of %d): %s.", kind, n, max, what), data: data}, nil
 }

@@ -234,7 +234,7 @@ func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*Land
 			waiting = append(waiting, fmt.Sprintf("%s (PR #%d)", f.c.Task, f.pr))
 		default:
 			lt.Outcome = map[taskfile.Queue]string{taskfile.Done: "landed", taskfile.Rejected: "rejected", taskfile.Escalated: "escalated"}[res.To]
-			lt.Commit, lt.Why = f.commit, f.why
+			lt.Commit, lt.Why, lt.Escalation = f.commit, f.why, res.Escalation
 		}
 		rep.Results = append(rep.Results, lt)
 		if lt.Outcome == "landed" {
@@ -297,7 +297,7 @@ func (e *Engine) prEscalate(f prFinding, reason string) (*Result, error) {
 		why := f.why + "; the approved work is on " + orDash(t.Task.Branch) + " at " + short(f.c.Tip)
 		msg := e.escalationMessage(&t.Task, t.Path, reason, why)
 		return &change{file: t.File, to: taskfile.Escalated, body: "Escalated: " + why, extra: []gitstore.Change{msg},
-			data: &LandData{Base: e.baseOf(&t.Task), Tip: f.c.Tip, Failure: reason, Why: f.why, PR: f.pr}}, nil
+			data: &LandData{Base: e.baseOf(&t.Task), Tip: f.c.Tip, Failure: reason, Why: f.why, PR: f.pr}, escalation: &Escalation{reason, why}}, nil
 	})
 }
 

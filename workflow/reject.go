@@ -156,6 +156,7 @@ func (e *Engine) rejectChange(t *Task, rj rejection) (*change, error) {
 		c.to = taskfile.Escalated
 		c.extra = append(c.extra, e.escalationMessage(&f.Task, t.Path, reason, why)) // the task after this rejection
 		rd.Escalated = reason
+		c.escalation = &Escalation{reason, why}
 		c.body += "\n\nEscalated: " + why
 	}
 	switch d := rj.Data.(type) {

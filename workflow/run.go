@@ -251,7 +251,7 @@ func (e *Engine) endRun(end RunEnd) (*Result, error) {
 			msg := e.escalationMessage(&t.Task, t.Path, "unreviewable", why)
 			return &change{file: t.File, to: taskfile.Escalated, body: "Escalated by orch run: " + why, extra: []gitstore.Change{msg},
 				data:     &EscalateData{Reason: "unreviewable", Text: end.Note, RunData: runData(end, 0)},
-				trailers: runTrailers(end)}, nil
+				trailers: runTrailers(end), escalation: &Escalation{"unreviewable", why}}, nil
 		})
 	}
 	if end.Reviewer {
@@ -290,7 +290,7 @@ func (e *Engine) endRun(end RunEnd) (*Result, error) {
 			msg := e.escalationMessage(&f.Task, t.Path, reason, why)
 			return &change{file: f, to: taskfile.Escalated, body: "Escalated by orch run: " + why, extra: []gitstore.Change{msg},
 				data:     &EscalateData{Reason: reason, Text: why, RunData: runData(end, crashes)},
-				trailers: runTrailers(end)}, nil
+				trailers: runTrailers(end), escalation: &Escalation{reason, why}}, nil
 		})
 		return res, err
 	}
@@ -352,7 +352,7 @@ func (e *Engine) endReview(end RunEnd) (*Result, error) {
 			msg := e.escalationMessage(&f.Task, t.Path, "review_crashes", why)
 			return &change{file: f, to: taskfile.Escalated, body: "Escalated by orch run: " + why, extra: []gitstore.Change{msg},
 				data:     &EscalateData{Reason: "review_crashes", Text: why, RunData: runData(end, crashes)},
-				trailers: runTrailers(end)}, nil
+				trailers: runTrailers(end), escalation: &Escalation{"review_crashes", why}}, nil
 		})
 	}
 	return e.transitionAny(end.Task, ActionReleaseReview, func(t *Task) (*change, error) {

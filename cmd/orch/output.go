@@ -74,10 +74,27 @@ type transitionJSON struct {
 	From   string      `json:"from"`
 	To     string      `json:"to"`
 	Commit string      `json:"commit"`
+	// Escalation says why the transition escalated the task (null when it
+	// did not).
+	Escalation *escalationJSON `json:"escalation"`
+}
+
+// escalationJSON is why a task escalated: the rule's code and its reason
+// in words (workflow.Escalation).
+type escalationJSON struct {
+	Rule string `json:"rule"`
+	Why  string `json:"why"`
+}
+
+func escalationOf(x *workflow.Escalation) *escalationJSON {
+	if x == nil {
+		return nil
+	}
+	return &escalationJSON{Rule: x.Rule, Why: x.Why}
 }
 
 func (g *globalOptions) transition(e *workflow.Engine, res *workflow.Result) transitionJSON {
-	return transitionJSON{Task: g.task(e, res.Task), From: string(res.From), To: string(res.To), Commit: res.Commit.String()}
+	return transitionJSON{Task: g.task(e, res.Task), From: string(res.From), To: string(res.To), Commit: res.Commit.String(), Escalation: escalationOf(res.Escalation)}
 }
 
 // textArg returns the text of -m, or of -F FILE|- (one of them is needed

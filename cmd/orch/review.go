@@ -117,6 +117,9 @@ func runReview(o *reviewOptions, ref string) error {
 			if res.AllSuggestionsSkipped {
 				fmt.Fprintf(out.Out, "  %s: %s\n", strings.ToLower(workflow.AllSuggestionsSkipped), strings.Join(res.SuggestionsSkipped, ", "))
 			}
+			if x := res.Result.Escalation; x != nil {
+				fmt.Fprintln(out.Out, escalationLine(res.Task.Task.ID, x))
+			}
 			return nil
 		}
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -74,7 +75,18 @@ and reviews through the remote (claim refs decide across clones), so
 coordinators on several clones never run one task twice.
 
 On a terminal it shows one live line per slot; otherwise one line per event;
---json prints one JSON event per line.`,
+--json prints one JSON event per line (docs/schema/run-event.json lists
+them). Its last line is a summary (on stderr; with --json the summary
+event): how it ended, how long it ran, what was submitted, reviewed,
+landed, escalated and paused, and the tokens and cost when known.
+run.notify, when set, is a command run under sh -c with the event's JSON on
+stdin when a task escalates, a slot stops or the queue drains (idle): as a
+git hook, 30s at most; its failure is an event, never the run's end.
+
+Exit codes: 0 once idle (--until-idle) or drained (one Ctrl-C); 130 after a
+forced stop (a second Ctrl-C); 1 when no slot can run (every slot stopped,
+each cause printed) or a run's ending could not be recorded; 4 when it
+refuses to start (run: names no agents, a policy file changed in the view).`,
 		Example: `  orch run --until-idle
   orch run --json
   orch run --sync --remote origin`,
@@ -90,9 +102,12 @@ On a terminal it shows one live line per slot; otherwise one line per event;
 
 // runEvent is one line of orch run --json: one thing the coordinator did
 // or saw (coordinator.Event).
+// Every key is always there ("" when the event has none); the schema
+// lists the events (coordinator.EventKinds) and requires of each the keys
+// it fills.
 type runEvent struct {
 	Time     answer.Time `json:"time"`
-	Event    string      `json:"event"` // slot, claimed, started, exited, submitted, paused, escalated, reviewed, released, backoff, killing, ...
+	Event    string      `json:"event"` // one of coordinator.EventKinds
 	Slot     string      `json:"slot"`
 	Role     string      `json:"role"` // implementer or reviewer
 	Task     string      `json:"task"`
@@ -103,6 +118,12 @@ type runEvent struct {
 	Until    string      `json:"until"` // backoff: when the slot claims again
 	Log      string      `json:"log"`
 	Text     string      `json:"text"`
+	Verdict  string      `json:"verdict"` // reviewed: approved, rejected, or the queue the reviewer left the task in
+	Queue    string      `json:"queue"`   // where the task is now
+	Cause    string      `json:"cause"`   // why, in words
+	Rule     string      `json:"rule"`    // escalated: the rule's code
+	// Summary is the summary event's, the last: what the run did.
+	Summary *coordinator.Summary `json:"summary"`
 }
 
 func runRun(o *runOptions) error {
@@ -145,7 +166,7 @@ func runRun(o *runOptions) error {
 	priv := g.privDir()
 	q := coordinator.NewQueue(lead, so, run, func(task string) []string { return coordinator.LogPaths(priv, task) })
 	c, err := coordinator.New(coordinator.Options{Run: cr, Queue: q, Orch: exe, PrivDir: priv, Env: agentEnv(lead.StateBranch, exe),
-		UntilIdle: o.UntilIdle, Fetches: o.Sync, Events: out.event})
+		UntilIdle: o.UntilIdle, Fetches: o.Sync, Events: out.event, Encode: out.encode, Dir: g.Dir})
 	if err != nil {
 		return err
 	}
@@ -165,8 +186,17 @@ func runRun(o *runOptions) error {
 	stopView := out.live(c)
 	err = c.Run(context.Background())
 	stopView()
+	if err == nil && c.Summary().Ended == "stopped" {
+		// A forced stop is an interruption, as a shell reports one: the
+		// agents were ended, their tasks paused.
+		return &silentExit{code: exitInterrupted}
+	}
 	return err
 }
+
+// exitInterrupted is orch run's exit code after a forced stop (two
+// Ctrl-C): 128 + SIGINT, as a shell reports a program it interrupted.
+const exitInterrupted = 130
 
 // agentEnv is the environment of every agent: orch run's own (an agent
 // gets no secret orch did not get from its environment), without what
@@ -224,6 +254,21 @@ func (p *runPrinter) commands(r *coordinator.Run) {
 	}
 }
 
+// runEventOf is an event as orch run --json prints it.
+func runEventOf(ev coordinator.Event) runEvent {
+	return runEvent{answer.Time(ev.Time), ev.Event, ev.Slot, ev.Role, ev.Task, ev.Attempt, ev.ExitCode, ev.Duration, ev.Reason, ev.Until, ev.Log, ev.Text,
+		ev.Verdict, ev.Queue, ev.Cause, ev.Rule, ev.Summary}
+}
+
+// encode is an event's JSON line, as --json prints it, for run.notify.
+func (p *runPrinter) encode(ev coordinator.Event) ([]byte, error) {
+	b, err := json.Marshal(runEventOf(ev))
+	if err != nil {
+		return nil, err
+	}
+	return answer.Envelope(b), nil
+}
+
 func (p *runPrinter) event(ev coordinator.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -231,14 +276,19 @@ func (p *runPrinter) event(ev coordinator.Event) {
 		ev.Time = time.Now()
 	}
 	if p.g.JSON {
-		j := runEvent{answer.Time(ev.Time), ev.Event, ev.Slot, ev.Role, ev.Task, ev.Attempt, ev.ExitCode, ev.Duration, ev.Reason, ev.Until, ev.Log, ev.Text}
-		if err := p.g.out().writeJSON(j); err != nil {
+		if err := p.g.out().writeJSON(runEventOf(ev)); err != nil {
 			fmt.Fprintln(p.g.io.Err, "orch: "+err.Error())
 		}
 		return
 	}
 	p.clear()
-	fmt.Fprintf(p.g.io.Out, "%s %s\n", ev.Time.Format("15:04:05"), ev.Text)
+	w := p.g.io.Out
+	if ev.Event == "summary" {
+		// The end of the run, for the person who started it: on stderr,
+		// where it is seen though stdout goes to a file.
+		w = p.g.io.Err
+	}
+	fmt.Fprintf(w, "%s %s\n", ev.Time.Format("15:04:05"), ev.Text)
 	p.draw()
 }
 
@@ -299,7 +349,11 @@ func (p *runPrinter) draw() {
 		line := fmt.Sprintf("  %-12s ", st.Slot)
 		switch {
 		case st.Task != "":
-			line += fmt.Sprintf("%s #%d %6s  %s", st.Task, st.Attempt, now.Sub(st.Started).Round(time.Second), text.OneLine(st.LastLine))
+			what := "attempt"
+			if st.Role == "reviewer" {
+				what = "review"
+			}
+			line += fmt.Sprintf("%s %s %d %6s  %s", st.Task, what, st.Attempt, now.Sub(st.Started).Round(time.Second), text.OneLine(st.LastLine))
 		case now.Before(st.Until):
 			line += "waiting until " + st.Until.Format("15:04:05") + " (rate limit)"
 		default:

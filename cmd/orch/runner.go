@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -105,7 +107,18 @@ func (o *output) printTransition(e *workflow.Engine, verb string, res *workflow.
 	} else {
 		fmt.Fprintf(o.Out, "%s: %s (%s)\n", res.Task.Task.ID, verb, res.To)
 	}
+	if x := res.Escalation; x != nil && x.Rule != "manual" {
+		// A rule escalated it, not the actor's own orch escalate: say which.
+		fmt.Fprintf(o.Out, "%s\n", escalationLine(res.Task.Task.ID, x))
+	}
 	return nil
+}
+
+// escalationLine says why a transition escalated a task, on a line of its
+// own: the reason in words, the rule's code, where the options are.
+func escalationLine(id string, x *workflow.Escalation) string {
+	why := strings.TrimSuffix(strings.TrimSpace(text.OneLine(x.Why)), ".")
+	return fmt.Sprintf("%s escalated (%s): %s. A person decides: orch inbox shows the options.", id, x.Rule, why)
 }
 
 // printer prints a verb's answer.

@@ -17,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/coordinator"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
@@ -191,6 +192,9 @@ func answerSchema(name, title string, typ any) ([]byte, error) {
 		{"required", required},
 		{"additionalProperties", false},
 	}
+	if reflect.TypeOf(typ) == reflect.TypeOf(runEvent{}) {
+		s = append(s, runEventKinds(props)...)
+	}
 	if g.usesTask {
 		task := g.object(taskType)
 		s = append(s, kv{"$defs", obj{{"task", task}}})
@@ -200,6 +204,44 @@ func answerSchema(name, title string, typ any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// runEventKinds makes orch run's events typed: the event key is one of
+// coordinator.EventKinds, and each kind's event fills the keys it needs
+// (a string not empty, an attempt from 1, an exit code and a summary
+// not null).
+func runEventKinds(props obj) obj {
+	var names []string
+	var rules []any
+	for _, k := range coordinator.EventKinds {
+		names = append(names, k.Name)
+		if len(k.Needs) == 0 {
+			continue
+		}
+		var need obj
+		for _, key := range k.Needs {
+			switch key {
+			case "exit_code":
+				need = append(need, kv{key, obj{{"type", "integer"}}})
+			case "attempt":
+				need = append(need, kv{key, obj{{"minimum", 1}}})
+			case "summary":
+				need = append(need, kv{key, obj{{"type", "object"}}})
+			default:
+				need = append(need, kv{key, obj{{"minLength", 1}}})
+			}
+		}
+		rules = append(rules, obj{
+			{"if", obj{{"properties", obj{{"event", obj{{"const", k.Name}}}}}}},
+			{"then", obj{{"description", k.Doc}, {"properties", need}}},
+		})
+	}
+	for i, p := range props {
+		if p.k == "event" {
+			props[i].v = obj{{"enum", names}}
+		}
+	}
+	return obj{{"allOf", rules}}
 }
 
 // schemaFiles generates every schema, by file name.
@@ -353,6 +395,10 @@ func allCommands(root *cobra.Command) []*cobra.Command {
 	return out
 }
 
+// eventStreams are the commands whose answer is a stream of events, printed
+// before they end, whatever their exit code.
+var eventStreams = map[string]bool{"orch run": true}
+
 // mainCheckingSchemas runs orch as Main does and then, when it ran with
 // --json (the whole answer: no FIELDS, no --jq), checks what it printed
 // against its schema: stdout on success, the error envelope on stderr on
@@ -377,6 +423,27 @@ func mainCheckingSchemas(dir string, args []string) int {
 		}
 	}
 	if !whole {
+		return code
+	}
+	if cmd, _, err := newRootCmd(&globalOptions{io: &streams{}}).Find(args); err == nil && eventStreams[cmd.CommandPath()] {
+		// A stream of events: what it printed is checked whatever its exit
+		// code (a forced stop exits 130 after its events), and its error,
+		// if any, too.
+		if out.Len() > 0 {
+			if err := checkSchema(filepath.Join(dir, answers[strings.TrimPrefix(cmd.CommandPath(), "orch ")].name+".json"), out.String()); err != nil {
+				fmt.Fprintf(os.Stderr, "orch (test): the events do not match their schema: %v\n", err)
+				return 97
+			}
+		}
+		if code != 0 && errb.Len() > 0 {
+			if err := checkSchema(filepath.Join(dir, errorSchema+".json"), errb.String()); err != nil {
+				fmt.Fprintf(os.Stderr, "orch (test): the error does not match docs/schema/error.json: %v\n", err)
+				return 97
+			}
+		}
+		if seen := os.Getenv("ORCH_TEST_SCHEMAS_SEEN"); seen != "" && out.Len() > 0 {
+			_ = os.WriteFile(filepath.Join(seen, answers[strings.TrimPrefix(cmd.CommandPath(), "orch ")].name), nil, 0o666)
+		}
 		return code
 	}
 	name, text := errorSchema, errb.String()
@@ -437,4 +504,41 @@ func checkSchema(path, text string) error {
 		return fmt.Errorf("no JSON document")
 	}
 	return nil
+}
+
+// orch run's events are typed: the schema knows every event's name, and
+// requires of each kind the keys it needs (the verdict of a review).
+func TestRunEventSchemaIsTyped(t *testing.T) {
+	path := filepath.Join(schemaDir, "run-event.json")
+	code := 0
+	ev := func(e runEvent) string {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(answer.Envelope(b))
+	}
+	at := answer.Time(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	good := map[string]runEvent{
+		"reviewed": {Time: at, Event: "reviewed", Slot: "rev-1", Task: "T-1", Verdict: "approved", Queue: "done", Text: "rev-1 reviewed T-1: approved"},
+		"exited":   {Time: at, Event: "exited", Slot: "impl-1", Role: "implementer", Task: "T-1", Attempt: 1, ExitCode: &code, Duration: "1s", Log: "l", Text: "x"},
+		"summary":  {Time: at, Event: "summary", Duration: "1s", Summary: &coordinator.Summary{Ended: "idle", Left: map[string]int{"incoming": 2}}, Text: "orch run went idle"},
+	}
+	for name, e := range good {
+		if err := checkSchema(path, ev(e)); err != nil {
+			t.Errorf("a good %s event fails: %v", name, err)
+		}
+	}
+	bad := map[string]runEvent{
+		"a review without its verdict": {Time: at, Event: "reviewed", Slot: "rev-1", Task: "T-1", Queue: "done", Text: "rev-1 reviewed T-1: approved"},
+		"an event of no kind":          {Time: at, Event: "exploded", Text: "x"},
+		"an exit without its code":     {Time: at, Event: "exited", Slot: "impl-1", Role: "implementer", Task: "T-1", Attempt: 1, Duration: "1s", Log: "l", Text: "x"},
+		"a summary without one":        {Time: at, Event: "summary", Duration: "1s", Text: "orch run went idle"},
+		"an escalation without a rule": {Time: at, Event: "escalated", Task: "T-1", Queue: "escalated", Cause: "why", Text: "x"},
+	}
+	for name, e := range bad {
+		if checkSchema(path, ev(e)) == nil {
+			t.Errorf("%s: the schema accepts it", name)
+		}
+	}
 }
