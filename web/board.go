@@ -14,9 +14,9 @@ import (
 	"github.com/orch-tool/orch/workflow"
 )
 
-// boardLimit is how many cards a column shows unless asked for all: at
-// 10,000 tasks a column of 3,000 cards is a scroll nobody reads, and every
-// live update would fetch it again. The column's header says how many there
+// boardLimit is how many cards a column shows unless asked for all: a
+// column of thousands of cards is a scroll nobody reads, and every live
+// update would fetch it again. The column's header says how many there
 // are and links to all of them.
 const boardLimit = 100
 

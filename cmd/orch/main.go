@@ -38,16 +38,14 @@ const softMemoryLimit = 40 << 20
 // watchLiveHeap gives up the memory limit for ordinary pacing (collect when
 // the heap has grown by a quarter) once a collection finds most of the
 // limit still live. Under a limit that the live heap exceeds, the runtime
-// collects back to back: building the state cache of 100,000 tasks took
-// 190 s, half of it collecting, where it takes 93 s paced (77 s at GOGC
-// 100, but with 540 MB at the peak against 390); orch list --json of
-// 100,000 tasks collected 53 times in one second, 4 times paced.
+// collects back to back, and a large command spends most of its time
+// collecting (bench/README.md).
 func watchLiveHeap() {
 	sentinel := &gcSentinel{}
 	runtime.SetFinalizer(sentinel, func(*gcSentinel) {
 		// Just after a collection the heap is about what it found live.
 		// (runtime/metrics would say so exactly, but its package
-		// initialisation costs every orch process 0.8 ms.)
+		// initialisation costs every orch process time.)
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		if ms.HeapAlloc > softMemoryLimit*3/4 {
