@@ -117,7 +117,7 @@ func (q *engineQueue) prepare(e *workflow.Engine, j *Job, role, verb string) (*J
 		}
 	}
 	defer e.Close()
-	wt, err := e.TaskWorktree(j.Task, "")
+	p, err := e.Prepare(j.Task, role, true, true)
 	var rule *workflow.RuleError
 	if errors.As(err, &rule) && rule.Rule == "no_branch" {
 		return j, fmt.Errorf("%w: %v", ErrBranchMissing, err)
@@ -125,9 +125,8 @@ func (q *engineQueue) prepare(e *workflow.Engine, j *Job, role, verb string) (*J
 	if err != nil {
 		return j, err
 	}
-	j.Worktree = wt.Path
-	j.Prompt, _, err = e.Prompt(j.Task, role)
-	return j, err
+	j.Worktree, j.Prompt = p.Worktree, p.Prompt
+	return j, nil
 }
 
 func (q *engineQueue) ClaimReview(s *Slot) (*Job, error) {

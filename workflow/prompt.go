@@ -191,3 +191,34 @@ func description(f *taskfile.File) string {
 	}
 	return text
 }
+
+// Prepared is what a claimed task needs before its work starts: its
+// worktree and its prompt.
+type Prepared struct {
+	Worktree    string // its absolute path ("" when not asked for)
+	NewWorktree bool   // made now, not found
+	Prompt      string // for role ("" when not asked for)
+}
+
+// Prepare is the step after a claim, composed once for orch claim
+// (--worktree, --prompt) and orch run: the task's worktree made or found
+// again, then its prompt for role. A claim whose branch is not here fails
+// with the worktree's RuleError no_branch.
+func (e *Engine) Prepare(id, role string, worktree, prompt bool) (*Prepared, error) {
+	p := &Prepared{}
+	if worktree {
+		w, err := e.TaskWorktree(id, "")
+		if err != nil {
+			return nil, err
+		}
+		p.Worktree, p.NewWorktree = w.Path, w.Created
+	}
+	if prompt {
+		text, _, err := e.Prompt(id, role)
+		if err != nil {
+			return nil, err
+		}
+		p.Prompt = text
+	}
+	return p, nil
+}

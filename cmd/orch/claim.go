@@ -115,21 +115,11 @@ type claimAnswer struct {
 // claimed finishes a claim: its worktree (made or reused: again on a
 // second run) and prompt, and the printer of its answer.
 func claimed(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) (printer, error) {
-	var err error
-	worktree, newWorktree := "", false
-	if o.Worktree {
-		w, err := e.TaskWorktree(res.Task.Task.ID, "")
-		if err != nil {
-			return nil, err
-		}
-		worktree, newWorktree = w.Path, w.Created
+	p, err := e.Prepare(res.Task.Task.ID, o.Role, o.Worktree, o.Prompt)
+	if err != nil {
+		return nil, err
 	}
-	text := ""
-	if o.Prompt {
-		if text, _, err = e.Prompt(res.Task.Task.ID, o.Role); err != nil {
-			return nil, err
-		}
-	}
+	worktree, newWorktree, text := p.Worktree, p.NewWorktree, p.Prompt
 	return func(out *output) error {
 		if o.g.JSON {
 			return out.writeJSON(claimAnswer{o.g.task(e, res.Task), res.Branch, res.BranchReused, res.BranchNote, res.Task.Task.PRNumber, res.Attempt,
