@@ -36,7 +36,7 @@ FUZZ_TARGETS = \
 	./taskfile:FuzzParse ./taskfile:FuzzEdit ./taskfile:FuzzMergeText \
 	./workflow:FuzzReview ./refusal:FuzzRefusal \
 	./ghreview:FuzzParseReviews ./ghreview:FuzzParseComments ./taskfile:FuzzFeedbackText \
-	./internal/answer:FuzzJSONString ./internal/text:FuzzVisible ./coordinator/harness:FuzzReader ./cmd/orch:FuzzSessionHook ./gitstore/statecache:FuzzCacheDecode
+	./answer:FuzzJSONString ./internal/text:FuzzVisible ./coordinator/harness:FuzzReader ./cmd/orch:FuzzSessionHook ./gitstore/statecache:FuzzCacheDecode
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t#*:} ($${t%%:*})"; \
@@ -58,7 +58,7 @@ race:
 # claim selection and the web board of 10,000 tasks: a fixed count, to
 # compare runs (benchstat).
 gobench:
-	$(GO) test -run '^$$' -bench . -benchtime 100x ./taskfile ./gitstore ./workflow ./web ./internal/answer
+	$(GO) test -run '^$$' -bench . -benchtime 100x ./taskfile ./gitstore ./workflow ./web ./answer
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/doctor"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/privfile"
-	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/web"
 	"github.com/orch-tool/orch/workflow"

@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/orch-tool/orch/internal/answer"
-	"github.com/orch-tool/orch/internal/termboard"
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/refusal"
+	"github.com/orch-tool/orch/termboard"
 	"github.com/orch-tool/orch/workflow"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/config"
-	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/refusal"
 	"github.com/orch-tool/orch/workflow"
 )

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/internal/lazyregexp"
 	"github.com/orch-tool/orch/workflow"
 	"github.com/spf13/cobra"
@@ -21,7 +21,7 @@ import (
 // cuts and filters it, so that no verb knows about FIELDS or --jq. (A task
 // object is cut where it is made, answer.NewTask, so that orch list
 // --json=id,title does not read the custom keys it will not print.) This
-// file parses the flags; internal/answer does the rest.
+// file parses the flags; answer does the rest.
 
 // jsonFlag is --json. It takes its fields after "=" only (pflag's
 // NoOptDefVal): "orch show --json T-1" shows T-1, and "--json id,title"

@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/internal/answer"
-	"github.com/orch-tool/orch/internal/termboard"
 	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/taskfile"
+	"github.com/orch-tool/orch/termboard"
 	"github.com/orch-tool/orch/workflow"
 )
 

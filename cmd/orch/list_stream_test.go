@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/internal/testgit"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 

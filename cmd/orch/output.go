@@ -1,8 +1,8 @@
 package main
 
 import (
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 

@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/coordinator"
-	"github.com/orch-tool/orch/internal/answer"
-	"github.com/orch-tool/orch/internal/termboard"
 	"github.com/orch-tool/orch/internal/text"
+	"github.com/orch-tool/orch/termboard"
 	"github.com/orch-tool/orch/workflow"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/workflow"
 )

@@ -17,9 +17,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/coordinator"
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/coordinator"
-	"github.com/orch-tool/orch/internal/answer"
 	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/orch-tool/orch/internal/answer"
+	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/workflow"
 )
 
