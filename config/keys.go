@@ -141,15 +141,6 @@ func defaultText(f reflect.StructField, v reflect.Value) string {
 	return fmt.Sprint(v.Interface())
 }
 
-// KeyPaths lists every key's path.
-func KeyPaths() []string {
-	var out []string
-	for _, k := range Keys() {
-		out = append(out, k.Path)
-	}
-	return out
-}
-
 // checkKeys refuses the first key of config.yaml that is not one, in
 // config.yaml's own words: its path, its line and the key nearest to it.
 func checkKeys(path string, data []byte) error {

@@ -219,14 +219,6 @@ code means.`,
 	return root
 }
 
-func indent(s, pre string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = pre + l
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
 func (g *globalOptions) resolveAgent() error {
 	if g.StateBranch == "" {
 		g.StateBranch = os.Getenv("ORCH_STATE_BRANCH")

@@ -59,8 +59,6 @@ func findCLI(t *testing.T, name string) string {
 	return standin.FindCLI(t, name, "npm i --prefix DIR, then ORCH_AGENT_CLI_DIR=DIR/node_modules")
 }
 
-func fileExists(p string) bool { fi, err := os.Stat(p); return err == nil && !fi.IsDir() }
-
 const commitCmd = "touch made-by-agent && git add made-by-agent && git commit -qm agent"
 
 // subscriberLimit is the 429 Claude Code gets when a subscriber's limit
