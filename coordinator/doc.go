@@ -11,7 +11,9 @@
 // Where each part lives:
 //
 //	the slots, resolved from run: (presets, patterns) config.go, run.go
-//	the loop: fill idle slots, watch, finish, drain   coordinator.go
+//	the loop: recover, run, drain, stop               coordinator.go
+//	a slot's turn: fill, start, watch, finish, kill   slots.go
+//	the coordinator's own work: review.check, landing house.go
 //	how a run that ended without a transition is      endings.go (with package
 //	  read: crash, timeout, limit, broken setup       harness: the CLI's own output)
 //	the Queue over workflow's Engine                  engine.go

@@ -17,9 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -80,19 +78,6 @@ type Failure struct {
 	Exit    int      // check: its exit status (-1: killed by check_timeout)
 	Output  string   // check: the tail of its output; pr_conflict: what GitHub said
 	PR      int      // pr_conflict: the pull request
-}
-
-// WaitError says the landing waits: the base branch is checked out in a
-// worktree with changes, which a landing never touches.
-type WaitError struct {
-	Base     string
-	Worktree string
-	Changes  []string
-}
-
-func (e *WaitError) Error() string {
-	return fmt.Sprintf("%s is checked out in %s with changes (%s): landing waits until that checkout is clean, so that nothing there is lost",
-		e.Base, e.Worktree, text.Clip(strings.Join(e.Changes, ", "), 200))
 }
 
 // ErrMoved says the base kept moving under every try.
@@ -275,35 +260,6 @@ func (l *lander) landedIn(tip string, c Candidate) string {
 	return ""
 }
 
-// reset puts the scratch worktree at tip, clean. A scratch worktree that
-// cannot be reset (a landing killed midway may leave git's locks in it;
-// the landing lock says none of them is live) is made again.
-func (l *lander) reset(tip string) error {
-	err := l.resetOnce(tip)
-	if err == nil {
-		return nil
-	}
-	_, _ = l.git("", "worktree", "remove", "--force", l.wt)
-	_ = os.RemoveAll(l.wt)
-	if _, err := l.o.scratch(); err != nil {
-		return err
-	}
-	return l.resetOnce(tip)
-}
-
-func (l *lander) resetOnce(tip string) error {
-	_, _ = l.git(l.wt, "merge", "--abort")
-	_, _ = l.git(l.wt, "rebase", "--abort")
-	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", tip); err != nil {
-		return err
-	}
-	if _, err := l.git(l.wt, "reset", "--quiet", "--hard", tip); err != nil {
-		return err
-	}
-	_, err := l.git(l.wt, "clean", "-q", "-ffdx")
-	return err
-}
-
 // message is a landing commit's message: it names the task.
 func message(c Candidate, extra string) string {
 	m := fmt.Sprintf("Land %s: %s\n\n", c.Task, text.Clip(text.OneLine(c.Title), 200))
@@ -473,60 +429,6 @@ func (l *lander) advance(tip, head string) (bool, error) {
 	return true, nil
 }
 
-// reflogMessage marks the base's moves that are landings.
-const reflogMessage = "orch land"
-
-// resume completes the follow of a landing killed after the base moved
-// and before the worktree that has it checked out followed: the base's
-// last move is a landing's (its reflog says so), and the worktree holds
-// exactly what the base held before that move, in its index and its
-// files. What it shows as changes is then only that move not yet made,
-// nothing of a person's; it follows now and reports whether it did.
-func (l *lander) resume(wt string) bool {
-	out, err := l.git("", "reflog", "show", "--format=%H%x00%gs", "-n", "2", "refs/heads/"+l.o.Base)
-	if err != nil {
-		return false
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) < 2 {
-		return false
-	}
-	head, msg, _ := strings.Cut(lines[0], "\x00")
-	prev, _, _ := strings.Cut(lines[1], "\x00")
-	if msg != reflogMessage {
-		return false
-	}
-	if now, err := l.rev("refs/heads/" + l.o.Base); err != nil || now != head {
-		return false
-	}
-	_, _ = l.git(wt, "update-index", "-q", "--refresh")
-	if _, err := l.git(wt, "diff-index", "--cached", "--quiet", prev); err != nil {
-		return false // the index is not the base's previous tree
-	}
-	if _, err := l.git(wt, "diff-files", "--quiet"); err != nil {
-		return false // the files are not the index
-	}
-	_, err = l.follow(wt, prev, head)
-	return err == nil
-}
-
-// follow advances a clean worktree from tip to head as git merge
-// --ff-only would. A git command of the person's that holds the index
-// for a moment (git status refreshes it) is waited for, a little: the ref
-// has moved already, and a checkout left behind would look changed.
-func (l *lander) follow(wt, tip, head string) (string, error) {
-	var out string
-	var err error
-	for try := 0; try < 20; try++ {
-		out, err = l.git(wt, "read-tree", "-u", "-m", tip, head)
-		if err == nil || !strings.Contains(out, "index.lock") {
-			break
-		}
-		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
-	}
-	return out, err
-}
-
 func lostRace(stderr string) bool {
 	for _, s := range []string{"stale info", "non-fast-forward", "fetch first", "cannot lock ref", "failed to update ref", "but expected", "incorrect old value"} {
 		if strings.Contains(stderr, s) {
@@ -539,182 +441,4 @@ func lostRace(stderr string) bool {
 func (l *lander) isAncestor(a, b string) bool {
 	_, err := l.git("", "merge-base", "--is-ancestor", a, b)
 	return err == nil
-}
-
-// baseWorktrees are the worktrees (a person's) that have the base checked
-// out.
-func (l *lander) baseWorktrees() []string {
-	out, err := l.git("", "worktree", "list", "--porcelain")
-	if err != nil {
-		return nil
-	}
-	var wts []string
-	for _, block := range strings.Split(strings.TrimSpace(out), "\n\n") {
-		var path, branch string
-		bare := false
-		for _, line := range strings.Split(block, "\n") {
-			k, v, _ := strings.Cut(line, " ")
-			switch k {
-			case "worktree":
-				path = v
-			case "branch":
-				branch = v
-			case "bare":
-				bare = true
-			}
-		}
-		if !bare && branch == "refs/heads/"+l.o.Base && path != "" {
-			wts = append(wts, path)
-		}
-	}
-	return wts
-}
-
-// changes lists what a worktree holds beyond its HEAD (git status).
-func (l *lander) changes(wt string) []string {
-	out, err := l.git(wt, "status", "--porcelain", "--untracked-files=no")
-	if err != nil {
-		return []string{"git status failed: " + strings.TrimSpace(out)}
-	}
-	var list []string
-	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		if strings.TrimSpace(line) != "" {
-			list = append(list, strings.TrimSpace(line))
-		}
-	}
-	return list
-}
-
-// ErrBusy says another landing holds this clone's landing lock.
-var ErrBusy = errors.New("another landing runs in this clone")
-
-// Lock takes the clone's landing lock (<scratch>.lock): one landing at a
-// time per clone, so that two coordinators on one clone never merge the
-// same work twice nor move a person's checkout at once (git's index.lock
-// would stop the second midway, after its ref moved). Across clones the
-// leased push is what decides. wait blocks until the lock is free; else
-// it returns ErrBusy when taken. Land must be called with it held.
-func Lock(scratch string, wait bool) (unlock func(), err error) {
-	if err := os.MkdirAll(filepath.Dir(scratch), 0o700); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(scratch+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	how := syscall.LOCK_EX
-	if !wait {
-		how |= syscall.LOCK_NB
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), how)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, ErrBusy
-		}
-		return nil, err
-	}
-	return func() { f.Close() }, nil
-}
-
-// scratch is the clone's scratch worktree (Options.Scratch), made with git
-// worktree add when it is not there yet. The landing lock guards it.
-func (o Options) scratch() (string, error) {
-	dir := o.Scratch
-	l := &lander{o: o}
-	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
-		_, _ = l.git("", "worktree", "prune")
-		_ = os.RemoveAll(dir)
-		if out, err := l.git("", "worktree", "add", "--quiet", "--detach", dir, "refs/heads/"+o.Base); err != nil {
-			return "", fmt.Errorf("cannot make the scratch worktree %s: %v: %s", dir, err, strings.TrimSpace(out))
-		}
-	}
-	return dir, nil
-}
-
-// git runs git in dir (a worktree), or on the repository when dir is "",
-// as the lead, with nothing of the caller's git environment; it returns
-// stdout, or stderr with the error. Landing commits skip the commit hooks
-// (--no-verify: nobody is there to answer one), never the repository's
-// merge drivers and attributes, which are config, not hooks.
-func (l *lander) git(dir string, args ...string) (string, error) {
-	full := append([]string{"-c", "maintenance.auto=false"}, args...)
-	if dir == "" {
-		full = append([]string{"--git-dir", l.o.CommonDir}, full...)
-	}
-	cmd := exec.Command("git", full...)
-	cmd.Dir = dir
-	env := []string{"GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_EDITOR=true", "GIT_AUTHOR_NAME=" + l.o.Name, "GIT_AUTHOR_EMAIL=" + l.o.Email,
-		"GIT_COMMITTER_NAME=" + l.o.Name, "GIT_COMMITTER_EMAIL=" + l.o.Email}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "LC_ALL=") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		said := errb.String() + out.String()
-		return said, &GitError{Args: args, Err: err, Said: said}
-	}
-	return out.String(), nil
-}
-
-// GitError is a git command that failed, with what it said.
-type GitError struct {
-	Args []string
-	Err  error
-	Said string
-}
-
-func (e *GitError) Error() string {
-	verb := ""
-	if len(e.Args) > 0 {
-		verb = " " + e.Args[0]
-	}
-	return fmt.Sprintf("git%s: %v: %s", verb, e.Err, text.Clip(text.OneLine(strings.TrimSpace(e.Said)), 300))
-}
-
-func (e *GitError) Unwrap() error { return e.Err }
-
-// clipLines keeps the last max lines of s, at most n bytes, marking a cut.
-func clipLines(s string, max, n int) string {
-	s = strings.TrimRight(s, "\n")
-	lines := strings.Split(s, "\n")
-	cut := false
-	if len(lines) > max {
-		lines, cut = lines[len(lines)-max:], true
-	}
-	out := strings.Join(lines, "\n")
-	if len(out) > n {
-		out, cut = out[len(out)-n:], true
-		if i := strings.IndexByte(out, '\n'); i >= 0 {
-			out = out[i+1:]
-		}
-	}
-	if cut {
-		out = "(earlier lines cut)\n" + out
-	}
-	return out
-}
-
-// TrialConflicts merges tip into base without a worktree (git merge-tree)
-// and lists the files that would conflict: what orch land --dry-run shows.
-func TrialConflicts(commonDir, base, tip string) ([]string, error) {
-	l := &lander{o: Options{CommonDir: commonDir}}
-	out, err := l.git("", "merge-tree", "--write-tree", "--name-only", "--no-messages", "refs/heads/"+base, tip)
-	if err == nil {
-		return nil, nil
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) < 2 || len(lines[0]) < 40 {
-		return nil, fmt.Errorf("git merge-tree failed: %s", text.Clip(strings.TrimSpace(out), 200))
-	}
-	return lines[1:], nil
 }

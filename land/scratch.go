@@ -1,0 +1,91 @@
+package land
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// reset puts the scratch worktree at tip, clean. A scratch worktree that
+// cannot be reset (a landing killed midway may leave git's locks in it;
+// the landing lock says none of them is live) is made again.
+func (l *lander) reset(tip string) error {
+	err := l.resetOnce(tip)
+	if err == nil {
+		return nil
+	}
+	_, _ = l.git("", "worktree", "remove", "--force", l.wt)
+	_ = os.RemoveAll(l.wt)
+	if _, err := l.o.scratch(); err != nil {
+		return err
+	}
+	return l.resetOnce(tip)
+}
+
+func (l *lander) resetOnce(tip string) error {
+	_, _ = l.git(l.wt, "merge", "--abort")
+	_, _ = l.git(l.wt, "rebase", "--abort")
+	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", tip); err != nil {
+		return err
+	}
+	if _, err := l.git(l.wt, "reset", "--quiet", "--hard", tip); err != nil {
+		return err
+	}
+	_, err := l.git(l.wt, "clean", "-q", "-ffdx")
+	return err
+}
+
+// ErrBusy says another landing holds this clone's landing lock.
+var ErrBusy = errors.New("another landing runs in this clone")
+
+// Lock takes the clone's landing lock (<scratch>.lock): one landing at a
+// time per clone, so that two coordinators on one clone never merge the
+// same work twice nor move a person's checkout at once (git's index.lock
+// would stop the second midway, after its ref moved). Across clones the
+// leased push is what decides. wait blocks until the lock is free; else
+// it returns ErrBusy when taken. Land must be called with it held.
+func Lock(scratch string, wait bool) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(scratch), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(scratch+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrBusy
+		}
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+// scratch is the clone's scratch worktree (Options.Scratch), made with git
+// worktree add when it is not there yet. The landing lock guards it.
+func (o Options) scratch() (string, error) {
+	dir := o.Scratch
+	l := &lander{o: o}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		_, _ = l.git("", "worktree", "prune")
+		_ = os.RemoveAll(dir)
+		if out, err := l.git("", "worktree", "add", "--quiet", "--detach", dir, "refs/heads/"+o.Base); err != nil {
+			return "", fmt.Errorf("cannot make the scratch worktree %s: %v: %s", dir, err, strings.TrimSpace(out))
+		}
+	}
+	return dir, nil
+}
