@@ -89,6 +89,7 @@ func main() {
 		cleanup = func() { os.RemoveAll(tmp) }
 		defer cleanup()
 	}
+	loadStart := loadavg()
 	o := opts{bin: abs, files: *files, history: *history, tasks: *tasks, env: isolated(tmp)}
 
 	var costLines, throughLines []string
@@ -104,8 +105,8 @@ func main() {
 			if err != nil || b < 1 {
 				fail("-batches: %q is not a batch size", f)
 			}
-			secs := throughput(o, tmp, b, *through, *checkCmd)
-			line := fmt.Sprintf("| `orch land --all`, land.batch: %d, land.check: %q | %d | %.1f s | %.1f |", b, *checkCmd, *through, secs, float64(*through)/secs*60)
+			secs, cpu := throughput(o, tmp, b, *through, *checkCmd)
+			line := fmt.Sprintf("| `orch land --all`, land.batch: %d, land.check: %q | %d | %.1f s | %.1f | %.1f s |", b, *checkCmd, *through, secs, float64(*through)/secs*60, cpu)
 			if first == 0 {
 				first = secs
 				line += " 1.00× |"
@@ -115,12 +116,12 @@ func main() {
 			throughLines = append(throughLines, line)
 		}
 	}
-	fmt.Printf("%s; %s; %d cores; main: %d files, %d commits; state branch: %d tasks besides the approved ones; load average %s at the end\n\n",
-		version(o), strings.TrimSpace(string(out(o, "", "git", "--version"))), nproc(), *files, *history, *tasks, loadavg())
+	fmt.Printf("%s; %s; %d cores; main: %d files, %d commits; state branch: %d tasks besides the approved ones; load average %s at the start, %s at the end\n\n",
+		version(o), strings.TrimSpace(string(out(o, "", "git", "--version"))), nproc(), *files, *history, *tasks, loadStart, loadavg())
 	if *cost {
 		fmt.Printf("Cost per task, land.check: \"true\" (%d runs after %d warm-ups, alternating):\n\n", *runs, *warm)
-		fmt.Println("| landing | median ms | p90 ms | ratio to by hand |")
-		fmt.Println("|---|---:|---:|---:|")
+		fmt.Println("| landing | median ms | p90 ms | ratio to by hand | median CPU ms | CPU ratio |")
+		fmt.Println("|---|---:|---:|---:|---:|---:|")
 		for _, l := range costLines {
 			fmt.Println(l)
 		}
@@ -129,8 +130,8 @@ func main() {
 	if *through > 0 {
 		fmt.Println("Throughput, without a remote:")
 		fmt.Println()
-		fmt.Println("| landing | tasks | wall time | tasks/min | speed-up |")
-		fmt.Println("|---|---:|---:|---:|---:|")
+		fmt.Println("| landing | tasks | wall time | tasks/min | CPU time | speed-up |")
+		fmt.Println("|---|---:|---:|---:|---:|---:|")
 		for _, l := range throughLines {
 			fmt.Println(l)
 		}
@@ -174,18 +175,19 @@ func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 		hand[i] = handBranch(o, dir, i)
 	}
 	fmt.Fprintf(os.Stderr, "land: %s: timing\n", name)
-	var orchT, handT []float64
+	var orchT, handT, orchC, handC []float64
 	for i := 0; i < n; i++ {
-		var to, th float64
+		var to, th, co, ch float64
 		if i%2 == 0 {
-			th = landHand(o, dir, hand[i], remote)
-			to = landOrch(o, dir, ids[i], tips[i], remote)
+			th, ch = landHand(o, dir, hand[i], remote)
+			to, co = landOrch(o, dir, ids[i], tips[i], remote)
 		} else {
-			to = landOrch(o, dir, ids[i], tips[i], remote)
-			th = landHand(o, dir, hand[i], remote)
+			to, co = landOrch(o, dir, ids[i], tips[i], remote)
+			th, ch = landHand(o, dir, hand[i], remote)
 		}
 		if i >= warm {
 			orchT, handT = append(orchT, to), append(handT, th)
+			orchC, handC = append(orchC, co), append(handC, ch)
 		}
 	}
 	verify(o, dir, ids, tips, remote)
@@ -194,31 +196,31 @@ func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 			fail("%s: hand branch %s is not in main", name, h)
 		}
 	}
-	sort.Float64s(orchT)
-	sort.Float64s(handT)
+	for _, s := range [][]float64{orchT, handT, orchC, handC} {
+		sort.Float64s(s)
+	}
 	hm, om := median(handT), median(orchT)
 	handLabel, orchLabel := "`git merge --no-ff <branch>` by hand", "`orch land`"
 	if remote {
 		handLabel, orchLabel = "`git merge --no-ff <branch> && git push origin main` by hand", "`orch land --push`"
 	}
 	return []string{
-		fmt.Sprintf("| %s | %.1f | %.1f | 1.00 |", handLabel, hm, percentile(handT, 0.9)),
-		fmt.Sprintf("| %s | %.1f | %.1f | **%.2f×** |", orchLabel, om, percentile(orchT, 0.9), om/hm),
+		fmt.Sprintf("| %s | %.1f | %.1f | 1.00 | %.1f | 1.00 |", handLabel, hm, percentile(handT, 0.9), median(handC)),
+		fmt.Sprintf("| %s | %.1f | %.1f | **%.2f×** | %.1f | %.2f× |", orchLabel, om, percentile(orchT, 0.9), om/hm, median(orchC), median(orchC)/median(handC)),
 	}
 }
 
 // throughput lands n approved tasks with land.batch b and land.check cmd by
-// one orch land --all, and returns its wall time in seconds.
-func throughput(o opts, tmp string, b, n int, cmd string) float64 {
+// one orch land --all, and returns its wall time and CPU time (its own and
+// its children's, the check's sleep included) in seconds.
+func throughput(o opts, tmp string, b, n int, cmd string) (float64, float64) {
 	name := fmt.Sprintf("batch-%d", b)
 	dir := makeRepo(o, tmp, name, false)
 	setConfig(o, dir, map[string]string{"check": strconv.Quote(cmd), "batch": strconv.Itoa(b)})
 	fmt.Fprintf(os.Stderr, "land: %s: making %d approved tasks\n", name, n)
 	ids, tips := approved(o, dir, "through", n)
 	fmt.Fprintf(os.Stderr, "land: %s: orch land --all\n", name)
-	start := time.Now()
-	ans := out(o, dir, o.bin, "land", "--all", "--json")
-	secs := time.Since(start).Seconds()
+	ans, wall, cpu := timed(o, dir, o.bin, "land", "--all", "--json")
 	var a landAnswer
 	if err := json.Unmarshal(ans, &a); err != nil {
 		fail("%s: orch land --all --json: %v: %s", name, err, ans)
@@ -234,7 +236,7 @@ func throughput(o opts, tmp string, b, n int, cmd string) float64 {
 		fail("%s: orch land --all landed %d of %d tasks", name, landed, n)
 	}
 	verify(o, dir, ids, tips, false)
-	return secs
+	return wall / 1000, cpu / 1000
 }
 
 type landAnswer struct {
@@ -249,15 +251,13 @@ type landAnswer struct {
 }
 
 // landOrch lands one approved task (id, approved commit tip) by orch land
-// and returns its wall time in ms.
-func landOrch(o opts, dir, id, tip string, remote bool) float64 {
+// and returns its wall time and CPU time in ms.
+func landOrch(o opts, dir, id, tip string, remote bool) (float64, float64) {
 	args := []string{"land", "--json"}
 	if remote {
 		args = append(args, "--push")
 	}
-	start := time.Now()
-	ans := out(o, dir, o.bin, args...)
-	ms := float64(time.Since(start).Microseconds()) / 1000
+	ans, ms, cpu := timed(o, dir, o.bin, args...)
 	var a landAnswer
 	if err := json.Unmarshal(ans, &a); err != nil {
 		fail("orch land --json: %v: %s", err, ans)
@@ -268,18 +268,19 @@ func landOrch(o opts, dir, id, tip string, remote bool) float64 {
 	if !ancestor(o, dir, tip, "refs/heads/main") {
 		fail("orch land said %s landed, but its approved commit %s is not in main", id, tip)
 	}
-	return ms
+	return ms, cpu
 }
 
 // landHand merges branch into main in the person's checkout as a person
-// would (and pushes it with a remote), and returns the wall time in ms.
-func landHand(o opts, dir, branch string, remote bool) float64 {
-	start := time.Now()
-	out(o, dir, "git", "merge", "--quiet", "--no-ff", "-m", "Merge "+branch, branch)
+// would (and pushes it with a remote), and returns the wall time and CPU
+// time in ms: the sum of the steps, as a shell's && would run them.
+func landHand(o opts, dir, branch string, remote bool) (float64, float64) {
+	_, ms, cpu := timed(o, dir, "git", "merge", "--quiet", "--no-ff", "-m", "Merge "+branch, branch)
 	if remote {
-		out(o, dir, "git", "push", "--quiet", "origin", "main")
+		_, pms, pcpu := timed(o, dir, "git", "push", "--quiet", "origin", "main")
+		ms, cpu = ms+pms, cpu+pcpu
 	}
-	return float64(time.Since(start).Microseconds()) / 1000
+	return ms, cpu
 }
 
 // verify checks that every task is done and its work is on main (and on
@@ -467,6 +468,24 @@ func handBranch(o opts, dir string, i int) string {
 
 func jq(o opts, dir string, args ...string) string {
 	return strings.Trim(strings.TrimSpace(string(out(o, dir, o.bin, args...))), `"`)
+}
+
+// timed runs name in dir as out does, and returns its stdout, wall time
+// and CPU time (user + system, its own and that of the children it waited
+// for) in ms.
+func timed(o opts, dir, name string, args ...string) ([]byte, float64, float64) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, o.env
+	var ob, eb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &ob, &eb
+	start := time.Now()
+	err := cmd.Run()
+	ms := float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		fail("%s %s (in %s): %v\n%s%s", name, strings.Join(args, " "), dir, err, ob.String(), eb.String())
+	}
+	cpu := float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds()) / 1000
+	return ob.Bytes(), ms, cpu
 }
 
 // out runs name in dir and returns its stdout; any failure ends the
