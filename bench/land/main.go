@@ -72,6 +72,7 @@ func main() {
 	checkCmd := flag.String("check", "sleep 2", "land.check of the throughput rows")
 	batches := flag.String("batches", "1,4", "land.batch values of the throughput rows")
 	cost := flag.Bool("cost", true, "measure the cost per task")
+	flag.BoolVar(&verbose, "v", false, "print each landing's times on stderr")
 	keep := flag.Bool("keep", false, "keep the repositories (their directory is printed on stderr)")
 	flag.Parse()
 	if !strings.ContainsRune(*bin, os.PathSeparator) {
@@ -184,6 +185,9 @@ func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 		} else {
 			to, co = landOrch(o, dir, ids[i], tips[i], remote)
 			th, ch = landHand(o, dir, hand[i], remote)
+		}
+		if verbose {
+			fmt.Fprintf(os.Stderr, "land: %s run %d: by hand %.1f ms (CPU %.1f), orch %.1f ms (CPU %.1f)\n", name, i, th, ch, to, co)
 		}
 		if i >= warm {
 			orchT, handT = append(orchT, to), append(handT, th)
@@ -555,6 +559,9 @@ func check(err error) {
 		fail("%v", err)
 	}
 }
+
+// verbose prints each landing's times (-v).
+var verbose bool
 
 // cleanup removes the repositories (unless -keep), also on the way out
 // of a failure.
