@@ -4,6 +4,7 @@
 //
 //	land -orch BIN [-runs 20] [-warmup 2] [-files 5000] [-history 1000]
 //	     [-tasks 1000] [-throughput 40] [-check 'sleep 2'] [-batches 1,4]
+//	     [-cost=false] [-v] [-keep]
 //
 // Every repository is of the same realistic size: a main branch of -files
 // source files with -history commits (git fast-import), orch init, and a
