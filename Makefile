@@ -4,7 +4,7 @@ BIN     ?= bin/orch
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build install test fuzz race demo bench bench-fleet gobench lint docs clean
+.PHONY: all build install test fuzz race demo bench bench-land bench-fleet gobench lint docs clean
 
 all: build
 
@@ -70,6 +70,18 @@ demo: build
 
 bench: build
 	./bench/run.sh $(BIN)
+	$(MAKE) --no-print-directory bench-land
+
+# Landing (issue 43): orch land of one approved task against git merge
+# --no-ff (and git push) by hand, with land.check: "true", without and with
+# a local bare remote; then LAND_TASKS approved tasks through orch land
+# --all with a check of a fixed 2 s at each land.batch of LAND_BATCHES
+# (about 80 s at batch 1); see bench/README.md.
+LAND_RUNS    ?= 20
+LAND_TASKS   ?= 40
+LAND_BATCHES ?= 1,4
+bench-land: build
+	$(GO) run ./bench/land -orch $(BIN) -runs $(LAND_RUNS) -throughput $(LAND_TASKS) -batches $(LAND_BATCHES) -check 'sleep 2'
 
 # Claims across clones (issue 21): FLEET_CLONES clones of one bare remote on
 # the local disk, one agent each looping `orch claim --sync`, git's fetch
