@@ -17,7 +17,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -295,6 +297,10 @@ func (l *lander) merge(base string, c Candidate) (string, *Failure, error) {
 			}
 		}
 	default:
+		if commit, ok, err := l.mergeTree(head, c); err != nil || ok {
+			return commit, nil, err
+		}
+		// It conflicts: git merge says where, in the worktree.
 		stderr, err = l.git(l.wt, "merge", "--quiet", "--no-ff", "--no-verify", "-m", message(c, "Merged "+c.Branch+"."), c.Tip)
 	}
 	if err == nil {
@@ -312,6 +318,62 @@ func (l *lander) merge(base string, c Candidate) (string, *Failure, error) {
 		f.Hunks = clipLines(stderr, 40, 8<<10)
 	}
 	return "", f, l.undo(head)
+}
+
+// mergeTree merges c onto head as git merge --no-ff would, with git's own
+// merge machinery (merge-ort, run in the scratch worktree, whose
+// .gitattributes are the base's, so that the repository's merge drivers
+// apply) but without git merge's bookkeeping around the worktree (it saves
+// a stash of the whole worktree first); the worktree then moves to the
+// result. ok is false when it conflicts: nothing moved.
+func (l *lander) mergeTree(head string, c Candidate) (commit string, ok bool, err error) {
+	out, err := l.git(l.wt, "merge-tree", "--write-tree", "--no-messages", head, c.Tip)
+	if err != nil {
+		var ge *GitError
+		if errors.As(err, &ge) && exitCode(ge.Err) == 1 {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	tree := strings.TrimSpace(out)
+	out, err = l.git(l.wt, "commit-tree", tree, "-p", head, "-p", c.Tip, "-m", message(c, "Merged "+c.Branch+"."))
+	if err != nil {
+		return "", false, err
+	}
+	commit = strings.TrimSpace(out)
+	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", commit); err != nil {
+		return "", false, err
+	}
+	return commit, true, nil
+}
+
+// inTheWay lists the untracked files of worktree wt that the move from tip
+// to head would overwrite: those at the paths it adds. (git read-tree -n
+// says the same by reading the whole index; this reads only what the
+// landing adds.)
+func (l *lander) inTheWay(wt, tip, head string) ([]string, error) {
+	out, err := l.git("", "diff", "--name-only", "--no-renames", "-z", "--diff-filter=A", tip, head)
+	if err != nil {
+		return nil, err
+	}
+	var in []string
+	for _, p := range strings.Split(out, "\x00") {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(wt, filepath.FromSlash(p))); err == nil {
+			in = append(in, "?? "+p)
+		}
+	}
+	return in, nil
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
 }
 
 // undo leaves the scratch worktree at head again after a failed merge.
@@ -413,9 +475,13 @@ func (l *lander) advance(tip, head string) (bool, error) {
 		tip = local
 	}
 	for _, w := range wts {
-		// A dry run first: a file in the way stops it before the ref moves.
-		if out, err := l.git(w, "read-tree", "-n", "-u", "-m", tip, head); err != nil {
-			return false, &WaitError{Base: l.o.Base, Worktree: w, Changes: []string{text.Clip(strings.TrimSpace(out), 200)}}
+		// An untracked file where the landing adds one stops it before
+		// the ref moves (the worktree is clean otherwise: changes above).
+		if in, err := l.inTheWay(w, tip, head); err != nil || len(in) > 0 {
+			if err != nil {
+				in = []string{err.Error()}
+			}
+			return false, &WaitError{Base: l.o.Base, Worktree: w, Changes: in}
 		}
 	}
 	if _, err := l.git("", "update-ref", "-m", reflogMessage, "refs/heads/"+l.o.Base, head, tip); err != nil {

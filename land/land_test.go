@@ -3,6 +3,7 @@ package land
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -248,5 +249,59 @@ func TestLandResumesFollow(t *testing.T) {
 		if st := testgit.Git(t, dir, "status", "--porcelain", "--untracked-files=no"); st != "" || testgit.ReadFile(t, filepath.Join(dir, "b.txt")) != "b\n" {
 			t.Errorf("the checkout did not follow both landings: %q", st)
 		}
+	}
+}
+
+// The repository's merge drivers apply: with shared.txt merged by git's
+// union driver (.gitattributes on the base), two tasks that append to it
+// both land, where without the attribute the second conflicts.
+func TestLandMergeDriver(t *testing.T) {
+	for _, union := range []bool{true, false} {
+		dir := repo(t)
+		testgit.Git(t, dir, "checkout", "-q", "main")
+		testgit.WriteFile(t, filepath.Join(dir, "shared.txt"), "base\n")
+		if union {
+			testgit.WriteFile(t, filepath.Join(dir, ".gitattributes"), "shared.txt merge=union\n")
+		}
+		testgit.Git(t, dir, "add", "-A")
+		testgit.Git(t, dir, "commit", "-q", "-m", "shared file")
+		testgit.Git(t, dir, "checkout", "-q", "person")
+		testgit.Git(t, dir, "reset", "-q", "--hard", "main")
+		a := branch(t, dir, "task/a", "shared.txt", "base\na\n")
+		b := branch(t, dir, "task/b", "shared.txt", "base\nb\n")
+		out, err := Land(opts(t, dir), []Candidate{a, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if union {
+			landed(t, out, true, true)
+			got := testgit.Git(t, dir, "show", "main:shared.txt")
+			if lines := strings.Fields(got); !slices.Contains(lines, "a") || !slices.Contains(lines, "b") {
+				t.Errorf("union merge: shared.txt is %q", got)
+			}
+		} else {
+			landed(t, out, true, false)
+			if out[1].Failure == nil || out[1].Failure.Kind != "conflict" || !strings.Contains(out[1].Failure.Hunks, "<<<<<<<") {
+				t.Errorf("without the driver: %+v, want a conflict with its hunks", out[1].Failure)
+			}
+		}
+	}
+}
+
+// An untracked file of the person's where the landing adds one makes the
+// landing wait, before the ref moves; nothing of it is overwritten.
+func TestLandUntrackedInTheWay(t *testing.T) {
+	dir := repo(t)
+	a := branch(t, dir, "task/a", "a.txt", "a\n")
+	testgit.Git(t, dir, "checkout", "-q", "main")
+	testgit.WriteFile(t, filepath.Join(dir, "a.txt"), "the person's own a.txt\n")
+	before := testgit.RevParse(dir, "main")
+	_, err := Land(opts(t, dir), []Candidate{a})
+	var wait *WaitError
+	if !asWait(err, &wait) || !strings.Contains(wait.Error(), "a.txt") {
+		t.Fatalf("err = %v, want a wait naming a.txt", err)
+	}
+	if testgit.RevParse(dir, "main") != before || testgit.ReadFile(t, filepath.Join(dir, "a.txt")) != "the person's own a.txt\n" {
+		t.Fatal("the person's checkout or main was touched")
 	}
 }

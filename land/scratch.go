@@ -26,12 +26,21 @@ func (l *lander) reset(tip string) error {
 }
 
 func (l *lander) resetOnce(tip string) error {
-	_, _ = l.git(l.wt, "merge", "--abort")
-	_, _ = l.git(l.wt, "rebase", "--abort")
-	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", tip); err != nil {
-		return err
+	// A merge or rebase a killed landing left half done.
+	if gd, err := l.git(l.wt, "rev-parse", "--absolute-git-dir"); err == nil {
+		gd = strings.TrimSpace(gd)
+		if _, err := os.Stat(filepath.Join(gd, "MERGE_HEAD")); err == nil {
+			_, _ = l.git(l.wt, "merge", "--abort")
+		}
+		for _, d := range []string{"rebase-merge", "rebase-apply"} {
+			if _, err := os.Stat(filepath.Join(gd, d)); err == nil {
+				_, _ = l.git(l.wt, "rebase", "--abort")
+			}
+		}
 	}
-	if _, err := l.git(l.wt, "reset", "--quiet", "--hard", tip); err != nil {
+	// checkout --force discards whatever the last step left in the index
+	// and the files; clean, what it left untracked (a check's output).
+	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", tip); err != nil {
 		return err
 	}
 	_, err := l.git(l.wt, "clean", "-q", "-ffdx")

@@ -59,9 +59,12 @@ func (r *Repo) PruneWorktrees() error {
 	return err
 }
 
-// RemoveWorktree removes a clean worktree (git refuses one with changes).
+// RemoveWorktree removes a worktree its caller found holding nothing its
+// commits do not (WorktreeFiles, which also counts ignored files, where
+// git's own check does not): --force skips git's second look at every
+// file. A worktree git has locked is still refused.
 func (r *Repo) RemoveWorktree(path string) error {
-	_, err := r.git("worktree", "remove", "--", path)
+	_, err := r.git("worktree", "remove", "--force", "--", path)
 	return err
 }
 
