@@ -31,6 +31,34 @@ var verbGroups = []struct {
 	{"maint", "Maintenance:", []string{"check", "doctor", "sweep", "archive", "version", "completion", "help"}},
 }
 
+// newHelpCmd is orch help [VERB|TOPIC]: cobra's, but a verb or topic that
+// is not one is a usage error (exit 2) that lists the topics, not cobra's
+// usage with exit 0.
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [verb|topic]",
+		Short: "Help about any verb, or a topic: " + topicNames(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, rest, err := root.Find(args)
+			if err != nil || c == nil || len(rest) > 0 {
+				return &workflow.UsageError{Msg: fmt.Sprintf("orch help %s: no such verb or topic (topics: %s)", strings.Join(args, " "), topicNames()),
+					Hint: "orch --help lists the verbs; orch help TOPIC reads a topic"}
+			}
+			c.InitDefaultHelpFlag()
+			return c.Help()
+		},
+	}
+}
+
+// topicNames lists the help topics, for orch help's own help.
+func topicNames() string {
+	var names []string
+	for _, t := range helpTopics() {
+		names = append(names, t.Name())
+	}
+	return strings.Join(names, ", ")
+}
+
 // groupCommands puts root's commands in their groups of verbGroups.
 func groupCommands(root *cobra.Command) {
 	group := map[string]string{}

@@ -209,6 +209,7 @@ code means.`,
 	root.AddCommand(helpTopics()...)
 	addCompletions(g, root)
 	root.InitDefaultCompletionCmd()
+	root.SetHelpCommand(newHelpCmd(root))
 	groupCommands(root)
 	wrapHelp(root)
 	for _, c := range root.Commands() {
