@@ -31,6 +31,7 @@ type runOptions struct {
 	UntilIdle bool
 	Sync      bool
 	Remote    string
+	Verbose   bool
 }
 
 func newRunCmd(g *globalOptions) *cobra.Command {
@@ -74,7 +75,9 @@ no agent runs; without it orch run waits for new work. --sync claims, renews
 and reviews through the remote (claim refs decide across clones), so
 coordinators on several clones never run one task twice.
 
-On a terminal it shows one live line per slot; otherwise one line per event;
+On a terminal it shows one live line per slot and a line for what each run
+came to (submitted, reviewed, landed, paused, escalated...); -v adds the
+steps (claimed, started, exited). Otherwise it prints one line per event;
 --json prints one JSON event per line (docs/schema/run-event.json lists
 them). Its last line is a summary (on stderr; with --json the summary
 event): how it ended, how long it ran, what was submitted, reviewed,
@@ -97,6 +100,7 @@ refuses to start (run: names no agents, a policy file changed in the view).`,
 	f.BoolVar(&o.UntilIdle, "until-idle", false, "exit once nothing is left to claim or review and no agent runs")
 	f.BoolVar(&o.Sync, "sync", false, "claim, renew and review through the remote (claim refs)")
 	f.StringVar(&o.Remote, "remote", "origin", "the remote --sync uses")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "on a terminal, print every step (claims, starts, exits), not only what each run came to")
 	return cmd
 }
 
@@ -156,6 +160,7 @@ func runRun(o *runOptions) error {
 	debug.SetGCPercent(100)
 
 	out := newRunPrinter(g)
+	out.steps = o.Verbose || !out.tty
 	out.commands(cr)
 	var so *workflow.SyncOptions
 	if o.Sync {
@@ -229,7 +234,8 @@ type runPrinter struct {
 	g     *globalOptions
 	mu    sync.Mutex
 	tty   bool
-	shown int // live lines on the screen now
+	steps bool // print the step events too (stepEvents)
+	shown int  // live lines on the screen now
 	c     *coordinator.Coordinator
 }
 
@@ -281,6 +287,9 @@ func (p *runPrinter) event(ev coordinator.Event) {
 		}
 		return
 	}
+	if !p.steps && stepEvents[ev.Event] && !(ev.Event == "exited" && ev.ExitCode != nil && *ev.ExitCode != 0) {
+		return // the live lines show it; what the run came to follows
+	}
 	p.clear()
 	w := p.g.io.Out
 	if ev.Event == "summary" {
@@ -291,6 +300,11 @@ func (p *runPrinter) event(ev coordinator.Event) {
 	fmt.Fprintf(w, "%s %s\n", ev.Time.Format("15:04:05"), ev.Text)
 	p.draw()
 }
+
+// stepEvents are the steps of a run, which a terminal shows only with -v:
+// its live lines show what runs, and each run's ending gets its line. A
+// failed exit is shown: its line names what the agent said.
+var stepEvents = map[string]bool{"slot_checked": true, "claimed": true, "started": true, "exited": true}
 
 // live redraws the slots' lines twice a second on a terminal, until the
 // returned function is called.
