@@ -86,13 +86,13 @@ func repo(bin, tmp, name string, n int, runSection string) string {
 	must(dir, "git", "commit", "-q", "--allow-empty", "-m", "base")
 	must(dir, bin, "init")
 	cfg := filepath.Join(dir, ".orchestrator", "config.yaml")
-	if runSection != "" {
-		f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-		check(err)
-		_, err = f.WriteString(runSection)
-		check(err)
-		f.Close()
-	}
+	// Approval ends in done, as for the script: the rows compare the loop,
+	// not landing (make bench-land measures that).
+	data, err := os.ReadFile(cfg)
+	check(err)
+	text := strings.Replace(string(data), "  mode: local ", "  mode: off   ", 1)
+	check(os.WriteFile(cfg, []byte(text+runSection), 0o666))
+	must(dir, bin, "check")
 	for i := 0; i < n; i++ {
 		must(dir, bin, "new", fmt.Sprintf("Bench task %d", i))
 	}
@@ -104,7 +104,9 @@ func scriptLoop(bin, tmp string, n int) time.Duration {
 	dir := repo(bin, tmp, "script", n, "")
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		id := strings.TrimSpace(must(dir, bin, "claim", "--worktree", "--prompt", "--agent", "impl-1", "--json", "--jq", ".task.id"))
+		claim := strings.Fields(must(dir, bin, "claim", "--worktree", "--prompt", "--agent", "impl-1", "--json", "--jq", ".task.id, .worktree"))
+		id, wt := claim[0], claim[1]
+		must(wt, "git", "commit", "-q", "--allow-empty", "-m", "work") // a submission holds work
 		must(dir, bin, "submit", id, "--agent", "impl-1", "-m", "done")
 		must(dir, bin, "approve", id, "--agent", "lead", "-m", "ok")
 	}
@@ -118,7 +120,7 @@ func runLoop(bin, tmp, name string, n, slots int) (time.Duration, float64) {
 	b.WriteString("run:\n  agents:\n")
 	reviewers := max(slots/4, 1)
 	for i := 1; i <= slots-reviewers; i++ {
-		fmt.Fprintf(&b, "    - {name: impl-%d, cmd: 'orch submit -m done'}\n", i)
+		fmt.Fprintf(&b, "    - {name: impl-%d, cmd: 'git commit -q --allow-empty -m work && orch submit -m done'}\n", i)
 	}
 	b.WriteString("  reviewers:\n")
 	for i := 1; i <= reviewers; i++ {
