@@ -182,32 +182,7 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	resolvedList := sortedKeys(resolved)
 	reopenedList := sortedKeys(reopen)
 	out.Verdict, out.Round, out.NewIssues, out.Resolved, out.Reopened, out.Progress, out.NoProgressCount = verdict, n, news, resolvedList, reopenedList, progress, noProgress
-	var text strings.Builder
-	if notes := strings.TrimSpace(in.Notes); notes != "" {
-		text.WriteString(notes + "\n")
-	}
-	if len(reopenedList) > 0 {
-		fmt.Fprintf(&text, "\nRe-opened (still not fixed): %s.\n", strings.Join(reopenedList, ", "))
-	}
-	if len(resolvedList) > 0 {
-		fmt.Fprintf(&text, "\nResolved: %s.\n", strings.Join(resolvedList, ", "))
-	}
-	if allSkipped {
-		fmt.Fprintf(&text, "\n%s: %s (none was answered FIXED). Not blocking; noted for the audit.\n", AllSuggestionsSkipped, strings.Join(skipped, ", "))
-	}
-	// A re-opened issue is listed again in the new round, under its own ID,
-	// so that the next submission must answer it again (the submit guard
-	// looks at the newest round) and the prompt shows it with the new work.
-	roundIssues := append([]taskfile.Issue(nil), news...)
-	for _, id := range reopenedList {
-		is := open[id]
-		is.Resolved, is.Responses, is.Line = false, nil, 0
-		if !strings.HasSuffix(is.Title, "(re-opened)") {
-			is.Title = strings.TrimSpace(is.Title + " (re-opened)")
-		}
-		roundIssues = append(roundIssues, is)
-	}
-	src := taskfile.Source{From: e.Actor + " via orch review", Time: e.Now(), Text: strings.TrimSpace(text.String()), Issues: roundIssues}
+	src := e.roundSource(in.Notes, news, open, reopenedList, resolvedList, skipped, allSkipped)
 	data := &ReviewData{ReviewFindings: ReviewFindings{Verdict: verdict, Round: n, Issues: news, Reopen: reopenedList, Resolved: resolvedList,
 		Progress: progress, NoProgressCount: noProgress, ReReview: reReview}}
 	if reReview {
@@ -249,6 +224,38 @@ func (e *Engine) reviewChange(t *Task, in *ReviewInput, out *ReviewResult) (*cha
 	return &change{file: f, to: to, data: data,
 		body:     body,
 		trailers: trailers}, nil
+}
+
+// roundSource is a review round's text and issues: the notes, what was
+// re-opened and resolved, the audit note when every suggestion was
+// skipped, and the new issues with the re-opened ones listed again.
+func (e *Engine) roundSource(notes string, news []taskfile.Issue, open map[string]taskfile.Issue, reopenedList, resolvedList, skipped []string, allSkipped bool) taskfile.Source {
+	var text strings.Builder
+	if notes := strings.TrimSpace(notes); notes != "" {
+		text.WriteString(notes + "\n")
+	}
+	if len(reopenedList) > 0 {
+		fmt.Fprintf(&text, "\nRe-opened (still not fixed): %s.\n", strings.Join(reopenedList, ", "))
+	}
+	if len(resolvedList) > 0 {
+		fmt.Fprintf(&text, "\nResolved: %s.\n", strings.Join(resolvedList, ", "))
+	}
+	if allSkipped {
+		fmt.Fprintf(&text, "\n%s: %s (none was answered FIXED). Not blocking; noted for the audit.\n", AllSuggestionsSkipped, strings.Join(skipped, ", "))
+	}
+	// A re-opened issue is listed again in the new round, under its own ID,
+	// so that the next submission must answer it again (the submit guard
+	// looks at the newest round) and the prompt shows it with the new work.
+	roundIssues := append([]taskfile.Issue(nil), news...)
+	for _, id := range reopenedList {
+		is := open[id]
+		is.Resolved, is.Responses, is.Line = false, nil, 0
+		if !strings.HasSuffix(is.Title, "(re-opened)") {
+			is.Title = strings.TrimSpace(is.Title + " (re-opened)")
+		}
+		roundIssues = append(roundIssues, is)
+	}
+	return taskfile.Source{From: e.Actor + " via orch review", Time: e.Now(), Text: strings.TrimSpace(text.String()), Issues: roundIssues}
 }
 
 // AllSuggestionsSkipped is the protocol's audit note on a re-review after
