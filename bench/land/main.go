@@ -1,4 +1,4 @@
-// Command land measures landing (docs/design.md §13): what `orch land`
+// Command land measures landing (docs/design.md §8): what `orch land`
 // costs per task against merging by hand, and how land.batch multiplies the
 // throughput of a slow check.
 //
