@@ -68,7 +68,11 @@ func Open(opts Options) (*Store, error) {
 		conflicts:   map[string][]taskfile.Conflict{},
 		broken:      map[string]error{},
 	}
-	repo.LockOwnerFile = filepath.Join(st.priv, "ref-lock-owner")
+	if owner := filepath.Join(st.priv, "ref-lock-owner"); repo.LockOwnerFile != owner {
+		// Set once: orch run's goroutines open stores on one Repo, and
+		// after the first open only read it.
+		repo.LockOwnerFile = owner
+	}
 	if repo.MainWorkTree != "" {
 		st.View = filepath.Join(repo.MainWorkTree, ViewDirName)
 		if st.ViewErr = viewRootProblem(st.View); st.ViewErr != nil {
