@@ -627,15 +627,9 @@ func (q *engineQueue) House() HouseResult {
 			moved++
 		}
 	}
-	idle := moved == 0 && !lrep.Busy
-	if idle && lrep.Waiting == "" {
-		// Nothing landed here, and nothing waits for a person: idle only
-		// when nothing is approved (another coordinator may be landing it).
-		if e, err := workflow.Open(q.asLead("land")); err == nil {
-			idle = len(e.LandQueue()) == 0
-			e.Close()
-		}
-	}
+	// Idle when nothing moved and nothing is left: landing waits for a
+	// person, or the step found nothing approved.
+	idle := moved == 0 && !lrep.Busy && (lrep.Waiting != "" || lrep.Queued == 0)
 	return HouseResult{Events: evs, Idle: idle}
 }
 

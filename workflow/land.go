@@ -103,6 +103,9 @@ type LandReport struct {
 	Waiting string
 	// Busy: another landing runs in this clone (LandOptions.Wait unset).
 	Busy bool
+	// Queued is how many approved tasks of the base the step found, read
+	// under the landing lock: none, and nothing is left to land.
+	Queued int
 	// All: the step tried every approved task of the base (land.mode:
 	// github, where each pull request merges on its own), so a next step
 	// would only try again what waits.
@@ -193,6 +196,7 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 		if e.baseOf(t) != rep.Base {
 			continue // another base: another step
 		}
+		rep.Queued++
 		if !lo.DryRun && len(cands) >= max {
 			break
 		}
@@ -239,18 +243,11 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 			continue
 		}
 		if err != nil {
-			// Moved meanwhile: recorded by another coordinator, or
-			// requeued by a person.
-			var lost *RunLostError
-			var illegal *IllegalTransitionError
-			switch {
-			case errors.As(err, &lost):
-				lt.Outcome, lt.Why = "skipped", lost.Msg
-			case errors.As(err, &illegal):
-				lt.Outcome, lt.Why = "skipped", fmt.Sprintf("%s is %s now", c.Task, illegal.Queue)
-			default:
+			why, moved := movedMeanwhile(c.Task, err)
+			if !moved {
 				return rep, err
 			}
+			lt.Outcome, lt.Why = "skipped", why
 			rep.Results = append(rep.Results, lt)
 			continue
 		}
@@ -263,6 +260,21 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// movedMeanwhile says why a landing's record found its task moved since
+// the step read it (recorded by another coordinator, requeued by a
+// person): the task is skipped, not an error of the landing.
+func movedMeanwhile(task string, err error) (why string, moved bool) {
+	var lost *RunLostError
+	var illegal *IllegalTransitionError
+	switch {
+	case errors.As(err, &lost):
+		return lost.Msg, true
+	case errors.As(err, &illegal):
+		return fmt.Sprintf("%s is %s now", task, illegal.Queue), true
+	}
+	return "", false
 }
 
 func asWait(err error, w **land.WaitError) bool {
@@ -598,9 +610,8 @@ func ReviewCheck(opts Options) (*CheckReport, error) {
 		}
 		return e.failureChange(tk, fail, "check", tip)
 	})
-	var lost *RunLostError
-	if errors.As(err, &lost) {
-		rep.Outcome, rep.Why = "skipped", lost.Msg
+	if why, moved := movedMeanwhile(rep.Task, err); moved {
+		rep.Outcome, rep.Why = "skipped", why
 		return rep, nil
 	}
 	if err != nil {

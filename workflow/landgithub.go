@@ -146,6 +146,7 @@ func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*Land
 		if e.baseOf(t) != rep.Base {
 			continue
 		}
+		rep.Queued++
 		if lo.Max > 0 && len(todo) >= lo.Max {
 			break
 		}
@@ -219,16 +220,11 @@ func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*Land
 		res, err := e.recordPR(f)
 		switch {
 		case err != nil:
-			var lost *RunLostError
-			var illegal *IllegalTransitionError
-			switch {
-			case errors.As(err, &lost):
-				lt.Outcome, lt.Why = "skipped", lost.Msg
-			case errors.As(err, &illegal):
-				lt.Outcome, lt.Why = "skipped", fmt.Sprintf("%s is %s now", f.c.Task, illegal.Queue)
-			default:
+			why, moved := movedMeanwhile(f.c.Task, err)
+			if !moved {
 				return rep, err
 			}
+			lt.Outcome, lt.Why = "skipped", why
 		case res == nil:
 			lt.Outcome, lt.Why = "waiting", f.why
 			waiting = append(waiting, fmt.Sprintf("%s (PR #%d)", f.c.Task, f.pr))
