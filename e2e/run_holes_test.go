@@ -24,31 +24,46 @@ import (
 // records (runAgents' format), so overlaps show in the agents' own words.
 func steadyAgents(t *testing.T, dir string, impl, rev int) string {
 	t.Helper()
-	records := filepath.Join(dir, "records")
-	common := `rec() { echo "$1 $ORCH_TASK $ORCH_AGENT $ORCH_ROLE $ORCH_ATTEMPT $$ $(date +%s%N) $2" >> "` + records + `"; }
-rec start
-trap 'rec end "${how:-killed}"' EXIT
-trap 'exit 143' TERM
-`
+	common := recordingPrelude(dir)
 	implement := common + `mkdir -p work && echo "$ORCH_AGENT $ORCH_ATTEMPT" >> "work/$ORCH_TASK.txt"
 git add work && git commit -qm "$ORCH_TASK by $ORCH_AGENT"
 if orch submit -m done; then how=submit; else how=refused; fi
 `
 	review := common + `if orch approve "$ORCH_TASK" -m ok; then how=approve; else how=refused; fi
 `
-	for name, text := range map[string]string{"steady-implement.sh": implement, "steady-review.sh": review} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o777); err != nil {
+	return agentsConfig(t, dir, "steady", implement, review, impl, rev)
+}
+
+// recordingPrelude starts an agent script that writes its records (one
+// line at its start, one at its end, saying how it ended) to
+// <dir>/records, runAgents' format, so that overlaps show in the agents'
+// own words.
+func recordingPrelude(dir string) string {
+	return `rec() { echo "$1 $ORCH_TASK $ORCH_AGENT $ORCH_ROLE $ORCH_ATTEMPT $$ $(date +%s%N) $2" >> "` + filepath.Join(dir, "records") + `"; }
+rec start
+trap 'rec end "${how:-killed}"' EXIT
+trap 'exit 143' TERM
+`
+}
+
+// agentsConfig writes the scripts <name>-implement.sh and <name>-review.sh
+// in dir and returns the run: section of impl implementers and rev
+// reviewers running them.
+func agentsConfig(t *testing.T, dir, name, implement, review string, impl, rev int) string {
+	t.Helper()
+	for role, text := range map[string]string{"implement": implement, "review": review} {
+		if err := os.WriteFile(filepath.Join(dir, name+"-"+role+".sh"), []byte(text), 0o777); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var b strings.Builder
 	b.WriteString("run:\n  max_crashes: 5\n  kill_grace: 1s\n  agents:\n")
 	for i := 1; i <= impl; i++ {
-		fmt.Fprintf(&b, "    - {name: impl-%d, cmd: 'sh %s'}\n", i, filepath.Join(dir, "steady-implement.sh"))
+		fmt.Fprintf(&b, "    - {name: impl-%d, cmd: 'sh %s'}\n", i, filepath.Join(dir, name+"-implement.sh"))
 	}
 	b.WriteString("  reviewers:\n")
 	for i := 1; i <= rev; i++ {
-		fmt.Fprintf(&b, "    - {name: rev-%d, cmd: 'sh %s'}\n", i, filepath.Join(dir, "steady-review.sh"))
+		fmt.Fprintf(&b, "    - {name: rev-%d, cmd: 'sh %s'}\n", i, filepath.Join(dir, name+"-review.sh"))
 	}
 	return b.String()
 }

@@ -29,15 +29,10 @@ const sharedFiles = 4
 // that file), and for one in seven a file the check refuses; sent back, it
 // merges the base into its branch (a conflict resolved to the base's
 // shared lines), removes what broke the check and submits again. The
-// reviewer approves. Records as steadyAgents'.
+// reviewer approves. It records as steadyAgents' do (recordingPrelude).
 func landingAgents(t *testing.T, dir string, impl, rev int) string {
 	t.Helper()
-	records := filepath.Join(dir, "records")
-	common := `rec() { echo "$1 $ORCH_TASK $ORCH_AGENT $ORCH_ROLE $ORCH_ATTEMPT $$ $(date +%s%N) $2" >> "` + records + `"; }
-rec start
-trap 'rec end "${how:-killed}"' EXIT
-trap 'exit 143' TERM
-`
+	common := recordingPrelude(dir)
 	implement := common + `n=$(printf %s "$ORCH_TASK" | cksum | cut -d' ' -f1)
 mkdir -p work
 if [ -f "work/$ORCH_TASK.txt" ]; then
@@ -61,21 +56,7 @@ if orch submit -m done; then how=submit; else how=refused; fi
 `
 	review := common + `if orch approve "$ORCH_TASK" -m ok; then how=approve; else how=refused; fi
 `
-	for name, text := range map[string]string{"land-implement.sh": implement, "land-review.sh": review} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o777); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var b strings.Builder
-	b.WriteString("run:\n  max_crashes: 5\n  kill_grace: 1s\n  agents:\n")
-	for i := 1; i <= impl; i++ {
-		fmt.Fprintf(&b, "    - {name: impl-%d, cmd: 'sh %s'}\n", i, filepath.Join(dir, "land-implement.sh"))
-	}
-	b.WriteString("  reviewers:\n")
-	for i := 1; i <= rev; i++ {
-		fmt.Fprintf(&b, "    - {name: rev-%d, cmd: 'sh %s'}\n", i, filepath.Join(dir, "land-review.sh"))
-	}
-	return b.String()
+	return agentsConfig(t, dir, "land", implement, review, impl, rev)
 }
 
 // landingBase commits the shared files on main and returns that commit:

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -361,7 +362,9 @@ func (l *lander) inTheWay(wt, tip, head string) ([]string, error) {
 		if p == "" {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(wt, filepath.FromSlash(p))); err == nil {
+		// Anything there, or a file where the path needs a directory
+		// (ENOTDIR), is in the way.
+		if _, err := os.Lstat(filepath.Join(wt, filepath.FromSlash(p))); !errors.Is(err, fs.ErrNotExist) {
 			in = append(in, "?? "+p)
 		}
 	}

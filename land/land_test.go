@@ -290,18 +290,21 @@ func TestLandMergeDriver(t *testing.T) {
 
 // An untracked file of the person's where the landing adds one makes the
 // landing wait, before the ref moves; nothing of it is overwritten.
+// So does an untracked file where the landing needs a directory.
 func TestLandUntrackedInTheWay(t *testing.T) {
-	dir := repo(t)
-	a := branch(t, dir, "task/a", "a.txt", "a\n")
-	testgit.Git(t, dir, "checkout", "-q", "main")
-	testgit.WriteFile(t, filepath.Join(dir, "a.txt"), "the person's own a.txt\n")
-	before := testgit.RevParse(dir, "main")
-	_, err := Land(opts(t, dir), []Candidate{a})
-	var wait *WaitError
-	if !asWait(err, &wait) || !strings.Contains(wait.Error(), "a.txt") {
-		t.Fatalf("err = %v, want a wait naming a.txt", err)
-	}
-	if testgit.RevParse(dir, "main") != before || testgit.ReadFile(t, filepath.Join(dir, "a.txt")) != "the person's own a.txt\n" {
-		t.Fatal("the person's checkout or main was touched")
+	for _, c := range []struct{ adds, mine string }{{"a.txt", "a.txt"}, {"d/a.txt", "d"}} {
+		dir := repo(t)
+		a := branch(t, dir, "task/a", c.adds, "a\n")
+		testgit.Git(t, dir, "checkout", "-q", "main")
+		testgit.WriteFile(t, filepath.Join(dir, c.mine), "the person's own file\n")
+		before := testgit.RevParse(dir, "main")
+		_, err := Land(opts(t, dir), []Candidate{a})
+		var wait *WaitError
+		if !asWait(err, &wait) || !strings.Contains(wait.Error(), c.adds) {
+			t.Fatalf("%s: err = %v, want a wait naming %s", c.mine, err, c.adds)
+		}
+		if testgit.RevParse(dir, "main") != before || testgit.ReadFile(t, filepath.Join(dir, c.mine)) != "the person's own file\n" {
+			t.Fatalf("%s: the person's checkout or main was touched", c.mine)
+		}
 	}
 }
