@@ -29,6 +29,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/orch-tool/orch/bench/internal/machine"
 )
 
 func main() {
@@ -38,12 +40,7 @@ func main() {
 	memTasks := flag.Int("memtasks", 1000, "tasks of the memory measurement (0 skips it)")
 	tsv := flag.Bool("tsv", false, "print script_ms_per_task, run_ms_per_task, ratio, rss_100_mb, rss_N_mb tab-separated")
 	flag.Parse()
-	if !strings.ContainsRune(*bin, os.PathSeparator) {
-		p, err := exec.LookPath(*bin)
-		check(err)
-		*bin = p
-	}
-	abs, err := filepath.Abs(*bin)
+	abs, err := machine.Binary(*bin)
 	check(err)
 	*bin = abs
 	tmp, err := os.MkdirTemp("", "orch-coord-bench-")

@@ -49,6 +49,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orch-tool/orch/bench/internal/machine"
+
 	"github.com/orch-tool/orch/internal/text"
 )
 
@@ -96,10 +98,7 @@ func main() {
 	}
 
 	c := &config{tasks: *tasks, timeout: *timeout, arbiter: *arbiter}
-	if c.orch, err = exec.LookPath(*bin); err != nil {
-		fatal(err)
-	}
-	if c.orch, err = filepath.Abs(c.orch); err != nil {
+	if c.orch, err = machine.Binary(*bin); err != nil {
 		fatal(err)
 	}
 	if c.git, err = exec.LookPath("git"); err != nil {
@@ -124,7 +123,7 @@ func main() {
 		fatal(err)
 	}
 
-	loadStart := loadavg()
+	loadStart := machine.Loadavg()
 	var rows []*row
 	failed := false
 	for _, lat := range lats {
@@ -151,7 +150,7 @@ func main() {
 		}
 	} else {
 		fmt.Printf("orch %s; %s; %d cores; %d ready tasks per row; load average %s at the start, %s at the end; %s\n\n",
-			c.version(), c.gitVersion(), runtime.NumCPU(), c.tasks, loadStart, loadavg(), time.Now().Format("2006-01-02"))
+			c.version(), c.gitVersion(), runtime.NumCPU(), c.tasks, loadStart, machine.Loadavg(), time.Now().Format("2006-01-02"))
 		fmt.Println("| " + strings.Join(columns, " | ") + " |")
 		fmt.Println("|" + strings.Repeat("---:|", len(columns)))
 		for _, r := range rows {
@@ -744,18 +743,6 @@ func countLines(path string) int {
 		return 0
 	}
 	return bytes.Count(b, []byte("\n"))
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // oneLine puts s on one line, cut at 300 characters.

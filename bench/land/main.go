@@ -46,10 +46,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orch-tool/orch/bench/internal/machine"
 
 	"github.com/orch-tool/orch/bench/repogen"
 )
@@ -76,12 +79,7 @@ func main() {
 	flag.BoolVar(&verbose, "v", false, "print each landing's times on stderr")
 	keep := flag.Bool("keep", false, "keep the repositories (their directory is printed on stderr)")
 	flag.Parse()
-	if !strings.ContainsRune(*bin, os.PathSeparator) {
-		p, err := exec.LookPath(*bin)
-		check(err)
-		*bin = p
-	}
-	abs, err := filepath.Abs(*bin)
+	abs, err := machine.Binary(*bin)
 	check(err)
 	tmp, err := os.MkdirTemp("", "orch-land-bench-")
 	check(err)
@@ -91,7 +89,7 @@ func main() {
 		cleanup = func() { os.RemoveAll(tmp) }
 		defer cleanup()
 	}
-	loadStart := loadavg()
+	loadStart := machine.Loadavg()
 	o := opts{bin: abs, files: *files, history: *history, tasks: *tasks, env: isolated(tmp)}
 
 	var costLines, throughLines []string
@@ -119,7 +117,7 @@ func main() {
 		}
 	}
 	fmt.Printf("%s; %s; %d cores; main: %d files, %d commits; state branch: %d tasks besides the approved ones; load average %s at the start, %s at the end\n\n",
-		version(o), strings.TrimSpace(string(out(o, "", "git", "--version"))), nproc(), *files, *history, *tasks, loadStart, loadavg())
+		version(o), strings.TrimSpace(string(out(o, "", "git", "--version"))), runtime.NumCPU(), *files, *history, *tasks, loadStart, machine.Loadavg())
 	if *cost {
 		fmt.Printf("Cost per task, land.check: \"true\" (%d runs after %d warm-ups, alternating):\n\n", *runs, *warm)
 		fmt.Println("| landing | median ms | p90 ms | ratio to by hand | median CPU ms | CPU ratio |")
@@ -514,27 +512,6 @@ func version(o opts) string {
 		return strings.Join(f, " ")
 	}
 	return "?"
-}
-
-func nproc() int {
-	b, err := exec.Command("nproc").Output()
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func median(s []float64) float64 {
