@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -294,5 +295,51 @@ func waitExit(cmd *exec.Cmd, d time.Duration) error {
 	case <-time.After(d):
 		cmd.Process.Kill()
 		return fmt.Errorf("did not exit in %v", d)
+	}
+}
+
+// A landing's check ends with orch: kill -9 of orch run while land.check
+// runs (a shell with a child of its own) leaves none of the check's
+// processes behind.
+func TestRunLandCheckDiesWithOrch(t *testing.T) {
+	r := NewRepo(t)
+	pids := filepath.Join(r.Root, "check-pids")
+	check := filepath.Join(r.Root, "check.sh")
+	script := "sleep 300 &\necho $$ $! > " + pids + ".tmp && mv " + pids + ".tmp " + pids + "\nwait\n"
+	if err := os.WriteFile(check, []byte(script), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	setLanding(t, r, fmt.Sprintf("  mode: local\n  check: 'sh %s'\n", check))
+	appendConfig(t, r, r.Main, steadyAgents(t, r.Root, 1, 1))
+	r.SeedTasks(1, taskfile.Incoming)
+	cmd, out := startRun(r, r.Main, "--until-idle")
+	var procs []int
+	for deadline := time.Now().Add(2 * time.Minute); len(procs) == 0; {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the check never started:\n%s", tail(out.String(), 30))
+		}
+		if b, err := os.ReadFile(pids); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				var pid int
+				fmt.Sscan(f, &pid)
+				procs = append(procs, pid)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline := time.Now().Add(15 * time.Second)
+	for _, pid := range procs {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if alive(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("the check's process %d outlived orch run's kill -9", pid)
+		}
 	}
 }

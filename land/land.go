@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -406,18 +407,36 @@ func (l *lander) check(base string) (*Failure, error) {
 	return &Failure{Kind: "check", Base: base, Command: l.o.Check, Exit: code, Output: output}, nil
 }
 
+// Supervisor, when set, is the command that runs a check in its place:
+// orch sets it to its own supervisor (orch __supervise, as orch run's
+// agents have), so that the check's processes end with orch, kill -9
+// included. Unset (this package's tests), the check is a process group of
+// its own, ended at its timeout and when it exits.
+var Supervisor []string
+
+// checkGrace is how long a supervised check has between SIGTERM and
+// SIGKILL once its time is up or orch is gone.
+const checkGrace = time.Second
+
 // RunCheck runs cmd by sh -c in dir, in a process group of its own ended
-// at timeout, and returns its exit status (-1 when killed at timeout) and
-// the tail of its output. err is for a check that could not start.
+// at timeout (under Supervisor when set), and returns its exit status (-1
+// when killed at timeout) and the tail of its output. err is for a check
+// that could not start.
 func RunCheck(dir, cmd string, env []string, timeout time.Duration) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	supervised := len(Supervisor) > 0
 	c := exec.Command("/bin/sh", "-c", cmd)
+	if supervised {
+		args := append(append([]string{}, Supervisor[1:]...), strconv.Itoa(os.Getpid()), checkGrace.String(), cmd)
+		c = exec.Command(Supervisor[0], args...)
+	} else {
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	c.Dir = dir
 	c.Env = env
 	var buf bytes.Buffer
 	c.Stdout, c.Stderr = &buf, &buf
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.Start(); err != nil {
 		return 0, "", fmt.Errorf("cannot start the check %q: %w", cmd, err)
 	}
@@ -429,10 +448,16 @@ func RunCheck(dir, cmd string, env []string, timeout time.Duration) (int, string
 	case werr = <-done:
 	case <-ctx.Done():
 		killed = true
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		if supervised {
+			_ = c.Process.Signal(syscall.SIGTERM) // it ends the check's group
+		} else {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		}
 		werr = <-done
 	}
-	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // what it left behind
+	if !supervised {
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // what it left behind
+	}
 	code := 0
 	var ee *exec.ExitError
 	switch {

@@ -16,6 +16,7 @@ import (
 	"github.com/orch-tool/orch/coordinator"
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/land"
 	"github.com/orch-tool/orch/taskfile"
 	"github.com/orch-tool/orch/workflow"
 )
@@ -68,6 +69,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return coordinator.SuperviseMain(args[1:])
 	}
 	defer startProfile()()
+	if exe, err := os.Executable(); err == nil {
+		// The checks landing runs end with orch, as its agents do.
+		land.Supervisor = []string{exe, coordinator.SupervisorCommand}
+	}
 	s := &streams{In: stdin, Out: stdout, Err: stderr}
 	if f, ok := stdin.(*os.File); ok {
 		s.InTTY = isTerminal(f)
