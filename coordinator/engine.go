@@ -475,7 +475,7 @@ func (q *engineQueue) Moved() bool {
 }
 
 func (q *engineQueue) PollPRs() error {
-	poll, err := workflow.PollPRs(q.asLead("pr poll"))
+	poll, err := workflow.PollPRs(q.asLead("pr poll"), true)
 	if err != nil {
 		return err
 	}

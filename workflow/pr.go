@@ -166,8 +166,10 @@ type PRPoll struct {
 // request stands on its own: one that cannot be read or imported is
 // refused and the others go on. gh runs without the store lock held (it
 // may take seconds). The error is gh's when it failed for every pull
-// request (no network, not logged in): nothing was changed.
-func PollPRs(opts Options) (*PRPoll, error) {
+// request (no network, not logged in): nothing was changed. scheduled is
+// orch run's poll (run.poll_prs), which asks GitHub only where the
+// repository names it.
+func PollPRs(opts Options, scheduled bool) (*PRPoll, error) {
 	var targets []prTarget
 	var repoCfg, dir string
 	e, err := Open(opts)
@@ -191,11 +193,11 @@ func PollPRs(opts Options) (*PRPoll, error) {
 	if len(targets)+len(landTargets) == 0 {
 		return out, nil
 	}
-	if repoCfg == "" && !landsOnGitHub && opts.HoldPolicyEdits {
-		// orch run's poll (its engine holds policy edits: see Options):
-		// run.poll_prs polls only with github.repo set or landing through
-		// GitHub, so that a queue that never named GitHub hears nothing
-		// of gh. A person's orch pr poll still asks gh repo view.
+	if scheduled && repoCfg == "" && !landsOnGitHub {
+		// orch run's run.poll_prs asks GitHub only where the repository
+		// names it (github.repo, or landing through GitHub), so that a
+		// queue that never named GitHub hears nothing of gh. A person's
+		// orch pr poll still asks gh repo view.
 		return out, nil
 	}
 	gh := ghreview.New(dir)

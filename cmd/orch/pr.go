@@ -232,7 +232,7 @@ func printPoll(g *globalOptions, e *workflow.Engine, res []*workflow.PRImport, r
 }
 
 func runPRPoll(o *prOptions) error {
-	poll, err := workflow.PollPRs(o.g.engineOptions(false))
+	poll, err := workflow.PollPRs(o.g.engineOptions(false), false)
 	if err != nil {
 		return err
 	}
