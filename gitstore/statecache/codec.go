@@ -13,14 +13,14 @@ import (
 	"github.com/orch-tool/orch/taskfile"
 )
 
+// The state cache's file format: enc writes it, dec reads it, and the
+// encode and decode functions below give each record its layout.
+
 type enc struct{ b []byte }
 
-func (e *enc) uv(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
-
-func (e *enc) sv(v int64) { e.b = binary.AppendVarint(e.b, v) }
-
-func (e *enc) str(s string) { e.uv(uint64(len(s))); e.b = append(e.b, s...) }
-
+func (e *enc) uv(v uint64)          { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) sv(v int64)           { e.b = binary.AppendVarint(e.b, v) }
+func (e *enc) str(s string)         { e.uv(uint64(len(s))); e.b = append(e.b, s...) }
 func (e *enc) hash(h plumbing.Hash) { e.b = append(e.b, h[:]...) }
 
 func (e *enc) time(t time.Time) {
