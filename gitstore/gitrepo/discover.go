@@ -118,7 +118,7 @@ func newRepo(gitDir, workTree string, bare bool) (*Repo, error) {
 
 // bareConfig reports whether the config says core.bare = true.
 func (r *Repo) bareConfig() bool {
-	return strings.EqualFold(r.config.Section("core").Option("bare"), "true")
+	return strings.EqualFold(section(r.config, "core").Option("bare"), "true")
 }
 
 // mainWorkTree finds the main worktree through the common dir: every
@@ -127,7 +127,7 @@ func mainWorkTree(r *Repo) string {
 	if r.bareConfig() {
 		return ""
 	}
-	if wt := r.config.Section("core").Option("worktree"); wt != "" {
+	if wt := section(r.config, "core").Option("worktree"); wt != "" {
 		if !filepath.IsAbs(wt) {
 			wt = filepath.Join(r.CommonDir, wt)
 		}
@@ -189,8 +189,8 @@ func readGitFile(path string) (string, error) {
 // GitConfig returns a value from the repository config (as discovery read
 // it), falling back to the user's global config files, as git does for
 // user.name and user.email.
-func (r *Repo) GitConfig(section, key string) string {
-	if v := r.config.Section(section).Option(key); v != "" {
+func (r *Repo) GitConfig(name, key string) string {
+	if v := section(r.config, name).Option(key); v != "" {
 		return v
 	}
 	home, _ := os.UserHomeDir()
@@ -203,10 +203,23 @@ func (r *Repo) GitConfig(section, key string) string {
 			continue
 		}
 		if cfg, err := readCommonConfig(p); err == nil {
-			if v := cfg.Section(section).Option(key); v != "" {
+			if v := section(cfg, name).Option(key); v != "" {
 				return v
 			}
 		}
 	}
 	return ""
+}
+
+// section is cfg's section name, or an empty one when it has none. go-git's
+// Config.Section adds a missing section, which is a write, and a Repo's
+// config is read by several goroutines at once (orch run's house beside its
+// slots).
+func section(cfg *gitconfig.Config, name string) *gitconfig.Section {
+	for _, s := range cfg.Sections {
+		if s.IsName(name) {
+			return s
+		}
+	}
+	return &gitconfig.Section{Name: name}
 }

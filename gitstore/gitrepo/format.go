@@ -66,7 +66,7 @@ func readCommonConfig(path string) (*gitconfig.Config, error) {
 // repository's config (path names it in messages).
 func checkFormat(path string, cfg *gitconfig.Config) error {
 	version := 0
-	if v := strings.TrimSpace(cfg.Section("core").Option("repositoryformatversion")); v != "" {
+	if v := strings.TrimSpace(section(cfg, "core").Option("repositoryformatversion")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 1 {
 			return &ErrUnsupportedRepo{Config: path, Key: "core.repositoryformatversion", Value: v, Why: "orch knows repository format versions 0 and 1"}
@@ -78,7 +78,7 @@ func checkFormat(path string, cfg *gitconfig.Config) error {
 		// old tool); so does orch.
 		return nil
 	}
-	ext := cfg.Section("extensions")
+	ext := section(cfg, "extensions")
 	keys := []string{}
 	values := map[string]string{}
 	for _, o := range ext.Options {

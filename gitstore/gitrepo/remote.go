@@ -215,7 +215,7 @@ func (r *Repo) DeleteRef(ref string, old plumbing.Hash) error {
 // subsections).
 func (r *Repo) Remotes() []string {
 	var out []string
-	for _, sub := range r.config.Section("remote").Subsections {
+	for _, sub := range section(r.config, "remote").Subsections {
 		if ValidRemote(sub.Name) && !slices.Contains(out, sub.Name) {
 			out = append(out, sub.Name)
 		}
