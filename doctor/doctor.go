@@ -413,7 +413,7 @@ func repair(opts Options, st *gitstore.Store, d *diagnosis) (done, failed map[st
 	}
 	release()
 	if (d.exclude || created) && st.View != "" {
-		if added, err := workflow.EnsureExclude(st.Repo.CommonDir); err != nil {
+		if added, err := st.ExcludeView(); err != nil {
 			fail(CheckExclude, "cannot add /%s/: %v", gitstore.ViewDirName, err)
 		} else if added {
 			did(CheckExclude, "added /%s/", gitstore.ViewDirName)

@@ -3,6 +3,7 @@ package gitstore
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -389,4 +391,59 @@ func treeHasTaskFile(raw []byte, id string) bool {
 		raw = raw[nul+21:]
 	}
 	return false
+}
+
+// ArchivedDone reports whether task id is in the archive as done: a
+// dependency on it is met. orch list asks it for every dependency of every
+// open task, so the archived done tasks' IDs come from a cache of their own
+// (statecache.LoadArchivedIDs), keyed by the tree archive/done: a commit
+// that changes archive/done makes a new tree, and the first look-up after
+// it rebuilds the cache, so it is never stale.
+func (st *Store) ArchivedDone(id string) bool {
+	snap := st.Snapshot()
+	tree, err := snap.ArchivedQueueTree(taskfile.Done)
+	if err != nil || tree.IsZero() {
+		return false
+	}
+	if st.doneIDs == nil || st.doneIDs.Tree != tree {
+		st.doneIDs = statecache.LoadArchivedIDs(filepath.Join(st.priv, statecache.ArchivedDoneName), tree, func() ([]string, error) {
+			return snap.ArchivedIDs(taskfile.Done)
+		})
+	}
+	if st.doneIDs == nil { // the archive could not be read: ask its tree
+		ok, err := snap.ArchivedHas(id, taskfile.Done)
+		return err == nil && ok
+	}
+	return st.doneIDs.Has(id)
+}
+
+// ArchivedSummaries is the summary of every archived task file, in the
+// archive's order. They come from a cache of their own, keyed by file and
+// blob: never stale, only incomplete; read summarises a file it lacks, and
+// it is written again for the archive as it is. Parsing every archived
+// file made orch list --all cost seconds.
+func (st *Store) ArchivedSummaries(read func(FileEntry) (*Summary, error)) ([]*Summary, error) {
+	files, err := st.Snapshot().Archived()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(st.priv, statecache.ArchivedSummariesName)
+	cached := map[FileEntry]*Summary{}
+	for _, s := range statecache.ReadArchivedSummaries(path) {
+		cached[FileEntry{Path: s.Path, Blob: s.Blob}] = s
+	}
+	all := make([]*Summary, len(files))
+	parsed := 0
+	for i, fe := range files {
+		if all[i] = cached[fe]; all[i] == nil {
+			if all[i], err = read(fe); err != nil {
+				return nil, err
+			}
+			parsed++
+		}
+	}
+	if parsed > 0 || len(cached) != len(files) {
+		statecache.WriteArchivedSummaries(path, all)
+	}
+	return all, nil
 }

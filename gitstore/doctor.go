@@ -429,7 +429,7 @@ func (cu *Checkup) ViewDrift() []ViewDrift {
 			}
 			continue
 		}
-		data, err := st.readViewFile(p)
+		data, err := st.ReadViewFile(p)
 		if err != nil {
 			out = append(out, ViewDrift{Path: p, Kind: DriftUnreadable, Err: err})
 			continue
@@ -503,7 +503,7 @@ func (cu *Checkup) Conflicts() []ConflictedFile {
 		cf := ConflictedFile{Path: p}
 		r, rok := cu.snap.Get(p)
 		cf.BranchGone = !rok
-		data, err := st.readViewFile(p)
+		data, err := st.ReadViewFile(p)
 		var w plumbing.Hash
 		if err == nil {
 			w = gitrepo.HashBlob(data)

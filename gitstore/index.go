@@ -132,7 +132,7 @@ func (st *Store) readView(p string, h plumbing.Hash) ([]byte, bool) {
 	if ie := st.cache.Index.Get(p); ie == nil || ie.Blob != h || !ie.ConflictW.IsZero() {
 		return nil, false
 	}
-	data, err := st.readViewFile(p)
+	data, err := st.ReadViewFile(p)
 	if err != nil || gitrepo.HashBlob(data) != h {
 		return nil, false
 	}
@@ -175,11 +175,7 @@ func (st *Store) refreshSummaries(changed map[string][]byte) {
 		if err != nil {
 			st.cache.PutSummary(&Summary{Path: fe.Path, Blob: fe.Blob, Problem: err.Error()})
 		} else {
-			s, f := summarizeFile(fe.Path, fe.Blob, data)
-			st.cache.PutSummary(s)
-			if f != nil && st.Parsed != nil {
-				st.Parsed(fe.Blob, f)
-			}
+			st.cache.PutSummary(summarize(fe.Path, fe.Blob, data))
 		}
 		st.dirty = true
 	})
@@ -210,14 +206,11 @@ const NoCreated = statecache.NoCreated
 // CreatedKey is a creation time as a header's Created holds it.
 func CreatedKey(t time.Time) int64 { return statecache.CreatedKey(t) }
 
-func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
-	s, _ := summarizeFile(path, blob, data)
-	return s
-}
+// HeaderOf is the header of a summary held in memory (not the cache's).
+func HeaderOf(s *Summary) *SummaryHeader { return statecache.HeaderOf(s) }
 
-// summarizeFile is summarize, with the parsed file (nil when it does not
-// parse).
-func summarizeFile(path string, blob plumbing.Hash, data []byte) (*Summary, *taskfile.File) {
+// summarize parses a task file into its summary.
+func summarize(path string, blob plumbing.Hash, data []byte) *Summary {
 	s := &Summary{Path: path, Blob: blob}
 	f, err := taskfile.Parse(path, data)
 	if err != nil {
@@ -227,9 +220,10 @@ func summarizeFile(path string, blob plumbing.Hash, data []byte) (*Summary, *tas
 		} else {
 			s.Problem = err.Error()
 		}
-		return s, nil
+		return s
 	}
 	s.Task = f.Task
+	s.Fields = f.CustomFieldsJSON()
 	if s.Task.Priority == "" {
 		s.Task.Priority = taskfile.DefaultPriority
 	} else if p, ok := taskfile.NormalizePriority(s.Task.Priority); ok {
@@ -238,7 +232,7 @@ func summarizeFile(path string, blob plumbing.Hash, data []byte) (*Summary, *tas
 	if errs := f.Validate(); len(errs) > 0 {
 		s.Problem, s.ProblemLine = errs[0].Msg, errs[0].Line
 	}
-	return s, f
+	return s
 }
 
 // Summaries returns every task on the state branch, ordered by path.

@@ -160,7 +160,7 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 		// Unchanged: report it again, with details.
 		if wdata == nil {
 			var err error
-			if wdata, err = st.readViewFile(p); err != nil {
+			if wdata, err = st.ReadViewFile(p); err != nil {
 				rep.Broken[p] = err
 				return nil
 			}
@@ -178,7 +178,7 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 		}
 		if wdata == nil {
 			var err error
-			if wdata, err = st.readViewFile(p); err != nil {
+			if wdata, err = st.ReadViewFile(p); err != nil {
 				rep.Broken[p] = err
 				return nil
 			}
@@ -194,7 +194,7 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 	}
 	if wdata == nil {
 		var err error
-		if wdata, err = st.readViewFile(p); err != nil {
+		if wdata, err = st.ReadViewFile(p); err != nil {
 			rep.Broken[p] = err
 			return nil
 		}

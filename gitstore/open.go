@@ -162,6 +162,20 @@ func (st *Store) cachePath() string {
 // PrivDir is <common dir>/orch.
 func (st *Store) PrivDir() string { return st.priv }
 
+// ReadPrivate reads the file name of the private state directory (a
+// regular file only: see privfile).
+func (st *Store) ReadPrivate(name string) ([]byte, error) {
+	return privfile.Read(filepath.Join(st.priv, name))
+}
+
+// WritePrivate writes the file name of the private state directory.
+func (st *Store) WritePrivate(name string, data []byte) error {
+	if err := os.MkdirAll(st.priv, 0o777); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(st.priv, name), data, 0o666)
+}
+
 // startCache reads the state cache file as far as its directories (see
 // statecache.Start), as Options asked; nil when there is no usable file.
 func (st *Store) startCache() *statecache.Loading {

@@ -48,8 +48,9 @@ type Store struct {
 	dirty       bool
 	scan        *viewScan
 	byID        map[string]*statecache.Record
-	byIDScans   int   // lookups answered by a walk (see recByID)
-	named       *bool // whether every task file is named after its id (see recByID)
+	doneIDs     *statecache.ArchivedIDs // archived done tasks (ArchivedDone)
+	byIDScans   int                     // lookups answered by a walk (see recByID)
+	named       *bool                   // whether every task file is named after its id (see recByID)
 	early       *statecache.Loading
 	conflicts   map[string][]taskfile.Conflict
 	broken      map[string]error
@@ -63,10 +64,6 @@ type Store struct {
 	// Progress, when set, hears how far a long reconcile (a cold view of
 	// thousands of files) has got; it must not print when not a terminal.
 	Progress func(what string, done, total int)
-	// Parsed, when set, is given each task file the store reads from the
-	// branch and parses to summarise it (all of them when the state cache
-	// is built), so that the caller need not read and parse them again.
-	Parsed func(blob plumbing.Hash, f *taskfile.File)
 
 	// An optimistic command (see Defer) runs before the reconcile has
 	// finished; Settle finishes it.

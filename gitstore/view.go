@@ -39,10 +39,24 @@ func (st *Store) rel(p string) string {
 	return filepath.ToSlash(filepath.Join(ViewDirName, p))
 }
 
-// readViewFile reads the view's copy of branch path p, refusing a file
+// MakeViewDir makes the directory dir (a branch path) in the view.
+func (st *Store) MakeViewDir(dir string) error {
+	if st.View == "" {
+		return nil
+	}
+	return os.MkdirAll(viewPath(st.View, dir), 0o777)
+}
+
+// ExcludeView adds the view to info/exclude, so that it never shows in
+// `git status` of any worktree, and reports whether it added it.
+func (st *Store) ExcludeView() (bool, error) {
+	return st.Repo.EnsureExclude("/"+ViewDirName+"/", "orch's view of its state branch (see orch help)")
+}
+
+// ReadViewFile reads the view's copy of branch path p, refusing a file
 // larger than taskfile.MaxFileSize (named from the view down, as every
 // message names it).
-func (st *Store) readViewFile(p string) ([]byte, error) {
+func (st *Store) ReadViewFile(p string) ([]byte, error) {
 	f, _, err := openRegular(viewPath(st.View, p))
 	if err != nil {
 		return nil, err
@@ -152,7 +166,7 @@ func (st *Store) writeView(p string, data []byte, blob plumbing.Hash) {
 		expect = ie.Blob
 	}
 	if ws, ok := lstatPath(viewPath(st.View, p)); ok && (ie == nil || !statMatches(ie, ws)) {
-		cur, err := st.readViewFile(p)
+		cur, err := st.ReadViewFile(p)
 		if err != nil || gitrepo.HashBlob(cur) != expect {
 			if err == nil && gitrepo.HashBlob(cur) == blob {
 				st.record(p, blob, ws)

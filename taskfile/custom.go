@@ -1,6 +1,7 @@
 package taskfile
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 
@@ -41,6 +42,20 @@ func (f *File) CustomFields() map[string]any {
 		values[fl.key] = plainValue(fl.valNode, 0, &budget)
 	}
 	return values
+}
+
+// CustomFieldsJSON is CustomFields as one JSON object; nil when there are
+// none (or, which cannot happen for plain data, they do not encode).
+func (f *File) CustomFieldsJSON() []byte {
+	m := f.CustomFields()
+	if len(m) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 func plainValue(n *yaml.Node, depth int, budget *int) any {

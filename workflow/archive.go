@@ -1,18 +1,13 @@
 package workflow
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -233,7 +228,7 @@ func (e *Engine) archivedSummary(snap *gitstore.Snapshot, fe gitstore.FileEntry)
 		s.Problem, s.ProblemLine = pe.Msg, pe.Line
 		return s, nil
 	}
-	s.Task = f.Task
+	s.Task, s.Fields = f.Task, f.CustomFieldsJSON()
 	return s, nil
 }
 
@@ -294,83 +289,10 @@ func (e *Engine) findArchived(ref string) (*gitstore.Summary, error) {
 	return nil, &AmbiguousError{Prefix: clipArg(ref), Matches: ids}
 }
 
-// archivedDone reports whether task id is in the archive as done: a
-// dependency on it is met. orch list asks it for every dependency of every
-// open task, and the archived done tasks' IDs come from a cache of their
-// own, <private dir>/archived-done, keyed by the tree archive/done:
-// reading its shard trees was a large part of orch list's time, the cache
-// a small one (bench/README.md). A commit that changes
-// archive/done makes a new tree; the first look-up after it rebuilds the
-// cache, so it is never stale.
+// archivedDone reports whether task id is in the archive as done (see
+// gitstore.Store.ArchivedDone).
 func (e *Engine) archivedDone(id string) bool {
-	if e.Store == nil || !taskfile.ValidID(id) {
-		return false
-	}
-	snap := e.Store.Snapshot()
-	tree, err := snap.ArchivedQueueTree(taskfile.Done)
-	if err != nil || tree.IsZero() {
-		return false
-	}
-	if e.doneIDs == nil || e.doneIDs.tree != tree {
-		e.doneIDs = loadArchivedIDs(filepath.Join(e.Store.PrivDir(), archivedDoneCacheName), tree, func() ([]string, error) {
-			return snap.ArchivedIDs(taskfile.Done)
-		})
-	}
-	if e.doneIDs == nil { // the archive could not be read: ask its tree
-		ok, err := snap.ArchivedHas(id, taskfile.Done)
-		return err == nil && ok
-	}
-	return e.doneIDs.has(id)
-}
-
-// archivedDoneCacheName is the archived done tasks' IDs in the private
-// state directory, archivedIDsMagic its first line. Layout (a cache file,
-// cachefile.go): the magic, the 20-byte id of the tree they were read
-// from, the IDs in byte order, each ended by a newline.
-const (
-	archivedDoneCacheName = "archived-done"
-	archivedIDsMagic      = "orch archived ids 1\n"
-)
-
-// archivedIDs is a set of task IDs read from one archive tree, sorted.
-type archivedIDs struct {
-	tree plumbing.Hash
-	ids  []string
-}
-
-// newArchivedIDs is the set of tree whose IDs body holds, one a line.
-func newArchivedIDs(tree plumbing.Hash, body []byte) *archivedIDs {
-	a := &archivedIDs{tree: tree}
-	if len(body) > 0 {
-		a.ids = strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
-	}
-	return a
-}
-
-// has reports whether id is in the set.
-func (a *archivedIDs) has(id string) bool {
-	_, ok := slices.BinarySearch(a.ids, id)
-	return ok
-}
-
-// loadArchivedIDs reads the cache at path if it was made from tree, and
-// otherwise makes it with list and writes it. Nil: list failed.
-func loadArchivedIDs(path string, tree plumbing.Hash, list func() ([]string, error)) *archivedIDs {
-	if body, ok := readCacheFile(path, archivedIDsMagic); ok && len(body) >= len(tree) && bytes.Equal(body[:len(tree)], tree[:]) {
-		return newArchivedIDs(tree, body[len(tree):])
-	}
-	ids, err := list()
-	if err != nil {
-		return nil
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	b := append([]byte(archivedIDsMagic), tree[:]...)
-	for _, id := range ids {
-		b = append(append(b, id...), '\n')
-	}
-	writeCacheFile(path, b)
-	return &archivedIDs{tree: tree, ids: ids}
+	return e.Store != nil && taskfile.ValidID(id) && e.Store.ArchivedDone(id)
 }
 
 // LookupArchived is Lookup for the verbs that read or bring back an archived
@@ -384,34 +306,16 @@ func (e *Engine) LookupArchived(ref string) (s *gitstore.Summary, archived bool,
 	return s, false, err
 }
 
-// ArchivedTasks lists every archived task, in the archive's order. The
-// summaries come from a cache of their own, <private dir>/archived-
-// summaries, keyed by file and blob like the fields cache: never stale,
-// only incomplete; what it lacks is read and parsed, and it is written
-// again for the archive as it is. Parsing every archived file made orch
-// list --all cost seconds.
+// ArchivedTasks lists every archived task, in the archive's order.
 func (e *Engine) ArchivedTasks() ([]*gitstore.Summary, error) {
 	snap := e.Store.Snapshot()
-	files, err := snap.Archived()
+	all, err := e.Store.ArchivedSummaries(func(fe gitstore.FileEntry) (*gitstore.Summary, error) {
+		return e.archivedSummary(snap, fe)
+	})
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(e.Store.PrivDir(), archivedSummariesCacheName)
-	cached := readArchivedSummaries(path)
-	all := make([]*gitstore.Summary, len(files))
-	parsed := 0
-	for i, fe := range files {
-		if all[i] = cached[fe]; all[i] == nil {
-			if all[i], err = e.archivedSummary(snap, fe); err != nil {
-				return nil, err
-			}
-			parsed++
-		}
-	}
-	if parsed > 0 || len(cached) != len(files) {
-		writeArchivedSummaries(path, all)
-	}
-	out := make([]*gitstore.Summary, 0, len(files))
+	out := make([]*gitstore.Summary, 0, len(all))
 	for _, s := range all {
 		if s.Task.ID != "" && e.Store.SummaryByID(s.Task.ID) != nil {
 			continue // back among the tasks (a merge kept both): that copy is the task
@@ -419,44 +323,6 @@ func (e *Engine) ArchivedTasks() ([]*gitstore.Summary, error) {
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-// archivedSummariesCacheName is the archived tasks' summaries in the
-// private state directory. Layout (a cache file, cachefile.go):
-// archivedSummariesMagic, the state cache's summary format, each summary
-// as the state cache encodes it (its path and blob first).
-const (
-	archivedSummariesCacheName = "archived-summaries"
-	archivedSummariesMagic     = "orch archived summaries 1\n"
-)
-
-// readArchivedSummaries loads the archived summaries' cache by file (nil
-// when it is missing, damaged or of another format). The summaries'
-// strings point into the file's bytes.
-func readArchivedSummaries(path string) map[gitstore.FileEntry]*gitstore.Summary {
-	body, ok := readCacheFile(path, archivedSummariesMagic+statecache.SummaryFormat)
-	if !ok {
-		return nil
-	}
-	out := map[gitstore.FileEntry]*gitstore.Summary{}
-	for rest := body; len(rest) > 0; {
-		s := &gitstore.Summary{}
-		var ok bool
-		if rest, ok = statecache.ReadSummary(rest, s); !ok {
-			return nil
-		}
-		out[gitstore.FileEntry{Path: s.Path, Blob: s.Blob}] = s
-	}
-	return out
-}
-
-// writeArchivedSummaries replaces the archived summaries' cache.
-func writeArchivedSummaries(path string, sums []*gitstore.Summary) {
-	b := []byte(archivedSummariesMagic + statecache.SummaryFormat)
-	for _, s := range sums {
-		b = statecache.AppendSummary(b, s)
-	}
-	writeCacheFile(path, b)
 }
 
 // ArchiveAllDue is orch archive --due: every task archive_after has made

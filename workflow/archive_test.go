@@ -5,13 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -64,11 +62,11 @@ func TestArchiveLookupsAndBatches(t *testing.T) {
 		t.Errorf("archivedDone(%s) after the batch that moved it = false", id)
 	}
 	tree, _ := e.Store.Snapshot().ArchivedQueueTree(taskfile.Done)
-	onDisk := loadArchivedIDs(filepath.Join(e.Store.PrivDir(), archivedDoneCacheName), tree, func() ([]string, error) {
+	onDisk := statecache.LoadArchivedIDs(filepath.Join(e.Store.PrivDir(), statecache.ArchivedDoneName), tree, func() ([]string, error) {
 		return nil, errors.New("the cache on disk was not made from the archive as it is")
 	})
 	for _, d := range append(moved, id) {
-		if onDisk == nil || !onDisk.has(d) {
+		if onDisk == nil || !onDisk.Has(d) {
 			t.Errorf("the cache on disk lacks %s", d)
 		}
 	}
@@ -114,8 +112,8 @@ func TestArchiveLookupsAndBatches(t *testing.T) {
 	}
 	// The summaries are cached: read back whole, and made again when the
 	// file is damaged.
-	cache := filepath.Join(e.Store.PrivDir(), archivedSummariesCacheName)
-	if got := readArchivedSummaries(cache); len(got) != 3 {
+	cache := filepath.Join(e.Store.PrivDir(), statecache.ArchivedSummariesName)
+	if got := statecache.ReadArchivedSummaries(cache); len(got) != 3 {
 		t.Fatalf("the archived summaries' cache holds %d, want 3", len(got))
 	}
 	for _, damage := range []func([]byte) []byte{
@@ -141,7 +139,7 @@ func TestArchiveLookupsAndBatches(t *testing.T) {
 				t.Errorf("ArchivedTasks again [%d] = %+v, want %+v", i, again[i], all[i])
 			}
 		}
-		if got := readArchivedSummaries(cache); len(got) != 3 {
+		if got := statecache.ReadArchivedSummaries(cache); len(got) != 3 {
 			t.Errorf("after ArchivedTasks the cache holds %d, want 3", len(got))
 		}
 	}
@@ -175,70 +173,5 @@ func TestEditOfTaskArchivedMeanwhile(t *testing.T) {
 	s, archived, err := e.LookupArchived(id)
 	if err != nil || !archived || s.Task.Title != "Edited while archived" {
 		t.Fatalf("after the edit: %+v %v %v", s, archived, err)
-	}
-}
-
-// The archived IDs' cache: a set searched in its sorted lines, read back
-// only when made from the same tree and intact, made again otherwise.
-func TestArchivedIDsCache(t *testing.T) {
-	path := filepath.Join(t.TempDir(), archivedDoneCacheName)
-	tree := plumbing.NewHash("1111111111111111111111111111111111111111")
-	made := 0
-	list := func(ids ...string) func() ([]string, error) {
-		return func() ([]string, error) { made++; return ids, nil }
-	}
-	a := loadArchivedIDs(path, tree, list("T-m2", "T-b1", "T-zz9", "T-a", "T-b1"))
-	for id, want := range map[string]bool{"T-a": true, "T-b1": true, "T-m2": true, "T-zz9": true,
-		"T-": false, "T-b": false, "T-b10": false, "T-0": false, "T-zzz": false, "": false} {
-		if got := a.has(id); got != want {
-			t.Errorf("has(%q) = %v, want %v", id, got, want)
-		}
-	}
-	if newArchivedIDs(tree, nil).has("T-a") || newArchivedIDs(tree, nil).has("") {
-		t.Error("an empty set has T-a")
-	}
-	if newArchivedIDs(tree, []byte("T-a\nT-b")).has("T-c") || !newArchivedIDs(tree, []byte("T-a\nT-b")).has("T-b") {
-		t.Error("a set whose last line lacks its newline")
-	}
-	if b := loadArchivedIDs(path, tree, list()); made != 1 || !b.has("T-zz9") {
-		t.Errorf("read back: made %d times, has T-zz9 %v", made, b.has("T-zz9"))
-	}
-	other := plumbing.NewHash("2222222222222222222222222222222222222222")
-	if b := loadArchivedIDs(path, other, list("T-new")); made != 2 || !b.has("T-new") || b.has("T-a") {
-		t.Errorf("another tree: made %d times", made)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[len(data)-6] ^= 1 // an ID's byte: the CRC no longer matches
-	if err := os.WriteFile(path, data, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	if b := loadArchivedIDs(path, other, list("T-new")); made != 3 || !b.has("T-new") {
-		t.Errorf("damaged: made %d times", made)
-	}
-	if b := loadArchivedIDs(path, tree, func() ([]string, error) { return nil, errors.New("unreadable") }); b != nil {
-		t.Errorf("a failed list gave %+v", b)
-	}
-	// A FIFO in its place is not waited on: the cache is made and replaces it.
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mkfifo(path, 0o666); err != nil {
-		t.Skip("no FIFO here:", err)
-	}
-	got := make(chan *archivedIDs, 1)
-	go func() { got <- loadArchivedIDs(path, tree, list("T-a")) }()
-	select {
-	case b := <-got:
-		if b == nil || !b.has("T-a") {
-			t.Errorf("with a FIFO at the cache: %+v", b)
-		}
-		if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
-			t.Errorf("the FIFO was not replaced: %v %v", fi, err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("loadArchivedIDs waits on a FIFO")
 	}
 }

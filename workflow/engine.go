@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/gitstore"
@@ -94,12 +91,8 @@ type Engine struct {
 	// policyNotes say how the policy files this command committed changed.
 	policyNotes []string
 
-	clone   string // this clone's ID in event file names, once read
-	archive archiveIndex
-	doneIDs *archivedIDs // archived done tasks, for dependencies
-	// parsedFields are the custom keys of the task files the store parsed
-	// while this engine was open, by blob (see noteParsedFields).
-	parsedFields    map[plumbing.Hash]json.RawMessage
+	clone           string // this clone's ID in event file names, once read
+	archive         archiveIndex
 	recordedRefusal bool // a refusal of authority was recorded already
 	// remoteClaims are the remote's claim refs as claim --sync fetched
 	// them (claimrefs.go).
@@ -131,7 +124,6 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e := &Engine{Store: st, Actor: opts.Actor, Now: opts.Now, Progress: opts.Progress, Signals: opts.Signals, Verb: opts.Verb, Fence: opts.Fence, holdPolicy: opts.HoldPolicyEdits}
 	st.Progress = opts.Progress
-	st.Parsed = e.noteParsedFields
 	if e.Now == nil {
 		e.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 	}
@@ -321,7 +313,7 @@ var policyVerbs = map[string]bool{"check": true, "edit": true, "doctor": true, "
 // they accepted.
 func (e *Engine) notePolicyChange(path string) {
 	was, _ := e.Store.Snapshot().Read(path)
-	now, err := os.ReadFile(filepath.Join(e.Store.View, filepath.FromSlash(path)))
+	now, err := e.Store.ReadViewFile(path)
 	if err != nil || string(was) == string(now) {
 		return
 	}

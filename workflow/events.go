@@ -7,13 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -192,8 +189,7 @@ func (e *Engine) cloneID() string {
 	if e.clone != "" {
 		return e.clone
 	}
-	p := filepath.Join(e.Store.PrivDir(), "clone-id")
-	if b, err := privfile.Read(p); err == nil {
+	if b, err := e.Store.ReadPrivate("clone-id"); err == nil {
 		if s := strings.TrimSpace(string(b)); len(s) == 6 && strings.Trim(s, idAlphabet) == "" {
 			e.clone = s
 			return s
@@ -204,8 +200,7 @@ func (e *Engine) cloneID() string {
 		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(idAlphabet))))
 		b.WriteByte(idAlphabet[n.Int64()])
 	}
-	_ = os.MkdirAll(filepath.Dir(p), 0o777)
-	_ = os.WriteFile(p, []byte(b.String()+"\n"), 0o666)
+	_ = e.Store.WritePrivate("clone-id", []byte(b.String()+"\n"))
 	e.clone = b.String()
 	return e.clone
 }

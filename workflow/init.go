@@ -1,12 +1,8 @@
 package workflow
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -122,7 +118,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 		}
 	}
 	if e.Store.View != "" {
-		added, err := EnsureExclude(e.Store.Repo.CommonDir)
+		added, err := e.Store.ExcludeView()
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +127,7 @@ func (e *Engine) Init(opts InitOptions) (*InitResult, error) {
 			return nil, err
 		}
 		// An empty tasks/ is where a person creates a task by hand.
-		_ = os.MkdirAll(filepath.Join(e.Store.View, gitstore.TasksDir), 0o777)
+		_ = e.Store.MakeViewDir(gitstore.TasksDir)
 	}
 	return res, nil
 }
@@ -198,31 +194,4 @@ func (e *Engine) exampleBranches(base string) error {
 		}
 	}
 	return nil
-}
-
-// EnsureExclude adds /.orchestrator/ to info/exclude so that the view never
-// shows in `git status` of any worktree, and reports whether it added it
-// (false: it was there).
-func EnsureExclude(commonDir string) (bool, error) {
-	p := filepath.Join(commonDir, "info", "exclude")
-	cur, err := os.ReadFile(p)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, err
-	}
-	entry := "/" + gitstore.ViewDirName + "/"
-	for _, line := range strings.Split(string(cur), "\n") {
-		if strings.TrimSpace(line) == entry || strings.TrimSpace(line) == "/"+gitstore.ViewDirName {
-			return false, nil
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
-		return false, err
-	}
-	var b bytes.Buffer
-	b.Write(cur)
-	if len(cur) > 0 && !bytes.HasSuffix(cur, []byte("\n")) {
-		b.WriteByte('\n')
-	}
-	b.WriteString("# orch's view of its state branch (see orch help)\n" + entry + "\n")
-	return true, os.WriteFile(p, b.Bytes(), 0o666)
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/gitstore"
-	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
 
@@ -122,7 +121,7 @@ func (e *Engine) ListHeaders(f ListFilter) ([]*gitstore.SummaryHeader, error) {
 		}
 		for _, s := range archived {
 			if (len(want) == 0 || want[s.Task.Queue]) && e.listMatch(s, &f) && matchSearch(s) {
-				out = append(out, statecache.HeaderOf(s))
+				out = append(out, gitstore.HeaderOf(s))
 			}
 		}
 	}

@@ -3,10 +3,11 @@ package workflow
 import (
 	"errors"
 	"fmt"
-	"github.com/orch-tool/orch/config"
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/orch-tool/orch/config"
 
 	"github.com/orch-tool/orch/ghreview"
 	"github.com/orch-tool/orch/gitstore"

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -438,10 +436,9 @@ func (e *Engine) pendingPolicyEdit() error {
 	}
 	var b strings.Builder
 	for _, p := range held {
-		view := filepath.Join(e.Store.View, filepath.FromSlash(p))
 		fmt.Fprintf(&b, "\n--- %s (the state branch)\n+++ %s/%s (the view)\n", p, gitstore.ViewDirName, p)
 		branch, _ := e.Store.Snapshot().Read(p)
-		mine, err := os.ReadFile(view)
+		mine, err := e.Store.ReadViewFile(p)
 		if err != nil {
 			fmt.Fprintf(&b, "(cannot read it: %v)\n", err)
 			continue

@@ -125,7 +125,7 @@ func (e *Engine) mergeRemote(remote string, rtip plumbing.Hash, res *SyncResult)
 		res.Action = "fast_forward"
 		if st.View != "" {
 			// A fresh clone: keep the view out of git status, as init does.
-			if _, err := EnsureExclude(st.Repo.CommonDir); err != nil {
+			if _, err := st.ExcludeView(); err != nil {
 				return err
 			}
 		}

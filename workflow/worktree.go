@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -68,18 +67,7 @@ func (e *Engine) TaskWorktree(id, path string) (*WorktreeResult, error) {
 	}
 	res := &WorktreeResult{Task: id, Branch: branch}
 	repo := e.Store.Repo
-	existing := repo.CheckedOutIn("refs/heads/" + branch)
-	var live []string
-	for _, p := range existing {
-		if _, err := os.Stat(p); err == nil {
-			live = append(live, p)
-		}
-	}
-	if len(live) < len(existing) {
-		// A worktree deleted without git worktree remove: prune it, so that
-		// it is not given out as if it were there and can be made again.
-		_ = repo.PruneWorktrees()
-	}
+	live := repo.LiveCheckouts("refs/heads/" + branch)
 	if len(live) > 0 {
 		res.Path = live[0]
 		return res, nil
@@ -90,10 +78,9 @@ func (e *Engine) TaskWorktree(id, path string) (*WorktreeResult, error) {
 	if res.Path, err = filepath.Abs(path); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(res.Path); err == nil {
+	if free, err := gitrepo.PathFree(res.Path); !free {
 		return nil, &RuleError{Rule: "path_exists", Msg: fmt.Sprintf("%s already exists and is not %s's worktree", res.Path, id), Next: Next{Advice: AdviseOtherPath}}
-	}
-	if err := os.MkdirAll(filepath.Dir(res.Path), 0o777); err != nil {
+	} else if err != nil {
 		return nil, &ExternalError{Msg: fmt.Sprintf("cannot make the worktree %s: %v", res.Path, err), Next: Next{Advice: AdviseOtherPath}}
 	}
 	if err := repo.AddWorktree(res.Path, branch); err != nil {

@@ -144,10 +144,7 @@ type listAnswer struct {
 // which reads the state cache, the fields and readiness: the engine is not
 // safe for concurrent use, and only this goroutine touches it.
 func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*gitstore.SummaryHeader) error {
-	var fields *workflow.FieldsReader
-	if g.fields.ShowsFields() {
-		fields = e.TaskFieldsReader(len(tasks))
-	}
+	withFields := g.fields.ShowsFields()
 	work, formatted := make(chan *listChunk, listChunksInFlight), make(chan *listChunk, listChunksInFlight)
 	var err error          // the first write's error; the writer's until formatted is closed
 	var failed atomic.Bool // err is set: stop decoding
@@ -194,8 +191,8 @@ func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*
 		for k, h := range tasks[i:min(i+listChunkTasks, len(tasks))] {
 			s := h.Read(&c.sums[k])
 			f := workflow.NoFields
-			if fields != nil {
-				f = fields.Of(s)
+			if withFields {
+				f = e.TaskFields(s)
 			}
 			c.items = append(c.items, answer.NewTask(s, s.Problem == "" && e.Ready(s), f, g.fields))
 		}
@@ -203,9 +200,6 @@ func (g *globalOptions) writeTaskList(w io.Writer, e *workflow.Engine, tasks []*
 	}
 	close(work)
 	for range formatted {
-	}
-	if fields != nil {
-		fields.Done()
 	}
 	trace.Phase("output")
 	return err

@@ -3,8 +3,11 @@ package gitrepo
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -51,6 +54,32 @@ func (r *Repo) Worktrees() ([]Worktree, error) {
 func (r *Repo) AddWorktree(path, branch string) error {
 	_, err := r.git("worktree", "add", "--quiet", "--", path, branch)
 	return err
+}
+
+// LiveCheckouts is CheckedOutIn without the worktrees whose directory was
+// deleted by hand (not with git worktree remove): those are pruned, so
+// that they are not given out as if they were there and can be made again.
+func (r *Repo) LiveCheckouts(ref string) []string {
+	existing := r.CheckedOutIn(ref)
+	var live []string
+	for _, p := range existing {
+		if _, err := os.Stat(p); err == nil {
+			live = append(live, p)
+		}
+	}
+	if len(live) < len(existing) {
+		_ = r.PruneWorktrees()
+	}
+	return live
+}
+
+// PathFree reports whether nothing stands at path, and makes its parent
+// directory so that a worktree can be added there (err: it cannot).
+func PathFree(path string) (free bool, err error) {
+	if _, err := os.Lstat(path); err == nil {
+		return false, nil
+	}
+	return true, os.MkdirAll(filepath.Dir(path), 0o777)
 }
 
 // PruneWorktrees forgets worktrees whose directory was deleted by hand.
@@ -118,4 +147,31 @@ func (r *Repo) Diff(a, b string, mergeBase, stat bool) (string, error) {
 		args = append(args, "--stat")
 	}
 	return r.git(append(args, rng, "--")...)
+}
+
+// EnsureExclude adds entry, under a comment line, to info/exclude, so that
+// what it names never shows in `git status` of any worktree, and reports
+// whether it added it (false: it was there, with or without its trailing
+// slash).
+func (r *Repo) EnsureExclude(entry, comment string) (bool, error) {
+	p := filepath.Join(r.CommonDir, "info", "exclude")
+	cur, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	for _, line := range strings.Split(string(cur), "\n") {
+		if l := strings.TrimSpace(line); l == entry || l == strings.TrimSuffix(entry, "/") {
+			return false, nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+		return false, err
+	}
+	var b bytes.Buffer
+	b.Write(cur)
+	if len(cur) > 0 && !bytes.HasSuffix(cur, []byte("\n")) {
+		b.WriteByte('\n')
+	}
+	b.WriteString("# " + comment + "\n" + entry + "\n")
+	return true, os.WriteFile(p, b.Bytes(), 0o666)
 }

@@ -282,7 +282,7 @@ func (d *dec) entry() gitrepo.TreeEntry {
 }
 
 // encodeSummary writes a task summary: its length, then path, blob,
-// problem and task, so that a reader can decode the header and skip the rest.
+// problem, task and custom fields, so that a reader can decode the header and skip the rest.
 func encodeSummary(e *enc, s *Summary) {
 	body := &enc{b: make([]byte, 0, 256)}
 	body.str(s.Path)
@@ -290,6 +290,7 @@ func encodeSummary(e *enc, s *Summary) {
 	body.str(s.Problem)
 	body.uv(uint64(s.ProblemLine))
 	encodeTask(body, &s.Task)
+	body.str(string(s.Fields))
 	e.uv(uint64(len(body.b)))
 	e.b = append(e.b, body.b...)
 }
@@ -343,6 +344,10 @@ func decodeSummary(d *dec, s *Summary) {
 	}
 	s.Path, s.Blob, s.Problem, s.ProblemLine = body.str(), body.hash(), body.str(), int(body.uv())
 	decodeTask(&body, &s.Task)
+	s.Fields = nil
+	if f := body.str(); f != "" {
+		s.Fields = []byte(f)
+	}
 	if body.err != nil || body.pos != end {
 		d.fail()
 		return

@@ -20,6 +20,9 @@ type Summary struct {
 	Task        taskfile.Task
 	Problem     string // why the committed file does not parse, if it does not
 	ProblemLine int
+	// Fields is the frontmatter keys orch does not know, as one JSON
+	// object (taskfile.File.CustomFieldsJSON); nil when there are none.
+	Fields []byte
 }
 
 // SummaryHeader is the part of a task's summary the state cache decodes up
@@ -329,29 +332,4 @@ func (ss *Summaries) ByIDMap() map[string]*Record {
 		}
 	})
 	return m
-}
-
-// SummaryFormat names the encoding AppendSummary writes: a file of
-// summaries kept elsewhere (the archive's, workflow's) starts with it, so
-// that one written in another format is made again.
-const SummaryFormat = cacheMagic
-
-// AppendSummary appends the record of s, as the state cache encodes it, to
-// b.
-func AppendSummary(b []byte, s *Summary) []byte {
-	e := &enc{b: b}
-	encodeSummary(e, s)
-	return e.b
-}
-
-// ReadSummary decodes the record AppendSummary wrote at the start of b into
-// s, and returns the bytes after it; ok is false when b does not start with
-// a whole record. The strings of s point into b.
-func ReadSummary(b []byte, s *Summary) (rest []byte, ok bool) {
-	d := &dec{buf: b}
-	decodeSummary(d, s)
-	if d.err != nil {
-		return nil, false
-	}
-	return b[d.pos:], true
 }
