@@ -169,7 +169,7 @@ func changedOrchFields(a, b *taskfile.File) []string {
 func (st *Store) handNew(p string, pol Policy, rep *Reconciled, wdata []byte, ws fileStat) error {
 	if wdata == nil {
 		var err error
-		if wdata, err = st.readViewFile(p); err != nil {
+		if wdata, err = st.ReadViewFile(p); err != nil {
 			rep.Broken[p] = err
 			return nil
 		}

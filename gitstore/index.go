@@ -132,7 +132,7 @@ func (st *Store) readView(p string, h plumbing.Hash) ([]byte, bool) {
 	if ie := st.cache.Index.Get(p); ie == nil || ie.Blob != h || !ie.ConflictW.IsZero() {
 		return nil, false
 	}
-	data, err := st.readViewFile(p)
+	data, err := st.ReadViewFile(p)
 	if err != nil || gitrepo.HashBlob(data) != h {
 		return nil, false
 	}

@@ -39,10 +39,10 @@ func (st *Store) rel(p string) string {
 	return filepath.ToSlash(filepath.Join(ViewDirName, p))
 }
 
-// readViewFile reads the view's copy of branch path p, refusing a file
+// ReadViewFile reads the view's copy of branch path p, refusing a file
 // larger than taskfile.MaxFileSize (named from the view down, as every
 // message names it).
-func (st *Store) readViewFile(p string) ([]byte, error) {
+func (st *Store) ReadViewFile(p string) ([]byte, error) {
 	f, _, err := openRegular(viewPath(st.View, p))
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (st *Store) writeView(p string, data []byte, blob plumbing.Hash) {
 		expect = ie.Blob
 	}
 	if ws, ok := lstatPath(viewPath(st.View, p)); ok && (ie == nil || !statMatches(ie, ws)) {
-		cur, err := st.readViewFile(p)
+		cur, err := st.ReadViewFile(p)
 		if err != nil || gitrepo.HashBlob(cur) != expect {
 			if err == nil && gitrepo.HashBlob(cur) == blob {
 				st.record(p, blob, ws)
