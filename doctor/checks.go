@@ -19,13 +19,13 @@ import (
 func (d *diagnosis) checkStateBranch() {
 	cu, repo, ref := d.cu, d.st.Repo, d.st.Ref
 	switch {
-	case cu.TipErr != nil:
+	case cu.tipErr != nil:
 		hint := "repair the ref with git (git fsck, git reflog); orch cannot work until it is readable"
 		if h := repo.LastReflogCommit(ref); !h.IsZero() && repo.HasObject(h) {
 			hint = fmt.Sprintf("its reflog last recorded %s; if that is the state you want: git update-ref %s %s", shortHash(h), ref, h)
 		}
-		d.add(CheckStateBranch, StatusProblem, fmt.Sprintf("%s cannot be read: %v", ref, cu.TipErr), hint, nil)
-	case cu.Tip.IsZero():
+		d.add(CheckStateBranch, StatusProblem, fmt.Sprintf("%s cannot be read: %v", ref, cu.tipErr), hint, nil)
+	case cu.tip.IsZero():
 		for _, r := range repo.RemoteStateRefs(ref) {
 			if !repo.HasObject(r.Commit) {
 				continue
@@ -47,27 +47,27 @@ func (d *diagnosis) checkStateBranch() {
 		}
 		d.add(CheckStateBranch, StatusOK, fmt.Sprintf("orch is not set up in this repository (no %s)", ref), "orch init sets it up", nil)
 	default:
-		d.add(CheckStateBranch, StatusOK, fmt.Sprintf("%s at %s", ref, shortHash(cu.Tip)), "", nil)
+		d.add(CheckStateBranch, StatusOK, fmt.Sprintf("%s at %s", ref, shortHash(cu.tip)), "", nil)
 	}
 }
 
 func (d *diagnosis) checkObjects() {
 	cu := d.cu
-	if cu.TipErr != nil || cu.Tip.IsZero() {
+	if cu.tipErr != nil || cu.tip.IsZero() {
 		d.add(CheckObjects, StatusOK, "nothing to check (no state branch)", "", nil)
 		return
 	}
 	hint := "run git fsck; in a partial or shallow clone, fetch the state branch again (orch sync)"
-	if cu.SnapErr != nil {
-		d.add(CheckObjects, StatusProblem, fmt.Sprintf("the tip %s cannot be read: %v", shortHash(cu.Tip), cu.SnapErr), hint, nil)
+	if cu.snapErr != nil {
+		d.add(CheckObjects, StatusProblem, fmt.Sprintf("the tip %s cannot be read: %v", shortHash(cu.tip), cu.snapErr), hint, nil)
 		return
 	}
-	h := cu.Objects()
-	if len(h.Missing) > 0 {
-		d.add(CheckObjects, StatusProblem, fmt.Sprintf("%d file(s) of the tip lack their objects: %s", len(h.Missing), strings.Join(clip(h.Missing, 3), ", ")), hint, h.Missing)
+	h := cu.objects()
+	if len(h.missing) > 0 {
+		d.add(CheckObjects, StatusProblem, fmt.Sprintf("%d file(s) of the tip lack their objects: %s", len(h.missing), strings.Join(clip(h.missing, 3), ", ")), hint, h.missing)
 		return
 	}
-	d.add(CheckObjects, StatusOK, fmt.Sprintf("tip commit %s, %d tree(s) and %d file(s) present", shortHash(cu.Tip), h.Trees, h.Files), "", nil)
+	d.add(CheckObjects, StatusOK, fmt.Sprintf("tip commit %s, %d tree(s) and %d file(s) present", shortHash(cu.tip), h.trees, h.files), "", nil)
 }
 
 func (d *diagnosis) checkLocks() {
@@ -79,22 +79,22 @@ func (d *diagnosis) checkLocks() {
 		if lt.Holder != "" {
 			holder = "another orch process (" + lt.Holder + ")"
 		}
-		items = append(items, fmt.Sprintf("%s is held by %s for more than %s", d.show(lt.Path), holder, gitstore.DoctorLockWait()))
+		items = append(items, fmt.Sprintf("%s is held by %s for more than %s", d.show(lt.Path), holder, lockWait))
 		hints = append(hints, "wait for that command to end; if it hangs, stop it (the kernel releases the lock)")
 	} else if d.lockErr != nil {
 		items = append(items, fmt.Sprintf("the orch lock cannot be taken: %v", d.lockErr))
 	}
 	var fresh []string
-	for _, l := range d.st.RefLockFiles() {
-		if l.Stale {
-			items = append(items, fmt.Sprintf("%s is stale (%s)", d.show(l.Path), l.Why))
-			d.staleLocks = append(d.staleLocks, l.Path)
+	for _, l := range refLocks(d.st) {
+		if l.stale {
+			items = append(items, fmt.Sprintf("%s is stale (%s)", d.show(l.path), l.why))
+			d.staleLocks = append(d.staleLocks, l.path)
 			fixable = true
 		} else {
-			fresh = append(fresh, fmt.Sprintf("%s is %s", d.show(l.Path), l.Why))
+			fresh = append(fresh, fmt.Sprintf("%s is %s", d.show(l.path), l.why))
 		}
 	}
-	if p, pid, stale := d.st.StaleLockOwnerNote(); stale {
+	if p, pid, stale := d.st.Repo.StaleLockOwnerNote(); stale {
 		items = append(items, fmt.Sprintf("%s names orch process %d, which is gone", d.show(p), pid))
 		d.staleNote = true
 		fixable = true
@@ -121,7 +121,7 @@ func (d *diagnosis) checkLocks() {
 func (d *diagnosis) checkTemps() {
 	minAge := time.Duration(0)
 	if d.lockErr != nil {
-		minAge = gitstore.StaleTempAge
+		minAge = staleTempAge
 	}
 	d.temps = d.st.TempFiles(minAge)
 	if len(d.temps) == 0 {
@@ -140,12 +140,12 @@ func (d *diagnosis) checkTemps() {
 // saw last (docs/design.md §1.4). It is no repair of --fix's: a person chooses.
 func (d *diagnosis) checkHistory() {
 	cu := d.cu
-	h := cu.Cache()
-	if cu.TipErr != nil || cu.Tip.IsZero() || h.Tip.IsZero() || h.Tip == cu.Tip || d.st.Contains(cu.Tip, h.Tip) {
+	h := cu.cacheHealth()
+	if cu.tipErr != nil || cu.tip.IsZero() || h.tip.IsZero() || h.tip == cu.tip || d.st.Contains(cu.tip, h.tip) {
 		d.add(CheckHistory, StatusOK, "the state branch contains every transition orch saw", "", nil)
 		return
 	}
-	mb := d.st.MovedBackwards(d.st.Ref, h.Tip, cu.Tip)
+	mb := d.st.MovedBackwards(d.st.Ref, h.tip, cu.tip)
 	d.backwards = mb
 	var items []string
 	for _, c := range mb.Dropped {
@@ -154,49 +154,49 @@ func (d *diagnosis) checkHistory() {
 	if mb.More > 0 {
 		items = append(items, fmt.Sprintf("... and %d more", mb.More))
 	}
-	restore := fmt.Sprintf("orch doctor --restore-tip puts %s back at %s (the dropped transitions return)", d.branch(), shortHash(h.Tip))
+	restore := fmt.Sprintf("orch doctor --restore-tip puts %s back at %s (the dropped transitions return)", d.branch(), shortHash(h.tip))
 	if mb.Diverged {
-		restore = fmt.Sprintf("%s has commits of its own since, so it cannot simply go back: merge %s into it with git, then orch doctor --accept-rewind", d.branch(), shortHash(h.Tip))
+		restore = fmt.Sprintf("%s has commits of its own since, so it cannot simply go back: merge %s into it with git, then orch doctor --accept-rewind", d.branch(), shortHash(h.tip))
 	}
 	d.add(CheckHistory, StatusProblem, fmt.Sprintf("moved backwards: %s is at %s, which does not contain %s, the tip orch saw last; %d transition(s) dropped",
-		d.branch(), shortHash(cu.Tip), shortHash(h.Tip), len(mb.Dropped)+mb.More),
+		d.branch(), shortHash(cu.tip), shortHash(h.tip), len(mb.Dropped)+mb.More),
 		"a person decides: "+restore+"; or orch doctor --accept-rewind keeps it where it is (orch forgets them). Every other command refuses to write until then", items)
 }
 
 func (d *diagnosis) checkCache() {
 	cu := d.cu
-	h := cu.Cache()
-	name := d.show(h.Path)
+	h := cu.cacheHealth()
+	name := d.show(h.path)
 	switch {
 	case d.backwards != nil:
-		d.add(CheckCache, StatusOK, fmt.Sprintf("%s describes %s (see history)", name, shortHash(h.Tip)), "", nil)
-	case len(h.Corrupt) > 0:
+		d.add(CheckCache, StatusOK, fmt.Sprintf("%s describes %s (see history)", name, shortHash(h.tip)), "", nil)
+	case len(h.corrupt) > 0:
 		d.rebuildCache, d.reconcile = true, true
-		d.add(CheckCache, StatusProblem, fmt.Sprintf("%s cannot be trusted: %s", name, strings.Join(h.Corrupt, "; ")),
+		d.add(CheckCache, StatusProblem, fmt.Sprintf("%s cannot be trusted: %s", name, strings.Join(h.corrupt, "; ")),
 			"run orch doctor --fix (rebuilds it from the branch, keeping the view's sync index when it can be read)", nil)
-	case cu.TipErr != nil:
+	case cu.tipErr != nil:
 		d.add(CheckCache, StatusOK, "not checked: the state branch cannot be read", "", nil)
-	case !h.Exists && cu.Tip.IsZero():
+	case !h.exists && cu.tip.IsZero():
 		d.add(CheckCache, StatusOK, "no cache (nothing to cache yet)", "", nil)
-	case !h.Exists:
+	case !h.exists:
 		d.reconcile = true
 		d.add(CheckCache, StatusProblem, fmt.Sprintf("%s is missing", name), "run orch doctor --fix, or any orch command (it rebuilds it from the branch)", nil)
-	case h.Stale:
+	case h.stale:
 		d.reconcile = true
 		at := "no commit"
-		if !h.Tip.IsZero() {
-			at = shortHash(h.Tip)
+		if !h.tip.IsZero() {
+			at = shortHash(h.tip)
 		}
 		now := "gone"
-		if !cu.Tip.IsZero() {
-			now = "at " + shortHash(cu.Tip)
+		if !cu.tip.IsZero() {
+			now = "at " + shortHash(cu.tip)
 		}
 		d.add(CheckCache, StatusProblem, fmt.Sprintf("%s describes %s, but the branch is %s (moved outside orch)", name, at, now),
 			"run orch doctor --fix, or any orch command (it catches up)", nil)
-	case cu.SnapErr != nil:
-		d.add(CheckCache, StatusOK, fmt.Sprintf("%s describes the branch tip %s (its trees not verified: the tip cannot be read)", name, shortHash(cu.Tip)), "", nil)
+	case cu.snapErr != nil:
+		d.add(CheckCache, StatusOK, fmt.Sprintf("%s describes the branch tip %s (its trees not verified: the tip cannot be read)", name, shortHash(cu.tip)), "", nil)
 	default:
-		d.add(CheckCache, StatusOK, fmt.Sprintf("%s matches the branch tip %s (%d task(s))", name, shortHash(cu.Tip), h.Tasks), "", nil)
+		d.add(CheckCache, StatusOK, fmt.Sprintf("%s matches the branch tip %s (%d task(s))", name, shortHash(cu.tip), h.tasks), "", nil)
 	}
 }
 
@@ -204,7 +204,7 @@ func (d *diagnosis) checkCache() {
 func (d *diagnosis) noView() string {
 	st := d.st
 	switch {
-	case st.View != "" && (d.cu.TipErr != nil || d.cu.Tip.IsZero()):
+	case st.View != "" && (d.cu.tipErr != nil || d.cu.tip.IsZero()):
 		return "nothing to check (no state branch)"
 	case st.View != "":
 		return ""
@@ -217,12 +217,12 @@ func (d *diagnosis) noView() string {
 }
 
 var driftText = map[string]string{
-	gitstore.DriftMissing:    "missing from the view (the reconcile restores it from the branch)",
-	gitstore.DriftBehind:     "older than the branch (the reconcile updates it)",
-	gitstore.DriftEdited:     "edited by hand, not committed yet (the reconcile commits it, merging if the branch changed too)",
-	gitstore.DriftExtra:      "made by hand, not on the branch yet (the reconcile commits it)",
-	gitstore.DriftRemoved:    "removed on the branch, still in the view (the reconcile removes it)",
-	gitstore.DriftStaleIndex: "differs from the branch, but the sync index says it is unchanged, so no command would notice (--fix has the reconcile read it)",
+	driftMissing:    "missing from the view (the reconcile restores it from the branch)",
+	driftBehind:     "older than the branch (the reconcile updates it)",
+	driftEdited:     "edited by hand, not committed yet (the reconcile commits it, merging if the branch changed too)",
+	driftExtra:      "made by hand, not on the branch yet (the reconcile commits it)",
+	driftRemoved:    "removed on the branch, still in the view (the reconcile removes it)",
+	driftStaleIndex: "differs from the branch, but the sync index says it is unchanged, so no command would notice (--fix has the reconcile read it)",
 }
 
 func (d *diagnosis) checkView() {
@@ -238,11 +238,11 @@ func (d *diagnosis) checkView() {
 		d.add(CheckView, StatusOK, why, "", nil)
 		return
 	}
-	if d.cu.SnapErr != nil {
+	if d.cu.snapErr != nil {
 		d.add(CheckView, StatusOK, "not checked: the tip cannot be read (see objects)", "", nil)
 		return
 	}
-	drift := d.cu.ViewDrift()
+	drift := d.cu.viewDrift()
 	if len(drift) == 0 {
 		d.add(CheckView, StatusOK, "the view is in step with the branch", "", nil)
 		return
@@ -250,21 +250,21 @@ func (d *diagnosis) checkView() {
 	var items []string
 	broken := 0
 	for _, v := range drift {
-		what := driftText[v.Kind]
-		if v.Kind == gitstore.DriftUnreadable {
-			what = fmt.Sprintf("cannot be read: %v", v.Err)
+		what := driftText[v.kind]
+		if v.kind == driftUnreadable {
+			what = fmt.Sprintf("cannot be read: %v", v.err)
 			broken++
 		}
-		if v.Kind == gitstore.DriftStaleIndex {
-			d.staleIndex = append(d.staleIndex, v.Path)
+		if v.kind == driftStaleIndex {
+			d.staleIndex = append(d.staleIndex, v.path)
 		}
-		if v.Data != nil {
-			if err := checkViewFile(v.Path, v.Data); err != nil {
+		if v.data != nil {
+			if err := checkViewFile(v.path, v.data); err != nil {
 				what += "; but it does not parse, so it stays uncommitted until fixed: " + text.OneLine(err.Error())
 				broken++
 			}
 		}
-		items = append(items, d.showView(v.Path)+": "+what)
+		items = append(items, d.showView(v.path)+": "+what)
 	}
 	d.reconcile = true
 	hint := "run orch doctor --fix: it runs the reconcile every orch command runs (restores, updates and removes view files, commits hand edits)"
@@ -312,11 +312,11 @@ func (d *diagnosis) checkConflicts() {
 		d.add(CheckConflicts, StatusOK, why, "", nil)
 		return
 	}
-	if d.cu.SnapErr != nil {
+	if d.cu.snapErr != nil {
 		d.add(CheckConflicts, StatusOK, "not checked: the tip cannot be read (see objects)", "", nil)
 		return
 	}
-	cfs := d.cu.Conflicts()
+	cfs := d.cu.conflicts()
 	if len(cfs) == 0 {
 		d.add(CheckConflicts, StatusOK, "no file in conflict", "", nil)
 		return
@@ -325,15 +325,15 @@ func (d *diagnosis) checkConflicts() {
 	open := 0
 	example := ""
 	for _, cf := range cfs {
-		name := d.showView(cf.Path)
-		if cf.Changed {
+		name := d.showView(cf.path)
+		if cf.changed {
 			d.reconcile = true
 			items = append(items, name+": changed since the conflict was found (your resolution): the reconcile commits it")
 			continue
 		}
 		open++
-		resolve := fmt.Sprintf("git show %s:%s > %s", d.branch(), cf.Path, name)
-		if cf.BranchGone {
+		resolve := fmt.Sprintf("git show %s:%s > %s", d.branch(), cf.path, name)
+		if cf.branchGone {
 			resolve = "rm " + name
 		}
 		if example == "" {
@@ -352,12 +352,12 @@ func (d *diagnosis) checkConflicts() {
 	d.add(CheckConflicts, StatusProblem, summarizeItems(len(items), "files in conflict", items), hint, list)
 }
 
-func describeConflicts(cf gitstore.ConflictedFile) string {
-	if cf.BranchGone {
+func describeConflicts(cf conflictedFile) string {
+	if cf.branchGone {
 		return "edited in the view, removed from the state branch"
 	}
 	var parts []string
-	for _, c := range cf.Conflicts {
+	for _, c := range cf.conflicts {
 		if c.Key == "" {
 			parts = append(parts, "the body")
 		} else {

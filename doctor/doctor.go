@@ -11,6 +11,7 @@ import (
 
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
+	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -163,7 +164,7 @@ func Run(opts Options) (*Report, error) {
 type diagnosis struct {
 	st     *gitstore.Store
 	base   string // where the command runs: paths are shown relative to it
-	cu     *gitstore.Checkup
+	cu     *checkup
 	checks []Check
 
 	lockErr      error // the orch lock could not be taken to look
@@ -197,13 +198,13 @@ func (d *diagnosis) report() *Report {
 
 func diagnose(st *gitstore.Store, base string) *diagnosis {
 	d := &diagnosis{st: st, base: base}
-	release, err := st.DoctorLock(false)
+	release, err := st.DoctorLock(false, lockWait)
 	if err != nil {
 		d.lockErr = err
 	} else {
 		defer release()
 	}
-	d.cu = st.Checkup()
+	d.cu = newCheckup(st)
 	d.checkStateBranch()
 	d.checkHistory()
 	d.checkObjects()
@@ -312,9 +313,6 @@ func summarizeItems(n int, what string, items []string) string {
 	return fmt.Sprintf("%d %s: %s", n, what, strings.Join(clip(items, 3), "; "))
 }
 
-// oneLine puts a text that may span lines (an error, a conflicting value)
-// on one line of the report.
-
 func clip(l []string, n int) []string {
 	if len(l) <= n {
 		return l
@@ -340,20 +338,20 @@ func repair(opts Options, st *gitstore.Store, d *diagnosis) (done, failed map[st
 			did(CheckPrivate, "removed %s", d.show(p))
 		}
 	}
-	release, err := st.DoctorLock(true)
+	release, err := st.DoctorLock(true, lockWait)
 	if err != nil {
 		fail(CheckStaleLock, "nothing repaired: %v", err)
 		return done, failed, nil
 	}
 	for _, p := range d.staleLocks {
-		if ok, err := st.RemoveStaleRefLock(p); err != nil {
+		if ok, err := removeStaleRefLock(st, p); err != nil {
 			fail(CheckStaleLock, "cannot remove %s: %v", d.show(p), err)
 		} else if ok {
 			did(CheckStaleLock, "removed %s", d.show(p))
 		}
 	}
 	if d.staleNote {
-		if err := st.RemoveStaleLockOwnerNote(); err != nil {
+		if err := st.Repo.RemoveStaleLockOwnerNote(); err != nil {
 			fail(CheckStaleLock, "%v", err)
 		} else {
 			did(CheckStaleLock, "removed the stale ref-lock-owner note")
@@ -398,7 +396,7 @@ func repair(opts Options, st *gitstore.Store, d *diagnosis) (done, failed map[st
 		}
 	}
 	if d.rebuildCache {
-		if kept, err := st.RebuildCache(); err != nil {
+		if kept, err := statecache.Rebuild(st.CachePath(), st.Ref); err != nil {
 			fail(CheckCache, "cannot rebuild it: %v", err)
 		} else if kept {
 			did(CheckCache, "rebuilt it from the branch (the view's sync index kept)")
@@ -407,7 +405,7 @@ func repair(opts Options, st *gitstore.Store, d *diagnosis) (done, failed map[st
 		}
 	}
 	if len(d.staleIndex) > 0 {
-		if err := st.DistrustViewStat(d.staleIndex); err != nil {
+		if err := distrustViewStat(st, d.staleIndex); err != nil {
 			fail(CheckView, "cannot update the sync index: %v", err)
 		}
 	}

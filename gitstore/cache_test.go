@@ -91,7 +91,7 @@ func TestCacheRebuiltWhenDamaged(t *testing.T) {
 	t.Parallel()
 	dir := cacheRepo(t)
 	st := checkSummaries(t, dir, "first open")
-	path := st.cachePath()
+	path := st.CachePath()
 	closeStore(t, st)
 	good, err := os.ReadFile(path)
 	if err != nil {
@@ -222,7 +222,7 @@ func TestCacheOtherStateBranch(t *testing.T) {
 	t.Parallel()
 	dir := cacheRepo(t)
 	st := openStore(t, dir)
-	mainCache := st.cachePath()
+	mainCache := st.CachePath()
 	closeStore(t, st)
 
 	other, err := Open(Options{Dir: dir, StateBranch: "orch-test"})
@@ -232,7 +232,7 @@ func TestCacheOtherStateBranch(t *testing.T) {
 	if err := other.Lock(); err != nil {
 		t.Fatal(err)
 	}
-	if other.cachePath() == mainCache {
+	if other.CachePath() == mainCache {
 		t.Fatal("two state branches share a cache file")
 	}
 	if other.Exists() || len(other.Summaries()) != 0 {
@@ -241,7 +241,7 @@ func TestCacheOtherStateBranch(t *testing.T) {
 	// Planting orch's cache under the other branch's name changes nothing.
 	b, _ := os.ReadFile(mainCache)
 	other.Close()
-	testgit.WriteFile(t, other.cachePath(), string(b))
+	testgit.WriteFile(t, other.CachePath(), string(b))
 	other2, err := Open(Options{Dir: dir, StateBranch: "refs/heads/orch-test"})
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,10 @@
 // races it (viewwrite.go). It answers the workflow's
 // questions about tasks from their summaries, and walks the branch's
 // history (history.go). trailers.go spells the trailers that end orch's
-// commit messages, and writes and reads them. doctor.go is orch doctor's
-// look at all of it, outside the normal open, with the few repairs that
-// path cannot make.
+// commit messages, and writes and reads them. orch doctor (package doctor)
+// reads all of it outside the normal open; the store lends it only what is
+// its own: DoctorLock (lock.go), its temp files (temps.go), and small looks
+// at the view and the sync index (ViewFiles, ViewStat, ReadViewFile).
 //
 // It stands on three packages, which it calls and which never call it:
 // gitrepo, the git plumbing (the repository, objects, refs, remotes,

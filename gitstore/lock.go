@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,6 +59,37 @@ func acquireLock(path string, timeout time.Duration) (*fileLock, error) {
 		return nil, err
 	}
 	return finishLock(f, path), nil
+}
+
+// DoctorLock takes the orch lock for orch doctor, waiting at most wait
+// (then *ErrLockTimeout): shared to look, exclusive to repair. It stays
+// with the store, whose lock file, flock protocol and holder record it is,
+// and it loads nothing (Lock loads, and trusts, the cache). Looking creates
+// nothing: without a lock file no orch process holds the lock.
+func (st *Store) DoctorLock(exclusive bool, wait time.Duration) (release func(), err error) {
+	path := filepath.Join(st.priv, "lock")
+	if exclusive {
+		l, err := acquireLock(path, wait)
+		if err != nil {
+			return nil, err
+		}
+		return l.release, nil
+	}
+	f, err := privfile.Open(path, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := waitFlock(f, path, syscall.LOCK_SH, wait); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 // waitFlock polls flock(how|LOCK_NB) on f until it succeeds or timeout

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/orch-tool/orch/internal/testgit"
 )
 
 // A wait that times out leaves nothing behind: no goroutine still blocked in
@@ -115,4 +117,33 @@ func descriptorsOf(t *testing.T, path string) int {
 		}
 	}
 	return n
+}
+
+// Looking takes a shared lock and creates nothing; a held exclusive lock
+// makes it wait, then fail.
+func TestDoctorLock(t *testing.T) {
+	dir := testgit.MakeRepo(t)
+	st, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := st.DoctorLock(false, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if _, err := os.Stat(st.PrivDir()); !os.IsNotExist(err) {
+		t.Fatalf("looking created %s", st.PrivDir())
+	}
+	held, err := st.DoctorLock(true, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held()
+	st2, _ := Open(Options{Dir: dir})
+	if _, err := st2.DoctorLock(false, 50*time.Millisecond); err == nil {
+		t.Fatal("shared lock taken while held exclusively")
+	} else if _, ok := err.(*ErrLockTimeout); !ok {
+		t.Fatalf("error %T %v", err, err)
+	}
 }

@@ -165,7 +165,7 @@ func (st *Store) reconcileConflicted(p string, pol Policy, rep *Reconciled, ie *
 				return nil
 			}
 		}
-		rep.Conflicts[p] = st.describeConflict(p, ie.Blob, wdata, r)
+		rep.Conflicts[p] = st.DescribeConflict(p, ie.Blob, wdata, r)
 		return nil
 	}
 	if w == ie.ConflictW {
@@ -253,7 +253,9 @@ func (st *Store) resolutionBase(p string, b, seenR plumbing.Hash, wdata []byte) 
 	return out.Src
 }
 
-func (st *Store) describeConflict(p string, b plumbing.Hash, wdata []byte, r plumbing.Hash) []taskfile.Conflict {
+// DescribeConflict says what conflicts in view file p (wdata) edited from
+// blob b while the branch changed it to r: the fields, else the whole file.
+func (st *Store) DescribeConflict(p string, b plumbing.Hash, wdata []byte, r plumbing.Hash) []taskfile.Conflict {
 	generic := []taskfile.Conflict{{Key: "", Ours: "edited in the view", Theirs: "changed on the state branch"}}
 	if !isTaskPath(p) {
 		return generic

@@ -151,7 +151,8 @@ func (st *Store) claimView() {
 	_ = os.WriteFile(p, []byte(st.Ref+"\n"), 0o666)
 }
 
-func (st *Store) cachePath() string {
+// CachePath is the state cache file of the state branch, in PrivDir.
+func (st *Store) CachePath() string {
 	name := "state"
 	if st.Ref != "refs/heads/"+DefaultStateBranch {
 		name = "state-" + gitrepo.HashBlob([]byte(st.Ref)).String()[:12]
@@ -179,7 +180,7 @@ func (st *Store) WritePrivate(name string, data []byte) error {
 // startCache reads the state cache file as far as its directories (see
 // statecache.Start), as Options asked; nil when there is no usable file.
 func (st *Store) startCache() *statecache.Loading {
-	return statecache.Start(st.cachePath(), st.Ref, st.mapCache)
+	return statecache.Start(st.CachePath(), st.Ref, st.mapCache)
 }
 
 // testHookBeforeLock, when set by a test, runs in Lock between reading the
@@ -247,7 +248,7 @@ func (st *Store) Close() error {
 		// missing or stale, so failing to save it is no failure of the
 		// command: one that committed must not report an error (a retried
 		// orch new would make the task twice).
-		if serr := st.cache.Save(st.cachePath()); serr != nil {
+		if serr := st.cache.Save(st.CachePath()); serr != nil {
 			st.note("could not save the state cache (%v); the next command rebuilds it", serr)
 		}
 		st.dirty = false

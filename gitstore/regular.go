@@ -34,7 +34,7 @@ func (st *Store) NotRegularPrivateFiles() []*privfile.ErrNotRegular {
 // checkPrivateFiles refuses to go on when a file orch is about to read or
 // write in the private state is not a regular file.
 func (st *Store) checkPrivateFiles() error {
-	for _, p := range []string{st.cachePath(), statecache.JournalPath(st.cachePath()), filepath.Join(st.priv, "view-owner"), filepath.Join(st.priv, "clone-id"), st.Repo.LockOwnerFile} {
+	for _, p := range []string{st.CachePath(), statecache.JournalPath(st.CachePath()), filepath.Join(st.priv, "view-owner"), filepath.Join(st.priv, "clone-id"), st.Repo.LockOwnerFile} {
 		if err := privfile.Check(p); err != nil {
 			return err
 		}

@@ -41,6 +41,25 @@ func statMatches(ie *statecache.IndexEntry, s fileStat) bool {
 	return !ie.Racy && ie.Size == s.size && ie.Mtime == s.mtime && ie.Ctime == s.ctime && ie.Ino == s.ino
 }
 
+// ViewStat reports whether the view holds branch path p as a regular file
+// and whether, by its stat data, it is the file sync-index entry ie
+// recorded (never for a nil ie): what lets the reconcile skip reading it.
+func (st *Store) ViewStat(p string, ie *statecache.IndexEntry) (present, unchanged bool) {
+	ws, ok := lstatPath(viewPath(st.View, p))
+	return ok, ok && ie != nil && statMatches(ie, ws)
+}
+
+// ViewFiles lists the branch paths of the files orch mirrors that Open's
+// view scan found (nil without a view), for orch doctor.
+func (st *Store) ViewFiles() []string {
+	if st.scan == nil {
+		return nil
+	}
+	var out []string
+	st.scan.wait().each(func(p string) { out = append(out, p) })
+	return out
+}
+
 // viewScan is one pass over the view directory: the stat data of every file
 // orch mirrors. It runs in the background from Open so that its system calls
 // overlap with taking the lock and loading the caches; it is only ever used

@@ -185,7 +185,7 @@ func TestReconcileCacheBadAfterDirs(t *testing.T) {
 	t.Parallel()
 	dir := viewRepo(t, "T-crc001", "T-crc002")
 	st := openStore(t, dir)
-	path := st.cachePath()
+	path := st.CachePath()
 	closeStore(t, st)
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -26,6 +26,10 @@ func emptySnapshot(objs *gitrepo.ObjectStore) *Snapshot {
 	return &Snapshot{dirs: map[string]*gitrepo.Tree{"": {}}, objs: objs}
 }
 
+// Trees are the directories read, by path ("" is the root): for orch
+// doctor to compare with the state cache's. Callers must not change them.
+func (s *Snapshot) Trees() map[string]*gitrepo.Tree { return s.dirs }
+
 // Get returns the blob id at path.
 func (s *Snapshot) Get(path string) (plumbing.Hash, bool) {
 	dir, name := splitPath(path)

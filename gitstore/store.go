@@ -162,9 +162,14 @@ func (st *Store) note(format string, a ...any) {
 	st.notes = append(st.notes, fmt.Sprintf(format, a...))
 }
 
-// SnapshotOf loads the tree of any commit.
+// SnapshotOf loads the tree of any commit. Before Lock (no state cache
+// loaded, as orch doctor looks) it reads every tree from the objects.
 func (st *Store) SnapshotOf(h plumbing.Hash) (*Snapshot, error) {
-	return loadSnapshot(st.objs, h, st.cache.Dirs)
+	var reuse map[string]*gitrepo.Tree
+	if st.cache != nil {
+		reuse = st.cache.Dirs
+	}
+	return loadSnapshot(st.objs, h, reuse)
 }
 
 // MergeBase returns a best common ancestor of a and b (ZeroHash if none).

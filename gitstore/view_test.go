@@ -669,7 +669,7 @@ func TestReconcileRacyEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := statecache.Load(st.cachePath(), st.Ref, false)
+	cache := statecache.Load(st.CachePath(), st.Ref, false)
 	ws, ok := lstatPath(viewFile(dir, p))
 	if !ok || cache.Index.Get(p) == nil {
 		t.Fatal("setup: no index entry")
@@ -683,7 +683,7 @@ func TestReconcileRacyEdit(t *testing.T) {
 	e.Size, e.Mtime, e.Ctime, e.Ino = ws.size, ws.mtime, ws.ctime, ws.ino
 	e.Racy = true
 	e.MarkChanged()
-	if err := cache.Save(st.cachePath()); err != nil {
+	if err := cache.Save(st.CachePath()); err != nil {
 		t.Fatal(err)
 	}
 

@@ -56,7 +56,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/orch-tool/orch/gitstore/gitrepo"
-	"github.com/orch-tool/orch/gitstore/privfile"
 	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -635,29 +634,4 @@ func (st *Store) IgnoredViewFiles() []IgnoredFile {
 		}
 	}
 	return out
-}
-
-// removeLeftoverTemps cleans up the temp files a killed orch left in the
-// view (only the holder of the lock writes them, so none is in use). A
-// .orch-new-* was never finished: removed. A .orch-tmp-* holding a version
-// orch knows (a blob in the repository: its own new file, or a view version
-// it displaced) is removed; one holding anything else can only be a save
-// that raced a killed orch, and goes to recovered/.
-func (st *Store) removeLeftoverTemps() {
-	for _, p := range st.TempFiles(0) {
-		if filepath.Dir(p) == filepath.Clean(st.priv) {
-			continue // the cache's: the cache save replaces them
-		}
-		_ = st.RemoveTempFile(p)
-	}
-}
-
-// leftoverHoldsASave reports whether a leftover .orch-tmp-* file holds
-// text orch does not know (see removeLeftoverTemps).
-func (st *Store) leftoverHoldsASave(p string) bool {
-	data, err := privfile.Read(p)
-	if err != nil {
-		return false
-	}
-	return len(data) > 0 && !st.objs.Has(gitrepo.HashBlob(data))
 }

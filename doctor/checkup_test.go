@@ -1,4 +1,4 @@
-package gitstore
+package doctor
 
 import (
 	"os"
@@ -9,41 +9,32 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/orch-tool/orch/gitstore"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/gitstore/statecache"
 	"github.com/orch-tool/orch/internal/testgit"
 )
 
-// checkup opens the store around dir without locking it, as orch doctor
-// does, and looks.
-func checkup(t *testing.T, dir string) (*Store, *Checkup) {
-	t.Helper()
-	st, err := Open(Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st, st.Checkup()
-}
-
 func TestDoctorHealthyStore(t *testing.T) {
 	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa", "T-bbbbbb")
-	st, cu := checkup(t, dir)
-	if cu.TipErr != nil || cu.SnapErr != nil || cu.Tip.String() != tip(t, dir) {
-		t.Fatalf("tip %s %v %v, want %s", cu.Tip, cu.TipErr, cu.SnapErr, tip(t, dir))
+	st, cu := checkupOf(t, dir)
+	if cu.tipErr != nil || cu.snapErr != nil || cu.tip.String() != tip(t, dir) {
+		t.Fatalf("tip %s %v %v, want %s", cu.tip, cu.tipErr, cu.snapErr, tip(t, dir))
 	}
-	if h := cu.Cache(); !h.Exists || h.Stale || len(h.Corrupt) > 0 || h.Tasks != 2 {
+	if h := cu.cacheHealth(); !h.exists || h.stale || len(h.corrupt) > 0 || h.tasks != 2 {
 		t.Fatalf("cache: %+v", h)
 	}
-	if d := cu.ViewDrift(); len(d) > 0 {
+	if d := cu.viewDrift(); len(d) > 0 {
 		t.Fatalf("drift: %+v", d)
 	}
-	if c := cu.Conflicts(); len(c) > 0 {
+	if c := cu.conflicts(); len(c) > 0 {
 		t.Fatalf("conflicts: %+v", c)
 	}
-	if o := cu.Objects(); len(o.Missing) > 0 || o.Files != 4 {
+	if o := cu.objects(); len(o.missing) > 0 || o.files != 4 {
 		t.Fatalf("objects: %+v", o)
 	}
-	if l := st.RefLockFiles(); len(l) > 0 {
+	if l := refLocks(st); len(l) > 0 {
 		t.Fatalf("locks: %+v", l)
 	}
 	if tf := st.TempFiles(0); len(tf) > 0 {
@@ -53,7 +44,7 @@ func TestDoctorHealthyStore(t *testing.T) {
 
 // A view file whose content changed while its stat data still matches the
 // sync index: the reconcile trusts the stat data and never notices; the
-// doctor reads the file, and DistrustViewStat makes the reconcile read it.
+// doctor reads the file, and distrustViewStat makes the reconcile read it.
 func TestDoctorStaleIndex(t *testing.T) {
 	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa")
@@ -63,43 +54,43 @@ func TestDoctorStaleIndex(t *testing.T) {
 	edited := strings.Replace(orig, "priority: P2", "priority: P1", 1)
 	testgit.WriteFile(t, full, edited)
 	// Make the index claim the edited file is the committed blob.
-	st, _ := checkup(t, dir)
-	c := statecache.Load(st.cachePath(), st.Ref, false)
+	st, _ := checkupOf(t, dir)
+	c := statecache.Load(st.CachePath(), st.Ref, false)
 	ie := c.Index.Get(p)
-	ws, ok := lstatPath(full)
-	if ie == nil || !ok {
+	if ie == nil {
 		t.Fatal("no index entry or view file")
 	}
-	ie.Size, ie.Mtime, ie.Ctime, ie.Ino, ie.Racy = ws.size, ws.mtime, ws.ctime, ws.ino, false
+	forgeStat(t, full, &ie.Size, &ie.Mtime, &ie.Ctime, &ie.Ino)
+	ie.Racy = false
 	ie.MarkChanged()
-	if err := c.Save(st.cachePath()); err != nil {
+	if err := c.Save(st.CachePath()); err != nil {
 		t.Fatal(err)
 	}
 	before := tip(t, dir)
-	rep, _ := reconcile(t, dir)
+	rep := reconcile(t, dir)
 	if len(rep.Committed) > 0 || tip(t, dir) != before {
 		t.Fatalf("the reconcile noticed after all: %+v", rep)
 	}
 
-	st, cu := checkup(t, dir)
-	drift := cu.ViewDrift()
-	if len(drift) != 1 || drift[0].Path != p || drift[0].Kind != DriftStaleIndex {
+	st, cu := checkupOf(t, dir)
+	drift := cu.viewDrift()
+	if len(drift) != 1 || drift[0].path != p || drift[0].kind != driftStaleIndex {
 		t.Fatalf("drift: %+v", drift)
 	}
-	release, err := st.DoctorLock(true)
+	release, err := st.DoctorLock(true, lockWait)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DistrustViewStat([]string{p}); err != nil {
+	if err := distrustViewStat(st, []string{p}); err != nil {
 		t.Fatal(err)
 	}
 	release()
-	rep, _ = reconcile(t, dir)
+	rep = reconcile(t, dir)
 	if len(rep.Committed) != 1 || showFile(t, dir, "orch", p) != edited {
 		t.Fatalf("hand edit not committed: %+v", rep)
 	}
-	if _, cu := checkup(t, dir); len(cu.ViewDrift()) > 0 {
-		t.Fatalf("still out of step: %+v", cu.ViewDrift())
+	if _, cu := checkupOf(t, dir); len(cu.viewDrift()) > 0 {
+		t.Fatalf("still out of step: %+v", cu.viewDrift())
 	}
 }
 
@@ -110,16 +101,16 @@ func TestDoctorViewDriftKinds(t *testing.T) {
 	testgit.WriteFile(t, viewFile(dir, "tasks/new.md"), "---\ntitle: New\n---\n")
 	testgit.WriteFile(t, viewFile(dir, taskPath("T-bbbbbb")), taskDoc("T-bbbbbb", "Edited", "incoming", "x"))
 	gitMoveBranch(t, dir, "moved", taskPath("T-cccccc"), taskDoc("T-cccccc", "Moved", "incoming", "y"))
-	_, cu := checkup(t, dir)
+	_, cu := checkupOf(t, dir)
 	got := map[string]string{}
-	for _, d := range cu.ViewDrift() {
-		got[d.Path] = d.Kind
+	for _, d := range cu.viewDrift() {
+		got[d.path] = d.kind
 	}
 	want := map[string]string{
-		taskPath("T-aaaaaa"): DriftMissing,
-		"tasks/new.md":       DriftExtra,
-		taskPath("T-bbbbbb"): DriftEdited,
-		taskPath("T-cccccc"): DriftBehind,
+		taskPath("T-aaaaaa"): driftMissing,
+		"tasks/new.md":       driftExtra,
+		taskPath("T-bbbbbb"): driftEdited,
+		taskPath("T-cccccc"): driftBehind,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("drift %v, want %v", got, want)
@@ -129,7 +120,7 @@ func TestDoctorViewDriftKinds(t *testing.T) {
 			t.Errorf("%s: %q, want %q", p, got[p], k)
 		}
 	}
-	if h := cu.Cache(); !h.Stale {
+	if h := cu.cacheHealth(); !h.stale {
 		t.Errorf("cache not stale after the branch moved: %+v", h)
 	}
 }
@@ -137,8 +128,8 @@ func TestDoctorViewDriftKinds(t *testing.T) {
 func TestDoctorCacheProblems(t *testing.T) {
 	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa")
-	st, _ := checkup(t, dir)
-	path := st.cachePath()
+	st, _ := checkupOf(t, dir)
+	path := st.CachePath()
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -148,20 +139,20 @@ func TestDoctorCacheProblems(t *testing.T) {
 	bad := append([]byte(nil), good...)
 	bad[len(bad)/2] ^= 0xff
 	testgit.WriteFile(t, path, string(bad))
-	if _, cu := checkup(t, dir); len(cu.Cache().Corrupt) == 0 {
+	if _, cu := checkupOf(t, dir); len(cu.cacheHealth().corrupt) == 0 {
 		t.Fatal("flipped byte not found")
 	}
 
 	// Another version's format.
 	testgit.WriteFile(t, path, "orch-state-cache v1\nold")
-	if _, cu := checkup(t, dir); len(cu.Cache().Corrupt) != 1 || !strings.Contains(cu.Cache().Corrupt[0], "another version of orch") {
-		t.Fatalf("old format: %+v", cu.Cache())
+	if _, cu := checkupOf(t, dir); len(cu.cacheHealth().corrupt) != 1 || !strings.Contains(cu.cacheHealth().corrupt[0], "another version of orch") {
+		t.Fatalf("old format: %+v", cu.cacheHealth())
 	}
 
 	// A cache that decodes but lies about the tip's tasks.
 	testgit.WriteFile(t, path, string(good))
 	c := statecache.Load(path, st.Ref, false)
-	var lies []*Summary
+	var lies []*statecache.Summary
 	c.Summaries.Each(func(r *statecache.Record) {
 		s := *r.Summary()
 		s.Blob = plumbing.ZeroHash
@@ -173,8 +164,8 @@ func TestDoctorCacheProblems(t *testing.T) {
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	_, cu := checkup(t, dir)
-	if h := cu.Cache(); len(h.Corrupt) != 1 || !strings.Contains(h.Corrupt[0], "task summaries differ") {
+	_, cu := checkupOf(t, dir)
+	if h := cu.cacheHealth(); len(h.corrupt) != 1 || !strings.Contains(h.corrupt[0], "task summaries differ") {
 		t.Fatalf("lying summaries: %+v", h)
 	}
 
@@ -190,50 +181,51 @@ func TestDoctorCacheProblems(t *testing.T) {
 	}
 	f.Write([]byte{0x7f, 1, 2, 3, 4, 5})
 	f.Close()
-	st, cu = checkup(t, dir)
-	if h := cu.Cache(); len(h.Corrupt) != 1 || !strings.Contains(h.Corrupt[0], "journal is damaged") {
+	_, cu = checkupOf(t, dir)
+	if h := cu.cacheHealth(); len(h.corrupt) != 1 || !strings.Contains(h.corrupt[0], "journal is damaged") {
 		t.Fatalf("torn journal: %+v", h)
 	}
 }
 
-// RebuildCache keeps the sync index (and with it the conflict marks) and
-// drops what the branch can rebuild.
+// Rebuilding the cache (statecache.Rebuild, as --fix does) keeps the sync
+// index (and with it the conflict marks) and drops what the branch can
+// rebuild.
 func TestDoctorRebuildCacheKeepsIndex(t *testing.T) {
 	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa")
 	p := taskPath("T-aaaaaa")
-	st, _ := checkup(t, dir)
-	c := statecache.Load(st.cachePath(), st.Ref, false)
+	st, _ := checkupOf(t, dir)
+	c := statecache.Load(st.CachePath(), st.Ref, false)
 	ie := c.Index.Get(p)
 	ie.ConflictW, ie.ConflictR = plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222")
 	ie.MarkChanged()
-	if err := c.Save(st.cachePath()); err != nil {
+	if err := c.Save(st.CachePath()); err != nil {
 		t.Fatal(err)
 	}
-	kept, err := st.RebuildCache()
+	kept, err := statecache.Rebuild(st.CachePath(), st.Ref)
 	if err != nil || !kept {
-		t.Fatalf("RebuildCache: %v %v", kept, err)
+		t.Fatalf("Rebuild: %v %v", kept, err)
 	}
-	c = statecache.Load(st.cachePath(), st.Ref, false)
+	c = statecache.Load(st.CachePath(), st.Ref, false)
 	if !c.Tip.IsZero() || len(c.Dirs) > 0 || c.Summaries.Len() > 0 || c.Index.Get(p) == nil || c.Index.Get(p).ConflictW.IsZero() {
 		t.Fatalf("rebuilt cache: tip %s, %d dirs, %d summaries, index %+v", c.Tip, len(c.Dirs), c.Summaries.Len(), c.Index.Get(p))
 	}
 	testgit.WriteFile(t, viewFile(dir, p), taskDoc("T-aaaaaa", "Mine", "incoming", "x"))
-	_, cu := checkup(t, dir)
-	if cf := cu.Conflicts(); len(cf) != 1 || cf[0].Path != p || !cf[0].Changed {
+	_, cu := checkupOf(t, dir)
+	if cf := cu.conflicts(); len(cf) != 1 || cf[0].path != p || !cf[0].changed {
 		t.Fatalf("conflict lost: %+v", cf)
 	}
 	closeStore(t, openStore(t, dir))
-	if _, cu := checkup(t, dir); cu.Cache().Stale || len(cu.Cache().Corrupt) > 0 {
-		t.Fatalf("not rebuilt: %+v", cu.Cache())
+	if _, cu := checkupOf(t, dir); cu.cacheHealth().stale || len(cu.cacheHealth().corrupt) > 0 {
+		t.Fatalf("not rebuilt: %+v", cu.cacheHealth())
 	}
 
 	// A cache that does not decode is removed.
-	testgit.WriteFile(t, st.cachePath(), "garbage")
-	if kept, err := st.RebuildCache(); err != nil || kept {
-		t.Fatalf("RebuildCache of garbage: %v %v", kept, err)
+	testgit.WriteFile(t, st.CachePath(), "garbage")
+	if kept, err := statecache.Rebuild(st.CachePath(), st.Ref); err != nil || kept {
+		t.Fatalf("Rebuild of garbage: %v %v", kept, err)
 	}
-	if _, err := os.Stat(st.cachePath()); !os.IsNotExist(err) {
+	if _, err := os.Stat(st.CachePath()); !os.IsNotExist(err) {
 		t.Fatalf("garbage kept: %v", err)
 	}
 }
@@ -242,21 +234,21 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 	dir := testgit.MakeRepo(t)
 	initStore(t, dir, "T-aaaaaa")
 	testgit.Git(t, dir, "remote", "add", "origin", "https://example.invalid/x.git")
-	st, _ := checkup(t, dir)
+	st, _ := checkupOf(t, dir)
 	lock := filepath.Join(st.Repo.CommonDir, "refs", "heads", "orch.lock")
 	tracking := filepath.Join(st.Repo.CommonDir, "refs", "remotes", "origin", "orch.lock")
 	testgit.WriteFile(t, lock, "")
 	testgit.WriteFile(t, tracking, "")
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(tracking, old, old)
-	locks := st.RefLockFiles()
-	if len(locks) != 2 || locks[0].Path != lock || locks[0].Stale || locks[1].Ref != "refs/remotes/origin/orch" || !locks[1].Stale {
+	locks := refLocks(st)
+	if len(locks) != 2 || locks[0].path != lock || locks[0].stale || locks[1].ref != "refs/remotes/origin/orch" || !locks[1].stale {
 		t.Fatalf("locks: %+v", locks)
 	}
-	if ok, err := st.RemoveStaleRefLock(lock); ok || err != nil {
+	if ok, err := removeStaleRefLock(st, lock); ok || err != nil {
 		t.Fatalf("a fresh lock was removed: %v %v", ok, err)
 	}
-	if ok, err := st.RemoveStaleRefLock(tracking); !ok || err != nil {
+	if ok, err := removeStaleRefLock(st, tracking); !ok || err != nil {
 		t.Fatalf("a stale lock was kept: %v %v", ok, err)
 	}
 
@@ -265,17 +257,17 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 	mt := time.Now().Add(-5 * time.Second)
 	os.Chtimes(lock, mt, mt)
 	os.Chtimes(st.Repo.LockOwnerFile, mt, mt)
-	if l := st.RefLockFiles(); len(l) != 1 || !l[0].Stale || !strings.Contains(l[0].Why, "2147483000") {
+	if l := refLocks(st); len(l) != 1 || !l[0].stale || !strings.Contains(l[0].why, "2147483000") {
 		t.Fatalf("dead orch's lock: %+v", l)
 	}
-	if _, pid, stale := st.StaleLockOwnerNote(); !stale || pid != 2147483000 {
+	if _, pid, stale := st.Repo.StaleLockOwnerNote(); !stale || pid != 2147483000 {
 		t.Fatalf("note: %d %v", pid, stale)
 	}
-	if err := st.RemoveStaleLockOwnerNote(); err != nil {
+	if err := st.Repo.RemoveStaleLockOwnerNote(); err != nil {
 		t.Fatal(err)
 	}
 	testgit.WriteFile(t, st.Repo.LockOwnerFile, "1\n") // init: alive
-	if _, _, stale := st.StaleLockOwnerNote(); stale {
+	if _, _, stale := st.Repo.StaleLockOwnerNote(); stale {
 		t.Fatal("a live process's note is stale")
 	}
 
@@ -287,7 +279,7 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 	if tf := st.TempFiles(0); len(tf) != 2 {
 		t.Fatalf("temp files: %v", tf)
 	}
-	if tf := st.TempFiles(StaleTempAge); len(tf) != 0 {
+	if tf := st.TempFiles(staleTempAge); len(tf) != 0 {
 		t.Fatalf("fresh temp files counted as stale: %v", tf)
 	}
 	if err := st.RemoveTempFile(viewFile(dir, "tasks/.other")); err == nil {
@@ -303,34 +295,26 @@ func TestDoctorRefLocksAndTempFiles(t *testing.T) {
 	}
 }
 
-// Looking takes a shared lock and creates nothing; a held exclusive lock
-// makes it wait, then fail.
-func TestDoctorLock(t *testing.T) {
+// The checkup reads the tip's trees from the objects, not from the cache it
+// checks: a cache whose tree for tasks/ keeps its id but lies about its
+// entries is found out.
+func TestDoctorCheckupTrustsNoCachedTree(t *testing.T) {
 	dir := testgit.MakeRepo(t)
-	st, err := Open(Options{Dir: dir})
-	if err != nil {
+	initStore(t, dir, "T-aaaaaa")
+	st, _ := checkupOf(t, dir)
+	c := statecache.Load(st.CachePath(), st.Ref, false)
+	d := c.Dirs[gitstore.TasksDir]
+	if d == nil || len(d.Entries) != 1 {
+		t.Fatalf("cached tasks/: %+v", d)
+	}
+	lie := append([]gitrepo.TreeEntry(nil), d.Entries...)
+	lie[0].Hash = plumbing.NewHash("3333333333333333333333333333333333333333")
+	c.Dirs[gitstore.TasksDir] = &gitrepo.Tree{Hash: d.Hash, Entries: lie}
+	if err := c.Save(st.CachePath()); err != nil {
 		t.Fatal(err)
 	}
-	release, err := st.DoctorLock(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	release()
-	if _, err := os.Stat(st.PrivDir()); !os.IsNotExist(err) {
-		t.Fatalf("looking created %s", st.PrivDir())
-	}
-	held, err := st.DoctorLock(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held()
-	old := doctorLockWait
-	doctorLockWait = 50 * time.Millisecond
-	defer func() { doctorLockWait = old }()
-	st2, _ := Open(Options{Dir: dir})
-	if _, err := st2.DoctorLock(false); err == nil {
-		t.Fatal("shared lock taken while held exclusively")
-	} else if _, ok := err.(*ErrLockTimeout); !ok {
-		t.Fatalf("error %T %v", err, err)
+	_, cu := checkupOf(t, dir)
+	if h := cu.cacheHealth(); len(h.corrupt) != 1 || !strings.Contains(h.corrupt[0], "trees differ from the tip's in tasks/") {
+		t.Fatalf("lying tree: %+v", h)
 	}
 }
