@@ -111,7 +111,7 @@ func LoadArchivedIDs(path string, tree plumbing.Hash, list func() ([]string, err
 // ReadArchivedSummaries loads the archived summaries cached at path (nil
 // when the file is missing, damaged or of another format). Layout: the
 // head, the state cache's format, then each summary as the state cache
-// encodes it. The summaries' strings point into the file's bytes.
+// encodes it.
 func ReadArchivedSummaries(path string) []*Summary {
 	body, ok := readFramed(path, archivedSumsMagic+cacheMagic)
 	if !ok {

@@ -36,7 +36,7 @@ type Cache struct {
 	Summaries Summaries // read here, changed through PutSummary and DropSummary
 	Index     Index     // read here, changed through PutIndex and DropIndex
 
-	raw     []byte  // the file as loaded: decoded strings point into it
+	raw     []byte  // the file as loaded: records' encodings point into it
 	mapping []byte  // raw, when it is a mapping of the file (see Close)
 	gen     [8]byte // ties a journal to its base file
 	ref     string
@@ -52,7 +52,7 @@ type Cache struct {
 	delSummaries map[string]bool
 	delIndex     map[string]bool
 	journalSize  int64
-	journalRaw   [][]byte // journal batches as read: decoded strings point into them
+	journalRaw   [][]byte // journal batches as read: records' encodings point into them
 
 	overlays map[string]*dirOverlay
 }
@@ -391,9 +391,9 @@ func readFile(path string, mapped bool) (b, mapping []byte, err error) {
 	return b, nil, err
 }
 
-// Close releases the file: a mapped cache is unmapped. Everything decoded
-// from a mapped cache points into the mapping (see the package doc), so
-// nothing of it, nor the cache, may be used after Close; one read into the
+// Close releases the file: a mapped cache is unmapped. The records of a
+// mapped cache keep their encodings in the mapping (see the package doc),
+// so neither they nor the cache may be used after Close; one read into the
 // heap is left to the garbage collector.
 func (c *Cache) Close() {
 	if c.mapping != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -40,9 +39,8 @@ func (e *enc) strs(l []string) {
 	}
 }
 
-// dec reads the cache. Strings point into buf instead of being copied (buf
-// is never written after loading), which makes loading the summaries cost
-// a few allocations instead of several per task.
+// dec reads the cache. Its strings are copies; a record's undecoded rest
+// is a slice of buf (buf is never written after loading).
 type dec struct {
 	buf []byte
 	pos int
@@ -85,7 +83,7 @@ func (d *dec) str() string {
 	if n == 0 {
 		return ""
 	}
-	s := unsafe.String(&d.buf[d.pos], int(n))
+	s := string(d.buf[d.pos : d.pos+int(n)])
 	d.pos += int(n)
 	return s
 }
@@ -311,8 +309,7 @@ func (d *dec) record() (body dec, end int, ok bool) {
 
 // decodeSumRec reads what encodeSummary wrote into a record: its header,
 // with raw keeping the record's bytes for Record.summary (and for writing it
-// back unchanged). The header's queue and (normal) priority are constants;
-// its other strings point into d's bytes.
+// back unchanged).
 func decodeSumRec(d *dec, r *Record) {
 	start := d.pos
 	body, end, ok := d.record()
@@ -332,7 +329,7 @@ func decodeSumRec(d *dec, r *Record) {
 		return
 	}
 	d.pos = end
-	r.rawData, r.rawLen = &d.buf[start], uint32(end-start) // a record is at least minRecord bytes
+	r.rawBytes = d.buf[start:end:end]
 	r.rec = r
 }
 

@@ -21,26 +21,17 @@
 // when a stat can be trusted (the store's reconcile decides), nor git
 // (gitrepo has the tree type).
 //
-// # What decoded values point into
+// # What points into the file
 //
-// Decoding copies nothing: the strings of a loaded cache (tree entry names,
-// task paths and ids, the fields of a summary decoded on demand, index
-// paths) point into the file's bytes, mapped (Load with mapped) or read
-// into the heap. Close unmaps a mapped file, so nothing decoded from it may
-// be used after Close. A heap copy needs no Close: the garbage collector
-// keeps it while any of its strings is in use.
-//
-// Unmapping while decoded strings are still in use would need every one
-// of them copied out of the mapping as it is decoded. Measured (figures in
-// bench/README.md), copying them into the heap slowed orch show and orch
-// list --json, which decodes every summary, and reading the whole file
-// into the heap instead of mapping it slowed orch show more. The benefit
-// would go to long-running processes only, which read into the heap
-// anyway. So nothing is copied: the store does not close its
-// mapped cache, which lasts as long as the process (its callers use what it
-// decoded after closing the store: the reconcile's report is printed after
-// it), and a process that opens the store again and again reads the cache
-// into the heap (gitstore.Options.InMemoryCache). Close is for a caller
-// done with everything decoded, as orch doctor's repair of the sync index
-// is; and a file Load cannot use is unmapped at once.
+// Decoded strings are copies, but a record keeps its undecoded rest (a
+// summary past its header, a sync-index entry) as a slice of the file's
+// bytes, mapped (Load with mapped) or read into the heap, until it is
+// asked for. Close unmaps a mapped file, so nothing loaded from it may be
+// used after Close. The store does not close its mapped cache, which
+// lasts as long as the process (its callers use summaries after closing
+// the store); a process that opens the store again and again reads the
+// cache into the heap (gitstore.Options.InMemoryCache), which the garbage
+// collector keeps while a record is in use. Close is for a caller done
+// with everything loaded, as orch doctor's repair of the sync index is;
+// and a file Load cannot use is unmapped at once.
 package statecache

@@ -277,7 +277,7 @@ func (c *Cache) appendJournal(path string) (bool, error) {
 		}
 	}
 	for _, r := range c.Summaries.added {
-		if r.gone || r.rawData != nil {
+		if r.gone || r.rawBytes != nil {
 			continue // replaced since, or as read
 		}
 		e.b = append(e.b, opSum)

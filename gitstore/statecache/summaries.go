@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -91,22 +90,13 @@ func (h *SummaryHeader) Read(scratch *Summary) *Summary {
 // faulted in page by page) was the largest part of loading the cache.
 type Record struct {
 	SummaryHeader
-	s *Summary // decoded (or put) whole
-	// Its encoding in the loaded cache or journal (nil when put since),
-	// as a pointer and a length: a slice's capacity would be one word
-	// more in every record (see raw).
-	rawData *byte
-	rawLen  uint32
-	gone    bool // replaced or dropped since it was put
+	s        *Summary // decoded (or put) whole
+	rawBytes []byte   // its encoding in the loaded cache or journal (nil when put since)
+	gone     bool     // replaced or dropped since it was put
 }
 
 // raw is the record's encoding, nil when it was put since.
-func (r *Record) raw() []byte {
-	if r.rawData == nil {
-		return nil
-	}
-	return unsafe.Slice(r.rawData, r.rawLen)
-}
+func (r *Record) raw() []byte { return r.rawBytes }
 
 func newRecord(s *Summary) *Record {
 	r := &Record{s: s}
