@@ -96,14 +96,15 @@ func (q *engineQueue) Claim(s *Slot) (*Job, error) {
 	if j.Role == "" {
 		j.Role = e.Config.DefaultRole
 	}
-	return q.prepare(e, j, "", "claim")
+	return q.prepare(e, j, res.Task, "", "claim")
 }
 
-// prepare gives a claimed job its worktree and prompt, and closes e. With
-// --sync, the task's branch is fetched first (with e closed: no lock of
-// orch's is held across the network), so that work another clone pushed
-// is reviewed or continued here.
-func (q *engineQueue) prepare(e *workflow.Engine, j *Job, role, verb string) (*Job, error) {
+// prepare gives a claimed job (task s) its worktree and prompt, and closes
+// e. With --sync, the task's branch is fetched first (with e closed: no
+// lock of orch's is held across the network), so that work another clone
+// pushed is reviewed or continued here; the engine opened again looks the
+// task up again.
+func (q *engineQueue) prepare(e *workflow.Engine, j *Job, s *gitstore.Summary, role, verb string) (*Job, error) {
 	if q.sync != nil && j.Branch != "" {
 		repo := e.Store.Repo
 		who := e.Signature().String()
@@ -115,9 +116,13 @@ func (q *engineQueue) prepare(e *workflow.Engine, j *Job, role, verb string) (*J
 		if e, err = workflow.Open(q.as(j.Slot, verb, nil)); err != nil {
 			return j, err
 		}
+		if s = e.Store.SummaryByID(j.Task); s == nil {
+			e.Close()
+			return j, &workflow.NotFoundError{What: "task", Ref: j.Task}
+		}
 	}
 	defer e.Close()
-	p, err := e.Prepare(j.Task, role, true, true)
+	p, err := e.Prepare(s, role, true, true)
 	var rule *workflow.RuleError
 	if errors.As(err, &rule) && rule.Rule == "no_branch" {
 		return j, fmt.Errorf("%w: %v", ErrBranchMissing, err)
@@ -152,7 +157,7 @@ func (q *engineQueue) ClaimReview(s *Slot) (*Job, error) {
 	}
 	t := rc.Task.Task
 	j := &Job{Slot: s, Task: t.ID, Title: t.Title, Attempt: rc.Attempt, Role: "reviewer", Rejections: t.RejectionCount, Branch: t.Branch}
-	return q.prepare(e, j, "reviewer", "claim-review")
+	return q.prepare(e, j, rc.Task, "reviewer", "claim-review")
 }
 
 func (q *engineQueue) fence(j *Job) *workflow.Fence {

@@ -24,6 +24,11 @@ func (e *Engine) Prompt(id, role string) (string, string, error) {
 	if s == nil {
 		return "", "", &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
 	}
+	return e.promptOf(s, role)
+}
+
+// promptOf is Prompt for a task looked up already.
+func (e *Engine) promptOf(s *gitstore.Summary, role string) (string, string, error) {
 	t, err := e.Load(s)
 	if err != nil {
 		return "", "", err
@@ -204,17 +209,17 @@ type Prepared struct {
 // (--worktree, --prompt) and orch run: the task's worktree made or found
 // again, then its prompt for role. A claim whose branch is not here fails
 // with the worktree's RuleError no_branch.
-func (e *Engine) Prepare(id, role string, worktree, prompt bool) (*Prepared, error) {
+func (e *Engine) Prepare(s *gitstore.Summary, role string, worktree, prompt bool) (*Prepared, error) {
 	p := &Prepared{}
 	if worktree {
-		w, err := e.TaskWorktree(id, "")
+		w, err := e.worktreeOf(s, "")
 		if err != nil {
 			return nil, err
 		}
 		p.Worktree, p.NewWorktree = w.Path, w.Created
 	}
 	if prompt {
-		text, _, err := e.Prompt(id, role)
+		text, _, err := e.promptOf(s, role)
 		if err != nil {
 			return nil, err
 		}

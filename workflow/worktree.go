@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -54,6 +55,12 @@ func (e *Engine) TaskWorktree(id, path string) (*WorktreeResult, error) {
 	if s == nil {
 		return nil, &NotFoundError{What: "task", Ref: id, Next: Next{Advice: AdviseListTasks}}
 	}
+	return e.worktreeOf(s, path)
+}
+
+// worktreeOf is TaskWorktree for a task looked up already.
+func (e *Engine) worktreeOf(s *gitstore.Summary, path string) (*WorktreeResult, error) {
+	id := s.Task.ID
 	branch := s.Task.Branch
 	if branch == "" {
 		return nil, &RuleError{Rule: "no_branch", Msg: fmt.Sprintf("%s has no branch yet (it is %s)", id, s.Task.Queue), Next: Next{Advice: AdviseClaimWithTree, Task: id}}

@@ -115,7 +115,7 @@ type claimAnswer struct {
 // claimed finishes a claim: its worktree (made or reused: again on a
 // second run) and prompt, and the printer of its answer.
 func claimed(o *claimOptions, e *workflow.Engine, res *workflow.ClaimResult) (printer, error) {
-	p, err := e.Prepare(res.Task.Task.ID, o.Role, o.Worktree, o.Prompt)
+	p, err := e.Prepare(res.Task, o.Role, o.Worktree, o.Prompt)
 	if err != nil {
 		return nil, err
 	}
