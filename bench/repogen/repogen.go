@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -179,6 +180,36 @@ type genTask struct {
 // Generate writes the state branch into the repository at dir (a worktree
 // or a bare repository) with git fast-import.
 func Generate(dir string, o Options) (*Result, error) {
+	o = o.withDefaults()
+	rng := rand.New(rand.NewSource(o.Seed))
+	ex, err := inspect(dir, o)
+	if err != nil {
+		return nil, err
+	}
+	tl := newTimeline(o)
+	tasks := planTasks(rng, o, tl, ex.taken)
+	born, final := bySlot(tasks, o.Commits)
+
+	s, err := startStream(dir, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Main && !ex.hasMain {
+		s.writeMain(tl.at(0).Add(-time.Hour))
+	}
+	s.writeHistory(rng, o, tl, ex.parent, born, final)
+	if err := s.finish(); err != nil {
+		return nil, err
+	}
+	res := &Result{Commits: o.Commits, Bytes: s.cw.n}
+	for _, t := range tasks {
+		res.Tasks = append(res.Tasks, t.Task)
+	}
+	return res, nil
+}
+
+// withDefaults fills in the zero fields of o with the defaults documented on Options.
+func (o Options) withDefaults() Options {
 	if o.Commits < 1 {
 		o.Commits = 1
 	}
@@ -197,226 +228,292 @@ func Generate(dir string, o Options) (*Result, error) {
 	if o.Env == nil {
 		o.Env = os.Environ()
 	}
-	rng := rand.New(rand.NewSource(o.Seed))
-	git := func(args ...string) (string, error) {
-		cmd := exec.Command(o.Git, args...)
-		cmd.Dir = dir
-		cmd.Env = o.Env
-		var eb bytes.Buffer
-		cmd.Stderr = &eb
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(eb.String()))
-		}
-		return strings.TrimSpace(string(out)), nil
+	return o
+}
+
+// runGit runs o's git in dir and returns its trimmed output, or an error that carries what git said.
+func runGit(dir string, o Options, args ...string) (string, error) {
+	cmd := exec.Command(o.Git, args...)
+	cmd.Dir = dir
+	cmd.Env = o.Env
+	var eb bytes.Buffer
+	cmd.Stderr = &eb
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(eb.String()))
 	}
-	taken := map[string]bool{}
-	var parent string
+	return strings.TrimSpace(string(out)), nil
+}
+
+// existing is what the repository already holds that the new history must build on or avoid.
+type existing struct {
+	parent  string          // the tip of Options.Ref when appending
+	taken   map[string]bool // task IDs already on Options.Ref, so new ones do not collide
+	hasMain bool            // refs/heads/main exists, so Options.Main leaves it alone
+}
+
+// inspect reads the tip and task IDs of o.Ref when appending, and whether main exists when o.Main asks for it.
+func inspect(dir string, o Options) (existing, error) {
+	ex := existing{taken: map[string]bool{}}
 	if o.Append {
-		tip, err := git("rev-parse", "--verify", "-q", o.Ref+"^{commit}")
+		tip, err := runGit(dir, o, "rev-parse", "--verify", "-q", o.Ref+"^{commit}")
 		if err != nil {
-			return nil, fmt.Errorf("%s does not exist: %v", o.Ref, err)
+			return ex, fmt.Errorf("%s does not exist: %v", o.Ref, err)
 		}
-		parent = tip
-		names, err := git("ls-tree", "--name-only", tip, "tasks/")
+		ex.parent = tip
+		names, err := runGit(dir, o, "ls-tree", "--name-only", tip, "tasks/")
 		if err != nil {
-			return nil, err
+			return ex, err
 		}
 		for _, n := range strings.Fields(names) {
 			n = strings.TrimPrefix(n, "tasks/")
 			if len(n) >= 8 {
-				taken[n[:8]] = true
+				ex.taken[n[:8]] = true
 			}
 		}
 	}
-	hasMain := false
 	if o.Main {
-		_, err := git("rev-parse", "--verify", "-q", "refs/heads/main")
-		hasMain = err == nil
+		_, err := runGit(dir, o, "rev-parse", "--verify", "-q", "refs/heads/main")
+		ex.hasMain = err == nil
 	}
+	return ex, nil
+}
 
-	// Commit slots: 0 .. Commits-1. Slot 0 is the init commit when the
-	// branch is created; tasks are born in the other slots (or in slot 0
-	// when it is the only one).
-	first := 0
+// timeline places the commit slots 0 .. Commits-1 at regular steps ending at Options.Now.
+//
+// Slot 0 is the init commit when the branch is created; tasks are born in
+// the other slots (or in slot 0 when it is the only one).
+type timeline struct {
+	first int // the first slot tasks are born in
+	work  int // the number of slots tasks are born in
+	start time.Time
+	step  time.Duration
+}
+
+// newTimeline is the timeline of o's commits.
+func newTimeline(o Options) timeline {
+	tl := timeline{step: 37 * time.Minute}
 	if !o.Append && o.Commits > 1 {
-		first = 1
+		tl.first = 1
 	}
-	work := o.Commits - first
-	step := 37 * time.Minute
-	start := o.Now.Add(-time.Duration(o.Commits) * step)
-	commitTime := func(slot int) time.Time { return start.Add(time.Duration(slot+1) * step).UTC().Truncate(time.Second) }
+	tl.work = o.Commits - tl.first
+	tl.start = o.Now.Add(-time.Duration(o.Commits) * tl.step)
+	return tl
+}
 
+// at is the time of the commit in slot, to the second as git records it.
+func (tl timeline) at(slot int) time.Time {
+	return tl.start.Add(time.Duration(slot+1) * tl.step).UTC().Truncate(time.Second)
+}
+
+// planTasks draws all o.Tasks tasks in creation order, each able to depend on the ones before it.
+func planTasks(rng *rand.Rand, o Options, tl timeline, taken map[string]bool) []*genTask {
 	tasks := make([]*genTask, o.Tasks)
 	for i := range tasks {
-		t := &genTask{n: i}
-		for {
-			var b strings.Builder
-			b.WriteString("T-")
-			for k := 0; k < 6; k++ {
-				b.WriteByte(IDAlphabet[rng.Intn(len(IDAlphabet))])
-			}
-			if id := b.String(); !taken[id] {
-				taken[id] = true
-				t.ID = id
-				break
-			}
-		}
-		t.title = pick(rng, verbs) + " " + pick(rng, objects) + pick(rng, suffixes)
-		t.slug = taskfile.Slug(t.title)
-		t.Path = "tasks/" + t.ID + "-" + t.slug + ".md"
-		finished := i < o.Finished
-		mixed := o.Queue == "" || finished
-		switch {
-		case finished:
-			t.Queue = taskfile.Done
-			t.finished = o.Now.Add(-FinishedAgo)
-			t.prio = weightedS(rng, priorityMix)
-		case o.Queue != "":
-			t.Queue = o.Queue
-			t.prio = "P" + fmt.Sprint(rng.Intn(4))
-		case o.OpenOnly:
-			t.Queue = weighted(rng, openMix)
-			t.prio = weightedS(rng, priorityMix)
-		default:
-			t.Queue = weighted(rng, queueMix)
-			t.prio = weightedS(rng, priorityMix)
-		}
-		t.role = "implementer"
-		if mixed && rng.Intn(10) == 0 {
-			t.role = "docs"
-		}
-		if mixed {
-			for k, n := 0, rng.Intn(4); k < n; k++ {
-				l := pick(rng, labels)
-				if !contains(t.labels, l) {
-					t.labels = append(t.labels, l)
-				}
-			}
-			if i > 0 && !finished && rng.Intn(5) == 0 {
-				for k, n := 0, 1+rng.Intn(2); k < n; k++ {
-					d := tasks[rng.Intn(i)].ID
-					if !contains(t.deps, d) {
-						t.deps = append(t.deps, d)
-					}
-				}
-			}
-		}
-		if work > 0 {
-			t.born = first + i*work/max(o.Tasks, 1)
-		}
-		t.final = t.born
-		if t.Queue != taskfile.Incoming && t.born+1 < o.Commits {
-			t.final = min(o.Commits-1, t.born+1+rng.Intn(6))
-		}
-		t.created = commitTime(t.born)
-		if finished {
-			// Created a day before it finished, not at its (recent)
-			// commit: the file's times stay in order.
-			t.created = t.finished.Add(-24 * time.Hour)
-		}
-		t.rejCount = 1
-		if t.Queue == taskfile.Escalated {
-			t.rejCount = 3
-		}
-		tasks[i] = t
+		tasks[i] = planTask(rng, o, tl, taken, tasks[:i])
 	}
-	born := make([][]*genTask, o.Commits)
-	final := make([][]*genTask, o.Commits)
+	return tasks
+}
+
+// planTask draws the next task after earlier: its ID, text, queue, labels, dependencies and commit slots.
+func planTask(rng *rand.Rand, o Options, tl timeline, taken map[string]bool, earlier []*genTask) *genTask {
+	i := len(earlier)
+	t := &genTask{n: i}
+	t.ID = newID(rng, taken)
+	t.title = pick(rng, verbs) + " " + pick(rng, objects) + pick(rng, suffixes)
+	t.slug = taskfile.Slug(t.title)
+	t.Path = "tasks/" + t.ID + "-" + t.slug + ".md"
+	finished := i < o.Finished
+	mixed := o.Queue == "" || finished
+	t.drawQueue(rng, o, finished)
+	t.role = "implementer"
+	if mixed && rng.Intn(10) == 0 {
+		t.role = "docs"
+	}
+	if mixed {
+		for k, n := 0, rng.Intn(4); k < n; k++ {
+			l := pick(rng, labels)
+			if !contains(t.labels, l) {
+				t.labels = append(t.labels, l)
+			}
+		}
+		if i > 0 && !finished && rng.Intn(5) == 0 {
+			for k, n := 0, 1+rng.Intn(2); k < n; k++ {
+				d := earlier[rng.Intn(i)].ID
+				if !contains(t.deps, d) {
+					t.deps = append(t.deps, d)
+				}
+			}
+		}
+	}
+	if tl.work > 0 {
+		t.born = tl.first + i*tl.work/max(o.Tasks, 1)
+	}
+	t.final = t.born
+	if t.Queue != taskfile.Incoming && t.born+1 < o.Commits {
+		t.final = min(o.Commits-1, t.born+1+rng.Intn(6))
+	}
+	t.created = tl.at(t.born)
+	if finished {
+		// Created a day before it finished, not at its (recent)
+		// commit: the file's times stay in order.
+		t.created = t.finished.Add(-24 * time.Hour)
+	}
+	t.rejCount = 1
+	if t.Queue == taskfile.Escalated {
+		t.rejCount = 3
+	}
+	return t
+}
+
+// newID draws a task ID that is not in taken, and marks it taken.
+func newID(rng *rand.Rand, taken map[string]bool) string {
+	for {
+		var b strings.Builder
+		b.WriteString("T-")
+		for k := 0; k < 6; k++ {
+			b.WriteByte(IDAlphabet[rng.Intn(len(IDAlphabet))])
+		}
+		if id := b.String(); !taken[id] {
+			taken[id] = true
+			return id
+		}
+	}
+}
+
+// drawQueue sets t's final queue and priority: done long ago when finished, else o.Queue or a draw from the mix.
+func (t *genTask) drawQueue(rng *rand.Rand, o Options, finished bool) {
+	switch {
+	case finished:
+		t.Queue = taskfile.Done
+		t.finished = o.Now.Add(-FinishedAgo)
+		t.prio = weightedS(rng, priorityMix)
+	case o.Queue != "":
+		t.Queue = o.Queue
+		t.prio = "P" + fmt.Sprint(rng.Intn(4))
+	case o.OpenOnly:
+		t.Queue = weighted(rng, openMix)
+		t.prio = weightedS(rng, priorityMix)
+	default:
+		t.Queue = weighted(rng, queueMix)
+		t.prio = weightedS(rng, priorityMix)
+	}
+}
+
+// bySlot indexes tasks by the slot of their first version and, when it comes later, of their final one.
+func bySlot(tasks []*genTask, commits int) (born, final [][]*genTask) {
+	born = make([][]*genTask, commits)
+	final = make([][]*genTask, commits)
 	for _, t := range tasks {
 		born[t.born] = append(born[t.born], t)
 		if t.final != t.born {
 			final[t.final] = append(final[t.final], t)
 		}
 	}
+	return born, final
+}
 
-	cmd := exec.Command(o.Git, "fast-import", "--quiet", "--done")
-	cmd.Dir = dir
-	cmd.Env = o.Env
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	stdin, err := cmd.StdinPipe()
+// checkItem is one task file waiting for validation.
+type checkItem struct {
+	path string
+	data []byte
+}
+
+// stream is one git fast-import process being written to, with task files validated beside it.
+type stream struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	errb    bytes.Buffer
+	cw      *countWriter
+	w       *bufio.Writer
+	o       Options
+	checks  chan checkItem
+	checked chan []string
+}
+
+// startStream starts git fast-import in dir and the goroutine that validates task files.
+func startStream(dir string, o Options) (*stream, error) {
+	s := &stream{o: o}
+	s.cmd = exec.Command(o.Git, "fast-import", "--quiet", "--done")
+	s.cmd.Dir = dir
+	s.cmd.Env = o.Env
+	s.cmd.Stderr = &s.errb
+	stdin, err := s.cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := s.cmd.Start(); err != nil {
 		return nil, err
 	}
-	cw := &countWriter{w: stdin}
-	w := bufio.NewWriterSize(cw, 1<<20)
+	s.stdin = stdin
+	s.cw = &countWriter{w: stdin}
+	s.w = bufio.NewWriterSize(s.cw, 1<<20)
 	// Validation runs beside the stream, so that it overlaps with
 	// fast-import (the bottleneck: it hashes and deltifies every tree).
-	type checkItem struct {
-		path string
-		data []byte
-	}
-	checks := make(chan checkItem, 256)
-	checked := make(chan []string, 1)
+	s.checks = make(chan checkItem, 256)
+	s.checked = make(chan []string, 1)
 	go func() {
 		var problems []string
-		for it := range checks {
+		for it := range s.checks {
 			if p := check(it.path, it.data); p != "" && len(problems) < 20 {
 				problems = append(problems, p)
 			}
 		}
-		checked <- problems
+		s.checked <- problems
 	}()
-	validate := func(t *genTask, data []byte) {
-		if o.Validate && (o.Tasks <= 1000 || t.n < 500 || t.n%8 == 0) {
-			checks <- checkItem{t.Path, data}
-		}
-	}
-	inline := func(path string, data []byte) {
-		fmt.Fprintf(w, "M 100644 inline %s\ndata %d\n", path, len(data))
-		w.Write(data)
-		w.WriteByte('\n')
-	}
-	commit := func(ref, who string, when time.Time, msg string, from string) {
-		fmt.Fprintf(w, "commit %s\n", ref)
-		sig := fmt.Sprintf("%s %d +0000", who, when.Unix())
-		fmt.Fprintf(w, "author %s\ncommitter %s\ndata %d\n%s\n", sig, sig, len(msg), msg)
-		if from != "" {
-			fmt.Fprintf(w, "from %s\n", from)
-		}
-	}
+	return s, nil
+}
 
-	if o.Main && !hasMain {
-		when := commitTime(0).Add(-time.Hour)
-		commit("refs/heads/main", "Dev <dev@example.com>", when, "Initial commit\n", "")
-		inline("README.md", []byte("# example project\n\nA repository with an orch state branch, generated by bench/gen.\n"))
-		inline("main.go", []byte("package main\n\nfunc main() {}\n"))
-		inline("go.mod", []byte("module example.com/project\n\ngo 1.22\n"))
+// validate queues t's file for checking when Options.Validate covers t (all of a small run, a sample of a large one).
+func (s *stream) validate(t *genTask, data []byte) {
+	if s.o.Validate && (s.o.Tasks <= 1000 || t.n < 500 || t.n%8 == 0) {
+		s.checks <- checkItem{t.Path, data}
 	}
+}
 
+// inline writes a file of the current commit, its content inline in the stream.
+func (s *stream) inline(path string, data []byte) {
+	fmt.Fprintf(s.w, "M 100644 inline %s\ndata %d\n", path, len(data))
+	s.w.Write(data)
+	s.w.WriteByte('\n')
+}
+
+// commit starts a commit on ref by who at when, on top of from when it is set.
+func (s *stream) commit(ref, who string, when time.Time, msg string, from string) {
+	fmt.Fprintf(s.w, "commit %s\n", ref)
+	sig := fmt.Sprintf("%s %d +0000", who, when.Unix())
+	fmt.Fprintf(s.w, "author %s\ncommitter %s\ndata %d\n%s\n", sig, sig, len(msg), msg)
+	if from != "" {
+		fmt.Fprintf(s.w, "from %s\n", from)
+	}
+}
+
+// writeMain writes main's first commit at when: a README, a Go file and go.mod.
+func (s *stream) writeMain(when time.Time) {
+	s.commit("refs/heads/main", "Dev <dev@example.com>", when, "Initial commit\n", "")
+	s.inline("README.md", []byte("# example project\n\nA repository with an orch state branch, generated by bench/gen.\n"))
+	s.inline("main.go", []byte("package main\n\nfunc main() {}\n"))
+	s.inline("go.mod", []byte("module example.com/project\n\ngo 1.22\n"))
+}
+
+// writeHistory writes the state branch's commits slot by slot: each task's first version, its final one, and their events.
+func (s *stream) writeHistory(rng *rand.Rand, o Options, tl timeline, parent string, born, final [][]*genTask) {
 	events := &eventLog{clone: "gen001"}
 	for slot := 0; slot < o.Commits; slot++ {
-		when := commitTime(slot)
-		var msg string
+		when := tl.at(slot)
 		var actions []string
-		actor := gitstore.Trailer{Key: gitstore.TrailerActor, Value: "lead"}
-		switch {
-		case slot == 0 && !o.Append:
-			msg = gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(workflow.ActionInit)}, actor}.Message("orch: init", "Create the orch state branch.")
-		case len(born[slot]) == 1 && len(final[slot]) == 0:
-			t := born[slot][0]
-			msg = gitstore.Trailers{{Key: gitstore.TrailerTask, Value: t.ID}, {Key: gitstore.TrailerAction, Value: string(workflow.ActionNew)}, {Key: gitstore.TrailerTo, Value: string(taskfile.Incoming)}, actor}.
-				Message(fmt.Sprintf("orch(%s): new", t.ID), "New task: "+t.title)
-		default:
-			msg = gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(importAction)}, actor}.
-				Message(fmt.Sprintf("orch: import %d tasks, %d transitions", len(born[slot]), len(final[slot])), fmt.Sprintf("Generated history (bench/gen), commit %d of %d.", slot+1, o.Commits))
-		}
 		from := ""
 		if slot == 0 && o.Append {
 			from = parent
 		}
-		commit(o.Ref, "lead <lead@orch>", when, msg, from)
+		s.commit(o.Ref, "lead <lead@orch>", when, commitMessage(o, slot, born[slot], final[slot]), from)
 		if slot == 0 && !o.Append {
-			inline("config.yaml", []byte(ConfigYAML))
+			s.inline("config.yaml", []byte(ConfigYAML))
 		}
 		for _, t := range born[slot] {
 			data := t.render(rng, t.final == t.born, when)
-			validate(t, data)
-			inline(t.Path, data)
+			s.validate(t, data)
+			s.inline(t.Path, data)
 			actions = append(actions, eventLine(when, t.ID, workflow.ActionNew, "", taskfile.Incoming, "lead"))
 			if t.final == t.born && t.Queue != taskfile.Incoming {
 				actions = append(actions, eventLine(when, t.ID, importAction, taskfile.Incoming, t.Queue, "lead"))
@@ -424,33 +521,49 @@ func Generate(dir string, o Options) (*Result, error) {
 		}
 		for _, t := range final[slot] {
 			data := t.render(rng, true, when)
-			validate(t, data)
-			inline(t.Path, data)
+			s.validate(t, data)
+			s.inline(t.Path, data)
 			actions = append(actions, eventLine(when, t.ID, importAction, taskfile.Incoming, t.Queue, pick(rng, agents)))
 		}
 		if len(actions) > 0 {
 			p, data := events.add(when, actions)
-			inline(p, data)
+			s.inline(p, data)
 		}
-		w.WriteString("\n")
+		s.w.WriteString("\n")
 	}
-	w.WriteString("done\n")
-	ferr := w.Flush()
-	stdin.Close()
-	werr := cmd.Wait()
-	close(checks)
-	problems := <-checked
+}
+
+// commitMessage is the message of the state branch's commit in slot: init, a lone `orch new`, or an import.
+func commitMessage(o Options, slot int, born, final []*genTask) string {
+	actor := gitstore.Trailer{Key: gitstore.TrailerActor, Value: "lead"}
+	switch {
+	case slot == 0 && !o.Append:
+		return gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(workflow.ActionInit)}, actor}.Message("orch: init", "Create the orch state branch.")
+	case len(born) == 1 && len(final) == 0:
+		t := born[0]
+		return gitstore.Trailers{{Key: gitstore.TrailerTask, Value: t.ID}, {Key: gitstore.TrailerAction, Value: string(workflow.ActionNew)}, {Key: gitstore.TrailerTo, Value: string(taskfile.Incoming)}, actor}.
+			Message(fmt.Sprintf("orch(%s): new", t.ID), "New task: "+t.title)
+	default:
+		return gitstore.Trailers{{Key: gitstore.TrailerAction, Value: string(importAction)}, actor}.
+			Message(fmt.Sprintf("orch: import %d tasks, %d transitions", len(born), len(final)), fmt.Sprintf("Generated history (bench/gen), commit %d of %d.", slot+1, o.Commits))
+	}
+}
+
+// finish ends the stream, waits for git fast-import and the validation, and reports what failed.
+func (s *stream) finish() error {
+	s.w.WriteString("done\n")
+	ferr := s.w.Flush()
+	s.stdin.Close()
+	werr := s.cmd.Wait()
+	close(s.checks)
+	problems := <-s.checked
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("generated task files do not validate:\n%s", strings.Join(problems, "\n"))
+		return fmt.Errorf("generated task files do not validate:\n%s", strings.Join(problems, "\n"))
 	}
 	if err := errors.Join(ferr, werr); err != nil {
-		return nil, fmt.Errorf("git fast-import: %v: %s", err, strings.TrimSpace(errb.String()))
+		return fmt.Errorf("git fast-import: %v: %s", err, strings.TrimSpace(s.errb.String()))
 	}
-	res := &Result{Commits: o.Commits, Bytes: cw.n}
-	for _, t := range tasks {
-		res.Tasks = append(res.Tasks, t.Task)
-	}
-	return res, nil
+	return nil
 }
 
 func check(path string, data []byte) string {
