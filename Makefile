@@ -4,7 +4,7 @@ BIN     ?= bin/orch
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build install test fuzz race demo bench bench-land bench-fleet gobench lint docs clean
+.PHONY: all build install test fuzz race demo bench bench-land bench-fleet gobench walk walk-ran lint docs clean
 
 all: build
 
@@ -98,6 +98,28 @@ bench-fleet: build
 		arb=$$a; [ "$$a" = default ] && arb=; \
 		$(GO) run ./bench/fleet -orch $(BIN) -clones $(FLEET_CLONES) -latency $(FLEET_LATENCY) -tasks $(FLEET_TASKS) -arbiter "$$arb"; \
 	done
+
+# The claim's walk (bench/README.md): the coordinator's claim followed
+# through the static call graph, each function once, and how often it
+# returns to a file it had left. bench/walk is a module of its own (orch's
+# go.mod does not gain golang.org/x/tools). WALK_FLAGS passes the walker's
+# flags: -merge a.go,b.go=c.go and -move pkg.f=file.go show a move's effect
+# before it is made, -funcs N the calls behind the first N pairs, -stops
+# every stop, -variants the figures of the definition's variants.
+WALK_FLAGS ?=
+walk:
+	cd bench/walk && $(GO) run . -root ../.. $(WALK_FLAGS)
+
+# The same walk over the calls that ran in one real claim (a slot of
+# coordinator.NewQueue claiming the one task of a new repository):
+# bench/walk/claim built with -cover gives the coverage profile.
+walk-ran: build
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	cd bench/walk; \
+	$(GO) build -cover -covermode=atomic -coverpkg=github.com/orch-tool/orch/... -o "$$d/claim" ./claim; \
+	mkdir "$$d/cov"; GOCOVERDIR="$$d/cov" "$$d/claim" -orch $(abspath $(BIN)); \
+	$(GO) tool covdata textfmt -i="$$d/cov" -o "$$d/claim.cov"; \
+	$(GO) run . -root ../.. -cover "$$d/claim.cov" $(WALK_FLAGS)
 
 docs:
 	$(GO) test ./cmd/orch -run '^TestDocsUpToDate$$' -count=1 -update-docs

@@ -1,0 +1,5 @@
+package b
+
+func G() {}
+
+func K() {}

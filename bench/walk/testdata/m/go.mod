@@ -1,0 +1,3 @@
+module example.com/w
+
+go 1.26
