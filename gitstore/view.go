@@ -190,27 +190,6 @@ func (st *Store) placeEdited(p string, result []byte, wdata []byte, w plumbing.H
 	return err
 }
 
-// viewWriteAge is how far in the past orch dates the view files it writes:
-// more than the coarsest timestamp tick isRacy allows for.
-const viewWriteAge = 3 * time.Second
-
-// viewDirOK reports whether the directory of view path p is a real
-// directory of the view, not a symlink to somewhere else: orch never writes
-// or removes files outside the view (the scan does not follow such links
-// either). It notes why when it is not.
-func (st *Store) viewDirOK(p string) bool {
-	d := filepath.Dir(filepath.FromSlash(p))
-	if d == "." {
-		return true
-	}
-	fi, err := os.Lstat(filepath.Join(st.View, d))
-	if err == nil && fi.IsDir() {
-		return true
-	}
-	st.note("cannot write %s: %s is not a directory (a symlink?); orch writes only inside the view", st.rel(p), st.rel(filepath.ToSlash(d)))
-	return false
-}
-
 // removeView removes a file the branch removed from the view, unless the
 // person changed it (the reconcile then reports it).
 func (st *Store) removeView(p string) {

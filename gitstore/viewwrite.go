@@ -280,6 +280,27 @@ func (st *Store) placeView(p string, data []byte, blob, expect plumbing.Hash) bo
 	return true
 }
 
+// viewDirOK reports whether the directory of view path p is a real
+// directory of the view, not a symlink to somewhere else: orch never writes
+// or removes files outside the view (the scan does not follow such links
+// either). It notes why when it is not.
+func (st *Store) viewDirOK(p string) bool {
+	d := filepath.Dir(filepath.FromSlash(p))
+	if d == "." {
+		return true
+	}
+	fi, err := os.Lstat(filepath.Join(st.View, d))
+	if err == nil && fi.IsDir() {
+		return true
+	}
+	st.note("cannot write %s: %s is not a directory (a symlink?); orch writes only inside the view", st.rel(p), st.rel(filepath.ToSlash(d)))
+	return false
+}
+
+// viewWriteAge is how far in the past orch dates the view files it writes:
+// more than the coarsest timestamp tick isRacy allows for.
+const viewWriteAge = 3 * time.Second
+
 // writeTemp writes data to a new temp file in dir, dated viewWriteAge in
 // the past, and returns its path. It is written as .orch-new-* and renamed
 // .orch-tmp-* once whole: a leftover .orch-new-* is a write a killed orch

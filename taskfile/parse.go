@@ -89,16 +89,6 @@ func (f *File) Line(key string) int {
 	return 0
 }
 
-// fileLine converts a 1-based line of the YAML text, as the YAML scanner
-// counts lines (it also breaks at U+0085, U+2028 and U+2029), to the 1-based
-// line of the file that a person's editor shows.
-func (f *File) fileLine(yamlLine int) int {
-	if yamlLine >= 1 && yamlLine <= len(f.lines) {
-		return lineOf(f.Src, f.lines[yamlLine-1])
-	}
-	return f.openLine + yamlLine
-}
-
 // Node returns the YAML value node of key.
 func (f *File) Node(key string) *yaml.Node {
 	if fl := f.field(key); fl != nil {

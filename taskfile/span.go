@@ -56,6 +56,16 @@ func (f *File) offset(line, col int) int {
 	return pos
 }
 
+// fileLine converts a 1-based line of the YAML text, as the YAML scanner
+// counts lines (it also breaks at U+0085, U+2028 and U+2029), to the 1-based
+// line of the file that a person's editor shows.
+func (f *File) fileLine(yamlLine int) int {
+	if yamlLine >= 1 && yamlLine <= len(f.lines) {
+		return lineOf(f.Src, f.lines[yamlLine-1])
+	}
+	return f.openLine + yamlLine
+}
+
 // lineEnd returns the end of the line containing pos, after its break.
 func (f *File) lineEnd(pos int) int {
 	if i := f.lineIndex(pos); i+1 < len(f.lines) {

@@ -75,28 +75,6 @@ func newCache(ref string) *Cache {
 		loadedDirs: map[string]*gitrepo.Tree{}, delSummaries: map[string]bool{}, delIndex: map[string]bool{}}
 }
 
-// PutSummary adds or replaces a summary; it returns its record.
-func (c *Cache) PutSummary(s *Summary) *Record {
-	r := newRecord(s)
-	c.Summaries.put(r)
-	return r
-}
-
-// DropSummary removes a summary.
-func (c *Cache) DropSummary(p string) {
-	c.Summaries.drop(p)
-	c.delSummaries[p] = true
-}
-
-// PutIndex adds or replaces the sync-index entry of path p.
-func (c *Cache) PutIndex(p string, ie *IndexEntry) { c.Index.put(p, ie) }
-
-// DropIndex removes the sync-index entry of path p.
-func (c *Cache) DropIndex(p string) {
-	c.Index.drop(p)
-	c.delIndex[p] = true
-}
-
 // decodeDirEntries decodes the entries of the directories decodeCacheDirs
 // read but left undecoded, unless the journal replaced them since.
 func (c *Cache) decodeDirEntries() {

@@ -141,6 +141,15 @@ func (s *Index) drop(p string) {
 	}
 }
 
+// PutIndex adds or replaces the sync-index entry of path p.
+func (c *Cache) PutIndex(p string, ie *IndexEntry) { c.Index.put(p, ie) }
+
+// DropIndex removes the sync-index entry of path p.
+func (c *Cache) DropIndex(p string) {
+	c.Index.drop(p)
+	c.delIndex[p] = true
+}
+
 // Each calls fn for every entry: the base's in path order, then the others.
 // It decodes every base entry for good (fn may keep or change one).
 func (s *Index) Each(fn func(p string, ie *IndexEntry)) {

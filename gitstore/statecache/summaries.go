@@ -206,6 +206,19 @@ func (ss *Summaries) drop(path string) bool {
 	return true
 }
 
+// PutSummary adds or replaces a summary; it returns its record.
+func (c *Cache) PutSummary(s *Summary) *Record {
+	r := newRecord(s)
+	c.Summaries.put(r)
+	return r
+}
+
+// DropSummary removes a summary.
+func (c *Cache) DropSummary(p string) {
+	c.Summaries.drop(p)
+	c.delSummaries[p] = true
+}
+
 // Each calls fn for every live record: the base's in path order, then the
 // others in the order they were put.
 func (ss *Summaries) Each(fn func(*Record)) {
