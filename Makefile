@@ -4,7 +4,7 @@ BIN     ?= bin/orch
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build install test fuzz race demo bench bench-land bench-fleet gobench walk walk-ran lint docs clean
+.PHONY: all build install test fuzz race demo bench bench-land bench-fleet bench-cache gobench walk walk-ran lint docs clean
 
 all: build
 
@@ -71,6 +71,20 @@ demo: build
 bench: build
 	./bench/run.sh $(BIN)
 	$(MAKE) --no-print-directory bench-land
+	$(MAKE) --no-print-directory bench-cache
+
+# The state cache against an embedded store (issue 45): bench/cachestore, a
+# module of its own so that bbolt stays out of orch's go.mod, on the cache
+# bin/orch builds for a generated repository of CACHE_TASKS tasks. Each
+# read and write in a fresh process, CACHE_RUNS times, against bbolt
+# holding the same records; then CACHE_READERS reader processes against one
+# writer for CACHE_SECONDS each (about two minutes); see bench/README.md.
+CACHE_TASKS   ?= 10000
+CACHE_RUNS    ?= 20
+CACHE_READERS ?= 1,4,16
+CACHE_SECONDS ?= 5
+bench-cache: build
+	cd bench/cachestore && $(GO) run . -orch $(abspath $(BIN)) -tasks $(CACHE_TASKS) -runs $(CACHE_RUNS) -readers $(CACHE_READERS) -seconds $(CACHE_SECONDS)
 
 # Landing (issue 43): orch land of one approved task against git merge
 # --no-ff (and git push) by hand, with land.check: "true", without and with
