@@ -13,6 +13,7 @@ import (
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/text"
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/land"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -213,8 +214,10 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 	}
 	lopts := land.Options{CommonDir: repo.CommonDir, Base: rep.Base, Strategy: cfg.Land.Strategy, Check: cfg.Land.Check,
 		CheckTimeout: time.Duration(cfg.Land.CheckTimeout), Scratch: scratch, Name: sig.Name, Email: sig.Email,
-		Remote: lo.Remote, Env: checkEnv(cands)}
+		Remote: lo.Remote, Env: checkEnv(cands), CheckedOut: repo.CheckedOutIn}
+	trace.Phase("land: queue read")
 	outcomes, err := land.Land(lopts, cands)
+	trace.Phase("land: step")
 	var wait *land.WaitError
 	if asWait(err, &wait) {
 		rep.Waiting = wait.Error()
@@ -255,8 +258,10 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 			lt.Outcome, lt.Escalation = "escalated", res.Escalation
 		}
 		rep.Results = append(rep.Results, lt)
+		trace.Phase("land: recorded " + c.Task)
 		if o.Landed {
 			e.cleanLanded(c)
+			trace.Phase("land: cleaned " + c.Task)
 		}
 	}
 	return rep, nil

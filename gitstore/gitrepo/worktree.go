@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+
+	"github.com/orch-tool/orch/internal/trace"
 )
 
 // Worktree is one worktree of the repository, as git worktree list sees it.
@@ -86,7 +88,9 @@ func (r *Repo) WorktreeFiles(path string) ([]WorktreeFile, error) {
 		"--untracked-files=normal", "--ignored=traditional", "--ignore-submodules=none")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	trace.Phase("git status (worktree files)")
+	if err != nil {
 		return nil, fmt.Errorf("git status in %s: %v: %s", path, err, strings.TrimSpace(errb.String()))
 	}
 	var files []WorktreeFile
