@@ -226,6 +226,14 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 	if err != nil {
 		return rep, &ExternalError{Msg: "landing failed: " + err.Error(), Next: Next{Advice: AdviseRetryCommand}}
 	}
+	// The landed tasks' worktrees are checked (a git status of every
+	// file) while the landings are recorded: both follow the commit point.
+	checks := map[string]<-chan map[string]bool{}
+	for i, o := range outcomes {
+		if o.Landed {
+			checks[cands[i].Task] = checkWorktrees(repo, "refs/heads/"+cands[i].Branch)
+		}
+	}
 	e, err = Open(opts)
 	if err != nil {
 		return rep, err
@@ -260,7 +268,7 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 		rep.Results = append(rep.Results, lt)
 		trace.Phase("land: recorded " + c.Task)
 		if o.Landed {
-			e.cleanLanded(c)
+			e.cleanLanded(c, <-checks[c.Task])
 			trace.Phase("land: cleaned " + c.Task)
 		}
 	}
@@ -487,22 +495,73 @@ func short(h string) string {
 	return h
 }
 
+// checkWorktrees finds the worktrees that have ref checked out and says,
+// for each, whether it holds nothing its commits do not (no changes,
+// untracked or ignored files: WorktreeFiles), in a goroutine of its own.
+func checkWorktrees(repo *gitrepo.Repo, ref string) <-chan map[string]bool {
+	ch := make(chan map[string]bool, 1)
+	go func() {
+		clean := map[string]bool{}
+		for _, w := range repo.CheckedOutIn(ref) {
+			files, err := repo.WorktreeFiles(w)
+			clean[w] = err == nil && len(files) == 0
+		}
+		ch <- clean
+	}()
+	return ch
+}
+
 // cleanLanded removes a landed task's worktree (unless it holds what its
 // commits do not: changes, untracked or ignored files) and, with
 // land.delete_branch, its branch (unless it moved past what landed).
-func (e *Engine) cleanLanded(c land.Candidate) {
+// clean is checkWorktrees' answer when the caller asked already (nil: it
+// asks now); a worktree it does not name is kept. The worktree goes at
+// once, as git knows it; its files are deleted by DeleteLater, with
+// whatever an earlier landing left in the trash.
+func (e *Engine) cleanLanded(c land.Candidate, clean map[string]bool) {
 	repo := e.Store.Repo
 	ref := "refs/heads/" + c.Branch
+	if clean == nil {
+		clean = <-checkWorktrees(repo, ref)
+	}
+	trash := filepath.Join(repo.CommonDir, "orch", "trash")
+	discarded := false
 	for _, w := range repo.CheckedOutIn(ref) {
-		if files, err := repo.WorktreeFiles(w); err == nil && len(files) == 0 {
-			_ = repo.RemoveWorktree(w)
+		if clean[w] {
+			if dir, _ := repo.DiscardWorktree(w, trash); dir != "" {
+				discarded = true
+			}
 		}
+	}
+	if discarded {
+		ents, _ := os.ReadDir(trash)
+		var dirs []string
+		for _, ent := range ents {
+			dirs = append(dirs, filepath.Join(trash, ent.Name()))
+		}
+		deleteLater(dirs)
 	}
 	if !e.Config.Land.DeletesBranch() || len(repo.CheckedOutIn(ref)) > 0 {
 		return
 	}
 	if h, err := repo.ReadRef(ref); err == nil && h.String() == c.Tip {
 		_ = repo.DeleteRef(ref, h)
+	}
+}
+
+// DeleteLater, when set, deletes directories in a process of its own that
+// the command does not wait for: the files of removed worktrees, which are
+// cleanup after a landing's commit point (orch sets it). Unset, in this
+// package's tests, they are deleted at once.
+var DeleteLater func(dirs []string)
+
+func deleteLater(dirs []string) {
+	if DeleteLater != nil {
+		DeleteLater(dirs)
+		return
+	}
+	for _, d := range dirs {
+		_ = os.RemoveAll(d)
 	}
 }
 
