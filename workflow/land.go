@@ -226,14 +226,6 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 	if err != nil {
 		return rep, &ExternalError{Msg: "landing failed: " + err.Error(), Next: Next{Advice: AdviseRetryCommand}}
 	}
-	// The landed tasks' worktrees are checked (a git status of every
-	// file) while the landings are recorded: both follow the commit point.
-	checks := map[string]<-chan map[string]bool{}
-	for i, o := range outcomes {
-		if o.Landed {
-			checks[cands[i].Task] = checkWorktrees(repo, "refs/heads/"+cands[i].Branch)
-		}
-	}
 	e, err = Open(opts)
 	if err != nil {
 		return rep, err
@@ -268,7 +260,7 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 		rep.Results = append(rep.Results, lt)
 		trace.Phase("land: recorded " + c.Task)
 		if o.Landed {
-			e.cleanLanded(c, <-checks[c.Task])
+			e.cleanLanded(c)
 			trace.Phase("land: cleaned " + c.Task)
 		}
 	}
@@ -495,39 +487,18 @@ func short(h string) string {
 	return h
 }
 
-// checkWorktrees finds the worktrees that have ref checked out and says,
-// for each, whether it holds nothing its commits do not (no changes,
-// untracked or ignored files: WorktreeFiles), in a goroutine of its own.
-func checkWorktrees(repo *gitrepo.Repo, ref string) <-chan map[string]bool {
-	ch := make(chan map[string]bool, 1)
-	go func() {
-		clean := map[string]bool{}
-		for _, w := range repo.CheckedOutIn(ref) {
-			files, err := repo.WorktreeFiles(w)
-			clean[w] = err == nil && len(files) == 0
-		}
-		ch <- clean
-	}()
-	return ch
-}
-
 // cleanLanded removes a landed task's worktree (unless it holds what its
 // commits do not: changes, untracked or ignored files) and, with
-// land.delete_branch, its branch (unless it moved past what landed).
-// clean is checkWorktrees' answer when the caller asked already (nil: it
-// asks now); a worktree it does not name is kept. The worktree goes at
-// once, as git knows it; its files are deleted by DeleteLater, with
-// whatever an earlier landing left in the trash.
-func (e *Engine) cleanLanded(c land.Candidate, clean map[string]bool) {
+// land.delete_branch, its branch (unless it moved past what landed). The
+// worktree goes at once, as git knows it; its files are deleted by
+// DeleteLater, with whatever an earlier landing left in the trash.
+func (e *Engine) cleanLanded(c land.Candidate) {
 	repo := e.Store.Repo
 	ref := "refs/heads/" + c.Branch
-	if clean == nil {
-		clean = <-checkWorktrees(repo, ref)
-	}
 	trash := filepath.Join(repo.CommonDir, "orch", "trash")
 	discarded := false
 	for _, w := range repo.CheckedOutIn(ref) {
-		if clean[w] {
+		if files, err := repo.WorktreeFiles(w); err == nil && len(files) == 0 {
 			if dir, _ := repo.DiscardWorktree(w, trash); dir != "" {
 				discarded = true
 			}

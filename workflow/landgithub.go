@@ -234,7 +234,7 @@ func landGitHub(opts Options, e *Engine, rep *LandReport, lo LandOptions) (*Land
 		}
 		rep.Results = append(rep.Results, lt)
 		if lt.Outcome == "landed" {
-			e.cleanLanded(f.c, nil)
+			e.cleanLanded(f.c)
 		}
 	}
 	waits()
@@ -343,7 +343,7 @@ func (e *Engine) pollLanded(found []prFinding, out *PRPoll) error {
 			imp.To, imp.Commit = string(res.To), res.Commit.String()
 			if res.To == taskfile.Done {
 				imp.Landed = f.commit
-				e.cleanLanded(f.c, nil)
+				e.cleanLanded(f.c)
 			}
 		}
 		out.Imports = append(out.Imports, imp)
