@@ -78,6 +78,15 @@ func (l *lander) follow(wt, tip, head string) (string, error) {
 // baseWorktrees are the worktrees (a person's) that have the base checked
 // out.
 func (l *lander) baseWorktrees() []string {
+	if l.o.CheckedOut != nil {
+		var wts []string
+		for _, w := range l.o.CheckedOut("refs/heads/" + l.o.Base) {
+			if w != "" {
+				wts = append(wts, w)
+			}
+		}
+		return wts
+	}
 	out, err := l.git("", "worktree", "list", "--porcelain")
 	if err != nil {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/orch-tool/orch/internal/text"
+	"github.com/orch-tool/orch/internal/trace"
 )
 
 // git runs git in dir (a worktree), or on the repository when dir is "",
@@ -32,7 +33,11 @@ func (l *lander) git(dir string, args ...string) (string, error) {
 	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if trace.On() {
+		trace.Phase("git " + strings.Join(args, " "))
+	}
+	if err != nil {
 		said := errb.String() + out.String()
 		return said, &GitError{Args: args, Err: err, Said: said}
 	}

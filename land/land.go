@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/internal/text"
+	"github.com/orch-tool/orch/internal/trace"
 )
 
 // Candidate is one approved task's work, in landing order.
@@ -39,11 +40,14 @@ type Candidate struct {
 
 // Options say where and how to land.
 type Options struct {
-	// CommonDir is the repository's git dir (its common dir); Worktrees
-	// lists the worktrees that have the base checked out (a person's).
+	// CommonDir is the repository's git dir (its common dir).
 	CommonDir string
-	Base      string // the base branch ("main")
-	Strategy  string // merge, squash or rebase
+	// CheckedOut, when set, lists the worktrees that have ref checked out
+	// now, from git's own files (gitrepo's CheckedOutIn); unset, git
+	// worktree list says.
+	CheckedOut func(ref string) []string
+	Base       string // the base branch ("main")
+	Strategy   string // merge, squash or rebase
 	// Check runs by sh -c in the scratch worktree on the merged result;
 	// "" lands without one.
 	Check        string
@@ -121,6 +125,9 @@ func Land(o Options, cands []Candidate) ([]Outcome, error) {
 type lander struct {
 	o  Options
 	wt string
+	// head is the scratch worktree's HEAD: the tip it was reset to, then
+	// each merge onto it.
+	head string
 }
 
 // land lands cands (writing their outcomes) from the base's tip now.
@@ -129,14 +136,14 @@ func (l *lander) land(cands []Candidate, out []Outcome) error {
 		if attempt >= l.o.Attempts {
 			return ErrMoved
 		}
-		tip, err := l.baseTip()
+		tip, history, err := l.baseTip()
 		if err != nil {
 			return err
 		}
 		// Landed already: a record lost after the base moved.
 		left := make([]int, 0, len(cands))
 		for i, c := range cands {
-			if commit := l.landedIn(tip, c); commit != "" {
+			if commit := landedIn(history, c); commit != "" {
 				out[i] = Outcome{Task: c.Task, Landed: true, Already: true, Commit: commit, Check: "passed"}
 				continue
 			}
@@ -228,16 +235,23 @@ func (l *lander) step(tip string, cands []Candidate, left []int, out []Outcome) 
 }
 
 // baseTip is the commit the step starts from: the remote's base (fetched
-// now) when the push is the commit point, else the local base.
-func (l *lander) baseTip() (string, error) {
+// now) when the push is the commit point, else the local base; with its
+// first-parent history since the branches' tips were approved, for
+// landedIn (one git log says both).
+func (l *lander) baseTip() (tip, history string, err error) {
+	ref := "refs/heads/" + l.o.Base
 	if l.o.Remote != "" {
-		track := "refs/remotes/" + l.o.Remote + "/" + l.o.Base
-		if _, err := l.git("", "fetch", "--quiet", "--no-tags", l.o.Remote, "+refs/heads/"+l.o.Base+":"+track); err != nil {
-			return "", fmt.Errorf("cannot fetch %s from %s: %w", l.o.Base, l.o.Remote, err)
+		ref = "refs/remotes/" + l.o.Remote + "/" + l.o.Base
+		if _, err := l.git("", "fetch", "--quiet", "--no-tags", l.o.Remote, "+refs/heads/"+l.o.Base+":"+ref); err != nil {
+			return "", "", fmt.Errorf("cannot fetch %s from %s: %w", l.o.Base, l.o.Remote, err)
 		}
-		return l.rev(track)
 	}
-	return l.rev("refs/heads/" + l.o.Base)
+	out, err := l.git("", "log", "--first-parent", "-n", "500", "--format=%H%x00%B%x01", ref+"^{commit}", "--")
+	tip, _, _ = strings.Cut(out, "\x00")
+	if err != nil || len(tip) < 40 {
+		return "", "", fmt.Errorf("the base branch %s does not exist (%s)", l.o.Base, ref)
+	}
+	return tip, out, nil
 }
 
 func (l *lander) rev(ref string) (string, error) {
@@ -248,14 +262,10 @@ func (l *lander) rev(ref string) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
-// landedIn finds, in the base's first-parent history since the branch's
-// tip was approved, the commit that landed c's tip already ("" if none).
-func (l *lander) landedIn(tip string, c Candidate) string {
-	out, err := l.git("", "log", "--first-parent", "-n", "500", "--format=%H%x00%B%x01", tip)
-	if err != nil {
-		return ""
-	}
-	for _, entry := range strings.Split(out, "\x01") {
+// landedIn finds, in the base's first-parent history (baseTip's), the
+// commit that landed c's tip already ("" if none).
+func landedIn(history string, c Candidate) string {
+	for _, entry := range strings.Split(history, "\x01") {
 		h, msg, ok := strings.Cut(strings.TrimSpace(entry), "\x00")
 		if ok && strings.Contains(msg, "\n"+TrailerTask+": "+c.Task+"\n") && strings.Contains(msg+"\n", "\n"+TrailerTip+": "+c.Tip+"\n") {
 			return h
@@ -276,12 +286,9 @@ func message(c Candidate, extra string) string {
 // merge merges c onto the scratch worktree's HEAD with the strategy, and
 // returns the new HEAD, or the conflict that stopped it.
 func (l *lander) merge(base string, c Candidate) (string, *Failure, error) {
-	head, err := l.git(l.wt, "rev-parse", "HEAD")
-	if err != nil {
-		return "", nil, err
-	}
-	head = strings.TrimSpace(head)
+	head := l.head
 	var stderr string
+	var err error
 	switch l.o.Strategy {
 	case "squash":
 		stderr, err = l.git(l.wt, "merge", "--squash", "--no-verify", c.Tip)
@@ -300,6 +307,7 @@ func (l *lander) merge(base string, c Candidate) (string, *Failure, error) {
 		}
 	default:
 		if commit, ok, err := l.mergeTree(head, c); err != nil || ok {
+			l.head = commit
 			return commit, nil, err
 		}
 		// It conflicts: git merge says where, in the worktree.
@@ -307,7 +315,8 @@ func (l *lander) merge(base string, c Candidate) (string, *Failure, error) {
 	}
 	if err == nil {
 		out, err := l.git(l.wt, "rev-parse", "HEAD")
-		return strings.TrimSpace(out), nil, err
+		l.head = strings.TrimSpace(out)
+		return l.head, nil, err
 	}
 	files, _ := l.git(l.wt, "diff", "--name-only", "--diff-filter=U")
 	if strings.TrimSpace(files) == "" && !strings.Contains(stderr, "CONFLICT") {
@@ -398,6 +407,7 @@ func (l *lander) check(base string) (*Failure, error) {
 		timeout = 20 * time.Minute
 	}
 	code, output, err := RunCheck(l.wt, l.o.Check, l.o.Env, timeout)
+	trace.Phase("land: check")
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +507,7 @@ func (l *lander) advance(tip, head string) (bool, error) {
 		}
 		_, _ = l.git("", "update-ref", "refs/remotes/"+l.o.Remote+"/"+l.o.Base, head)
 		local, err := l.rev("refs/heads/" + l.o.Base)
-		if err != nil || !l.isAncestor(local, head) {
+		if err != nil || local != tip && !l.isAncestor(local, head) {
 			return true, nil // the local base has work of its own: left as it is
 		}
 		tip = local

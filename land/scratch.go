@@ -27,8 +27,7 @@ func (l *lander) reset(tip string) error {
 
 func (l *lander) resetOnce(tip string) error {
 	// A merge or rebase a killed landing left half done.
-	if gd, err := l.git(l.wt, "rev-parse", "--absolute-git-dir"); err == nil {
-		gd = strings.TrimSpace(gd)
+	if gd := l.gitDir(); gd != "" {
 		if _, err := os.Stat(filepath.Join(gd, "MERGE_HEAD")); err == nil {
 			_, _ = l.git(l.wt, "merge", "--abort")
 		}
@@ -43,8 +42,25 @@ func (l *lander) resetOnce(tip string) error {
 	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", tip); err != nil {
 		return err
 	}
-	_, err := l.git(l.wt, "clean", "-q", "-ffdx")
-	return err
+	if _, err := l.git(l.wt, "clean", "-q", "-ffdx"); err != nil {
+		return err
+	}
+	l.head = tip
+	return nil
+}
+
+// gitDir is the scratch worktree's git dir, as its .git file names it (""
+// when it names none).
+func (l *lander) gitDir() string {
+	b, err := os.ReadFile(filepath.Join(l.wt, ".git"))
+	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if err != nil || !ok {
+		return ""
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(l.wt, gd)
+	}
+	return gd
 }
 
 // ErrBusy says another landing holds this clone's landing lock.

@@ -13,6 +13,7 @@ import (
 	"github.com/orch-tool/orch/gitstore"
 	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/text"
+	"github.com/orch-tool/orch/internal/trace"
 	"github.com/orch-tool/orch/land"
 	"github.com/orch-tool/orch/taskfile"
 )
@@ -213,8 +214,10 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 	}
 	lopts := land.Options{CommonDir: repo.CommonDir, Base: rep.Base, Strategy: cfg.Land.Strategy, Check: cfg.Land.Check,
 		CheckTimeout: time.Duration(cfg.Land.CheckTimeout), Scratch: scratch, Name: sig.Name, Email: sig.Email,
-		Remote: lo.Remote, Env: checkEnv(cands)}
+		Remote: lo.Remote, Env: checkEnv(cands), CheckedOut: repo.CheckedOutIn}
+	trace.Phase("land: queue read")
 	outcomes, err := land.Land(lopts, cands)
+	trace.Phase("land: step")
 	var wait *land.WaitError
 	if asWait(err, &wait) {
 		rep.Waiting = wait.Error()
@@ -255,8 +258,10 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 			lt.Outcome, lt.Escalation = "escalated", res.Escalation
 		}
 		rep.Results = append(rep.Results, lt)
+		trace.Phase("land: recorded " + c.Task)
 		if o.Landed {
 			e.cleanLanded(c)
+			trace.Phase("land: cleaned " + c.Task)
 		}
 	}
 	return rep, nil
@@ -484,20 +489,50 @@ func short(h string) string {
 
 // cleanLanded removes a landed task's worktree (unless it holds what its
 // commits do not: changes, untracked or ignored files) and, with
-// land.delete_branch, its branch (unless it moved past what landed).
+// land.delete_branch, its branch (unless it moved past what landed). The
+// worktree goes at once, as git knows it; its files are deleted by
+// DeleteLater, with whatever an earlier landing left in the trash.
 func (e *Engine) cleanLanded(c land.Candidate) {
 	repo := e.Store.Repo
 	ref := "refs/heads/" + c.Branch
+	trash := filepath.Join(repo.CommonDir, "orch", "trash")
+	discarded := false
 	for _, w := range repo.CheckedOutIn(ref) {
 		if files, err := repo.WorktreeFiles(w); err == nil && len(files) == 0 {
-			_ = repo.RemoveWorktree(w)
+			if dir, _ := repo.DiscardWorktree(w, trash); dir != "" {
+				discarded = true
+			}
 		}
+	}
+	if discarded {
+		ents, _ := os.ReadDir(trash)
+		var dirs []string
+		for _, ent := range ents {
+			dirs = append(dirs, filepath.Join(trash, ent.Name()))
+		}
+		deleteLater(dirs)
 	}
 	if !e.Config.Land.DeletesBranch() || len(repo.CheckedOutIn(ref)) > 0 {
 		return
 	}
 	if h, err := repo.ReadRef(ref); err == nil && h.String() == c.Tip {
 		_ = repo.DeleteRef(ref, h)
+	}
+}
+
+// DeleteLater, when set, deletes directories in a process of its own that
+// the command does not wait for: the files of removed worktrees, which are
+// cleanup after a landing's commit point (orch sets it). Unset, in this
+// package's tests, they are deleted at once.
+var DeleteLater func(dirs []string)
+
+func deleteLater(dirs []string) {
+	if DeleteLater != nil {
+		DeleteLater(dirs)
+		return
+	}
+	for _, d := range dirs {
+		_ = os.RemoveAll(d)
 	}
 }
 

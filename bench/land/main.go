@@ -2,9 +2,9 @@
 // costs per task against merging by hand, and how land.batch multiplies the
 // throughput of a slow check.
 //
-//	land -orch BIN [-runs 20] [-warmup 2] [-files 5000] [-history 1000]
-//	     [-tasks 1000] [-throughput 40] [-check 'sleep 2'] [-batches 1,4]
-//	     [-cost=false] [-v] [-keep]
+//	land -orch BIN [-baseline BIN] [-runs 20] [-warmup 2] [-files 5000]
+//	     [-history 1000] [-tasks 1000] [-throughput 40] [-check 'sleep 2']
+//	     [-batches 1,4] [-cost=false] [-v] [-keep]
 //
 // Every repository is of the same realistic size: a main branch of -files
 // source files with -history commits (git fast-import), orch init, and a
@@ -24,7 +24,13 @@
 // made, so both sides merge work forked from the same base. The runs
 // alternate (hand first on even runs, orch first on odd ones), so a busy
 // moment of the machine falls on both; the ratio is the median of orch's
-// over the median of the hand version's, in the same run.
+// over the median of the hand version's, in the same run. With -baseline,
+// another orch binary (an older build) lands as many tasks in the same
+// repository, its turn rotating with the other two, for a row of its own.
+// A landing may leave the deletion of the landed worktree's files to a
+// process of its own (the trash in the repository's private dir): before
+// the next timing the program waits, untimed, until the trash is empty, so
+// that the deletion falls on neither side, and says how long it waited.
 //
 // Throughput: -throughput approved tasks that do not conflict, land.check
 // set to -check, `orch land --all` once at each land.batch of -batches, in
@@ -58,15 +64,17 @@ import (
 )
 
 type opts struct {
-	bin     string
-	files   int
-	history int
-	tasks   int
-	env     []string
+	bin      string
+	baseline string // -baseline: another orch binary, "" for none
+	files    int
+	history  int
+	tasks    int
+	env      []string
 }
 
 func main() {
 	bin := flag.String("orch", "orch", "the orch binary")
+	baseline := flag.String("baseline", "", "another orch binary to time in the same repositories (cost per task)")
 	runs := flag.Int("runs", 20, "timed landings of each kind (cost per task)")
 	warm := flag.Int("warmup", 2, "untimed landings of each kind first")
 	files := flag.Int("files", 5000, "source files on main")
@@ -91,6 +99,10 @@ func main() {
 	}
 	loadStart := machine.Loadavg()
 	o := opts{bin: abs, files: *files, history: *history, tasks: *tasks, env: isolated(tmp)}
+	if *baseline != "" {
+		o.baseline, err = machine.Binary(*baseline)
+		check(err)
+	}
 
 	var costLines, throughLines []string
 	if *cost {
@@ -117,7 +129,7 @@ func main() {
 		}
 	}
 	fmt.Printf("%s; %s; %d cores; main: %d files, %d commits; state branch: %d tasks besides the approved ones; load average %s at the start, %s at the end\n\n",
-		version(o), strings.TrimSpace(string(out(o, "", "git", "--version"))), runtime.NumCPU(), *files, *history, *tasks, loadStart, machine.Loadavg())
+		version(o, o.bin), strings.TrimSpace(string(out(o, "", "git", "--version"))), runtime.NumCPU(), *files, *history, *tasks, loadStart, machine.Loadavg())
 	if *cost {
 		fmt.Printf("Cost per task, land.check: \"true\" (%d runs after %d warm-ups, alternating):\n\n", *runs, *warm)
 		fmt.Println("| landing | median ms | p90 ms | ratio to by hand | median CPU ms | CPU ratio |")
@@ -159,7 +171,8 @@ func isolated(tmp string) []string {
 
 // costRows lands runs+warm approved tasks one `orch land` at a time and as
 // many hand branches by git merge --no-ff (and git push with a remote),
-// alternating, and returns the two table rows.
+// and as many approved tasks by the -baseline binary, their turns
+// rotating, and returns the table rows.
 func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 	name := "cost-local"
 	if remote {
@@ -168,29 +181,61 @@ func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 	dir := makeRepo(o, tmp, name, remote)
 	setConfig(o, dir, map[string]string{"check": `"true"`})
 	n := runs + warm
-	fmt.Fprintf(os.Stderr, "land: %s: making %d approved tasks and %d hand branches\n", name, n, n)
-	ids, tips := approved(o, dir, "cost", n)
+	bins := []string{o.bin}
+	if o.baseline != "" {
+		bins = append(bins, o.baseline)
+	}
+	fmt.Fprintf(os.Stderr, "land: %s: making %d approved tasks and %d hand branches\n", name, n*len(bins), n)
+	// Each orch landing lands the next approved task, in approval order.
+	ids, tips := approved(o, dir, "cost", n*len(bins))
+	next := 0
+	landNext := func(bin string) (float64, float64) {
+		ms, cpu := landOrch(o, bin, dir, ids[next], tips[next], remote)
+		next++
+		return ms, cpu
+	}
 	hand := make([]string, n)
 	for i := range hand {
 		hand[i] = handBranch(o, dir, i)
 	}
 	fmt.Fprintf(os.Stderr, "land: %s: timing\n", name)
-	var orchT, handT, orchC, handC []float64
+	type side struct {
+		label     string
+		land      func(i int) (ms, cpu float64)
+		wall, cpu []float64
+	}
+	handLabel, orchLabel := "`git merge --no-ff <branch>` by hand", "`orch land`"
+	if remote {
+		handLabel, orchLabel = "`git merge --no-ff <branch> && git push origin main` by hand", "`orch land --push`"
+	}
+	var waits []float64
+	sides := []*side{
+		{label: handLabel, land: func(i int) (float64, float64) { return landHand(o, dir, hand[i], remote) }},
+		{label: orchLabel, land: func(i int) (float64, float64) {
+			ms, cpu := landNext(o.bin)
+			waits = append(waits, settle(dir))
+			return ms, cpu
+		}},
+	}
+	if o.baseline != "" {
+		sides = append(sides, &side{label: orchLabel + " (baseline " + filepath.Base(o.baseline) + ")", land: func(i int) (float64, float64) {
+			ms, cpu := landNext(o.baseline)
+			settle(dir)
+			return ms, cpu
+		}})
+	}
 	for i := 0; i < n; i++ {
-		var to, th, co, ch float64
-		if i%2 == 0 {
-			th, ch = landHand(o, dir, hand[i], remote)
-			to, co = landOrch(o, dir, ids[i], tips[i], remote)
-		} else {
-			to, co = landOrch(o, dir, ids[i], tips[i], remote)
-			th, ch = landHand(o, dir, hand[i], remote)
+		var said []string
+		for k := range sides {
+			sd := sides[(i+k)%len(sides)] // hand first on even runs, orch first on odd ones
+			ms, cpu := sd.land(i)
+			said = append(said, fmt.Sprintf("%s %.1f ms (CPU %.1f)", sd.label, ms, cpu))
+			if i >= warm {
+				sd.wall, sd.cpu = append(sd.wall, ms), append(sd.cpu, cpu)
+			}
 		}
 		if verbose {
-			fmt.Fprintf(os.Stderr, "land: %s run %d: by hand %.1f ms (CPU %.1f), orch %.1f ms (CPU %.1f)\n", name, i, th, ch, to, co)
-		}
-		if i >= warm {
-			orchT, handT = append(orchT, to), append(handT, th)
-			orchC, handC = append(orchC, co), append(handC, ch)
+			fmt.Fprintf(os.Stderr, "land: %s run %d: %s\n", name, i, strings.Join(said, ", "))
 		}
 	}
 	verify(o, dir, ids, tips, remote)
@@ -199,17 +244,38 @@ func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 			fail("%s: hand branch %s is not in main", name, h)
 		}
 	}
-	for _, s := range [][]float64{orchT, handT, orchC, handC} {
-		sort.Float64s(s)
+	for _, sd := range sides {
+		sort.Float64s(sd.wall)
+		sort.Float64s(sd.cpu)
 	}
-	hm, om := median(handT), median(orchT)
-	handLabel, orchLabel := "`git merge --no-ff <branch>` by hand", "`orch land`"
-	if remote {
-		handLabel, orchLabel = "`git merge --no-ff <branch> && git push origin main` by hand", "`orch land --push`"
+	sort.Float64s(waits)
+	hm, hc := median(sides[0].wall), median(sides[0].cpu)
+	rows := []string{fmt.Sprintf("| %s | %.1f | %.1f | 1.00 | %.1f | 1.00 |", handLabel, hm, percentile(sides[0].wall, 0.9), hc)}
+	for _, sd := range sides[1:] {
+		om, oc := median(sd.wall), median(sd.cpu)
+		rows = append(rows, fmt.Sprintf("| %s | %.1f | %.1f | **%.2f×** | %.1f | %.2f× |", sd.label, om, percentile(sd.wall, 0.9), om/hm, oc, oc/hc))
 	}
-	return []string{
-		fmt.Sprintf("| %s | %.1f | %.1f | 1.00 | %.1f | 1.00 |", handLabel, hm, percentile(handT, 0.9), median(handC)),
-		fmt.Sprintf("| %s | %.1f | %.1f | **%.2f×** | %.1f | %.2f× |", orchLabel, om, percentile(orchT, 0.9), om/hm, median(orchC), median(orchC)/median(handC)),
+	if w := median(waits); w > 0 {
+		fmt.Fprintf(os.Stderr, "land: %s: after each `orch land`, the deletion it left to a process of its own: median %.0f ms, p90 %.0f ms (untimed)\n", name, w, percentile(waits, 0.9))
+	}
+	return rows
+}
+
+// settle waits until the trash in dir's private dir (the files of landed
+// worktrees a landing left to a process of its own to delete) is empty,
+// and returns how long that took in ms.
+func settle(dir string) float64 {
+	trash := filepath.Join(dir, ".git", "orch", "trash")
+	start := time.Now()
+	for {
+		ents, err := os.ReadDir(trash)
+		if err != nil || len(ents) == 0 {
+			return float64(time.Since(start).Microseconds()) / 1000
+		}
+		if time.Since(start) > time.Minute {
+			fail("%s: the trash still holds %d entries after a minute", dir, len(ents))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -254,13 +320,13 @@ type landAnswer struct {
 }
 
 // landOrch lands one approved task (id, approved commit tip) by orch land
-// and returns its wall time and CPU time in ms.
-func landOrch(o opts, dir, id, tip string, remote bool) (float64, float64) {
+// (the binary bin) and returns its wall time and CPU time in ms.
+func landOrch(o opts, bin, dir, id, tip string, remote bool) (float64, float64) {
 	args := []string{"land", "--json"}
 	if remote {
 		args = append(args, "--push")
 	}
-	ans, ms, cpu := timed(o, dir, o.bin, args...)
+	ans, ms, cpu := timed(o, dir, bin, args...)
 	var a landAnswer
 	if err := json.Unmarshal(ans, &a); err != nil {
 		fail("orch land --json: %v: %s", err, ans)
@@ -424,11 +490,24 @@ func setConfig(o opts, dir string, set map[string]string) {
 }
 
 // approved makes n approved tasks, each adding landbench/<id>.txt, and
-// returns their IDs and approved commits.
+// returns their IDs and approved commits. Then, a second on, it refreshes
+// each worktree's index (git update-index --refresh), as the agent's own
+// git commands would over the minutes a task takes: git wrote the index in
+// the second it checked the files out, so every entry is racily clean
+// until an index is written later, and the first git status would read
+// and hash all the files again, which no real landing pays.
 func approved(o opts, dir, label string, n int) (ids, tips []string) {
+	var wts []string
+	defer func() {
+		time.Sleep(time.Second)
+		for _, wt := range wts {
+			out(o, wt, "git", "update-index", "-q", "--refresh")
+		}
+	}()
 	for i := 0; i < n; i++ {
 		id := jq(o, dir, "new", fmt.Sprintf("Land bench %s %d", label, i), "--json", "--jq", ".task.id")
 		wt := jq(o, dir, "claim", "--task", id, "--agent", "impl-1", "--worktree", "--json", "--jq", ".worktree")
+		wts = append(wts, wt)
 		check(os.MkdirAll(filepath.Join(wt, "landbench"), 0o777))
 		check(os.WriteFile(filepath.Join(wt, "landbench", id+".txt"), []byte("work of "+id+"\n"), 0o666))
 		out(o, wt, "git", "add", "landbench")
@@ -504,8 +583,8 @@ func out(o opts, dir, name string, args ...string) []byte {
 	return ob.Bytes()
 }
 
-func version(o opts) string {
-	cmd := exec.Command(o.bin, "version")
+func version(o opts, bin string) string {
+	cmd := exec.Command(bin, "version")
 	cmd.Env = o.env
 	b, _ := cmd.Output()
 	if f := strings.Fields(string(b)); len(f) > 0 {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -114,4 +117,23 @@ func runLand(o *landOptions) error {
 		fmt.Fprintln(o.g.io.Err, "orch: landing waits: "+ans.Waiting)
 	}
 	return nil
+}
+
+// deleteDetached deletes dirs (landed worktrees' files, moved into the
+// trash) by rm -rf in a session of its own, which neither orch's exit nor a
+// terminal's hangup stops, so that the landing does not wait for the disk.
+// Where rm cannot start, orch deletes them itself.
+func deleteDetached(dirs []string) {
+	if len(dirs) == 0 {
+		return
+	}
+	cmd := exec.Command("rm", append([]string{"-rf", "--"}, dirs...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		for _, d := range dirs {
+			_ = os.RemoveAll(d)
+		}
+		return
+	}
+	go func() { _ = cmd.Wait() }() // orch run lives on: no zombie
 }

@@ -73,6 +73,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// The checks landing runs end with orch, as its agents do.
 		land.Supervisor = []string{exe, coordinator.SupervisorCommand}
 	}
+	workflow.DeleteLater = deleteDetached
 	s := &streams{In: stdin, Out: stdout, Err: stderr}
 	if f, ok := stdin.(*os.File); ok {
 		s.InTTY = isTerminal(f)

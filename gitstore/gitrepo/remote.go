@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/orch-tool/orch/internal/trace"
 )
 
 // Talking to other clones goes through the git CLI: it knows the user's
@@ -63,7 +65,11 @@ func (r *Repo) gitBoth(args ...string) (stdout, stderr string, err error) {
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "LC_ALL=C")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	err = cmd.Run()
+	if trace.On() {
+		trace.Phase("git " + strings.Join(args, " "))
+	}
+	if err != nil {
 		return out.String(), errb.String(), &RemoteError{Args: args, Stderr: errb.String(), Err: err}
 	}
 	return out.String(), errb.String(), nil

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/orch-tool/orch/internal/trace"
 )
 
 // Worktree is one worktree of the repository, as git worktree list sees it.
@@ -97,6 +99,78 @@ func (r *Repo) RemoveWorktree(path string) error {
 	return err
 }
 
+// DiscardWorktree removes a worktree as RemoveWorktree does, for a caller
+// that found it holding nothing its commits do not, but leaves deleting its
+// files for later: deleting thousands of files once they are on disk is
+// slow, and a landing need not wait for it. It moves the worktree's
+// directory, then git's record of it (<common>/worktrees/<id>), into a new
+// directory under trash (orch's own, on the repository's file system), and
+// returns that directory for the caller to delete; git knows the worktree
+// no more, as after git worktree remove. Where it cannot move them
+// (another file system, a worktree git locked or the main one) it leaves
+// the removal to RemoveWorktree and returns "".
+func (r *Repo) DiscardWorktree(path, trash string) (string, error) {
+	admin := r.worktreeAdmin(path)
+	if admin == "" {
+		return "", r.RemoveWorktree(path)
+	}
+	if _, err := os.Lstat(filepath.Join(admin, "locked")); err == nil {
+		return "", r.RemoveWorktree(path) // git says why it refuses
+	}
+	if err := os.MkdirAll(trash, 0o700); err != nil {
+		return "", r.RemoveWorktree(path)
+	}
+	dir, err := os.MkdirTemp(trash, "worktree-")
+	if err != nil {
+		return "", r.RemoveWorktree(path)
+	}
+	if err := os.Rename(path, filepath.Join(dir, "tree")); err != nil {
+		_ = os.Remove(dir)
+		return "", r.RemoveWorktree(path)
+	}
+	if err := os.Rename(admin, filepath.Join(dir, "git")); err != nil {
+		// What git worktree prune would remove: its worktree is gone.
+		if err := os.RemoveAll(admin); err != nil {
+			return dir, err
+		}
+	}
+	_ = os.Remove(filepath.Join(r.CommonDir, "worktrees")) // as git does once it is empty
+	return dir, nil
+}
+
+// worktreeAdmin is git's record of the linked worktree at path
+// (<common>/worktrees/<id>, which its .git file names and which names it
+// back), or "" when path is not such a worktree of this repository.
+func (r *Repo) worktreeAdmin(path string) string {
+	b, err := os.ReadFile(filepath.Join(path, ".git"))
+	if err != nil {
+		return "" // a directory: the main worktree
+	}
+	admin, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return ""
+	}
+	if !filepath.IsAbs(admin) {
+		admin = filepath.Join(path, admin)
+	}
+	admin = filepath.Clean(admin)
+	if filepath.Dir(admin) != filepath.Join(filepath.Clean(r.CommonDir), "worktrees") {
+		return ""
+	}
+	back, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	if err != nil {
+		return ""
+	}
+	named := strings.TrimSpace(string(back))
+	if !filepath.IsAbs(named) {
+		named = filepath.Join(admin, named)
+	}
+	if filepath.Clean(named) != filepath.Join(filepath.Clean(path), ".git") {
+		return ""
+	}
+	return admin
+}
+
 // WorktreeFile is one path of a worktree that its commits do not hold.
 type WorktreeFile struct {
 	Path  string `json:"path"`  // relative to the worktree; a directory git reports whole ends in /
@@ -115,7 +189,9 @@ func (r *Repo) WorktreeFiles(path string) ([]WorktreeFile, error) {
 		"--untracked-files=normal", "--ignored=traditional", "--ignore-submodules=none")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	trace.Phase("git status (worktree files)")
+	if err != nil {
 		return nil, fmt.Errorf("git status in %s: %v: %s", path, err, strings.TrimSpace(errb.String()))
 	}
 	var files []WorktreeFile

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 )
 
@@ -17,6 +18,7 @@ var (
 	on    = os.Getenv("ORCH_TRACE") != ""
 	mem   = os.Getenv("ORCH_TRACE") == "mem"
 	start = time.Now()
+	mu    sync.Mutex // phases may end in goroutines of their own
 	last  = start
 )
 
@@ -29,6 +31,8 @@ func Phase(name string) {
 	if !on {
 		return
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	now := time.Now()
 	if mem {
 		name += residentMemory()
