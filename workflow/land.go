@@ -495,7 +495,7 @@ func short(h string) string {
 func (e *Engine) cleanLanded(c land.Candidate) {
 	repo := e.Store.Repo
 	ref := "refs/heads/" + c.Branch
-	trash := filepath.Join(repo.CommonDir, "orch", "trash")
+	trash := repo.TrashDir()
 	discarded := false
 	for _, w := range repo.CheckedOutIn(ref) {
 		if files, err := repo.WorktreeFiles(w); err == nil && len(files) == 0 {
@@ -505,12 +505,7 @@ func (e *Engine) cleanLanded(c land.Candidate) {
 		}
 	}
 	if discarded {
-		ents, _ := os.ReadDir(trash)
-		var dirs []string
-		for _, ent := range ents {
-			dirs = append(dirs, filepath.Join(trash, ent.Name()))
-		}
-		deleteLater(dirs)
+		deleteLater(gitrepo.TrashEntries(trash))
 	}
 	if !e.Config.Land.DeletesBranch() || len(repo.CheckedOutIn(ref)) > 0 {
 		return
@@ -520,10 +515,10 @@ func (e *Engine) cleanLanded(c land.Candidate) {
 	}
 }
 
-// DeleteLater, when set, deletes directories in a process of its own that
-// the command does not wait for: the files of removed worktrees, which are
-// cleanup after a landing's commit point (orch sets it). Unset, in this
-// package's tests, they are deleted at once.
+// DeleteLater, when set, deletes directories without the landing waiting
+// for it: the files of removed worktrees, which are cleanup after a
+// landing's commit point (cmd/orch sets it). Unset, in this package's
+// tests, they are deleted at once.
 var DeleteLater func(dirs []string)
 
 func deleteLater(dirs []string) {
@@ -531,9 +526,7 @@ func deleteLater(dirs []string) {
 		DeleteLater(dirs)
 		return
 	}
-	for _, d := range dirs {
-		_ = os.RemoveAll(d)
-	}
+	gitrepo.RemoveAll(dirs)
 }
 
 // LandData is the event of a landing, or of a landing failure (Failure

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/workflow"
 )
 
@@ -121,8 +121,10 @@ func runLand(o *landOptions) error {
 
 // deleteDetached deletes dirs (landed worktrees' files, moved into the
 // trash) by rm -rf in a session of its own, which neither orch's exit nor a
-// terminal's hangup stops, so that the landing does not wait for the disk.
-// Where rm cannot start, orch deletes them itself.
+// terminal's hangup stops, so that a command's landing does not wait for
+// the disk, as git gc --auto goes on after the git command that started
+// it. orch run deletes them itself instead, and waits for that before it
+// exits. Where rm cannot start, orch deletes them itself.
 func deleteDetached(dirs []string) {
 	if len(dirs) == 0 {
 		return
@@ -130,10 +132,8 @@ func deleteDetached(dirs []string) {
 	cmd := exec.Command("rm", append([]string{"-rf", "--"}, dirs...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		for _, d := range dirs {
-			_ = os.RemoveAll(d)
-		}
+		gitrepo.RemoveAll(dirs)
 		return
 	}
-	go func() { _ = cmd.Wait() }() // orch run lives on: no zombie
+	go func() { _ = cmd.Wait() }() // a long-lived caller reaps it
 }

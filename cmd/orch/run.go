@@ -21,6 +21,7 @@ import (
 	"github.com/orch-tool/orch/answer"
 	"github.com/orch-tool/orch/config"
 	"github.com/orch-tool/orch/coordinator"
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/text"
 	"github.com/orch-tool/orch/termboard"
 	"github.com/orch-tool/orch/workflow"
@@ -132,6 +133,18 @@ type runEvent struct {
 
 func runRun(o *runOptions) error {
 	g := o.g
+	// The files of worktrees the run's landings discard are deleted by the
+	// coordinator itself, which waits for them before it exits: nothing it
+	// starts outlives it.
+	var deleting sync.WaitGroup
+	workflow.DeleteLater = func(dirs []string) {
+		deleting.Add(1)
+		go func() {
+			defer deleting.Done()
+			gitrepo.RemoveAll(dirs)
+		}()
+	}
+	defer deleting.Wait()
 	var run *config.Run
 	var claimTimeout time.Duration
 	err := g.runPrinting(func(e *workflow.Engine, out *output) error {

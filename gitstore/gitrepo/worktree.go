@@ -138,6 +138,29 @@ func (r *Repo) DiscardWorktree(path, trash string) (string, error) {
 	return dir, nil
 }
 
+// TrashDir is where orch's landings discard worktrees (DiscardWorktree),
+// in orch's private directory.
+func (r *Repo) TrashDir() string { return filepath.Join(r.CommonDir, "orch", "trash") }
+
+// TrashEntries lists what the trash at trash holds: worktrees discarded,
+// now or by an earlier command whose deletion did not finish.
+func TrashEntries(trash string) []string {
+	ents, _ := os.ReadDir(trash)
+	dirs := make([]string, 0, len(ents))
+	for _, ent := range ents {
+		dirs = append(dirs, filepath.Join(trash, ent.Name()))
+	}
+	return dirs
+}
+
+// RemoveAll deletes dirs and everything in them; what cannot be deleted
+// stays in the trash for the next landing to try again.
+func RemoveAll(dirs []string) {
+	for _, d := range dirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
 // worktreeAdmin is git's record of the linked worktree at path
 // (<common>/worktrees/<id>, which its .git file names and which names it
 // back), or "" when path is not such a worktree of this repository.
