@@ -177,19 +177,14 @@ func sentence(rng *rand.Rand, n int) string {
 
 func pick(rng *rand.Rand, l []string) string { return l[rng.Intn(len(l))] }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
+// share is one value of a mix and its weight.
+type share[T any] struct {
+	v T
+	w int
 }
 
-func weighted(rng *rand.Rand, mix []struct {
-	q taskfile.Queue
-	w int
-}) taskfile.Queue {
+// weighted draws a value of mix, each as likely as its weight.
+func weighted[T any](rng *rand.Rand, mix []share[T]) T {
 	total := 0
 	for _, m := range mix {
 		total += m.w
@@ -197,27 +192,9 @@ func weighted(rng *rand.Rand, mix []struct {
 	n := rng.Intn(total)
 	for _, m := range mix {
 		if n < m.w {
-			return m.q
+			return m.v
 		}
 		n -= m.w
 	}
-	return mix[0].q
-}
-
-func weightedS(rng *rand.Rand, mix []struct {
-	p string
-	w int
-}) string {
-	total := 0
-	for _, m := range mix {
-		total += m.w
-	}
-	n := rng.Intn(total)
-	for _, m := range mix {
-		if n < m.w {
-			return m.p
-		}
-		n -= m.w
-	}
-	return mix[0].p
+	return mix[0].v
 }

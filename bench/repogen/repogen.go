@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,32 +125,23 @@ const FinishedAgo = 60 * 24 * time.Hour
 const IDAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 
 // queueMix is the realistic share of each queue, in percent.
-var queueMix = []struct {
-	q taskfile.Queue
-	w int
-}{
+var queueMix = []share[taskfile.Queue]{
 	{taskfile.Incoming, 30}, {taskfile.Claimed, 7}, {taskfile.Provisional, 8}, {taskfile.Rejected, 6},
 	{taskfile.NeedsContinuation, 4}, {taskfile.Blocked, 3}, {taskfile.Escalated, 2}, {taskfile.Done, 34},
 	{taskfile.Failed, 4}, {taskfile.Superseded, 2},
 }
 
 // openMix is queueMix without the finished queues.
-var openMix = func() (out []struct {
-	q taskfile.Queue
-	w int
-}) {
+var openMix = func() (out []share[taskfile.Queue]) {
 	for _, m := range queueMix {
-		if m.q != taskfile.Done && m.q != taskfile.Failed && m.q != taskfile.Superseded {
+		if m.v != taskfile.Done && m.v != taskfile.Failed && m.v != taskfile.Superseded {
 			out = append(out, m)
 		}
 	}
 	return out
 }()
 
-var priorityMix = []struct {
-	p string
-	w int
-}{{"P0", 4}, {"P1", 18}, {"P2", 50}, {"P3", 22}, {"high", 3}, {"low", 3}}
+var priorityMix = []share[string]{{"P0", 4}, {"P1", 18}, {"P2", 50}, {"P3", 22}, {"high", 3}, {"low", 3}}
 
 var (
 	verbs    = []string{"Fix", "Add", "Refactor", "Document", "Speed up", "Remove", "Test", "Port", "Rename", "Split", "Validate", "Cache", "Log", "Retry", "Snap"}
@@ -333,14 +325,14 @@ func planTask(rng *rand.Rand, o Options, tl timeline, taken map[string]bool, ear
 	if mixed {
 		for k, n := 0, rng.Intn(4); k < n; k++ {
 			l := pick(rng, labels)
-			if !contains(t.labels, l) {
+			if !slices.Contains(t.labels, l) {
 				t.labels = append(t.labels, l)
 			}
 		}
 		if i > 0 && !finished && rng.Intn(5) == 0 {
 			for k, n := 0, 1+rng.Intn(2); k < n; k++ {
 				d := earlier[rng.Intn(i)].ID
-				if !contains(t.deps, d) {
+				if !slices.Contains(t.deps, d) {
 					t.deps = append(t.deps, d)
 				}
 			}
@@ -387,16 +379,16 @@ func (t *genTask) drawQueue(rng *rand.Rand, o Options, finished bool) {
 	case finished:
 		t.Queue = taskfile.Done
 		t.finished = o.Now.Add(-FinishedAgo)
-		t.prio = weightedS(rng, priorityMix)
+		t.prio = weighted(rng, priorityMix)
 	case o.Queue != "":
 		t.Queue = o.Queue
 		t.prio = "P" + fmt.Sprint(rng.Intn(4))
 	case o.OpenOnly:
 		t.Queue = weighted(rng, openMix)
-		t.prio = weightedS(rng, priorityMix)
+		t.prio = weighted(rng, priorityMix)
 	default:
 		t.Queue = weighted(rng, queueMix)
-		t.prio = weightedS(rng, priorityMix)
+		t.prio = weighted(rng, priorityMix)
 	}
 }
 
