@@ -9,9 +9,15 @@ import (
 	"github.com/orch-tool/orch/gitstore/statecache"
 )
 
+// PrivateDirs are the directories orch keeps in the private state
+// directory: kept edit buffers (edits), orch run's logs and state (logs,
+// run), landing's scratch worktree (land) and the worktrees a landing
+// discarded (trash). Every other entry there is a file.
+var PrivateDirs = map[string]bool{editsDir: true, "logs": true, "run": true, "land": true, "trash": true}
+
 // NotRegularPrivateFiles lists what is in the private state directory but
-// not a regular file, where orch expects one (every entry but the edits/
-// directory of kept edit buffers).
+// not a regular file, where orch expects one (every entry but
+// PrivateDirs).
 func (st *Store) NotRegularPrivateFiles() []*privfile.ErrNotRegular {
 	ents, err := os.ReadDir(st.priv)
 	if err != nil {
@@ -19,7 +25,7 @@ func (st *Store) NotRegularPrivateFiles() []*privfile.ErrNotRegular {
 	}
 	var out []*privfile.ErrNotRegular
 	for _, e := range ents {
-		if e.Name() == editsDir && e.IsDir() {
+		if PrivateDirs[e.Name()] && e.IsDir() {
 			continue
 		}
 		if e.Type().IsRegular() {
