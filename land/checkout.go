@@ -78,36 +78,10 @@ func (l *lander) follow(wt, tip, head string) (string, error) {
 // baseWorktrees are the worktrees (a person's) that have the base checked
 // out.
 func (l *lander) baseWorktrees() []string {
-	if l.o.CheckedOut != nil {
-		var wts []string
-		for _, w := range l.o.CheckedOut("refs/heads/" + l.o.Base) {
-			if w != "" {
-				wts = append(wts, w)
-			}
-		}
-		return wts
-	}
-	out, err := l.git("", "worktree", "list", "--porcelain")
-	if err != nil {
-		return nil
-	}
 	var wts []string
-	for _, block := range strings.Split(strings.TrimSpace(out), "\n\n") {
-		var path, branch string
-		bare := false
-		for _, line := range strings.Split(block, "\n") {
-			k, v, _ := strings.Cut(line, " ")
-			switch k {
-			case "worktree":
-				path = v
-			case "branch":
-				branch = v
-			case "bare":
-				bare = true
-			}
-		}
-		if !bare && branch == "refs/heads/"+l.o.Base && path != "" {
-			wts = append(wts, path)
+	for _, w := range l.o.CheckedOut("refs/heads/" + l.o.Base) {
+		if w != "" {
+			wts = append(wts, w)
 		}
 	}
 	return wts

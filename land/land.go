@@ -42,9 +42,8 @@ type Candidate struct {
 type Options struct {
 	// CommonDir is the repository's git dir (its common dir).
 	CommonDir string
-	// CheckedOut, when set, lists the worktrees that have ref checked out
-	// now, from git's own files (gitrepo's CheckedOutIn); unset, git
-	// worktree list says.
+	// CheckedOut lists the worktrees that have ref checked out now
+	// (gitrepo's CheckedOutIn, from git's own files).
 	CheckedOut func(ref string) []string
 	Base       string // the base branch ("main")
 	Strategy   string // merge, squash or rebase

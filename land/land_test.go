@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 	"github.com/orch-tool/orch/internal/testgit"
 )
 
@@ -34,7 +35,11 @@ func branch(t *testing.T, dir, name, file, content string) Candidate {
 }
 
 func opts(t *testing.T, dir string) Options {
-	return Options{CommonDir: filepath.Join(dir, ".git"), Base: "main", Strategy: "merge", Scratch: filepath.Join(dir, ".git", "orch", "land"),
+	repo, err := gitrepo.Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{CommonDir: filepath.Join(dir, ".git"), CheckedOut: repo.CheckedOutIn, Base: "main", Strategy: "merge", Scratch: filepath.Join(dir, ".git", "orch", "land"),
 		Name: "lead", Email: "lead@orch", Env: os.Environ(), CheckTimeout: time.Minute}
 }
 
