@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orch-tool/orch/coordinator/harness"
+	"github.com/orch-tool/orch/gitstore"
 )
 
 // Job is one run of one agent on one task: an implementer's attempt, or a
@@ -476,7 +477,7 @@ func (c *Coordinator) run(ctx context.Context) (string, error) {
 }
 
 // LogDir is where orch run keeps its agents' logs: <privDir>/logs/<task>/.
-func LogDir(privDir string) string { return filepath.Join(privDir, "logs") }
+func LogDir(privDir string) string { return filepath.Join(privDir, gitstore.LogsDir) }
 
 // saveState records the runs going now in this coordinator's state file.
 func (c *Coordinator) saveState() {

@@ -24,7 +24,7 @@ func Logs(privDir, task string) []LogFile {
 	if task == "" || strings.ContainsAny(task, `/\`) || strings.HasPrefix(task, ".") {
 		return nil
 	}
-	dir := filepath.Join(privDir, "logs", task)
+	dir := filepath.Join(LogDir(privDir), task)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil

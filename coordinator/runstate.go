@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/orch-tool/orch/gitstore"
 )
 
 // Every orch run on a clone keeps a state file in the private state
@@ -49,7 +51,7 @@ type runState struct {
 }
 
 // stateDir is where the state files of one clone are.
-func stateDir(privDir string) string { return filepath.Join(privDir, "run") }
+func stateDir(privDir string) string { return filepath.Join(privDir, gitstore.RunDir) }
 
 // openRunState creates and locks this coordinator's state file.
 func openRunState(privDir string) (*runState, error) {

@@ -13,7 +13,17 @@ import (
 // directory: kept edit buffers (edits), orch run's logs and state (logs,
 // run), landing's scratch worktree (land) and the worktrees a landing
 // discarded (trash). Every other entry there is a file.
-var PrivateDirs = map[string]bool{editsDir: true, "logs": true, "run": true, "land": true, "trash": true}
+var PrivateDirs = map[string]bool{editsDir: true, LogsDir: true, RunDir: true, LandDir: true, TrashDir: true}
+
+// The directories of PrivateDirs that other packages fill: orch run's
+// agent logs and run state (coordinator), landing's scratch worktree and
+// the worktrees a landing discarded (workflow, gitrepo.DiscardWorktree).
+const (
+	LogsDir  = "logs"
+	RunDir   = "run"
+	LandDir  = "land"
+	TrashDir = "trash"
+)
 
 // NotRegularPrivateFiles lists what is in the private state directory but
 // not a regular file, where orch expects one (every entry but

@@ -167,7 +167,7 @@ func LandApproved(opts Options, lo LandOptions) (*LandReport, error) {
 		lo.Remote = "origin"
 	}
 	rep := &LandReport{Base: cfg.BaseBranch}
-	scratch := filepath.Join(e.Store.Repo.CommonDir, "orch", "land", "wt")
+	scratch := filepath.Join(e.Store.PrivDir(), gitstore.LandDir, "wt")
 	if !lo.DryRun {
 		unlock, err := land.Lock(scratch, lo.Wait)
 		if errors.Is(err, land.ErrBusy) {
@@ -495,7 +495,7 @@ func short(h string) string {
 func (e *Engine) cleanLanded(c land.Candidate) {
 	repo := e.Store.Repo
 	ref := "refs/heads/" + c.Branch
-	trash := repo.TrashDir()
+	trash := filepath.Join(e.Store.PrivDir(), gitstore.TrashDir)
 	discarded := false
 	for _, w := range repo.CheckedOutIn(ref) {
 		if files, err := repo.WorktreeFiles(w); err == nil && len(files) == 0 {

@@ -138,10 +138,6 @@ func (r *Repo) DiscardWorktree(path, trash string) (string, error) {
 	return dir, nil
 }
 
-// TrashDir is where orch's landings discard worktrees (DiscardWorktree),
-// in orch's private directory.
-func (r *Repo) TrashDir() string { return filepath.Join(r.CommonDir, "orch", "trash") }
-
 // TrashEntries lists what the trash at trash holds: worktrees discarded,
 // now or by an earlier command whose deletion did not finish.
 func TrashEntries(trash string) []string {
