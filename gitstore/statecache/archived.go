@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -48,21 +46,7 @@ func readFramed(path, head string) (body []byte, ok bool) {
 // file or the new one. A file that cannot be written is made again next
 // time: errors are dropped.
 func writeFramed(path string, b []byte) {
-	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-	f, err := os.CreateTemp(filepath.Dir(path), TempPrefix)
-	if err != nil {
-		return
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
+	_ = replaceFile(path, binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b)))
 }
 
 // ArchivedIDs is a set of task IDs read from one archive tree, sorted.

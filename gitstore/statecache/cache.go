@@ -408,24 +408,31 @@ func (c *Cache) writeBase(path string) error {
 	if _, err := rand.Read(c.gen[:]); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), TempPrefix)
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(c.encode()); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := replaceFile(path, c.encode()); err != nil {
 		return err
 	}
 	// A journal of the old generation is ignored on load; removing it only
 	// saves reading it.
 	_ = os.Remove(JournalPath(path))
 	return nil
+}
+
+// replaceFile writes the file at path whole, under a temporary name first
+// (TempPrefix) so that a reader sees the old file or the new one.
+func replaceFile(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), TempPrefix)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
 }
