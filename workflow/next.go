@@ -108,7 +108,6 @@ const (
 	AdviseNameIssueByID  Advice = "name_issue_by_id" // Issues
 	AdviseFixCommit      Advice = "fix_commit"       // -
 	AdviseMoreDigits     Advice = "more_digits"      // -
-	AdviseRevisionForm   Advice = "revision_form"    // -
 	AdviseCommitOnBranch Advice = "commit_on_branch" // Task
 	AdviseNoCommitFlag   Advice = "no_commit_flag"   // -
 
@@ -169,7 +168,7 @@ var Advices = []Advice{
 
 	AdviseNewTitle, AdviseTitleInBody, AdvisePlainText, AdvisePriorities, AdviseNameForm, AdviseInitBase,
 	AdviseReviewForm, AdviseIssueFlag, AdviseSeverities, AdviseSeverityOrFlag, AdviseReviewIsText,
-	AdviseReviewerID, AdviseNameIssueByID, AdviseFixCommit, AdviseMoreDigits, AdviseRevisionForm,
+	AdviseReviewerID, AdviseNameIssueByID, AdviseFixCommit, AdviseMoreDigits,
 	AdviseCommitOnBranch, AdviseNoCommitFlag,
 
 	AdviseFixOrDelete, AdviseEditOrDelete, AdviseFixViewFirst, AdviseEditAgain, AdviseEditAgainFromNew,

@@ -126,14 +126,11 @@ func (e *Engine) Respond(id, issue, status, text, commit string) (*Result, error
 func commitError(commit string, err error) error {
 	var nf *gitrepo.ErrRevisionNotFound
 	var amb *gitrepo.ErrAmbiguousRevision
-	var un *gitrepo.ErrUnsupportedRevision
 	switch {
 	case errors.As(err, &nf):
 		return &UsageError{Msg: fmt.Sprintf("--commit %q names no commit in this repository", printable(commit)), Next: Next{Advice: AdviseFixCommit}}
 	case errors.As(err, &amb):
 		return &UsageError{Msg: fmt.Sprintf("--commit %q is ambiguous: %d commits start with it", printable(commit), len(amb.Commits)), Next: Next{Advice: AdviseMoreDigits}}
-	case errors.As(err, &un):
-		return &UsageError{Msg: fmt.Sprintf("--commit %q is not a revision orch reads", printable(commit)), Next: Next{Advice: AdviseRevisionForm}}
 	}
 	return err
 }

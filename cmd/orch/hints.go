@@ -188,8 +188,6 @@ func argumentHint(n workflow.Next, id string) (string, bool) {
 		return "give the commit that fixes it: --commit HEAD in the task's worktree after committing, or its hash (git log --oneline)", true
 	case workflow.AdviseMoreDigits:
 		return "give more digits of the hash", true
-	case workflow.AdviseRevisionForm:
-		return "use a commit hash (4+ hex digits), HEAD, a branch or a tag, optionally followed by ~N or ^N", true
 	case workflow.AdviseCommitOnBranch:
 		return "commit the fix on the task's branch (in its worktree: orch worktree " + id + "), then answer with --commit HEAD from there", true
 	case workflow.AdviseNoCommitFlag:
