@@ -257,13 +257,14 @@ func (s *viewScan) run(view string) {
 	}
 	type listed struct{ fd, count int }
 	lists := map[string]listed{}
+	buf := make([]byte, 32<<10)
 	for _, dir := range mirroredDirs {
 		fd, err := unix.Openat(root, dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 		if err != nil {
 			continue
 		}
 		defer unix.Close(fd)
-		n, left := countFiles(fd, dir)
+		n, left := countFiles(fd, dir, buf)
 		lists[dir] = listed{fd, n}
 		s.leftovers = s.leftovers || left
 		if trace.On() {
@@ -304,14 +305,17 @@ func statEntries(fd int, dir string, entries []gitrepo.TreeEntry) *scanFiles {
 		go func(w int) {
 			defer wg.Done()
 			var st unix.Stat_t
+			var name [256]byte
 			for i := lo; i < hi; i++ {
 				e := &entries[i]
-				if e.Mode != gitrepo.ModeFile && e.Mode != gitrepo.ModeExec || !maybeMirrored(dir, e.Name) {
+				if e.Mode != gitrepo.ModeFile && e.Mode != gitrepo.ModeExec || len(e.Name) >= len(name) || !maybeMirrored(dir, e.Name) {
 					continue
 				}
 				r := &files.stats[i]
 				r.tried = true
-				if unix.Fstatat(fd, e.Name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				copy(name[:], e.Name)
+				name[len(e.Name)] = 0
+				if fstatat(fd, name[:len(e.Name)+1], &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 					continue
 				}
 				r.fileStat, r.ok = statOf(&st), true
@@ -326,55 +330,44 @@ func statEntries(fd int, dir string, entries []gitrepo.TreeEntry) *scanFiles {
 	return files
 }
 
-// addUnlisted lists the directory again and stats the mirrored files that
-// are not among the entries stat-ed already.
+// addUnlisted lists the directory again, by name this time, and stats the
+// mirrored files that are not among the entries stat-ed already. (A file
+// made by hand and left broken makes every command come here until it is
+// fixed, so the entries are matched by inode and then name, not by a
+// search through every name for each.)
 func (f *scanFiles) addUnlisted(fd int, dir string) {
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return
 	}
+	byIno := make(map[uint64]int32, f.n)
+	for i := range f.stats {
+		if f.stats[i].ok {
+			byIno[f.stats[i].ino] = int32(i)
+		}
+	}
 	var st unix.Stat_t
-	for _, name := range readNames(fd) {
+	var buf []byte
+	eachName(fd, func(name string, ino uint64) {
 		if !mirroredName(dir, name) {
-			continue
+			return
+		}
+		if i, ok := byIno[ino]; ok && f.entries[i].Name == name {
+			return
 		}
 		if i, ok := findFileEntry(f.entries, name); ok && f.stats[i].tried {
-			continue // stat-ed already
+			return // not a regular file, or replaced since it was stat-ed
 		}
-		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-			continue
+		c := cName(name, buf)
+		buf = c[:0]
+		if fstatat(fd, c, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return
 		}
 		if f.extra == nil {
 			f.extra = map[string]fileStat{}
 		}
-		f.extra[name] = statOf(&st)
+		f.extra[strings.Clone(name)] = statOf(&st)
 		f.n++
-	}
-}
-
-// readNames lists a directory.
-func readNames(fd int) []string {
-	buf := make([]byte, 32<<10)
-	var names []string
-	for {
-		n, err := unix.ReadDirent(fd, buf)
-		if err != nil || n <= 0 {
-			return names
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
-}
-
-// countFiles counts the names of a directory that maybeMirrored accepts,
-// and says whether it holds a view temp file a killed write left.
-func countFiles(fd int, dir string) (count int, leftovers bool) {
-	for _, name := range readNames(fd) {
-		if maybeMirrored(dir, name) {
-			count++
-		} else if isViewTemp(name) {
-			leftovers = true
-		}
-	}
-	return count, leftovers
+	})
 }
 
 // ignoredName is a file an editor or orch itself leaves beside real files.
