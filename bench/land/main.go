@@ -21,12 +21,15 @@
 // checked out in a clean checkout (a person's, which orch land advances as
 // git merge --ff-only would; the hand merge happens there). The hand
 // branches are cut from main with plumbing when the approved tasks are
-// made, so both sides merge work forked from the same base. The runs
-// alternate (hand first on even runs, orch first on odd ones), so a busy
-// moment of the machine falls on both; the ratio is the median of orch's
-// over the median of the hand version's, in the same run. With -baseline,
-// another orch binary (an older build) lands as many tasks in the same
-// repository, its turn rotating with the other two, for a row of its own.
+// made, so both sides merge work forked from the same base. A third side,
+// the floor, lands more hand branches with the fewest bare git commands
+// that check the merge they land (landFloor): what no checked landing can
+// cost less than, whatever drives it. The sides take turns going first,
+// so a busy moment of the machine falls on all; a ratio is the median of
+// a side over the median of the hand version's, in the same run. With
+// -baseline, another orch binary (an older build) lands as many tasks in
+// the same repository, its turn rotating with the others, for a row of
+// its own.
 // A landing may leave the deletion of the landed worktree's files to a
 // process of its own (the trash in the repository's private dir): before
 // the next timing the program waits, untimed, until the trash is empty, so
@@ -194,10 +197,13 @@ func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 		next++
 		return ms, cpu
 	}
-	hand := make([]string, n)
+	hand, floor := make([]string, n), make([]string, n)
 	for i := range hand {
 		hand[i] = handBranch(o, dir, i)
+		floor[i] = handBranch(o, dir, n+i)
 	}
+	scratch := filepath.Join(tmp, name+"-floor")
+	out(o, dir, "git", "worktree", "add", "--quiet", "--detach", scratch, "main")
 	fmt.Fprintf(os.Stderr, "land: %s: timing\n", name)
 	type side struct {
 		label     string
@@ -205,12 +211,15 @@ func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 		wall, cpu []float64
 	}
 	handLabel, orchLabel := "`git merge --no-ff <branch>` by hand", "`orch land`"
+	floorLabel := "a checked merge in bare git commands (the floor)"
 	if remote {
 		handLabel, orchLabel = "`git merge --no-ff <branch> && git push origin main` by hand", "`orch land --push`"
+		floorLabel += ", with git push"
 	}
 	var waits []float64
 	sides := []*side{
 		{label: handLabel, land: func(i int) (float64, float64) { return landHand(o, dir, hand[i], remote) }},
+		{label: floorLabel, land: func(i int) (float64, float64) { return landFloor(o, dir, scratch, floor[i], remote) }},
 		{label: orchLabel, land: func(i int) (float64, float64) {
 			ms, cpu := landNext(o.bin)
 			waits = append(waits, settle(dir))
@@ -227,7 +236,7 @@ func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 	for i := 0; i < n; i++ {
 		var said []string
 		for k := range sides {
-			sd := sides[(i+k)%len(sides)] // hand first on even runs, orch first on odd ones
+			sd := sides[(i+k)%len(sides)] // each side first in turn
 			ms, cpu := sd.land(i)
 			said = append(said, fmt.Sprintf("%s %.1f ms (CPU %.1f)", sd.label, ms, cpu))
 			if i >= warm {
@@ -239,7 +248,7 @@ func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 		}
 	}
 	verify(o, dir, ids, tips, remote)
-	for _, h := range hand {
+	for _, h := range append(hand, floor...) {
 		if !ancestor(o, dir, "refs/heads/"+h, "refs/heads/main") {
 			fail("%s: hand branch %s is not in main", name, h)
 		}
@@ -348,6 +357,38 @@ func landHand(o opts, dir, branch string, remote bool) (float64, float64) {
 	if remote {
 		_, pms, pcpu := timed(o, dir, "git", "push", "--quiet", "origin", "main")
 		ms, cpu = ms+pms, cpu+pcpu
+	}
+	return ms, cpu
+}
+
+// landFloor lands branch with the fewest git commands that keep a
+// landing's guarantees, as a script would: the merge as a tree (merge-tree,
+// commit-tree), its files in the scratch worktree and the check there (sh
+// -c true), the person's checkout found clean (status), main moved by
+// compare-and-swap from the tip merged with (update-ref), the checkout
+// advanced (read-tree -u -m); with a remote, git push, which refuses a
+// remote that moved. None of orch's own work is in it: no state, no
+// record, no clean of the scratch worktree, no landed worktree to check.
+// It returns the sum of the steps' wall and CPU times in ms.
+func landFloor(o opts, dir, scratch, branch string, remote bool) (float64, float64) {
+	var ms, cpu float64
+	step := func(in string, args ...string) string {
+		b, m, c := timed(o, in, args[0], args[1:]...)
+		ms, cpu = ms+m, cpu+c
+		return strings.TrimSpace(string(b))
+	}
+	tip := step(dir, "git", "rev-parse", "refs/heads/main")
+	tree := step(scratch, "git", "merge-tree", "--write-tree", "--no-messages", tip, branch)
+	merged := step(dir, "git", "commit-tree", tree, "-p", tip, "-p", branch, "-m", "Merge "+branch)
+	step(scratch, "git", "checkout", "--quiet", "--force", "--detach", merged)
+	step(scratch, "sh", "-c", "true")
+	if s := step(dir, "git", "status", "--porcelain", "--untracked-files=no"); s != "" {
+		fail("the floor's checkout is not clean: %s", s)
+	}
+	step(dir, "git", "update-ref", "refs/heads/main", merged, tip)
+	step(dir, "git", "read-tree", "-u", "-m", tip, merged)
+	if remote {
+		step(dir, "git", "push", "--quiet", "origin", "main")
 	}
 	return ms, cpu
 }
