@@ -127,6 +127,10 @@ type lander struct {
 	// head is the scratch worktree's HEAD: the tip it was reset to, then
 	// each merge onto it.
 	head string
+	// loose says the worktree's tracked files may still hold what the
+	// last check changed (reset kept a worktree at the tip): only
+	// mergeTree's forced checkout may follow, or force.
+	loose bool
 }
 
 // land lands cands (writing their outcomes) from the base's tip now.
@@ -309,7 +313,13 @@ func (l *lander) merge(base string, c Candidate) (string, *Failure, error) {
 			l.head = commit
 			return commit, nil, err
 		}
-		// It conflicts: git merge says where, in the worktree.
+		// It conflicts: git merge says where, in the worktree, which must
+		// be exactly at head for it.
+		if l.loose {
+			if err := l.force(head); err != nil {
+				return "", nil, err
+			}
+		}
 		stderr, err = l.git(l.wt, "merge", "--quiet", "--no-ff", "--no-verify", "-m", message(c, "Merged "+c.Branch+"."), c.Tip)
 	}
 	if err == nil {
@@ -351,9 +361,10 @@ func (l *lander) mergeTree(head string, c Candidate) (commit string, ok bool, er
 		return "", false, err
 	}
 	commit = strings.TrimSpace(out)
-	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", commit); err != nil {
+	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", commit); err != nil {
 		return "", false, err
 	}
+	l.loose = false
 	return commit, true, nil
 }
 

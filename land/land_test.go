@@ -313,3 +313,67 @@ func TestLandUntrackedInTheWay(t *testing.T) {
 		}
 	}
 }
+
+// Each landing's check sees exactly the merge that lands, whatever the
+// check before it left in the scratch worktree: changed tracked files,
+// untracked and ignored ones (b's and x's landings start from a's and b's
+// mess), then a changed .gitattributes (x's check), which would give y's
+// merge a merge driver the base does not have; and a conflict after a
+// messy check (w). Each Land is a landing of its own, as orch land runs
+// one after another.
+func TestLandAfterAMessyCheck(t *testing.T) {
+	dir := repo(t)
+	testgit.Git(t, dir, "checkout", "-q", "main")
+	testgit.WriteFile(t, filepath.Join(dir, "shared.txt"), "base\n")
+	testgit.WriteFile(t, filepath.Join(dir, ".gitattributes"), "# no drivers\n")
+	testgit.WriteFile(t, filepath.Join(dir, ".gitignore"), "*.log\n")
+	testgit.Git(t, dir, "add", "-A")
+	testgit.Git(t, dir, "commit", "-q", "-m", "shared file")
+	testgit.Git(t, dir, "checkout", "-q", "person")
+	testgit.Git(t, dir, "reset", "-q", "--hard", "main")
+	o := opts(t, dir)
+	o.Check = `test -z "$(git status --porcelain --ignored)" || { git status --porcelain --ignored; exit 1; }
+echo junk >> README.md; echo out > build.log; mkdir -p d; echo x > d/y; git rm -q --cached a.txt 2>/dev/null
+if git log -1 --format=%B | grep -q 'Merged task/x'; then echo 'shared.txt merge=union' >> .gitattributes; fi`
+	land := func(c Candidate) Outcome {
+		t.Helper()
+		out, err := Land(o, []Candidate{c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0]
+	}
+	y := branch(t, dir, "task/y", "shared.txt", "base\ny\n")
+	w := branch(t, dir, "task/w", "b.txt", "w\n")
+	for _, c := range []Candidate{
+		branch(t, dir, "task/a", "a.txt", "a\n"),
+		branch(t, dir, "task/b", "b.txt", "b\n"),
+		branch(t, dir, "task/x", "shared.txt", "base\nx\n"),
+	} {
+		if out := land(c); !out.Landed {
+			t.Fatalf("%s did not land: %+v", c.Task, out.Failure)
+		}
+	}
+	// Against x's line, without the union driver the check wrote: a
+	// conflict, with its hunks.
+	out := land(y)
+	if out.Landed || out.Failure == nil || out.Failure.Kind != "conflict" || !strings.Contains(out.Failure.Hunks, "<<<<<<<") {
+		t.Fatalf("y: %+v, want a conflict with its hunks", out)
+	}
+	if out := land(branch(t, dir, "task/z", "z.txt", "z\n")); !out.Landed {
+		t.Fatalf("z after the conflict: %+v", out.Failure)
+	}
+	// A conflict straight after a messy check (z's): git merge runs in a
+	// worktree put back at the tip first.
+	if out := land(w); out.Landed || out.Failure == nil || out.Failure.Kind != "conflict" || !slices.Equal(out.Failure.Files, []string{"b.txt"}) {
+		t.Fatalf("w: %+v, want a conflict in b.txt", out.Failure)
+	}
+	if out := land(branch(t, dir, "task/v", "v.txt", "v\n")); !out.Landed {
+		t.Fatalf("v after the conflict: %+v", out.Failure)
+	}
+	for file, want := range map[string]string{"README.md": "hello\n", "shared.txt": "base\nx\n", ".gitattributes": "# no drivers\n"} {
+		if got := testgit.Git(t, dir, "show", "main:"+file) + "\n"; got != want {
+			t.Errorf("main's %s = %q, want %q", file, got, want)
+		}
+	}
+}

@@ -27,26 +27,60 @@ func (l *lander) reset(tip string) error {
 
 func (l *lander) resetOnce(tip string) error {
 	// A merge or rebase a killed landing left half done.
-	if gd := l.gitDir(); gd != "" {
+	gd := l.gitDir()
+	settled := gd != ""
+	if gd != "" {
 		if _, err := os.Stat(filepath.Join(gd, "MERGE_HEAD")); err == nil {
 			_, _ = l.git(l.wt, "merge", "--abort")
+			settled = false
 		}
 		for _, d := range []string{"rebase-merge", "rebase-apply"} {
 			if _, err := os.Stat(filepath.Join(gd, d)); err == nil {
 				_, _ = l.git(l.wt, "rebase", "--abort")
+				settled = false
 			}
 		}
+		if _, err := os.Stat(filepath.Join(gd, "index.lock")); err == nil {
+			settled = false
+		}
 	}
-	// checkout --force discards whatever the last step left in the index
-	// and the files; clean, what it left untracked (a check's output).
-	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", tip); err != nil {
+	// With the merge strategy, a worktree at the tip already (the base
+	// has not moved since this clone's last landing) needs less: clean
+	// removes what the last check left untracked, and mergeTree's
+	// checkout --force puts every tracked file at the merge anyway. Only
+	// the .gitattributes files must be the tip's before it, since
+	// merge-tree reads them from the worktree.
+	if settled && (l.o.Strategy == "" || l.o.Strategy == "merge") && headIs(gd, tip) {
+		if _, err := l.git(l.wt, "clean", "-q", "-ffdx"); err != nil {
+			return err
+		}
+		if _, err := l.git(l.wt, "diff-files", "--quiet", "--", ":(glob)**/.gitattributes"); err == nil {
+			l.head, l.loose = tip, true
+			return nil
+		}
+	}
+	return l.force(tip)
+}
+
+// force puts the scratch worktree at commit exactly: checkout --force
+// discards whatever the last step left in the index and the files; clean,
+// what it left untracked (a check's output).
+func (l *lander) force(commit string) error {
+	if _, err := l.git(l.wt, "checkout", "--quiet", "--detach", "--force", commit); err != nil {
 		return err
 	}
 	if _, err := l.git(l.wt, "clean", "-q", "-ffdx"); err != nil {
 		return err
 	}
-	l.head = tip
+	l.head, l.loose = commit, false
 	return nil
+}
+
+// headIs reports whether the worktree whose git dir is gd has commit
+// checked out, detached (as the scratch worktree always is).
+func headIs(gd, commit string) bool {
+	b, err := os.ReadFile(filepath.Join(gd, "HEAD"))
+	return err == nil && strings.TrimSpace(string(b)) == commit
 }
 
 // gitDir is the scratch worktree's git dir, as its .git file names it (""

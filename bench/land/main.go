@@ -24,7 +24,8 @@
 // made, so both sides merge work forked from the same base. A third side,
 // the floor, lands more hand branches with the fewest bare git commands
 // that check the merge they land (landFloor): what no checked landing can
-// cost less than, whatever drives it. The sides take turns going first,
+// cost less than, whatever drives it; the last column is a side's median
+// less the floor's (docs/design.md §11 bounds orch's). The sides take turns going first,
 // so a busy moment of the machine falls on all; a ratio is the median of
 // a side over the median of the hand version's, in the same run. With
 // -baseline, another orch binary (an older build) lands as many tasks in
@@ -135,8 +136,8 @@ func main() {
 		version(o, o.bin), strings.TrimSpace(string(out(o, "", "git", "--version"))), runtime.NumCPU(), *files, *history, *tasks, loadStart, machine.Loadavg())
 	if *cost {
 		fmt.Printf("Cost per task, land.check: \"true\" (%d runs after %d warm-ups, alternating):\n\n", *runs, *warm)
-		fmt.Println("| landing | median ms | p90 ms | ratio to by hand | median CPU ms | CPU ratio |")
-		fmt.Println("|---|---:|---:|---:|---:|---:|")
+		fmt.Println("| landing | median ms | p90 ms | ratio to by hand | median CPU ms | CPU ratio | over the floor ms |")
+		fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 		for _, l := range costLines {
 			fmt.Println(l)
 		}
@@ -259,10 +260,11 @@ func costRows(o opts, tmp string, remote bool, runs, warm int) []string {
 	}
 	sort.Float64s(waits)
 	hm, hc := median(sides[0].wall), median(sides[0].cpu)
-	rows := []string{fmt.Sprintf("| %s | %.1f | %.1f | 1.00 | %.1f | 1.00 |", handLabel, hm, percentile(sides[0].wall, 0.9), hc)}
+	fm := median(sides[1].wall)
+	rows := []string{fmt.Sprintf("| %s | %.1f | %.1f | 1.00 | %.1f | 1.00 | |", handLabel, hm, percentile(sides[0].wall, 0.9), hc)}
 	for _, sd := range sides[1:] {
 		om, oc := median(sd.wall), median(sd.cpu)
-		rows = append(rows, fmt.Sprintf("| %s | %.1f | %.1f | **%.2f×** | %.1f | %.2f× |", sd.label, om, percentile(sd.wall, 0.9), om/hm, oc, oc/hc))
+		rows = append(rows, fmt.Sprintf("| %s | %.1f | %.1f | **%.2f×** | %.1f | %.2f× | %.1f |", sd.label, om, percentile(sd.wall, 0.9), om/hm, oc, oc/hc, om-fm))
 	}
 	if w := median(waits); w > 0 {
 		fmt.Fprintf(os.Stderr, "land: %s: after each `orch land`, the deletion it left to a process of its own: median %.0f ms, p90 %.0f ms (untimed)\n", name, w, percentile(waits, 0.9))
