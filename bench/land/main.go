@@ -25,12 +25,12 @@
 // the floor, lands more hand branches with the fewest bare git commands
 // that check the merge they land (landFloor): what no checked landing can
 // cost less than, whatever drives it; the last column is a side's median
-// less the floor's (docs/design.md §11 bounds orch's). The sides take turns going first,
-// so a busy moment of the machine falls on all; a ratio is the median of
-// a side over the median of the hand version's, in the same run. With
-// -baseline, another orch binary (an older build) lands as many tasks in
-// the same repository, its turn rotating with the others, for a row of
-// its own.
+// less the floor's (docs/design.md §11 bounds orch's). The sides take
+// turns going first, so a busy moment of the machine falls on all; a
+// ratio is the median of a side over the median of the hand version's, in
+// the same run. With -baseline, another orch binary (an older build) lands
+// as many tasks in the same repository, its turn rotating with the others,
+// for a row of its own.
 // A landing may leave the deletion of the landed worktree's files to a
 // process of its own (the trash in the repository's private dir): before
 // the next timing the program waits, untimed, until the trash is empty, so
