@@ -97,14 +97,14 @@ func LoadArchivedIDs(path string, tree plumbing.Hash, list func() ([]string, err
 // head, the state cache's format, then each summary as the state cache
 // encodes it.
 func ReadArchivedSummaries(path string) []*Summary {
-	body, ok := readFramed(path, archivedSumsMagic+cacheMagic)
+	body, ok := readFramed(path, archivedSumsMagic+SummaryFormat)
 	if !ok {
 		return nil
 	}
 	var out []*Summary
-	for d := (&dec{buf: body}); d.pos < len(body); {
+	for len(body) > 0 {
 		s := &Summary{}
-		if decodeSummary(d, s); d.err != nil {
+		if body, ok = ReadSummary(body, s); !ok {
 			return nil
 		}
 		out = append(out, s)
@@ -114,9 +114,9 @@ func ReadArchivedSummaries(path string) []*Summary {
 
 // WriteArchivedSummaries replaces the archived summaries' cache at path.
 func WriteArchivedSummaries(path string, sums []*Summary) {
-	e := &enc{b: []byte(archivedSumsMagic + cacheMagic)}
+	b := []byte(archivedSumsMagic + SummaryFormat)
 	for _, s := range sums {
-		encodeSummary(e, s)
+		b = AppendSummary(b, s)
 	}
-	writeFramed(path, e.b)
+	writeFramed(path, b)
 }

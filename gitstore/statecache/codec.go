@@ -279,6 +279,32 @@ func (d *dec) entry() gitrepo.TreeEntry {
 	return gitrepo.TreeEntry{Name: d.str(), Mode: uint32(d.uv()), Hash: d.hash()}
 }
 
+// SummaryFormat names the encoding AppendSummary writes: a file of
+// summaries (the archive's cache) starts with it, so that one written in
+// another format is made again.
+const SummaryFormat = cacheMagic
+
+// AppendSummary appends s's record, as the state cache file holds it, to
+// b. (bench/cachestore puts these same records in bbolt, to compare the
+// two stores on equal terms.)
+func AppendSummary(b []byte, s *Summary) []byte {
+	e := &enc{b: b}
+	encodeSummary(e, s)
+	return e.b
+}
+
+// ReadSummary decodes the record AppendSummary wrote at the start of b
+// into s and returns the bytes after it; ok is false when b does not start
+// with a whole record.
+func ReadSummary(b []byte, s *Summary) (rest []byte, ok bool) {
+	d := &dec{buf: b}
+	decodeSummary(d, s)
+	if d.err != nil {
+		return nil, false
+	}
+	return b[d.pos:], true
+}
+
 // encodeSummary writes a task summary: its length, then path, blob,
 // problem, task and custom fields, so that a reader can decode the header and skip the rest.
 func encodeSummary(e *enc, s *Summary) {
