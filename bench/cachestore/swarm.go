@@ -175,6 +175,23 @@ func loadavg1() string {
 }
 
 // probe reports whether a flock of how (LOCK_SH or LOCK_EX) on the file
+// openBolt opens the bolt file p within to, noting in res whether another
+// process held its lock just before (probe, with how) and how long the
+// open took since since; nil and no error when it timed out.
+func openBolt(p string, how int, bo *bolt.Options, to time.Duration, since time.Time, res *swarmResult) (*bolt.DB, error) {
+	if probe(p, how) {
+		res.Locked++
+	}
+	bo.Timeout = to
+	db, err := bolt.Open(p, 0o600, bo)
+	res.Open = append(res.Open, msSince(since))
+	if errors.Is(err, bolt.ErrTimeout) {
+		res.Timeouts++
+		return nil, nil
+	}
+	return db, err
+}
+
 // would wait now: whether an open by bbolt would find the file locked.
 func probe(path string, how int) bool {
 	f, err := os.Open(path)
@@ -221,17 +238,12 @@ func reader(o *opts) error {
 			if to == 0 {
 				break
 			}
-			if probe(p, syscall.LOCK_SH) {
-				res.Locked++
-			}
-			db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: to})
-			res.Open = append(res.Open, msSince(t))
-			if errors.Is(err, bolt.ErrTimeout) {
-				res.Timeouts++
-				continue
-			}
+			db, err := openBolt(p, syscall.LOCK_SH, &bolt.Options{ReadOnly: true}, to, t, &res)
 			if err != nil {
 				return err
+			}
+			if db == nil {
+				continue
 			}
 			err = db.View(func(tx *bolt.Tx) error {
 				var err error
@@ -302,18 +314,12 @@ loop:
 			if to == 0 {
 				break loop
 			}
-			if probe(p, syscall.LOCK_EX) {
-				res.Locked++
-			}
-			t = time.Now()
-			db, err := bolt.Open(p, 0o600, &bolt.Options{NoSync: true, Timeout: to})
-			res.Open = append(res.Open, msSince(t))
-			if errors.Is(err, bolt.ErrTimeout) {
-				res.Timeouts++
-				continue
-			}
+			db, err := openBolt(p, syscall.LOCK_EX, &bolt.Options{NoSync: true}, to, time.Now(), &res)
 			if err != nil {
 				return err
+			}
+			if db == nil {
+				continue
 			}
 			err = db.Update(func(tx *bolt.Tx) error { return boltPutSummary(tx, o.path) })
 			if cerr := db.Close(); err == nil {
