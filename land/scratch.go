@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/orch-tool/orch/gitstore/gitrepo"
 )
 
 // reset puts the scratch worktree at tip, clean. A scratch worktree that
@@ -86,14 +88,7 @@ func headIs(gd, commit string) bool {
 // gitDir is the scratch worktree's git dir, as its .git file names it (""
 // when it names none).
 func (l *lander) gitDir() string {
-	b, err := os.ReadFile(filepath.Join(l.wt, ".git"))
-	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-	if err != nil || !ok {
-		return ""
-	}
-	if !filepath.IsAbs(gd) {
-		gd = filepath.Join(l.wt, gd)
-	}
+	gd, _ := gitrepo.WorktreeGitDir(l.wt)
 	return gd
 }
 

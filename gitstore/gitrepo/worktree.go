@@ -157,22 +157,20 @@ func RemoveAll(dirs []string) {
 	}
 }
 
+// WorktreeGitDir is the git dir of the linked worktree at path, as the
+// .git file there names it.
+func WorktreeGitDir(path string) (string, error) {
+	return readGitFile(filepath.Join(path, ".git"))
+}
+
 // worktreeAdmin is git's record of the linked worktree at path
 // (<common>/worktrees/<id>, which its .git file names and which names it
 // back), or "" when path is not such a worktree of this repository.
 func (r *Repo) worktreeAdmin(path string) string {
-	b, err := os.ReadFile(filepath.Join(path, ".git"))
+	admin, err := WorktreeGitDir(path)
 	if err != nil {
-		return "" // a directory: the main worktree
+		return "" // a directory (the main worktree), or no git dir
 	}
-	admin, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-	if !ok {
-		return ""
-	}
-	if !filepath.IsAbs(admin) {
-		admin = filepath.Join(path, admin)
-	}
-	admin = filepath.Clean(admin)
 	if filepath.Dir(admin) != filepath.Join(filepath.Clean(r.CommonDir), "worktrees") {
 		return ""
 	}
